@@ -1,0 +1,42 @@
+/* python.h: the calling thread's Python frames, read without the GIL.
+ *
+ * PyTorch releases the GIL before it allocates, so frames are read as raw
+ * memory from the thread's own frame chain (which cannot change while the
+ * thread runs C code), by per-version layouts. Nothing here calls into the
+ * interpreter on the capture path. */
+#ifndef GPULEAK_PYTHON_H
+#define GPULEAK_PYTHON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* One captured Python frame, packed: the interned code object's index in the
+ * high 32 bits, the line being executed in the low 32 bits. Two captures of
+ * the same line of the same function give the same value, so packed frames
+ * can be hashed into a stack id. 0 is never a valid frame. */
+typedef uint64_t python_frame_t;
+
+/* Looks for a CPython interpreter in the process (dlsym, no link to
+ * libpython) and checks its version against the known layouts. Call once,
+ * outside any hook, from the shim's initialisation; safe to call when no
+ * Python is loaded (then python_capture returns 0). On an unknown version it
+ * prints one line on stderr saying Python frames are off. Returns 1 when
+ * Python frames will be captured, 0 otherwise. */
+int python_init(void);
+
+/* Captures up to max frames of the calling thread, innermost first, into out.
+ * Returns how many were written: 0 when the thread has no Python frames or
+ * Python support is off. Never takes the GIL, never blocks, never allocates
+ * with malloc on the fast path (a miss in the code-object cache may). */
+int python_capture(python_frame_t *out, int max);
+
+/* Describes a packed frame for the report: qualified function name, file and
+ * line. The strings are owned by the python module and live until exit.
+ * Returns 0 on success, -1 for a frame this module never produced. */
+int python_describe(python_frame_t frame, const char **function,
+                    const char **file, int *line);
+
+/* The interpreter's version as "3.12.3", or NULL when none was found. */
+const char *python_version(void);
+
+#endif
