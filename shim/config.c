@@ -1,0 +1,105 @@
+#include "config.h"
+#include "log.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+config_t config = {
+    .output = "./gpuleak-%p.json",
+    .stack_depth = 64,
+    .python_frames = 1,
+    .python_depth = 32,
+    .summary = 1,
+    .summary_sites = 5,
+    .summary_frames = 6,
+    .enabled = 1,
+};
+
+enum option_type { OPTION_INT, OPTION_BOOL, OPTION_STRING };
+
+typedef struct option_spec {
+    config_option_t doc;
+    enum option_type type;
+    void *field;
+    long min, max;
+} option_spec_t;
+
+#define INT_OPTION(name, field, def, lo, hi, text) \
+    { { name, #def, text }, OPTION_INT, &config.field, lo, hi }
+#define BOOL_OPTION(name, field, def, text) \
+    { { name, #def, text }, OPTION_BOOL, &config.field, 0, 1 }
+
+static const option_spec_t options[] = {
+    { { "GPULEAK_OUTPUT", "./gpuleak-%p.json",
+        "Report path; %p is the pid, %h the host name, %r the rank (RANK or LOCAL_RANK)." },
+      OPTION_STRING, &config.output, 0, 0 },
+    INT_OPTION("GPULEAK_STACK_DEPTH", stack_depth, 64, 0, 256,
+               "Native frames recorded per allocation; 0 records no stacks."),
+    BOOL_OPTION("GPULEAK_PYTHON", python_frames, 1,
+                "Record the Python frames of the allocating thread (1) or not (0)."),
+    INT_OPTION("GPULEAK_PYTHON_DEPTH", python_depth, 32, 1, 256,
+               "Python frames recorded per allocation."),
+    BOOL_OPTION("GPULEAK_SUMMARY", summary, 1,
+                "Print the leak summary on stderr at exit (1) or not (0)."),
+    INT_OPTION("GPULEAK_SUMMARY_SITES", summary_sites, 5, 0, 1000,
+               "Leaking sites shown in the exit summary."),
+    INT_OPTION("GPULEAK_SUMMARY_FRAMES", summary_frames, 6, 1, 256,
+               "Frames shown per site in the exit summary."),
+    BOOL_OPTION("GPULEAK_ENABLE", enabled, 1,
+                "0 forwards every call untouched and writes no report."),
+};
+
+const config_option_t *config_options(size_t *count)
+{
+    static config_option_t docs[sizeof options / sizeof options[0]];
+    *count = sizeof options / sizeof options[0];
+    for (size_t i = 0; i < *count; i++)
+        docs[i] = options[i].doc;
+    return docs;
+}
+
+/* Parses a whole decimal integer within [min, max]; anything else (empty,
+ * trailing characters, out of range) is invalid, so a typo never silently
+ * becomes a different number. Returns 0 and sets *out, or -1. */
+static int parse_bounded_long(const char *text, long min, long max, long *out)
+{
+    char *end;
+    errno = 0;
+    long value = strtol(text, &end, 10);
+    if (errno != 0 || end == text || *end != '\0' || value < min || value > max)
+        return -1;
+    *out = value;
+    return 0;
+}
+
+int config_load(void)
+{
+    int invalid = 0;
+    for (size_t i = 0; i < sizeof options / sizeof options[0]; i++) {
+        const option_spec_t *spec = &options[i];
+        const char *text = getenv(spec->doc.name);
+        if (text == NULL)
+            continue;
+        if (spec->type == OPTION_STRING) {
+            if (*text != '\0') {
+                *(const char **)spec->field = text;
+                continue;
+            }
+        } else {
+            long value;
+            if (parse_bounded_long(text, spec->min, spec->max, &value) == 0) {
+                *(int *)spec->field = (int)value;
+                continue;
+            }
+        }
+        invalid++;
+        if (spec->type == OPTION_STRING)
+            log_line("%s is empty; using the default %s", spec->doc.name,
+                     spec->doc.default_text);
+        else
+            log_line("%s=%s is not a whole number from %ld to %ld; using the default %s",
+                     spec->doc.name, text, spec->min, spec->max, spec->doc.default_text);
+    }
+    return invalid;
+}

@@ -1,0 +1,40 @@
+/* config.h: the GPULEAK_* variables, read once from one table.
+ *
+ * The same table feeds the parser and `gpuleak options` (which prints the
+ * README's list), so a variable cannot be documented and parsed differently. */
+#ifndef GPULEAK_CONFIG_H
+#define GPULEAK_CONFIG_H
+
+#include <stddef.h>
+
+typedef struct config {
+    const char *output;   /* report path pattern: %p pid, %h host, %r rank */
+    int stack_depth;      /* native frames per stack; 0 turns stacks off */
+    int python_frames;    /* 1: record Python frames of the allocating thread */
+    int python_depth;     /* Python frames per stack */
+    int summary;          /* 1: print the exit summary on stderr */
+    int summary_sites;    /* sites shown in the exit summary */
+    int summary_frames;   /* frames shown per site in the summary */
+    int enabled;          /* 0: forward every call untouched, write nothing */
+} config_t;
+
+/* The values in force; defaults until config_load has run. */
+extern config_t config;
+
+/* Reads every GPULEAK_* variable. An invalid value gets one line on stderr
+ * naming the variable, the value and the default used, and the default is
+ * kept. Returns the number of invalid values found. */
+int config_load(void);
+
+/* One documented option, for `gpuleak options` and the tests that keep the
+ * README honest. */
+typedef struct config_option {
+    const char *name;        /* "GPULEAK_STACK_DEPTH" */
+    const char *default_text;/* "64" */
+    const char *description; /* one sentence */
+} config_option_t;
+
+/* The table of options, and its length in *count. */
+const config_option_t *config_options(size_t *count);
+
+#endif

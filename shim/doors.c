@@ -1,0 +1,231 @@
+#define _GNU_SOURCE
+#define __CUDA_API_VERSION_INTERNAL 1
+#include "doors.h"
+#include "guard.h"
+#include "log.h"
+#include "wrappers.h"
+
+#include <cuda.h>
+#include <dlfcn.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+typedef void *(*dlsym_fn)(void *, const char *);
+
+typedef struct door {
+    const char *name;
+    const char *base;
+    int since;
+    int ptsz;
+} door_t;
+
+#define DOORS_ROW(name, base, since, ptsz) { #name, base, since, ptsz },
+static const door_t doors[DOOR_COUNT] = { DOORS_FUNCTIONS(DOORS_ROW) };
+#undef DOORS_ROW
+
+static _Atomic(void *) real_functions[DOOR_COUNT];
+static _Atomic(void *) libcuda;
+static _Atomic(dlsym_fn) real_dlsym_fn;
+
+/* glibc's own dlsym, found by version so that our exported dlsym is not
+ * found instead: GLIBC_2.34 where libdl merged into libc, GLIBC_2.2.5
+ * before. Returns NULL only on a libc with neither, which glibc is not. */
+static dlsym_fn real_dlsym(void)
+{
+    dlsym_fn fn = atomic_load_explicit(&real_dlsym_fn, memory_order_acquire);
+    if (fn != NULL)
+        return fn;
+    fn = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+    if (fn == NULL)
+        fn = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+    atomic_store_explicit(&real_dlsym_fn, fn, memory_order_release);
+    return fn;
+}
+
+/* The driver library, already loaded by the time any door is used (a door
+ * is reached only through libcuda's symbols); a fresh dlopen is the fallback
+ * for a program that calls an exported wrapper without linking libcuda. */
+static void *driver_handle(void)
+{
+    void *h = atomic_load_explicit(&libcuda, memory_order_acquire);
+    if (h != NULL)
+        return h;
+    h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+    if (h == NULL)
+        h = dlopen("libcuda.so.1", RTLD_LAZY);
+    if (h != NULL)
+        atomic_store_explicit(&libcuda, h, memory_order_release);
+    return h;
+}
+
+void *doors_driver_symbol(const char *name)
+{
+    void *h = driver_handle();
+    dlsym_fn lookup = real_dlsym();
+    if (h == NULL || lookup == NULL)
+        return NULL;
+    return lookup(h, name);
+}
+
+void *doors_real(enum door_id door)
+{
+    void *fn = atomic_load_explicit(&real_functions[door], memory_order_acquire);
+    if (fn == NULL) {
+        fn = doors_driver_symbol(doors[door].name);
+        if (fn != NULL)
+            atomic_store_explicit(&real_functions[door], fn, memory_order_release);
+    }
+    return fn;
+}
+
+/* Finds a wrapped function by its exported name. Returns its door id, or -1
+ * for every other name (the common case: a quick reject on the prefix). */
+static int door_by_name(const char *name)
+{
+    if (name == NULL || name[0] != 'c' || name[1] != 'u')
+        return -1;
+    for (int i = 0; i < DOOR_COUNT; i++)
+        if (strcmp(doors[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+/* What cuGetProcAddress hands the caller for symbol, given what the driver
+ * returned (pfn). The driver's pointer identifies the ABI exactly when it
+ * equals one of our real functions; otherwise the ABI is chosen the way the
+ * driver chooses it (newest version not above cudaVersion, the per-thread
+ * variant when asked), but only for versions this shim was built to know:
+ * a newer caller might get an ABI we have no wrapper for, so it gets the
+ * driver's pointer untouched. */
+static void *hand_out(const char *symbol, void *pfn, int cuda_version, cuuint64_t flags)
+{
+    if (pfn == NULL || symbol == NULL || symbol[0] != 'c' || symbol[1] != 'u')
+        return pfn;
+    int candidates = 0;
+    for (int i = 0; i < DOOR_COUNT; i++) {
+        if (strcmp(doors[i].base, symbol) != 0)
+            continue;
+        candidates++;
+        if (doors_real((enum door_id)i) == pfn)
+            return wrappers_table[i];
+    }
+    if (candidates == 0)
+        return pfn;
+    if (cuda_version > CUDA_VERSION) {
+        static _Atomic int warned;
+        if (!atomic_exchange(&warned, 1))
+            log_line("%s asked for CUDA %d, newer than the %d this shim knows; "
+                     "calls through it are not tracked", symbol, cuda_version, CUDA_VERSION);
+        return pfn;
+    }
+    int want_ptsz = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
+    int best = -1;
+    for (int pass = 0; pass < 2 && best < 0; pass++) {
+        for (int i = 0; i < DOOR_COUNT; i++) {
+            const door_t *d = &doors[i];
+            if (strcmp(d->base, symbol) != 0 || d->since > cuda_version)
+                continue;
+            /* First pass: the stream flavour asked for; second: functions
+             * that have no per-thread variant at all. */
+            if (pass == 0 && d->ptsz != want_ptsz)
+                continue;
+            if (best < 0 || d->since > doors[best].since)
+                best = i;
+        }
+    }
+    if (best < 0)
+        return pfn;
+    void *expected = NULL;
+    atomic_compare_exchange_strong(&real_functions[best], &expected, pfn);
+    return wrappers_table[best];
+}
+
+EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
+                                    cuuint64_t flags, CUdriverProcAddressQueryResult *symbolStatus)
+{
+    CUresult (*real)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *) =
+        doors_real(DOOR_cuGetProcAddress_v2);
+    if (real == NULL)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    CUresult result = real(symbol, pfn, cudaVersion, flags, symbolStatus);
+    if (result == CUDA_SUCCESS && pfn != NULL && guard_depth == 0)
+        *pfn = hand_out(symbol, *pfn, cudaVersion, flags);
+    return result;
+}
+
+EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags)
+{
+    CUresult (*real)(const char *, void **, int, cuuint64_t) = doors_real(DOOR_cuGetProcAddress);
+    if (real == NULL)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    CUresult result = real(symbol, pfn, cudaVersion, flags);
+    if (result == CUDA_SUCCESS && pfn != NULL && guard_depth == 0)
+        *pfn = hand_out(symbol, *pfn, cudaVersion, flags);
+    return result;
+}
+
+/* Called by the dlsym entry below for every lookup that is not relative to
+ * the caller (RTLD_NEXT is handled before). A wrapped name that resolves in
+ * the library asked gets the wrapper; everything else is the real answer. */
+__attribute__((used)) void *gpuleak_dlsym_any(void *handle, const char *name)
+{
+    dlsym_fn lookup = real_dlsym();
+    if (lookup == NULL)
+        return NULL;
+    void *found = lookup(handle, name);
+    if (found == NULL || guard_depth != 0)
+        return found;
+    int door = door_by_name(name);
+    if (door < 0 || found == wrappers_table[door])
+        return found;
+    void *expected = NULL;
+    atomic_compare_exchange_strong(&real_functions[door], &expected, found);
+    return wrappers_table[door];
+}
+
+/* For dlsym(RTLD_NEXT, name): returns glibc's dlsym when the lookup must be
+ * answered as if the shim were not there (the entry then tail-jumps to it, so
+ * glibc sees the real caller and searches after it), or NULL for a wrapped
+ * name, which gpuleak_dlsym_any answers. */
+__attribute__((used)) void *gpuleak_dlsym_next_target(const char *name)
+{
+    if (guard_depth != 0 || door_by_name(name) < 0)
+        return (void *)real_dlsym();
+    return NULL;
+}
+
+/* The exported dlsym. glibc resolves RTLD_NEXT relative to the object that
+ * called dlsym, found from the return address; a C wrapper would make the
+ * shim that object. So the entry is a tail jump, leaving the caller's return
+ * address in place. */
+__asm__(
+    "    .text\n"
+    "    .globl dlsym\n"
+    "    .type dlsym, @function\n"
+    "dlsym:\n"
+    "    .cfi_startproc\n"
+    "    cmpq $-1, %rdi\n"
+    "    je 1f\n"
+    "    jmp gpuleak_dlsym_any\n"
+    "1:  pushq %rdi\n"
+    "    .cfi_adjust_cfa_offset 8\n"
+    "    pushq %rsi\n"
+    "    .cfi_adjust_cfa_offset 8\n"
+    "    subq $8, %rsp\n"
+    "    .cfi_adjust_cfa_offset 8\n"
+    "    movq %rsi, %rdi\n"
+    "    call gpuleak_dlsym_next_target\n"
+    "    addq $8, %rsp\n"
+    "    .cfi_adjust_cfa_offset -8\n"
+    "    popq %rsi\n"
+    "    .cfi_adjust_cfa_offset -8\n"
+    "    popq %rdi\n"
+    "    .cfi_adjust_cfa_offset -8\n"
+    "    testq %rax, %rax\n"
+    "    jz 2f\n"
+    "    jmp *%rax\n"
+    "2:  jmp gpuleak_dlsym_any\n"
+    "    .cfi_endproc\n"
+    "    .size dlsym, .-dlsym\n");

@@ -1,0 +1,105 @@
+#define _GNU_SOURCE
+#include "lifecycle.h"
+#include "config.h"
+#include "guard.h"
+#include "log.h"
+#include "python.h"
+#include "report.h"
+#include "stacks.h"
+#include "tracker.h"
+
+#include <pthread.h>
+#include <time.h>
+
+__thread int guard_depth __attribute__((tls_model("initial-exec")));
+
+_Atomic int lifecycle_state_now = LIFECYCLE_IDLE;
+static pthread_once_t start_once = PTHREAD_ONCE_INIT;
+static _Atomic(const char *) stop_reason;
+static _Atomic int started;      /* the report is owed at exit */
+static uint64_t epoch_offset_ns;
+static uint64_t started_ns;
+
+uint64_t lifecycle_started_ns(void)
+{
+    return started_ns;
+}
+
+uint64_t lifecycle_epoch_offset_ns(void)
+{
+    return epoch_offset_ns;
+}
+
+/* A forked child inherits the parent's tables, so its own report would
+ * repeat the parent's allocations: the child forwards every call untouched
+ * and writes nothing (documented). No lock is taken here, so a fork while
+ * another thread holds a shim lock cannot deadlock the child. */
+static void child_after_fork(void)
+{
+    atomic_store(&lifecycle_state_now, LIFECYCLE_OFF);
+    atomic_store(&started, 0);
+}
+
+static void start_tracking(void)
+{
+    guard_depth++;
+    struct timespec real, mono;
+    clock_gettime(CLOCK_REALTIME, &real);
+    clock_gettime(CLOCK_MONOTONIC, &mono);
+    epoch_offset_ns = ((uint64_t)real.tv_sec * 1000000000ull + (uint64_t)real.tv_nsec)
+                    - ((uint64_t)mono.tv_sec * 1000000000ull + (uint64_t)mono.tv_nsec);
+    started_ns = tracker_now_ns();
+    config_load();
+    if (!config.enabled) {
+        atomic_store(&lifecycle_state_now, LIFECYCLE_OFF);
+        guard_depth--;
+        return;
+    }
+    if (tracker_init() != 0) {
+        log_line("no memory for the allocation tables; tracking is off");
+        atomic_store(&lifecycle_state_now, LIFECYCLE_OFF);
+        guard_depth--;
+        return;
+    }
+    stacks_init();
+    if (config.python_frames)
+        python_init();
+    pthread_atfork(NULL, NULL, child_after_fork);
+    atomic_store(&started, 1);
+    atomic_store_explicit(&lifecycle_state_now, LIFECYCLE_TRACKING, memory_order_release);
+    guard_depth--;
+}
+
+int lifecycle_start_slow(void)
+{
+    pthread_once(&start_once, start_tracking);
+    return atomic_load_explicit(&lifecycle_state_now, memory_order_acquire) == LIFECYCLE_TRACKING;
+}
+
+void lifecycle_disable(const char *reason)
+{
+    const char *expected = NULL;
+    if (atomic_compare_exchange_strong(&stop_reason, &expected, reason))
+        log_line("%s; deactivating tracking (the program runs on)", reason);
+    atomic_store(&lifecycle_state_now, LIFECYCLE_OFF);
+}
+
+const char *lifecycle_stop_reason(void)
+{
+    return atomic_load(&stop_reason);
+}
+
+/* The report is written from a destructor, after the program's atexit
+ * handlers (and so after Python's shutdown has freed what it frees), with
+ * tracking stopped first so frees made by other destructors do not race the
+ * writer. */
+__attribute__((destructor)) static void write_report_at_exit(void)
+{
+    if (!atomic_load(&started))
+        return;
+    guard_depth++;
+    if (atomic_load(&lifecycle_state_now) == LIFECYCLE_TRACKING)
+        atomic_store(&lifecycle_state_now, LIFECYCLE_OFF);
+    report_write_final();
+    guard_depth--;
+}

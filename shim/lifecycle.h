@@ -1,0 +1,44 @@
+/* lifecycle.h: when tracking starts, when it stops, and the report at exit.
+ *
+ * Tracking starts on the first call that reaches a door, not at load time,
+ * so processes the preload reaches that never touch CUDA (shells, compilers)
+ * pay nothing, print nothing and write no report. */
+#ifndef GPULEAK_LIFECYCLE_H
+#define GPULEAK_LIFECYCLE_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+enum lifecycle_state { LIFECYCLE_IDLE, LIFECYCLE_TRACKING, LIFECYCLE_OFF };
+
+extern _Atomic int lifecycle_state_now;
+
+/* Starts tracking on first use (reads GPULEAK_*, sets up the tables, finds
+ * Python) and says whether this call should be recorded. Thread-safe: other
+ * threads wait while one starts it. Returns 1 while tracking, 0 when off. */
+int lifecycle_start_slow(void);
+
+static inline int lifecycle_tracking(void)
+{
+    int state = atomic_load_explicit(&lifecycle_state_now, memory_order_acquire);
+    if (state == LIFECYCLE_TRACKING)
+        return 1;
+    return state == LIFECYCLE_IDLE ? lifecycle_start_slow() : 0;
+}
+
+/* Turns tracking off for good after a failure inside the shim, with one
+ * warning naming the reason; every later call is forwarded untouched and the
+ * report, still written at exit, says tracking stopped and why. */
+void lifecycle_disable(const char *reason);
+
+/* Why tracking stopped, or NULL while it runs. */
+const char *lifecycle_stop_reason(void);
+
+/* CLOCK_REALTIME minus CLOCK_MONOTONIC at start, in ns: adding it to a
+ * tracker time gives nanoseconds since the Unix epoch. */
+uint64_t lifecycle_epoch_offset_ns(void);
+
+/* CLOCK_MONOTONIC when tracking started, in ns. */
+uint64_t lifecycle_started_ns(void);
+
+#endif

@@ -1,0 +1,190 @@
+#define _GNU_SOURCE
+#include "report.h"
+#include "config.h"
+#include "log.h"
+#include "stacks.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int report_expand_path(const char *pattern, char *out, size_t size)
+{
+    size_t used = 0;
+    for (const char *p = pattern; *p != '\0'; p++) {
+        char piece[256];
+        const char *text = piece;
+        if (*p != '%' || p[1] == '\0') {
+            piece[0] = *p;
+            piece[1] = '\0';
+        } else {
+            p++;
+            if (*p == 'p') {
+                snprintf(piece, sizeof piece, "%d", (int)getpid());
+            } else if (*p == 'h') {
+                if (gethostname(piece, sizeof piece) != 0)
+                    snprintf(piece, sizeof piece, "unknown-host");
+                piece[sizeof piece - 1] = '\0';
+            } else if (*p == 'r') {
+                const char *rank = getenv("RANK");
+                if (rank == NULL)
+                    rank = getenv("LOCAL_RANK");
+                text = rank != NULL ? rank : "0";
+            } else if (*p == '%') {
+                text = "%";
+            } else {
+                piece[0] = '%';
+                piece[1] = *p;
+                piece[2] = '\0';
+            }
+        }
+        size_t len = strlen(text);
+        if (used + len + 1 > size)
+            return -1;
+        memcpy(out + used, text, len);
+        used += len;
+    }
+    out[used] = '\0';
+    return 0;
+}
+
+int report_site_frames(uint32_t site, symbolized_frame_t *out, int max)
+{
+    const stack_record_t *stack = stacks_get(site);
+    if (stack == NULL)
+        return 0;
+    int n = 0;
+    for (int i = 0; i < stack->native_count && n < max; i++)
+        n += symbolize_address((uintptr_t)stack->frames[i], out + n, max - n);
+    return n;
+}
+
+static int by_live_bytes(const void *a, const void *b)
+{
+    const report_site_t *x = a, *y = b;
+    if (x->stats.live_bytes != y->stats.live_bytes)
+        return x->stats.live_bytes < y->stats.live_bytes ? 1 : -1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static int by_teardown_bytes(const void *a, const void *b)
+{
+    const report_site_t *x = a, *y = b;
+    if (x->stats.teardown_bytes != y->stats.teardown_bytes)
+        return x->stats.teardown_bytes < y->stats.teardown_bytes ? 1 : -1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static int by_failed_bytes(const void *a, const void *b)
+{
+    const report_site_t *x = a, *y = b;
+    if (x->stats.failed_bytes != y->stats.failed_bytes)
+        return x->stats.failed_bytes < y->stats.failed_bytes ? 1 : -1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static int by_peak_bytes(const void *a, const void *b)
+{
+    const report_site_t *x = a, *y = b;
+    if (x->stats.peak_live_bytes != y->stats.peak_live_bytes)
+        return x->stats.peak_live_bytes < y->stats.peak_live_bytes ? 1 : -1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* Keeps the sites for which keep() holds, sorted by order. Returns -1 when
+ * memory is out (the list is then empty). */
+static int select_sites(const report_site_t *all, size_t count, int (*keep)(const site_stats_t *),
+                        int (*order)(const void *, const void *), report_list_t *out)
+{
+    out->count = 0;
+    out->sites = malloc(sizeof *out->sites * (count ? count : 1));
+    if (out->sites == NULL)
+        return -1;
+    for (size_t i = 0; i < count; i++)
+        if (keep(&all[i].stats))
+            out->sites[out->count++] = all[i];
+    qsort(out->sites, out->count, sizeof *out->sites, order);
+    return 0;
+}
+
+static int is_leak(const site_stats_t *s) { return s->live_allocations > 0; }
+static int is_teardown(const site_stats_t *s) { return s->teardown_allocations > 0; }
+static int is_failure(const site_stats_t *s) { return s->failures > 0; }
+static int is_used(const site_stats_t *s) { return s->allocations > 0 || s->failures > 0; }
+
+/* Gathers every site's counters and the sections of the report. */
+static int gather(report_view_t *view)
+{
+    memset(view, 0, sizeof *view);
+    tracker_totals(&view->totals);
+    uint32_t high = tracker_site_count();
+    report_site_t *all = malloc(sizeof *all * ((size_t)high + 1));
+    if (all == NULL)
+        return -1;
+    size_t count = 0;
+    for (uint32_t id = 0; id <= high; id++) {
+        all[count].id = id;
+        if (tracker_site(id, &all[count].stats) == 0 && is_used(&all[count].stats))
+            count++;
+    }
+    int rc = select_sites(all, count, is_leak, by_live_bytes, &view->leaks)
+           | select_sites(all, count, is_teardown, by_teardown_bytes, &view->teardown)
+           | select_sites(all, count, is_failure, by_failed_bytes, &view->failures)
+           | select_sites(all, count, is_used, by_peak_bytes, &view->sites);
+    free(all);
+    return rc;
+}
+
+static void release(report_view_t *view)
+{
+    free(view->leaks.sites);
+    free(view->teardown.sites);
+    free(view->failures.sites);
+    free(view->sites.sites);
+}
+
+/* The place a report goes when its own path cannot be written: the temp
+ * directory, which every process can write. */
+static void fallback_path(char *out, size_t size)
+{
+    const char *dir = getenv("TMPDIR");
+    if (dir == NULL || *dir == '\0')
+        dir = "/tmp";
+    snprintf(out, size, "%s/gpuleak-%d.json", dir, (int)getpid());
+}
+
+void report_write_final(void)
+{
+    report_view_t view;
+    if (gather(&view) != 0) {
+        log_line("no memory to gather the report; none written");
+        release(&view);
+        return;
+    }
+    symbolize_begin();
+    char path[4096];
+    const char *written = path;
+    if (report_expand_path(config.output, path, sizeof path) != 0) {
+        fallback_path(path, sizeof path);
+        log_line("GPULEAK_OUTPUT is too long; writing to fallback %s", path);
+    }
+    if (report_json_write(path, &view) != 0) {
+        char fallback[4096];
+        int err = errno;
+        fallback_path(fallback, sizeof fallback);
+        log_line("cannot write the report to %s (%s); writing to fallback %s", path,
+                 strerror(err), fallback);
+        if (report_json_write(fallback, &view) != 0) {
+            log_line("cannot write the report to %s either (%s)", fallback, strerror(errno));
+            written = NULL;
+        } else {
+            memcpy(path, fallback, sizeof path);
+        }
+    }
+    if (config.summary)
+        report_summary_print(&view, written);
+    symbolize_end();
+    release(&view);
+}

@@ -1,0 +1,54 @@
+/* report.h: the report file at exit, and the summary on stderr. */
+#ifndef GPULEAK_REPORT_H
+#define GPULEAK_REPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "symbolize.h"
+#include "tracker.h"
+
+/* A site with its counters, as the report lists it. */
+typedef struct report_site {
+    uint32_t id;
+    site_stats_t stats;
+} report_site_t;
+
+/* The sites of one report section, sorted by the section's byte count. */
+typedef struct report_list {
+    report_site_t *sites;
+    size_t count;
+} report_list_t;
+
+/* Everything the writers show, gathered once at exit. */
+typedef struct report_view {
+    report_list_t leaks;      /* live at exit, by live bytes */
+    report_list_t teardown;   /* live at context teardown, by bytes */
+    report_list_t failures;   /* refused allocations, by bytes asked */
+    report_list_t sites;      /* every site, by peak live bytes */
+    totals_t totals;
+} report_view_t;
+
+/* Writes the report file (GPULEAK_OUTPUT, or the fallback it names on
+ * stderr when that path cannot be written) and the summary. Called once,
+ * at exit, with tracking stopped. */
+void report_write_final(void);
+
+/* Expands a GPULEAK_OUTPUT pattern (%p pid, %h host, %r rank from RANK or
+ * LOCAL_RANK, %% a percent sign) into out. Returns 0, or -1 when the result
+ * does not fit in size bytes. */
+int report_expand_path(const char *pattern, char *out, size_t size);
+
+/* The native frames of site, symbolized, inlined frames expanded, innermost
+ * first; writes up to max and returns how many. Valid until exit. */
+int report_site_frames(uint32_t site, symbolized_frame_t *out, int max);
+
+/* Writes the report as JSON to path, through a temporary file in the same
+ * directory renamed into place. Returns 0, or -1 with errno set. */
+int report_json_write(const char *path, const report_view_t *view);
+
+/* Prints the LeakSanitizer-style summary on stderr; path is where the report
+ * went (NULL when it could not be written). */
+void report_summary_print(const report_view_t *view, const char *path);
+
+#endif

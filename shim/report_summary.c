@@ -1,0 +1,135 @@
+#define _GNU_SOURCE
+#include "report.h"
+#include "config.h"
+#include "lifecycle.h"
+#include "python.h"
+#include "stacks.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#define SUMMARY_FRAMES_MAX 256
+
+/* Bytes in the unit a person reads at a glance (B, KiB, MiB, GiB). */
+static const char *human_bytes(uint64_t bytes, char *buf, size_t size)
+{
+    static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+    double value = (double)bytes;
+    int unit = 0;
+    while (value >= 1024.0 && unit < 4) {
+        value /= 1024.0;
+        unit++;
+    }
+    if (unit == 0)
+        snprintf(buf, size, "%llu B", (unsigned long long)bytes);
+    else
+        snprintf(buf, size, "%.1f %s", value, units[unit]);
+    return buf;
+}
+
+static const char *basename_of(const char *path)
+{
+    const char *slash = path ? strrchr(path, '/') : NULL;
+    return slash ? slash + 1 : path;
+}
+
+/* Prints a site's frames in LeakSanitizer's shape, Python frames first
+ * (they name the user's line), then native frames, limit frames in all. */
+static void print_frames(FILE *f, uint32_t site, int limit)
+{
+    static symbolized_frame_t frames[SUMMARY_FRAMES_MAX];
+    const stack_record_t *stack = stacks_get(site);
+    int shown = 0;
+    for (int i = 0; stack != NULL && i < stack->python_count && shown < limit; i++) {
+        const char *function, *file;
+        int line;
+        if (python_describe(stack->frames[stack->native_count + i], &function, &file, &line) == 0)
+            fprintf(f, "    #%d %s in %s:%d (Python)\n", shown++, function, file, line);
+    }
+    int n = report_site_frames(site, frames, SUMMARY_FRAMES_MAX);
+    for (int i = 0; i < n && shown < limit; i++, shown++) {
+        const symbolized_frame_t *fr = &frames[i];
+        fprintf(f, "    #%d 0x%llx in %s", shown, (unsigned long long)fr->address,
+                fr->function ? fr->function : "??");
+        if (fr->file != NULL)
+            fprintf(f, " %s:%d", fr->file, fr->line);
+        fprintf(f, " (%s+0x%llx)\n", basename_of(fr->module ? fr->module : "?"),
+                (unsigned long long)fr->offset);
+    }
+    if (shown == 0)
+        fprintf(f, "    (no stack recorded: GPULEAK_STACK_DEPTH=0 or too many stacks)\n");
+}
+
+static const char *kind_phrase(int kind)
+{
+    static const char *const phrases[KIND_COUNT] = {
+        "device memory", "stream-ordered pool memory", "VMM physical memory",
+        "managed memory", "pinned host memory", "CUDA array memory",
+    };
+    return (unsigned)kind < KIND_COUNT ? phrases[kind] : "memory";
+}
+
+void report_summary_print(const report_view_t *view, const char *path)
+{
+    FILE *f = stderr;
+    char a[32], b[32];
+    uint64_t leaked = 0, leaked_allocations = 0;
+    for (size_t i = 0; i < view->leaks.count; i++) {
+        leaked += view->leaks.sites[i].stats.live_bytes;
+        leaked_allocations += view->leaks.sites[i].stats.live_allocations;
+    }
+    int pid = (int)getpid();
+    size_t shown = view->leaks.count;
+    if (shown > (size_t)config.summary_sites)
+        shown = (size_t)config.summary_sites;
+    if (view->leaks.count > 0)
+        fprintf(f, "\n==%d==gpuleak: %zu site(s) still hold GPU memory at exit\n", pid,
+                view->leaks.count);
+    for (size_t i = 0; i < shown; i++) {
+        const report_site_t *s = &view->leaks.sites[i];
+        fprintf(f, "\nLeak of %llu byte(s) in %llu allocation(s) of %s on device %d, allocated from:\n",
+                (unsigned long long)s->stats.live_bytes,
+                (unsigned long long)s->stats.live_allocations, kind_phrase(s->stats.kind),
+                s->stats.device);
+        print_frames(f, s->id, config.summary_frames);
+    }
+    if (view->leaks.count > shown)
+        fprintf(f, "\nOmitting %zu more leaking site(s); the report lists them all.\n",
+                view->leaks.count - shown);
+    if (view->teardown.count > 0) {
+        uint64_t bytes = 0, count = 0;
+        for (size_t i = 0; i < view->teardown.count; i++) {
+            bytes += view->teardown.sites[i].stats.teardown_bytes;
+            count += view->teardown.sites[i].stats.teardown_allocations;
+        }
+        fprintf(f, "\n%llu allocation(s), %s, were still live when their context was torn down.\n",
+                (unsigned long long)count, human_bytes(bytes, a, sizeof a));
+    }
+    if (view->failures.count > 0) {
+        const report_site_t *s = &view->failures.sites[0];
+        fprintf(f, "\n%zu site(s) had allocations refused; the largest, %s asked in %llu call(s), from:\n",
+                view->failures.count, human_bytes(s->stats.failed_bytes, a, sizeof a),
+                (unsigned long long)s->stats.failures);
+        print_frames(f, s->id, config.summary_frames);
+    }
+    double peak_s = 0;
+    if (view->totals.peak_time_ns > lifecycle_started_ns())
+        peak_s = (double)(view->totals.peak_time_ns - lifecycle_started_ns()) / 1e9;
+    if (view->leaks.count > 0)
+        fprintf(f, "\nSUMMARY: gpuleak: %llu byte(s) leaked in %llu allocation(s); "
+                "peak GPU memory %s at %.2f s.",
+                (unsigned long long)leaked, (unsigned long long)leaked_allocations,
+                human_bytes(view->totals.peak_bytes, b, sizeof b), peak_s);
+    else
+        fprintf(f, "gpuleak: no leaks: %llu allocation(s), peak GPU memory %s at %.2f s.",
+                (unsigned long long)view->totals.allocations,
+                human_bytes(view->totals.peak_bytes, b, sizeof b), peak_s);
+    if (path != NULL)
+        fprintf(f, " Report: %s\n", path);
+    else
+        fprintf(f, " No report could be written.\n");
+    if (lifecycle_stop_reason() != NULL)
+        fprintf(f, "gpuleak: tracking stopped early (%s); counts cover the run until then.\n",
+                lifecycle_stop_reason());
+}

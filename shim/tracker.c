@@ -1,0 +1,471 @@
+#define _GNU_SOURCE
+#include "tracker.h"
+#include "stacks.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+/* Every key is 8 bytes and already well spread (addresses, handles): one
+ * multiply beats uthash's default byte-wise hash on the hot path. */
+#define HASH_FUNCTION(keyptr, keylen, hashv)                  \
+    do {                                                      \
+        uint64_t key_;                                        \
+        memcpy(&key_, (keyptr), sizeof key_);                 \
+        (hashv) = (unsigned)((key_ * 0x9e3779b97f4a7c15ull) >> 32); \
+    } while (0)
+#include <uthash.h>
+
+#define SHARDS 64
+#define RECORDS_PER_CHUNK 256
+
+typedef struct live_alloc {
+    uint64_t key;
+    uint64_t size;
+    uint64_t time_ns;
+    const void *context;
+    uint32_t site;
+    uint8_t kind;
+    int16_t device;
+    UT_hash_handle hh;
+} live_alloc_t;
+
+typedef struct shard {
+    pthread_mutex_t lock;
+    live_alloc_t *table;
+    live_alloc_t *spare;      /* recycled records, linked through hh.next */
+    size_t records;           /* records carved, live or spare */
+    char pad[64];
+} shard_t;
+
+typedef struct atomic_totals {
+    _Atomic uint64_t allocations, frees, failures, bytes_allocated;
+    _Atomic uint64_t live_bytes, live_allocations, peak_bytes, peak_time_ns;
+    _Atomic uint64_t teardown_bytes, teardown_allocations;
+} atomic_totals_t;
+
+typedef struct atomic_site {
+    _Atomic uint64_t allocations, frees, failures, bytes_allocated, failed_bytes;
+    _Atomic uint64_t live_bytes, live_allocations, peak_live_bytes;
+    _Atomic uint64_t teardown_bytes, teardown_allocations;
+    _Atomic int kind, device, last_failure, teardown_reason;
+} atomic_site_t;
+
+static shard_t shards[SPACE_COUNT][SHARDS];
+static atomic_site_t *sites;          /* indexed by stack id, 0 = no stack */
+static _Atomic uint32_t site_high;
+static atomic_totals_t kind_totals[KIND_COUNT];
+static atomic_totals_t device_totals[TRACKER_MAX_DEVICES];
+static _Atomic uint64_t devices_seen;  /* bit per device */
+static atomic_totals_t gpu_totals;     /* every kind but host */
+static pthread_mutex_t peak_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic uint64_t unknown_frees, map_count, unmap_count;
+
+static const char *const kind_names[KIND_COUNT] = {
+    "device", "pool", "vmm", "managed", "host", "array",
+};
+
+static const key_space_t kind_space[KIND_COUNT] = {
+    SPACE_DEVICE, SPACE_DEVICE, SPACE_VMM, SPACE_DEVICE, SPACE_HOST, SPACE_ARRAY,
+};
+
+uint64_t tracker_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+const char *tracker_kind_name(alloc_kind_t kind)
+{
+    return (unsigned)kind < KIND_COUNT ? kind_names[kind] : "unknown";
+}
+
+int tracker_init(void)
+{
+    for (int s = 0; s < SPACE_COUNT; s++)
+        for (int i = 0; i < SHARDS; i++)
+            pthread_mutex_init(&shards[s][i].lock, NULL);
+    void *p = mmap(NULL, sizeof *sites * (STACKS_CAPACITY + 1), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+        return -1;
+    sites = p;
+    return 0;
+}
+
+static shard_t *shard_of(key_space_t space, uint64_t key)
+{
+    uint64_t h = (key >> 4) * 0xff51afd7ed558ccdull;
+    return &shards[space][h >> 58];
+}
+
+/* Raises *peak to value when value is higher; a lost race retries, so the
+ * highest value any thread saw wins. */
+static void raise_peak(_Atomic uint64_t *peak, uint64_t value)
+{
+    uint64_t seen = atomic_load_explicit(peak, memory_order_relaxed);
+    while (value > seen
+           && !atomic_compare_exchange_weak_explicit(peak, &seen, value,
+                                                     memory_order_relaxed,
+                                                     memory_order_relaxed)) {
+    }
+}
+
+/* Adds (or, with sign -1, removes) size live bytes on one totals row and
+ * returns the new live value. */
+static uint64_t move_live(atomic_totals_t *t, uint64_t size, int sign)
+{
+    if (sign > 0) {
+        atomic_fetch_add_explicit(&t->live_allocations, 1, memory_order_relaxed);
+        uint64_t live = atomic_fetch_add_explicit(&t->live_bytes, size, memory_order_relaxed) + size;
+        raise_peak(&t->peak_bytes, live);
+        return live;
+    }
+    atomic_fetch_sub_explicit(&t->live_allocations, 1, memory_order_relaxed);
+    return atomic_fetch_sub_explicit(&t->live_bytes, size, memory_order_relaxed) - size;
+}
+
+/* The process-wide GPU peak keeps its time too, so value and time must move
+ * together: a short lock, taken only when a new high is reached. */
+static void move_gpu_live(uint64_t size, int sign)
+{
+    if (sign < 0) {
+        move_live(&gpu_totals, size, -1);
+        return;
+    }
+    atomic_fetch_add_explicit(&gpu_totals.live_allocations, 1, memory_order_relaxed);
+    uint64_t live = atomic_fetch_add_explicit(&gpu_totals.live_bytes, size,
+                                              memory_order_relaxed) + size;
+    if (live <= atomic_load_explicit(&gpu_totals.peak_bytes, memory_order_relaxed))
+        return;
+    pthread_mutex_lock(&peak_lock);
+    if (live > atomic_load(&gpu_totals.peak_bytes)) {
+        atomic_store(&gpu_totals.peak_bytes, live);
+        atomic_store(&gpu_totals.peak_time_ns, tracker_now_ns());
+    }
+    pthread_mutex_unlock(&peak_lock);
+}
+
+static atomic_site_t *site_of(uint32_t site)
+{
+    if (site > STACKS_CAPACITY)
+        site = 0;
+    uint32_t high = atomic_load_explicit(&site_high, memory_order_relaxed);
+    while (site > high
+           && !atomic_compare_exchange_weak(&site_high, &high, site)) {
+    }
+    return &sites[site];
+}
+
+static atomic_totals_t *device_row(int device)
+{
+    if (device < 0 || device >= TRACKER_MAX_DEVICES)
+        return NULL;
+    atomic_fetch_or_explicit(&devices_seen, 1ull << device, memory_order_relaxed);
+    return &device_totals[device];
+}
+
+/* Applies one allocation (sign 1) or its end (sign -1) to every counter row
+ * it belongs to: its kind, its device, the GPU total and its site. */
+static void account(const live_alloc_t *a, int sign)
+{
+    atomic_site_t *s = site_of(a->site);
+    atomic_totals_t *dev = device_row(a->device);
+    move_live(&kind_totals[a->kind], a->size, sign);
+    if (a->kind != KIND_HOST) {
+        move_gpu_live(a->size, sign);
+        if (dev != NULL)
+            move_live(dev, a->size, sign);
+    }
+    if (sign > 0) {
+        atomic_fetch_add_explicit(&s->live_allocations, 1, memory_order_relaxed);
+        uint64_t live = atomic_fetch_add_explicit(&s->live_bytes, a->size,
+                                                  memory_order_relaxed) + a->size;
+        raise_peak(&s->peak_live_bytes, live);
+    } else {
+        atomic_fetch_sub_explicit(&s->live_allocations, 1, memory_order_relaxed);
+        atomic_fetch_sub_explicit(&s->live_bytes, a->size, memory_order_relaxed);
+    }
+}
+
+static void count_event(atomic_totals_t *t, int is_free, uint64_t bytes)
+{
+    if (t == NULL)
+        return;
+    if (is_free) {
+        atomic_fetch_add_explicit(&t->frees, 1, memory_order_relaxed);
+    } else {
+        atomic_fetch_add_explicit(&t->allocations, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&t->bytes_allocated, bytes, memory_order_relaxed);
+    }
+}
+
+/* Counts an allocation or a free on the kind, device and GPU rows. */
+static void count_on_rows(const live_alloc_t *a, int is_free)
+{
+    count_event(&kind_totals[a->kind], is_free, a->size);
+    if (a->kind != KIND_HOST) {
+        count_event(&gpu_totals, is_free, a->size);
+        count_event(device_row(a->device), is_free, a->size);
+    }
+    atomic_site_t *s = site_of(a->site);
+    if (is_free) {
+        atomic_fetch_add_explicit(&s->frees, 1, memory_order_relaxed);
+    } else {
+        atomic_fetch_add_explicit(&s->allocations, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&s->bytes_allocated, a->size, memory_order_relaxed);
+    }
+}
+
+/* Takes a record from the shard's spares, carving a new chunk when there are
+ * none; caller holds the shard's lock. Returns NULL when memory is out. */
+static live_alloc_t *take_record(shard_t *sh)
+{
+    if (sh->spare == NULL) {
+        live_alloc_t *chunk = calloc(RECORDS_PER_CHUNK, sizeof *chunk);
+        if (chunk == NULL)
+            return NULL;
+        for (int i = 0; i < RECORDS_PER_CHUNK; i++) {
+            chunk[i].hh.next = sh->spare;
+            sh->spare = &chunk[i];
+        }
+        sh->records += RECORDS_PER_CHUNK;
+    }
+    live_alloc_t *r = sh->spare;
+    sh->spare = r->hh.next;
+    return r;
+}
+
+static void give_record(shard_t *sh, live_alloc_t *r)
+{
+    r->hh.next = sh->spare;
+    sh->spare = r;
+}
+
+int tracker_alloc(alloc_kind_t kind, uint64_t key, size_t size, int device,
+                  const void *context, uint32_t site)
+{
+    shard_t *sh = shard_of(kind_space[kind], key);
+    live_alloc_t stale = { 0 };
+    int had_stale = 0;
+    pthread_mutex_lock(&sh->lock);
+    live_alloc_t *r;
+    HASH_FIND(hh, sh->table, &key, sizeof key, r);
+    if (r != NULL) {
+        HASH_DEL(sh->table, r);
+        stale = *r;
+        had_stale = 1;
+    } else {
+        r = take_record(sh);
+        if (r == NULL) {
+            pthread_mutex_unlock(&sh->lock);
+            return -1;
+        }
+    }
+    r->key = key;
+    r->size = size;
+    r->time_ns = tracker_now_ns();
+    r->context = context;
+    r->site = site;
+    r->kind = (uint8_t)kind;
+    r->device = (int16_t)device;
+    HASH_ADD(hh, sh->table, key, sizeof r->key, r);
+    live_alloc_t fresh = *r;
+    pthread_mutex_unlock(&sh->lock);
+
+    if (had_stale) {
+        count_on_rows(&stale, 1);
+        account(&stale, -1);
+    }
+    atomic_site_t *s = site_of(site);
+    atomic_store_explicit(&s->kind, kind, memory_order_relaxed);
+    atomic_store_explicit(&s->device, device, memory_order_relaxed);
+    count_on_rows(&fresh, 0);
+    account(&fresh, 1);
+    return 0;
+}
+
+void tracker_free_begin(key_space_t space, uint64_t key, tracker_pending_t *pending)
+{
+    shard_t *sh = shard_of(space, key);
+    pending->space = space;
+    pending->key = key;
+    pthread_mutex_lock(&sh->lock);
+    live_alloc_t *r;
+    HASH_FIND(hh, sh->table, &key, sizeof key, r);
+    if (r != NULL)
+        HASH_DEL(sh->table, r);
+    pthread_mutex_unlock(&sh->lock);
+    pending->record = r;
+}
+
+void tracker_free_end(tracker_pending_t *pending, int freed)
+{
+    live_alloc_t *r = pending->record;
+    if (r == NULL) {
+        atomic_fetch_add_explicit(&unknown_frees, 1, memory_order_relaxed);
+        return;
+    }
+    shard_t *sh = shard_of(pending->space, pending->key);
+    if (!freed) {
+        pthread_mutex_lock(&sh->lock);
+        live_alloc_t *newer;
+        HASH_FIND(hh, sh->table, &r->key, sizeof r->key, newer);
+        if (newer == NULL)
+            HASH_ADD(hh, sh->table, key, sizeof r->key, r);
+        else
+            give_record(sh, r);
+        pthread_mutex_unlock(&sh->lock);
+        return;
+    }
+    live_alloc_t gone = *r;
+    pthread_mutex_lock(&sh->lock);
+    give_record(sh, r);
+    pthread_mutex_unlock(&sh->lock);
+    count_on_rows(&gone, 1);
+    account(&gone, -1);
+}
+
+void tracker_failure(alloc_kind_t kind, size_t size, int result, int device, uint32_t site)
+{
+    atomic_site_t *s = site_of(site);
+    atomic_fetch_add(&s->failures, 1);
+    atomic_fetch_add(&s->failed_bytes, size);
+    atomic_store(&s->last_failure, result);
+    atomic_store(&s->kind, kind);
+    atomic_store(&s->device, device);
+    atomic_fetch_add(&kind_totals[kind].failures, 1);
+    if (kind != KIND_HOST)
+        atomic_fetch_add(&gpu_totals.failures, 1);
+    atomic_totals_t *dev = device_row(device);
+    if (dev != NULL)
+        atomic_fetch_add(&dev->failures, 1);
+}
+
+void tracker_map(size_t size, int is_unmap)
+{
+    (void)size;
+    atomic_fetch_add(is_unmap ? &unmap_count : &map_count, 1);
+}
+
+uint64_t tracker_teardown(const void *context, int device, teardown_reason_t reason)
+{
+    uint64_t moved = 0;
+    for (int space = 0; space < SPACE_COUNT; space++) {
+        for (int i = 0; i < SHARDS; i++) {
+            shard_t *sh = &shards[space][i];
+            pthread_mutex_lock(&sh->lock);
+            live_alloc_t *r, *next;
+            HASH_ITER(hh, sh->table, r, next) {
+                int match = context != NULL ? r->context == context : r->device == device;
+                if (!match)
+                    continue;
+                HASH_DEL(sh->table, r);
+                live_alloc_t gone = *r;
+                give_record(sh, r);
+                account(&gone, -1);
+                atomic_site_t *s = site_of(gone.site);
+                atomic_fetch_add(&s->teardown_allocations, 1);
+                atomic_fetch_add(&s->teardown_bytes, gone.size);
+                atomic_store(&s->teardown_reason, reason);
+                atomic_fetch_add(&kind_totals[gone.kind].teardown_allocations, 1);
+                atomic_fetch_add(&kind_totals[gone.kind].teardown_bytes, gone.size);
+                if (gone.kind != KIND_HOST) {
+                    atomic_fetch_add(&gpu_totals.teardown_allocations, 1);
+                    atomic_fetch_add(&gpu_totals.teardown_bytes, gone.size);
+                }
+                moved++;
+            }
+            pthread_mutex_unlock(&sh->lock);
+        }
+    }
+    return moved;
+}
+
+int tracker_site(uint32_t site, site_stats_t *out)
+{
+    if (sites == NULL || site > atomic_load(&site_high))
+        return -1;
+    const atomic_site_t *s = &sites[site];
+    out->allocations = atomic_load(&s->allocations);
+    out->frees = atomic_load(&s->frees);
+    out->failures = atomic_load(&s->failures);
+    out->bytes_allocated = atomic_load(&s->bytes_allocated);
+    out->failed_bytes = atomic_load(&s->failed_bytes);
+    out->live_bytes = atomic_load(&s->live_bytes);
+    out->live_allocations = atomic_load(&s->live_allocations);
+    out->peak_live_bytes = atomic_load(&s->peak_live_bytes);
+    out->teardown_bytes = atomic_load(&s->teardown_bytes);
+    out->teardown_allocations = atomic_load(&s->teardown_allocations);
+    out->kind = atomic_load(&s->kind);
+    out->device = atomic_load(&s->device);
+    out->last_failure = atomic_load(&s->last_failure);
+    out->teardown_reason = atomic_load(&s->teardown_reason);
+    return 0;
+}
+
+uint32_t tracker_site_count(void)
+{
+    return atomic_load(&site_high);
+}
+
+static void read_totals(const atomic_totals_t *t, totals_t *out)
+{
+    out->allocations = atomic_load(&t->allocations);
+    out->frees = atomic_load(&t->frees);
+    out->failures = atomic_load(&t->failures);
+    out->bytes_allocated = atomic_load(&t->bytes_allocated);
+    out->live_bytes = atomic_load(&t->live_bytes);
+    out->live_allocations = atomic_load(&t->live_allocations);
+    out->peak_bytes = atomic_load(&t->peak_bytes);
+    out->peak_time_ns = atomic_load(&t->peak_time_ns);
+    out->teardown_bytes = atomic_load(&t->teardown_bytes);
+    out->teardown_allocations = atomic_load(&t->teardown_allocations);
+}
+
+void tracker_totals(totals_t *out)
+{
+    pthread_mutex_lock(&peak_lock);
+    read_totals(&gpu_totals, out);
+    pthread_mutex_unlock(&peak_lock);
+}
+
+void tracker_kind_totals(alloc_kind_t kind, totals_t *out)
+{
+    read_totals(&kind_totals[kind], out);
+}
+
+int tracker_device_totals(int device, totals_t *out)
+{
+    if (device < 0 || device >= TRACKER_MAX_DEVICES
+        || !(atomic_load(&devices_seen) & (1ull << device)))
+        return -1;
+    read_totals(&device_totals[device], out);
+    return 0;
+}
+
+uint64_t tracker_unknown_frees(void)
+{
+    return atomic_load(&unknown_frees);
+}
+
+uint64_t tracker_maps(int unmaps)
+{
+    return atomic_load(unmaps ? &unmap_count : &map_count);
+}
+
+size_t tracker_memory_bytes(void)
+{
+    size_t records = 0;
+    for (int s = 0; s < SPACE_COUNT; s++)
+        for (int i = 0; i < SHARDS; i++) {
+            pthread_mutex_lock(&shards[s][i].lock);
+            records += shards[s][i].records;
+            pthread_mutex_unlock(&shards[s][i].lock);
+        }
+    return records * sizeof(live_alloc_t);
+}

@@ -1,0 +1,119 @@
+/* tracker.h: what is live, per site and in total, and the exact peak.
+ *
+ * Live allocations sit in uthash tables keyed by address (or handle),
+ * sharded so that threads allocating at once rarely meet on a lock; per-site
+ * and per-kind counters are atomics. Nothing here unwinds or symbolizes: the
+ * caller captures the stack before it calls in. */
+#ifndef GPULEAK_TRACKER_H
+#define GPULEAK_TRACKER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum alloc_kind {
+    KIND_DEVICE,   /* cuMemAlloc_v2, cuMemAllocPitch_v2 */
+    KIND_POOL,     /* cuMemAllocAsync, cuMemAllocFromPoolAsync */
+    KIND_VMM,      /* cuMemCreate physical memory, keyed by handle */
+    KIND_MANAGED,  /* cuMemAllocManaged */
+    KIND_HOST,     /* cuMemAllocHost_v2, cuMemHostAlloc (pinned host) */
+    KIND_ARRAY,    /* cuArrayCreate_v2, cuArray3DCreate_v2, keyed by handle */
+    KIND_COUNT
+} alloc_kind_t;
+
+/* Which free releases what: one key space per family of free calls, so a
+ * VMM handle and a device address with the same value never collide. */
+typedef enum key_space {
+    SPACE_DEVICE,  /* cuMemFree_v2, cuMemFreeAsync: device, pool, managed */
+    SPACE_HOST,    /* cuMemFreeHost */
+    SPACE_VMM,     /* cuMemRelease */
+    SPACE_ARRAY,   /* cuArrayDestroy */
+    SPACE_COUNT
+} key_space_t;
+
+typedef enum teardown_reason {
+    TEARDOWN_NONE,
+    TEARDOWN_CTX_DESTROY,      /* cuCtxDestroy_v2 */
+    TEARDOWN_PRIMARY_RESET,    /* cuDevicePrimaryCtxReset_v2 (cudaDeviceReset) */
+} teardown_reason_t;
+
+#define TRACKER_MAX_DEVICES 64
+
+/* Lifetime counters of one site (one stack id). */
+typedef struct site_stats {
+    uint64_t allocations, frees, failures;
+    uint64_t bytes_allocated, failed_bytes;
+    uint64_t live_bytes, live_allocations, peak_live_bytes;
+    uint64_t teardown_bytes, teardown_allocations;
+    int kind, device, last_failure, teardown_reason;
+} site_stats_t;
+
+/* Totals of one kind, one device, or the whole process. */
+typedef struct totals {
+    uint64_t allocations, frees, failures, bytes_allocated;
+    uint64_t live_bytes, live_allocations, peak_bytes, peak_time_ns;
+    uint64_t teardown_bytes, teardown_allocations;
+} totals_t;
+
+/* Nanoseconds on CLOCK_MONOTONIC. */
+uint64_t tracker_now_ns(void);
+
+/* Name of a kind as the report spells it ("device", "pool", ...). */
+const char *tracker_kind_name(alloc_kind_t kind);
+
+/* Sets up the tables. Returns 0, or -1 when memory for them is lacking
+ * (then tracking must stay off). */
+int tracker_init(void);
+
+/* Records a successful allocation of size bytes under key. A key already
+ * live in its space (a driver reusing an address the shim missed the free
+ * of) is replaced, its old record counted as freed. Returns 0, or -1 when no
+ * memory is left for the record (the caller turns tracking off). */
+int tracker_alloc(alloc_kind_t kind, uint64_t key, size_t size, int device,
+                   const void *context, uint32_t site);
+
+/* A free in progress: the record is out of the table while the driver
+ * frees, so an address handed out again at once cannot be confused with it. */
+typedef struct tracker_pending {
+    void *record;    /* NULL when the key was not live */
+    key_space_t space;
+    uint64_t key;
+} tracker_pending_t;
+
+/* Takes key's record out of its table before the driver frees it. */
+void tracker_free_begin(key_space_t space, uint64_t key, tracker_pending_t *pending);
+
+/* Ends a free: when the driver freed, counts the free (or an unknown free,
+ * for a key the shim never saw); when it refused, puts the record back. */
+void tracker_free_end(tracker_pending_t *pending, int freed);
+
+/* Records an allocation the driver refused with result. */
+void tracker_failure(alloc_kind_t kind, size_t size, int result, int device, uint32_t site);
+
+/* Counts a cuMemMap or cuMemUnmap of size bytes. */
+void tracker_map(size_t size, int is_unmap);
+
+/* Moves every live allocation made in context (or, when context is NULL, on
+ * device) to its site's teardown counters: the context's memory is gone, and
+ * the program never freed it. Returns how many were moved. */
+uint64_t tracker_teardown(const void *context, int device, teardown_reason_t reason);
+
+/* Copies the counters of site into *out. Returns 0, or -1 for a site beyond
+ * the sites seen. */
+int tracker_site(uint32_t site, site_stats_t *out);
+
+/* The largest site id seen. */
+uint32_t tracker_site_count(void);
+
+/* Totals of the GPU-memory kinds together (host excluded from the peak), of
+ * one kind, and of one device. */
+void tracker_totals(totals_t *out);
+void tracker_kind_totals(alloc_kind_t kind, totals_t *out);
+int tracker_device_totals(int device, totals_t *out); /* -1: never seen */
+
+/* Counts of odd events for the report. */
+uint64_t tracker_unknown_frees(void);
+uint64_t tracker_maps(int unmaps);
+/* Bytes of memory the live-allocation records use now. */
+size_t tracker_memory_bytes(void);
+
+#endif

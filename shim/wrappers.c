@@ -1,0 +1,379 @@
+#define _GNU_SOURCE
+#define __CUDA_API_VERSION_INTERNAL 1
+#include "wrappers.h"
+#include "config.h"
+#include "guard.h"
+#include "lifecycle.h"
+#include "python.h"
+#include "stacks.h"
+#include "tracker.h"
+
+#include <cuda.h>
+#include <errno.h>
+#include <stdint.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+#define WRAPPER_ENTRY(name, base, since, ptsz) [DOOR_##name] = (void *)&name,
+void *const wrappers_table[DOOR_COUNT] = { DOORS_FUNCTIONS(WRAPPER_ENTRY) };
+#undef WRAPPER_ENTRY
+
+/* Looks the real function up once per call site into a typed pointer; a
+ * missing driver function answers as a missing driver would. */
+#define REAL(name, ...)                                    \
+    CUresult (*real)(__VA_ARGS__) = doors_real(DOOR_##name); \
+    if (real == NULL)                                      \
+        return CUDA_ERROR_NOT_INITIALIZED
+
+/* Whether this call is recorded: tracking is on and the thread is not
+ * already inside the shim (a nested driver call is recorded once, by the
+ * outermost wrapper). On 1 the caller must end with finish_call. */
+static int begin_call(void)
+{
+    if (guard_depth != 0 || !lifecycle_tracking())
+        return 0;
+    guard_depth++;
+    return 1;
+}
+
+/* Leaves the shim, giving the caller back the errno the driver left. */
+static void finish_call(int driver_errno)
+{
+    guard_depth--;
+    errno = driver_errno;
+}
+
+/* The context current on this thread and its device, cached per thread:
+ * cuCtxGetCurrent is a cheap read inside the driver, cuCtxGetDevice less so,
+ * and a thread rarely switches contexts. Device -1 when there is none. */
+static int current_device(const void **context_out)
+{
+    static __thread const void *cached_context;
+    static __thread int cached_device = -1;
+    static CUresult (*get_current)(CUcontext *);
+    static CUresult (*get_device)(CUdevice *);
+    if (get_current == NULL)
+        get_current = doors_driver_symbol("cuCtxGetCurrent");
+    if (get_device == NULL)
+        get_device = doors_driver_symbol("cuCtxGetDevice");
+    CUcontext ctx = NULL;
+    if (get_current == NULL || get_current(&ctx) != CUDA_SUCCESS || ctx == NULL) {
+        *context_out = NULL;
+        return -1;
+    }
+    *context_out = ctx;
+    if (ctx != cached_context) {
+        CUdevice dev = -1;
+        if (get_device == NULL || get_device(&dev) != CUDA_SUCCESS)
+            dev = -1;
+        cached_context = ctx;
+        cached_device = dev;
+    }
+    return cached_device;
+}
+
+/* Captures the allocating thread's stack (native, then Python) and returns
+ * its site id. The kind is part of the site, so one call path allocating two
+ * kinds makes two sites. */
+static uint32_t capture_site(alloc_kind_t kind)
+{
+    uintptr_t native[STACKS_MAX_FRAMES];
+    python_frame_t python[STACKS_MAX_FRAMES];
+    int native_count = config.stack_depth > 0 ? stacks_capture(native, config.stack_depth) : 0;
+    int python_count = config.python_frames ? python_capture(python, config.python_depth) : 0;
+    return stacks_intern((uint32_t)kind, native, native_count, python, python_count);
+}
+
+/* Records the outcome of an allocation call: live memory on success, a
+ * failure (with its size and stack) otherwise, never both. */
+static void record_alloc(alloc_kind_t kind, CUresult result, uint64_t key, size_t size,
+                         const void *context, int device)
+{
+    uint32_t site = capture_site(kind);
+    if (result != CUDA_SUCCESS) {
+        tracker_failure(kind, size, (int)result, device, site);
+        return;
+    }
+    if (tracker_alloc(kind, key, size, device, context, site) != 0)
+        lifecycle_disable("no memory left for allocation records");
+}
+
+/* The common shape of a free: the record leaves the table before the driver
+ * frees, so a thread that gets the same address back at once cannot have
+ * its fresh record removed by this free; a free the driver refuses puts the
+ * record back. */
+#define RECORDED_FREE(space, key, call)                        \
+    do {                                                       \
+        if (!begin_call())                                     \
+            return call;                                       \
+        tracker_pending_t pending;                             \
+        tracker_free_begin((space), (key), &pending);          \
+        CUresult result_ = call;                               \
+        int errno_ = errno;                                    \
+        tracker_free_end(&pending, result_ == CUDA_SUCCESS);   \
+        finish_call(errno_);                                   \
+        return result_;                                        \
+    } while (0)
+
+/* The common shape of an allocation that returns an address or handle
+ * through out (NULL-safe: a NULL out fails in the driver, never here). */
+#define RECORDED_ALLOC(kind, out, size, call)                  \
+    do {                                                       \
+        if (!begin_call())                                     \
+            return call;                                       \
+        const void *context_;                                  \
+        int device_ = current_device(&context_);               \
+        CUresult result_ = call;                               \
+        int errno_ = errno;                                    \
+        record_alloc((kind), result_, result_ == CUDA_SUCCESS ? (uint64_t)(uintptr_t)*(out) : 0, \
+                     (size), context_, device_);               \
+        finish_call(errno_);                                   \
+        return result_;                                        \
+    } while (0)
+
+EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
+{
+    REAL(cuMemAlloc_v2, CUdeviceptr *, size_t);
+    RECORDED_ALLOC(KIND_DEVICE, dptr, bytesize, real(dptr, bytesize));
+}
+
+EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes,
+                                   size_t Height, unsigned int ElementSizeBytes)
+{
+    REAL(cuMemAllocPitch_v2, CUdeviceptr *, size_t *, size_t, size_t, unsigned int);
+    if (!begin_call())
+        return real(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
+    const void *context;
+    int device = current_device(&context);
+    CUresult result = real(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
+    int driver_errno = errno;
+    size_t size = WidthInBytes * Height;
+    if (result == CUDA_SUCCESS && pPitch != NULL)
+        size = *pPitch * Height;
+    record_alloc(KIND_DEVICE, result, result == CUDA_SUCCESS ? *dptr : 0, size, context, device);
+    finish_call(driver_errno);
+    return result;
+}
+
+EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
+{
+    REAL(cuMemFree_v2, CUdeviceptr);
+    RECORDED_FREE(SPACE_DEVICE, dptr, real(dptr));
+}
+
+EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
+{
+    REAL(cuMemAllocAsync, CUdeviceptr *, size_t, CUstream);
+    RECORDED_ALLOC(KIND_POOL, dptr, bytesize, real(dptr, bytesize, hStream));
+}
+
+EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
+{
+    REAL(cuMemAllocAsync_ptsz, CUdeviceptr *, size_t, CUstream);
+    RECORDED_ALLOC(KIND_POOL, dptr, bytesize, real(dptr, bytesize, hStream));
+}
+
+EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+                                        CUstream hStream)
+{
+    REAL(cuMemAllocFromPoolAsync, CUdeviceptr *, size_t, CUmemoryPool, CUstream);
+    RECORDED_ALLOC(KIND_POOL, dptr, bytesize, real(dptr, bytesize, pool, hStream));
+}
+
+EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
+                                             CUmemoryPool pool, CUstream hStream)
+{
+    REAL(cuMemAllocFromPoolAsync_ptsz, CUdeviceptr *, size_t, CUmemoryPool, CUstream);
+    RECORDED_ALLOC(KIND_POOL, dptr, bytesize, real(dptr, bytesize, pool, hStream));
+}
+
+EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
+{
+    REAL(cuMemFreeAsync, CUdeviceptr, CUstream);
+    RECORDED_FREE(SPACE_DEVICE, dptr, real(dptr, hStream));
+}
+
+EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
+{
+    REAL(cuMemFreeAsync_ptsz, CUdeviceptr, CUstream);
+    RECORDED_FREE(SPACE_DEVICE, dptr, real(dptr, hStream));
+}
+
+/* VMM physical memory belongs to the device named in its properties, not
+ * to the current context, and outlives context teardown until released. */
+EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
+                            const CUmemAllocationProp *prop, unsigned long long flags)
+{
+    REAL(cuMemCreate, CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *,
+         unsigned long long);
+    if (!begin_call())
+        return real(handle, size, prop, flags);
+    CUresult result = real(handle, size, prop, flags);
+    int driver_errno = errno;
+    int device = -1;
+    if (prop != NULL && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE)
+        device = prop->location.id;
+    record_alloc(KIND_VMM, result, result == CUDA_SUCCESS ? *handle : 0, size, NULL, device);
+    finish_call(driver_errno);
+    return result;
+}
+
+EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
+{
+    REAL(cuMemRelease, CUmemGenericAllocationHandle);
+    RECORDED_FREE(SPACE_VMM, handle, real(handle));
+}
+
+/* Maps and unmaps move no physical memory; they are counted for the report
+ * (a handle released while still mapped stays resident until unmapped). */
+static CUresult count_mapping(CUresult result, size_t size, int is_unmap)
+{
+    if (result == CUDA_SUCCESS && guard_depth == 0 && lifecycle_tracking())
+        tracker_map(size, is_unmap);
+    return result;
+}
+
+EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
+                         CUmemGenericAllocationHandle handle, unsigned long long flags)
+{
+    REAL(cuMemMap, CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long);
+    CUresult result = real(ptr, size, offset, handle, flags);
+    int driver_errno = errno;
+    result = count_mapping(result, size, 0);
+    errno = driver_errno;
+    return result;
+}
+
+EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
+{
+    REAL(cuMemUnmap, CUdeviceptr, size_t);
+    CUresult result = real(ptr, size);
+    int driver_errno = errno;
+    result = count_mapping(result, size, 1);
+    errno = driver_errno;
+    return result;
+}
+
+EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
+{
+    REAL(cuMemAllocManaged, CUdeviceptr *, size_t, unsigned int);
+    RECORDED_ALLOC(KIND_MANAGED, dptr, bytesize, real(dptr, bytesize, flags));
+}
+
+EXPORT CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
+{
+    REAL(cuMemAllocHost_v2, void **, size_t);
+    RECORDED_ALLOC(KIND_HOST, pp, bytesize, real(pp, bytesize));
+}
+
+EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
+{
+    REAL(cuMemHostAlloc, void **, size_t, unsigned int);
+    RECORDED_ALLOC(KIND_HOST, pp, bytesize, real(pp, bytesize, Flags));
+}
+
+EXPORT CUresult cuMemFreeHost(void *p)
+{
+    REAL(cuMemFreeHost, void *);
+    RECORDED_FREE(SPACE_HOST, (uint64_t)(uintptr_t)p, real(p));
+}
+
+/* Bytes of one element of an array format; block-compressed and video
+ * formats count as one byte an element (an estimate, documented). */
+static size_t format_bytes(CUarray_format format)
+{
+    switch (format) {
+    case CU_AD_FORMAT_UNSIGNED_INT16:
+    case CU_AD_FORMAT_SIGNED_INT16:
+    case CU_AD_FORMAT_HALF:
+        return 2;
+    case CU_AD_FORMAT_UNSIGNED_INT32:
+    case CU_AD_FORMAT_SIGNED_INT32:
+    case CU_AD_FORMAT_FLOAT:
+        return 4;
+    default:
+        return 1;
+    }
+}
+
+/* Estimated bytes of an array from its extent: height and depth 0 mean a
+ * 1D or 2D array, counted as 1. */
+static size_t array_bytes(size_t width, size_t height, size_t depth, unsigned channels,
+                          CUarray_format format)
+{
+    return width * (height ? height : 1) * (depth ? depth : 1) * (channels ? channels : 1)
+         * format_bytes(format);
+}
+
+EXPORT CUresult cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *desc)
+{
+    REAL(cuArrayCreate_v2, CUarray *, const CUDA_ARRAY_DESCRIPTOR *);
+    size_t size = desc ? array_bytes(desc->Width, desc->Height, 1, desc->NumChannels, desc->Format) : 0;
+    RECORDED_ALLOC(KIND_ARRAY, pHandle, size, real(pHandle, desc));
+}
+
+EXPORT CUresult cuArray3DCreate_v2(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *desc)
+{
+    REAL(cuArray3DCreate_v2, CUarray *, const CUDA_ARRAY3D_DESCRIPTOR *);
+    size_t size = desc ? array_bytes(desc->Width, desc->Height, desc->Depth, desc->NumChannels,
+                                     desc->Format) : 0;
+    RECORDED_ALLOC(KIND_ARRAY, pHandle, size, real(pHandle, desc));
+}
+
+EXPORT CUresult cuArrayDestroy(CUarray hArray)
+{
+    REAL(cuArrayDestroy, CUarray);
+    RECORDED_FREE(SPACE_ARRAY, (uint64_t)(uintptr_t)hArray, real(hArray));
+}
+
+EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
+{
+    REAL(cuCtxDestroy_v2, CUcontext);
+    if (!begin_call())
+        return real(ctx);
+    CUresult result = real(ctx);
+    int driver_errno = errno;
+    if (result == CUDA_SUCCESS && ctx != NULL)
+        tracker_teardown(ctx, -1, TEARDOWN_CTX_DESTROY);
+    finish_call(driver_errno);
+    return result;
+}
+
+/* The primary context's handle, found without changing its reference count
+ * for good; NULL when it is not active (then nothing lives in it). */
+static const void *primary_context(CUdevice dev)
+{
+    static CUresult (*get_state)(CUdevice, unsigned int *, int *);
+    static CUresult (*retain)(CUcontext *, CUdevice);
+    static CUresult (*release)(CUdevice);
+    if (get_state == NULL)
+        get_state = doors_driver_symbol("cuDevicePrimaryCtxGetState");
+    if (retain == NULL)
+        retain = doors_driver_symbol("cuDevicePrimaryCtxRetain");
+    if (release == NULL)
+        release = doors_driver_symbol("cuDevicePrimaryCtxRelease_v2");
+    unsigned int flags;
+    int active = 0;
+    CUcontext ctx = NULL;
+    if (get_state == NULL || retain == NULL || release == NULL
+        || get_state(dev, &flags, &active) != CUDA_SUCCESS || !active)
+        return NULL;
+    if (retain(&ctx, dev) != CUDA_SUCCESS)
+        return NULL;
+    release(dev);
+    return ctx;
+}
+
+EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
+{
+    REAL(cuDevicePrimaryCtxReset_v2, CUdevice);
+    if (!begin_call())
+        return real(dev);
+    const void *ctx = primary_context(dev);
+    CUresult result = real(dev);
+    int driver_errno = errno;
+    if (result == CUDA_SUCCESS && ctx != NULL)
+        tracker_teardown(ctx, dev, TEARDOWN_PRIMARY_RESET);
+    finish_call(driver_errno);
+    return result;
+}
