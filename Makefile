@@ -7,10 +7,11 @@ BUILD := build
 
 WARN := -Wall -Wextra
 CFLAGS ?= -O2 -g
-CFLAGS += $(WARN) -std=gnu11 -fPIC -pthread -I$(CUDA_HOME)/include \
+ALL_CFLAGS = $(CFLAGS) $(WARN) -std=gnu11 -fPIC -pthread -I$(CUDA_HOME)/include \
           -I/usr/include/x86_64-linux-gnu -Ishim
-SHIM_CFLAGS := $(CFLAGS) -fvisibility=hidden -fno-omit-frame-pointer
-SHIM_LIBS := -lunwind -ldl -lpthread
+SHIM_CFLAGS = $(ALL_CFLAGS) -fvisibility=hidden -fno-omit-frame-pointer
+SHIM_LIBS := $(EXTRA_LDFLAGS) -lunwind -ldl -lpthread
+PYTHON_CONFIG ?= $(PYTHON)-config
 
 SHIM_SRC := $(wildcard shim/*.c)
 SHIM_OBJ := $(patsubst shim/%.c,$(BUILD)/shim/%.o,$(SHIM_SRC))
@@ -29,7 +30,7 @@ PROG_BIN := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(PROG_SRC))
 
 FAKECUDA := $(BUILD)/fakecuda/libcuda.so.1
 
-.PHONY: all test unit integration demo bench deps clean install
+.PHONY: all test unit integration sanitize demo bench deps clean install
 
 all: $(BUILD)/libgpuleak.so $(FAKECUDA)
 
@@ -40,17 +41,31 @@ $(BUILD)/libgpuleak.so: $(SHIM_OBJ)
 	$(CC) -shared -o $@ $^ $(SHIM_LIBS) -Wl,-rpath,'$$ORIGIN/deps'
 
 $(FAKECUDA): tests/fakecuda/fakecuda.c | $(BUILD)/fakecuda
-	$(CC) $(CFLAGS) -shared -Wl,-soname,libcuda.so.1 -o $@ $< -lpthread
+	$(CC) $(ALL_CFLAGS) -shared -Wl,-soname,libcuda.so.1 -o $@ $< -lpthread
 	ln -sf libcuda.so.1 $(BUILD)/fakecuda/libcuda.so
 
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(CORE_OBJ) | $(BUILD)/tests
-	$(CC) $(CFLAGS) -o $@ $< $(CORE_OBJ) -lcheck -lsubunit -lm -lrt $(SHIM_LIBS)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(CORE_OBJ) -lcheck -lsubunit -lm -lrt $(SHIM_LIBS) $(TEST_LIBS)
+
+# The Python frame reader is tested inside an embedded interpreter.
+$(BUILD)/tests/test_python: ALL_CFLAGS += $(shell $(PYTHON_CONFIG) --includes)
+$(BUILD)/tests/test_python: TEST_LIBS = $(shell $(PYTHON_CONFIG) --embed --ldflags)
 
 # Integration programs link the fake driver directly (-lcuda) or dlopen it.
 $(BUILD)/tests/prog_%: tests/integration/prog_%.c $(FAKECUDA) | $(BUILD)/tests
-	$(CC) $(CFLAGS) -fno-omit-frame-pointer -O0 -o $@ $< -L$(BUILD)/fakecuda -lcuda -ldl -lpthread
+	$(CC) $(ALL_CFLAGS) -fno-omit-frame-pointer -O0 -o $@ $< -L$(BUILD)/fakecuda -lcuda -ldl -lpthread
 
-$(BUILD)/shim $(BUILD)/fakecuda $(BUILD)/tests $(BUILD)/report:
+$(BUILD)/demo: tests/demo/demo.c $(FAKECUDA) | $(BUILD)
+	$(CC) $(ALL_CFLAGS) -O1 -fno-omit-frame-pointer -o $@ $< -L$(BUILD)/fakecuda -lcuda
+
+# The demo runs over the real driver when a GPU answers, else the fake one.
+demo: deps all $(BUILD)/demo
+	@if nvidia-smi -L >/dev/null 2>&1; then echo "demo: running on the GPU"; lib=; \
+	else echo "demo: no GPU found; running over the fake driver (tests/fakecuda)"; lib=$(BUILD)/fakecuda; fi; \
+	LD_LIBRARY_PATH=$$lib$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH} LD_PRELOAD=$(abspath $(BUILD))/libgpuleak.so \
+	GPULEAK_OUTPUT=$(CURDIR)/gpuleak-demo.json $(BUILD)/demo
+
+$(BUILD) $(BUILD)/shim $(BUILD)/fakecuda $(BUILD)/tests $(BUILD)/report:
 	mkdir -p $@
 
 deps:
@@ -62,7 +77,13 @@ unit: deps $(UNIT_BIN)
 integration: deps all $(PROG_BIN)
 	$(PYTHON) -m unittest discover -s tests/integration -p 'test_*.py' -v
 
-test: unit integration
+# The unit suites again, under AddressSanitizer and UndefinedBehaviorSanitizer.
+sanitize:
+	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/unit/lsan.supp:print_suppressions=0 \
+	$(MAKE) --no-print-directory BUILD=$(BUILD)/sanitize \
+	    CFLAGS="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all" unit
+
+test: unit integration sanitize
 
 clean:
 	rm -rf $(BUILD)

@@ -109,9 +109,11 @@ static int record_matches(const stack_record_t *r, uint64_t hash, uint32_t tag,
 {
     return r->hash == hash && r->tag == tag && r->native_count == native_count
         && r->python_count == python_count
-        && memcmp(r->frames, native, sizeof(uint64_t) * (size_t)native_count) == 0
-        && memcmp(r->frames + native_count, python,
-                  sizeof(uint64_t) * (size_t)python_count) == 0;
+        && (native_count == 0
+            || memcmp(r->frames, native, sizeof(uint64_t) * (size_t)native_count) == 0)
+        && (python_count == 0
+            || memcmp(r->frames + native_count, python,
+                      sizeof(uint64_t) * (size_t)python_count) == 0);
 }
 
 /* Bump-allocates from the depot's arena; caller holds depot_insert_lock.

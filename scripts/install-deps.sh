@@ -1,0 +1,19 @@
+#!/bin/sh
+# Installs the Debian packages the build and the tests need, when missing.
+# Run by `make demo` and `make test`, so a fresh machine needs nothing else.
+set -e
+need=""
+have() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+for pkg in gcc make libunwind-dev uthash-dev check libdw-dev libjansson-dev \
+           python3 python3-dev libxml2-utils pkg-config; do
+    have "$pkg" || need="$need $pkg"
+done
+[ -z "$need" ] && exit 0
+if [ "$(id -u)" -ne 0 ]; then
+    SUDO=sudo
+else
+    SUDO=
+fi
+echo "gpuleak: installing:$need"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $need >/dev/null

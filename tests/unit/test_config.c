@@ -1,0 +1,100 @@
+/* Unit tests for config.c: values parsed, invalid values named with the
+ * default kept, and every option documented in the README. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+
+/* Runs config_load with stderr captured into buf. Returns its result. */
+static int load_capturing(char *buf, size_t size)
+{
+    int pipefd[2];
+    ck_assert_int_eq(pipe(pipefd), 0);
+    int saved = dup(STDERR_FILENO);
+    dup2(pipefd[1], STDERR_FILENO);
+    int invalid = config_load();
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    close(pipefd[1]);
+    ssize_t n = read(pipefd[0], buf, size - 1);
+    buf[n > 0 ? n : 0] = '\0';
+    close(pipefd[0]);
+    return invalid;
+}
+
+START_TEST(valid_values_are_taken)
+{
+    char err[1024];
+    setenv("GPULEAK_STACK_DEPTH", "12", 1);
+    setenv("GPULEAK_PYTHON", "0", 1);
+    setenv("GPULEAK_OUTPUT", "/tmp/x-%p.json", 1);
+    ck_assert_int_eq(load_capturing(err, sizeof err), 0);
+    ck_assert_str_eq(err, "");
+    ck_assert_int_eq(config.stack_depth, 12);
+    ck_assert_int_eq(config.python_frames, 0);
+    ck_assert_str_eq(config.output, "/tmp/x-%p.json");
+    unsetenv("GPULEAK_STACK_DEPTH");
+    unsetenv("GPULEAK_PYTHON");
+    unsetenv("GPULEAK_OUTPUT");
+}
+END_TEST
+
+START_TEST(invalid_values_name_variable_and_default)
+{
+    char err[1024];
+    config.stack_depth = 64;
+    setenv("GPULEAK_STACK_DEPTH", "banana", 1);
+    setenv("GPULEAK_SUMMARY", "2", 1);
+    ck_assert_int_eq(load_capturing(err, sizeof err), 2);
+    ck_assert_int_eq(config.stack_depth, 64);
+    ck_assert_ptr_nonnull(strstr(err, "GPULEAK_STACK_DEPTH=banana"));
+    ck_assert_ptr_nonnull(strstr(err, "default 64"));
+    ck_assert_ptr_nonnull(strstr(err, "GPULEAK_SUMMARY=2"));
+    /* One line per invalid variable. */
+    int lines = 0;
+    for (const char *p = err; *p; p++)
+        lines += *p == '\n';
+    ck_assert_int_eq(lines, 2);
+    setenv("GPULEAK_STACK_DEPTH", "300", 1);
+    unsetenv("GPULEAK_SUMMARY");
+    ck_assert_int_eq(load_capturing(err, sizeof err), 1);
+    ck_assert_int_eq(config.stack_depth, 64);
+    unsetenv("GPULEAK_STACK_DEPTH");
+}
+END_TEST
+
+START_TEST(every_option_is_in_the_readme)
+{
+    FILE *f = fopen("README.md", "r");
+    ck_assert_msg(f != NULL, "run from the repository root");
+    static char text[1 << 20];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    size_t count;
+    const config_option_t *options = config_options(&count);
+    ck_assert_uint_gt(count, 5);
+    for (size_t i = 0; i < count; i++)
+        ck_assert_msg(strstr(text, options[i].name) != NULL, "%s missing from README.md",
+                      options[i].name);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *suite = suite_create("config");
+    TCase *tc = tcase_create("parse");
+    tcase_add_test(tc, valid_values_are_taken);
+    tcase_add_test(tc, invalid_values_name_variable_and_default);
+    tcase_add_test(tc, every_option_is_in_the_readme);
+    suite_add_tcase(suite, tc);
+    SRunner *runner = srunner_create(suite);
+    srunner_set_fork_status(runner, CK_NOFORK);
+    srunner_run_all(runner, CK_NORMAL);
+    int failed = srunner_ntests_failed(runner);
+    srunner_free(runner);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

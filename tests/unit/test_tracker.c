@@ -1,0 +1,222 @@
+/* Unit tests for tracker.c: counts, peaks, teardown, unknown frees, and
+ * exact totals under concurrent threads. */
+#include <check.h>
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "tracker.h"
+
+static int initialised;
+
+static void setup(void)
+{
+    if (!initialised) {
+        ck_assert_int_eq(tracker_init(), 0);
+        initialised = 1;
+    }
+}
+
+/* Each test uses its own site ids and devices, since the tracker is global. */
+static void free_key(key_space_t space, uint64_t key, int freed)
+{
+    tracker_pending_t pending;
+    tracker_free_begin(space, key, &pending);
+    tracker_free_end(&pending, freed);
+}
+
+START_TEST(alloc_then_free_balances_site_and_kind)
+{
+    totals_t before, after;
+    tracker_kind_totals(KIND_MANAGED, &before);
+    ck_assert_int_eq(tracker_alloc(KIND_MANAGED, 0x1000, 100, 3, NULL, 11), 0);
+    ck_assert_int_eq(tracker_alloc(KIND_MANAGED, 0x2000, 50, 3, NULL, 11), 0);
+    site_stats_t s;
+    ck_assert_int_eq(tracker_site(11, &s), 0);
+    ck_assert_uint_eq(s.live_bytes, 150);
+    ck_assert_uint_eq(s.live_allocations, 2);
+    free_key(SPACE_DEVICE, 0x1000, 1);
+    ck_assert_int_eq(tracker_site(11, &s), 0);
+    ck_assert_uint_eq(s.live_bytes, 50);
+    ck_assert_uint_eq(s.peak_live_bytes, 150);
+    ck_assert_uint_eq(s.allocations, 2);
+    ck_assert_uint_eq(s.frees, 1);
+    ck_assert_int_eq(s.kind, KIND_MANAGED);
+    ck_assert_int_eq(s.device, 3);
+    tracker_kind_totals(KIND_MANAGED, &after);
+    ck_assert_uint_eq(after.allocations - before.allocations, 2);
+    ck_assert_uint_eq(after.frees - before.frees, 1);
+    ck_assert_uint_eq(after.live_bytes - before.live_bytes, 50);
+    totals_t dev;
+    ck_assert_int_eq(tracker_device_totals(3, &dev), 0);
+    ck_assert_uint_eq(dev.peak_bytes, 150);
+    free_key(SPACE_DEVICE, 0x2000, 1);
+}
+END_TEST
+
+START_TEST(key_spaces_do_not_collide)
+{
+    ck_assert_int_eq(tracker_alloc(KIND_VMM, 0x5000, 10, 0, NULL, 12), 0);
+    ck_assert_int_eq(tracker_alloc(KIND_DEVICE, 0x5000, 20, 0, NULL, 13), 0);
+    free_key(SPACE_VMM, 0x5000, 1);
+    site_stats_t vmm, dev;
+    tracker_site(12, &vmm);
+    tracker_site(13, &dev);
+    ck_assert_uint_eq(vmm.live_bytes, 0);
+    ck_assert_uint_eq(dev.live_bytes, 20);
+    free_key(SPACE_DEVICE, 0x5000, 1);
+}
+END_TEST
+
+START_TEST(unknown_free_is_counted_not_fatal)
+{
+    uint64_t before = tracker_unknown_frees();
+    free_key(SPACE_HOST, 0xdead0000, 1);
+    free_key(SPACE_HOST, 0xdead0010, 0);
+    ck_assert_uint_eq(tracker_unknown_frees() - before, 2);
+}
+END_TEST
+
+START_TEST(refused_free_keeps_allocation_live)
+{
+    ck_assert_int_eq(tracker_alloc(KIND_HOST, 0x7000, 64, 0, NULL, 14), 0);
+    free_key(SPACE_HOST, 0x7000, 0);
+    site_stats_t s;
+    tracker_site(14, &s);
+    ck_assert_uint_eq(s.live_allocations, 1);
+    ck_assert_uint_eq(s.frees, 0);
+    free_key(SPACE_HOST, 0x7000, 1);
+    tracker_site(14, &s);
+    ck_assert_uint_eq(s.live_allocations, 0);
+    ck_assert_uint_eq(s.frees, 1);
+}
+END_TEST
+
+START_TEST(reused_address_replaces_stale_record)
+{
+    ck_assert_int_eq(tracker_alloc(KIND_DEVICE, 0x9000, 8, 0, NULL, 15), 0);
+    ck_assert_int_eq(tracker_alloc(KIND_DEVICE, 0x9000, 16, 0, NULL, 16), 0);
+    site_stats_t old, fresh;
+    tracker_site(15, &old);
+    tracker_site(16, &fresh);
+    ck_assert_uint_eq(old.live_allocations, 0);
+    ck_assert_uint_eq(old.frees, 1);
+    ck_assert_uint_eq(fresh.live_bytes, 16);
+    free_key(SPACE_DEVICE, 0x9000, 1);
+}
+END_TEST
+
+START_TEST(failure_is_recorded_not_live)
+{
+    totals_t before, after;
+    tracker_kind_totals(KIND_ARRAY, &before);
+    tracker_failure(KIND_ARRAY, 1 << 20, 2, 0, 17);
+    site_stats_t s;
+    tracker_site(17, &s);
+    ck_assert_uint_eq(s.failures, 1);
+    ck_assert_uint_eq(s.failed_bytes, 1 << 20);
+    ck_assert_int_eq(s.last_failure, 2);
+    ck_assert_uint_eq(s.live_allocations, 0);
+    tracker_kind_totals(KIND_ARRAY, &after);
+    ck_assert_uint_eq(after.failures - before.failures, 1);
+    ck_assert_uint_eq(after.live_bytes, before.live_bytes);
+}
+END_TEST
+
+START_TEST(teardown_moves_only_that_context)
+{
+    static int ctx_a, ctx_b;
+    ck_assert_int_eq(tracker_alloc(KIND_DEVICE, 0xa000, 100, 5, &ctx_a, 18), 0);
+    ck_assert_int_eq(tracker_alloc(KIND_HOST, 0xa000, 10, 5, &ctx_a, 18), 0);
+    ck_assert_int_eq(tracker_alloc(KIND_DEVICE, 0xb000, 200, 5, &ctx_b, 19), 0);
+    ck_assert_uint_eq(tracker_teardown(&ctx_a, -1, TEARDOWN_CTX_DESTROY), 2);
+    site_stats_t a, b;
+    tracker_site(18, &a);
+    tracker_site(19, &b);
+    ck_assert_uint_eq(a.teardown_allocations, 2);
+    ck_assert_uint_eq(a.teardown_bytes, 110);
+    ck_assert_uint_eq(a.live_allocations, 0);
+    ck_assert_int_eq(a.teardown_reason, TEARDOWN_CTX_DESTROY);
+    ck_assert_uint_eq(b.live_bytes, 200);
+    ck_assert_uint_eq(tracker_teardown(NULL, 5, TEARDOWN_PRIMARY_RESET), 1);
+    tracker_site(19, &b);
+    ck_assert_uint_eq(b.teardown_bytes, 200);
+}
+END_TEST
+
+START_TEST(gpu_peak_is_exact_and_excludes_host)
+{
+    totals_t t0, t1;
+    tracker_totals(&t0);
+    uint64_t base = t0.live_bytes;
+    ck_assert_int_eq(tracker_alloc(KIND_DEVICE, 0xc000, 1000000, 0, NULL, 20), 0);
+    ck_assert_int_eq(tracker_alloc(KIND_POOL, 0xd000, 2000000, 0, NULL, 20), 0);
+    ck_assert_int_eq(tracker_alloc(KIND_HOST, 0xe000, 50000000, 0, NULL, 21), 0);
+    free_key(SPACE_DEVICE, 0xc000, 1);
+    free_key(SPACE_DEVICE, 0xd000, 1);
+    free_key(SPACE_HOST, 0xe000, 1);
+    tracker_totals(&t1);
+    ck_assert_uint_eq(t1.live_bytes, base);
+    ck_assert_uint_ge(t1.peak_bytes, base + 3000000);
+    if (t0.peak_bytes < base + 3000000)
+        ck_assert_uint_eq(t1.peak_bytes, base + 3000000);
+    ck_assert_uint_ne(t1.peak_time_ns, 0);
+}
+END_TEST
+
+#define THREADS 8
+#define PER_THREAD 20000
+
+static void *churn(void *arg)
+{
+    uint64_t base = (uint64_t)(uintptr_t)arg << 32;
+    for (uint64_t i = 0; i < PER_THREAD; i++) {
+        if (tracker_alloc(KIND_POOL, base + i * 256, 256, 1, NULL, 30) != 0)
+            return (void *)1;
+        if (i % 10 != 0)
+            free_key(SPACE_DEVICE, base + i * 256, 1);
+    }
+    return NULL;
+}
+
+START_TEST(concurrent_counts_are_exact)
+{
+    pthread_t threads[THREADS];
+    for (uintptr_t t = 0; t < THREADS; t++)
+        ck_assert_int_eq(pthread_create(&threads[t], NULL, churn, (void *)(t + 100)), 0);
+    for (int t = 0; t < THREADS; t++) {
+        void *rc;
+        pthread_join(threads[t], &rc);
+        ck_assert_ptr_null(rc);
+    }
+    site_stats_t s;
+    tracker_site(30, &s);
+    ck_assert_uint_eq(s.allocations, THREADS * PER_THREAD);
+    ck_assert_uint_eq(s.frees, THREADS * PER_THREAD * 9 / 10);
+    ck_assert_uint_eq(s.live_allocations, THREADS * PER_THREAD / 10);
+    ck_assert_uint_eq(s.live_bytes, (uint64_t)THREADS * PER_THREAD / 10 * 256);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *suite = suite_create("tracker");
+    TCase *tc = tcase_create("core");
+    tcase_add_checked_fixture(tc, setup, NULL);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, alloc_then_free_balances_site_and_kind);
+    tcase_add_test(tc, key_spaces_do_not_collide);
+    tcase_add_test(tc, unknown_free_is_counted_not_fatal);
+    tcase_add_test(tc, refused_free_keeps_allocation_live);
+    tcase_add_test(tc, reused_address_replaces_stale_record);
+    tcase_add_test(tc, failure_is_recorded_not_live);
+    tcase_add_test(tc, teardown_moves_only_that_context);
+    tcase_add_test(tc, gpu_peak_is_exact_and_excludes_host);
+    tcase_add_test(tc, concurrent_counts_are_exact);
+    suite_add_tcase(suite, tc);
+    SRunner *runner = srunner_create(suite);
+    srunner_set_fork_status(runner, CK_NOFORK);
+    srunner_run_all(runner, CK_NORMAL);
+    int failed = srunner_ntests_failed(runner);
+    srunner_free(runner);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
