@@ -16,7 +16,14 @@ config_t config = {
     .enabled = 1,
 };
 
-enum option_type { OPTION_INT, OPTION_BOOL, OPTION_STRING };
+enum option_type { OPTION_INT, OPTION_BOOL, OPTION_STRING, OPTION_TORCH };
+
+int config_torch_allocator_native(const char *value)
+{
+    if (value == NULL || strcmp(value, "async") == 0)
+        return 0;
+    return strcmp(value, "native") == 0 ? 1 : -1;
+}
 
 typedef struct option_spec {
     config_option_t doc;
@@ -48,6 +55,10 @@ static const option_spec_t options[] = {
                "Frames shown per site in the exit summary."),
     BOOL_OPTION("GPULEAK_ENABLE", enabled, 1,
                 "0 forwards every call untouched and writes no report."),
+    { { "GPULEAK_TORCH_ALLOCATOR", "async",
+        "async sets PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync when unset, so each "
+        "tensor is one allocation; native keeps PyTorch's caching allocator." },
+      OPTION_TORCH, NULL, 0, 0 },
 };
 
 const config_option_t *config_options(size_t *count)
@@ -86,6 +97,9 @@ int config_load(void)
                 *(const char **)spec->field = text;
                 continue;
             }
+        } else if (spec->type == OPTION_TORCH) {
+            if (config_torch_allocator_native(text) >= 0)
+                continue;
         } else {
             long value;
             if (parse_bounded_long(text, spec->min, spec->max, &value) == 0) {
@@ -97,6 +111,9 @@ int config_load(void)
         if (spec->type == OPTION_STRING)
             log_line("%s is empty; using the default %s", spec->doc.name,
                      spec->doc.default_text);
+        else if (spec->type == OPTION_TORCH)
+            log_line("%s=%s is neither async nor native; using the default %s",
+                     spec->doc.name, text, spec->doc.default_text);
         else
             log_line("%s=%s is not a whole number from %ld to %ld; using the default %s",
                      spec->doc.name, text, spec->min, spec->max, spec->doc.default_text);

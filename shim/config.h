@@ -26,6 +26,11 @@ extern config_t config;
  * kept. Returns the number of invalid values found. */
 int config_load(void);
 
+/* Reads a GPULEAK_TORCH_ALLOCATOR value: 1 for "native" (keep PyTorch's
+ * caching allocator), 0 for "async" or unset (the default), -1 for anything
+ * else (then the default applies, and config_load says so). */
+int config_torch_allocator_native(const char *value);
+
 /* One documented option, for `gpuleak options` and the tests that keep the
  * README honest. */
 typedef struct config_option {

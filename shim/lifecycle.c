@@ -9,6 +9,8 @@
 #include "tracker.h"
 
 #include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 __thread int guard_depth __attribute__((tls_model("initial-exec")));
@@ -19,6 +21,33 @@ static _Atomic(const char *) stop_reason;
 static _Atomic int started;      /* the report is owed at exit */
 static uint64_t epoch_offset_ns;
 static uint64_t started_ns;
+
+static const char *torch_mode = "native";
+
+const char *lifecycle_torch_mode(void)
+{
+    return torch_mode;
+}
+
+/* PyTorch reads PYTORCH_CUDA_ALLOC_CONF when its allocator starts, which
+ * can precede the first driver call, so the choice is made at load time.
+ * With the caching allocator the shim sees only segments; the
+ * cudaMallocAsync backend makes each tensor one driver allocation at the
+ * same speed (DESIGN.md). A value the user set is never touched. */
+__attribute__((constructor)) static void choose_torch_allocator(void)
+{
+    const char *enable = getenv("GPULEAK_ENABLE");
+    if (enable != NULL && strcmp(enable, "0") == 0)
+        return;
+    if (getenv("PYTORCH_CUDA_ALLOC_CONF") != NULL) {
+        torch_mode = "user";
+        return;
+    }
+    if (config_torch_allocator_native(getenv("GPULEAK_TORCH_ALLOCATOR")) == 1)
+        return;
+    if (setenv("PYTORCH_CUDA_ALLOC_CONF", "backend:cudaMallocAsync", 0) == 0)
+        torch_mode = "cudaMallocAsync";
+}
 
 uint64_t lifecycle_started_ns(void)
 {

@@ -38,6 +38,12 @@ const char *lifecycle_stop_reason(void);
  * tracker time gives nanoseconds since the Unix epoch. */
 uint64_t lifecycle_epoch_offset_ns(void);
 
+/* Which PyTorch allocator the run used, for the report: "cudaMallocAsync"
+ * (set by gpuleak: each tensor is one driver allocation), "native" (the
+ * caching allocator kept, GPULEAK_TORCH_ALLOCATOR=native), or "user" (the
+ * program set PYTORCH_CUDA_ALLOC_CONF itself, never overridden). */
+const char *lifecycle_torch_mode(void);
+
 /* CLOCK_MONOTONIC when tracking started, in ns. */
 uint64_t lifecycle_started_ns(void);
 

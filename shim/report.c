@@ -85,6 +85,22 @@ static int by_failed_bytes(const void *a, const void *b)
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
+static int by_at_peak_bytes(const void *a, const void *b)
+{
+    const report_site_t *x = a, *y = b;
+    if (x->stats.at_peak_bytes != y->stats.at_peak_bytes)
+        return x->stats.at_peak_bytes < y->stats.at_peak_bytes ? 1 : -1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static int by_bytes_gained(const void *a, const void *b)
+{
+    const report_site_t *x = a, *y = b;
+    if (x->growth.bytes_gained != y->growth.bytes_gained)
+        return x->growth.bytes_gained < y->growth.bytes_gained ? 1 : -1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
 static int by_peak_bytes(const void *a, const void *b)
 {
     const report_site_t *x = a, *y = b;
@@ -95,7 +111,7 @@ static int by_peak_bytes(const void *a, const void *b)
 
 /* Keeps the sites for which keep() holds, sorted by order. Returns -1 when
  * memory is out (the list is then empty). */
-static int select_sites(const report_site_t *all, size_t count, int (*keep)(const site_stats_t *),
+static int select_sites(const report_site_t *all, size_t count, int (*keep)(const report_site_t *),
                         int (*order)(const void *, const void *), report_list_t *out)
 {
     out->count = 0;
@@ -103,36 +119,50 @@ static int select_sites(const report_site_t *all, size_t count, int (*keep)(cons
     if (out->sites == NULL)
         return -1;
     for (size_t i = 0; i < count; i++)
-        if (keep(&all[i].stats))
+        if (keep(&all[i]))
             out->sites[out->count++] = all[i];
     qsort(out->sites, out->count, sizeof *out->sites, order);
     return 0;
 }
 
-static int is_leak(const site_stats_t *s) { return s->live_allocations > 0; }
-static int is_teardown(const site_stats_t *s) { return s->teardown_allocations > 0; }
-static int is_failure(const site_stats_t *s) { return s->failures > 0; }
-static int is_used(const site_stats_t *s) { return s->allocations > 0 || s->failures > 0; }
+static int is_leak(const report_site_t *s) { return s->stats.live_allocations > 0; }
+static int is_teardown(const report_site_t *s) { return s->stats.teardown_allocations > 0; }
+static int is_failure(const report_site_t *s) { return s->stats.failures > 0; }
+static int is_used(const report_site_t *s) { return s->stats.allocations > 0 || s->stats.failures > 0; }
+static int is_at_peak(const report_site_t *s) { return s->stats.at_peak_bytes > 0; }
+static int is_growing(const report_site_t *s) { return s->growth.grew; }
 
 /* Gathers every site's counters and the sections of the report. */
 static int gather(report_view_t *view)
 {
     memset(view, 0, sizeof *view);
+    view->now_ns = tracker_now_ns();
     tracker_totals(&view->totals);
+    view->timeline = malloc(sizeof *view->timeline * TIMELINE_POINTS);
+    if (view->timeline != NULL)
+        view->timeline_count = timeline_points(view->now_ns, view->timeline, TIMELINE_POINTS);
+    uint64_t allocations = tracker_allocation_count();
     uint32_t high = tracker_site_count();
     report_site_t *all = malloc(sizeof *all * ((size_t)high + 1));
     if (all == NULL)
         return -1;
     size_t count = 0;
     for (uint32_t id = 0; id <= high; id++) {
-        all[count].id = id;
-        if (tracker_site(id, &all[count].stats) == 0 && is_used(&all[count].stats))
-            count++;
+        report_site_t *site = &all[count];
+        site->id = id;
+        if (tracker_site(id, &site->stats) != 0 || !is_used(site))
+            continue;
+        if (site->stats.kind == KIND_HOST
+            || growth_site(id, view->now_ns, site->stats.live_bytes, allocations, &site->growth) != 0)
+            memset(&site->growth, 0, sizeof site->growth);
+        count++;
     }
     int rc = select_sites(all, count, is_leak, by_live_bytes, &view->leaks)
            | select_sites(all, count, is_teardown, by_teardown_bytes, &view->teardown)
            | select_sites(all, count, is_failure, by_failed_bytes, &view->failures)
-           | select_sites(all, count, is_used, by_peak_bytes, &view->sites);
+           | select_sites(all, count, is_used, by_peak_bytes, &view->sites)
+           | select_sites(all, count, is_at_peak, by_at_peak_bytes, &view->peak)
+           | select_sites(all, count, is_growing, by_bytes_gained, &view->growth);
     free(all);
     return rc;
 }
@@ -143,6 +173,9 @@ static void release(report_view_t *view)
     free(view->teardown.sites);
     free(view->failures.sites);
     free(view->sites.sites);
+    free(view->peak.sites);
+    free(view->growth.sites);
+    free(view->timeline);
 }
 
 /* The place a report goes when its own path cannot be written: the temp

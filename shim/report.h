@@ -5,13 +5,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "growth.h"
 #include "symbolize.h"
+#include "timeline.h"
 #include "tracker.h"
 
 /* A site with its counters, as the report lists it. */
 typedef struct report_site {
     uint32_t id;
     site_stats_t stats;
+    growth_finding_t growth;
 } report_site_t;
 
 /* The sites of one report section, sorted by the section's byte count. */
@@ -26,7 +29,12 @@ typedef struct report_view {
     report_list_t teardown;   /* live at context teardown, by bytes */
     report_list_t failures;   /* refused allocations, by bytes asked */
     report_list_t sites;      /* every site, by peak live bytes */
+    report_list_t peak;       /* live at the GPU peak, by bytes then */
+    report_list_t growth;     /* grew during the run, by bytes gained */
     totals_t totals;
+    timeline_point_t *timeline;
+    size_t timeline_count;
+    uint64_t now_ns;          /* CLOCK_MONOTONIC when the view was gathered */
 } report_view_t;
 
 /* Writes the report file (GPULEAK_OUTPUT, or the fallback it names on

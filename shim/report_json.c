@@ -4,6 +4,7 @@
 #include "python.h"
 #include "report_format.h"
 #include "stacks.h"
+#include "timeline.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -48,9 +49,10 @@ static void put_u64(FILE *f, const char *key, uint64_t value, int comma)
     fprintf(f, "%llu%s", (unsigned long long)value, comma ? "," : "");
 }
 
-static void put_totals(FILE *f, const totals_t *t)
+/* The fields of a totals row, without braces, so a device entry can hold
+ * them beside its "device" key. */
+static void put_totals_fields(FILE *f, const totals_t *t)
 {
-    fputc('{', f);
     put_u64(f, "allocations", t->allocations, 1);
     put_u64(f, "frees", t->frees, 1);
     put_u64(f, "failed_allocations", t->failures, 1);
@@ -61,6 +63,12 @@ static void put_totals(FILE *f, const totals_t *t)
     put_u64(f, "leaked_allocations", t->live_allocations, 1);
     put_u64(f, "teardown_leaked_bytes", t->teardown_bytes, 1);
     put_u64(f, "teardown_leaked_allocations", t->teardown_allocations, 0);
+}
+
+static void put_totals(FILE *f, const totals_t *t)
+{
+    fputc('{', f);
+    put_totals_fields(f, t);
     fputc('}', f);
 }
 
@@ -120,7 +128,8 @@ static const char *teardown_name(int reason)
          : reason == TEARDOWN_PRIMARY_RESET ? "cuDevicePrimaryCtxReset" : NULL;
 }
 
-enum section { SECTION_LEAKS, SECTION_TEARDOWN, SECTION_FAILURES, SECTION_SITES };
+enum section { SECTION_LEAKS, SECTION_TEARDOWN, SECTION_FAILURES, SECTION_SITES,
+               SECTION_PEAK, SECTION_GROWTH };
 
 /* One site entry. "bytes" and "allocations" mean what the section is about:
  * live at exit for leaks, live at teardown, asked for and refused, or ever
@@ -138,6 +147,10 @@ static void put_site(FILE *f, const report_site_t *site, enum section section)
     } else if (section == SECTION_FAILURES) {
         bytes = s->failed_bytes;
         count = s->failures;
+    } else if (section == SECTION_PEAK) {
+        bytes = s->at_peak_bytes;
+    } else if (section == SECTION_GROWTH) {
+        bytes = site->growth.bytes_gained;
     }
     fputc('{', f);
     put_u64(f, "site", site->id, 1);
@@ -152,6 +165,14 @@ static void put_site(FILE *f, const report_site_t *site, enum section section)
         put_key(f, "teardown");
         put_string(f, teardown_name(s->teardown_reason));
         fputc(',', f);
+    }
+    if (section == SECTION_GROWTH) {
+        const growth_finding_t *g = &site->growth;
+        fprintf(f, "\"bytes_per_second\":%.1f,\"bytes_per_1k_allocations\":%.1f,"
+                   "\"steadiness\":%.3f,", g->bytes_per_second, g->bytes_per_1k_allocations,
+                g->steadiness);
+        put_u64(f, "baseline_bytes", g->baseline_bytes, 1);
+        put_u64(f, "high_bytes", g->high_bytes, 1);
     }
     put_u64(f, "total_allocations", s->allocations, 1);
     put_u64(f, "frees", s->frees, 1);
@@ -230,6 +251,101 @@ static void put_process(FILE *f)
     fputs("},\n", f);
 }
 
+/* Times in the timeline are ns since tracking started; start_ns gives the
+ * epoch, so points stay small and charts need no subtraction. */
+static void put_timeline(FILE *f, const report_view_t *view)
+{
+    uint64_t start = lifecycle_started_ns();
+    fprintf(f, "\"timeline\":{\"start_ns\":%llu,\"interval_ns\":%llu,\"points\":[",
+            (unsigned long long)(start + lifecycle_epoch_offset_ns()),
+            (unsigned long long)timeline_interval_ns());
+    for (size_t i = 0; i < view->timeline_count; i++) {
+        const timeline_point_t *p = &view->timeline[i];
+        fprintf(f, "%s\n{\"t_ns\":%llu,\"bytes\":%llu,\"max_bytes\":%llu,\"kinds\":{",
+                i ? "," : "", (unsigned long long)(p->time_ns - start),
+                (unsigned long long)p->bytes, (unsigned long long)p->max_bytes);
+        for (int k = 0; k < KIND_COUNT; k++)
+            fprintf(f, "%s\"%s\":%llu", k ? "," : "", tracker_kind_name((alloc_kind_t)k),
+                    (unsigned long long)p->kind_bytes[k]);
+        fputs("},\"devices\":{", f);
+        int first = 1;
+        for (int d = 0; d < TIMELINE_DEVICES; d++) {
+            totals_t dt;
+            if (tracker_device_totals(d, &dt) != 0)
+                continue;
+            fprintf(f, "%s\"%d\":%llu", first ? "" : ",", d, (unsigned long long)p->device_bytes[d]);
+            first = 0;
+        }
+        fputs("}", f);
+        if (p->pool_reserved_bytes)
+            fprintf(f, ",\"pool_reserved_bytes\":%llu", (unsigned long long)p->pool_reserved_bytes);
+        fputs("}", f);
+    }
+    fputs("]},\n", f);
+}
+
+/* Which PyTorch allocator mode ran, so a reader knows whether sites are
+ * tensors (cudaMallocAsync backend) or the caching allocator's segments. */
+static void put_torch_mode(FILE *f)
+{
+    const char *conf = getenv("PYTORCH_CUDA_ALLOC_CONF");
+    fputs("\"torch_allocator\":{\"mode\":", f);
+    put_string(f, lifecycle_torch_mode());
+    fputs(",\"PYTORCH_CUDA_ALLOC_CONF\":", f);
+    put_string(f, conf);
+    fputs("}\n", f);
+}
+
+/* What filled the GPU when an allocation first ran out of memory. */
+static void put_oom(FILE *f)
+{
+    const tracker_oom_t *oom = tracker_oom();
+    fputs("\"oom\":", f);
+    if (oom == NULL) {
+        fputs("null,\n", f);
+        return;
+    }
+    fprintf(f, "{\"count\":%llu,\"time_ns\":%llu,\"bytes\":%llu,\"kind\":\"%s\",\"device\":%d,"
+               "\"live_bytes\":%llu,\"stack\":",
+            (unsigned long long)oom->count,
+            (unsigned long long)(oom->time_ns + lifecycle_epoch_offset_ns()),
+            (unsigned long long)oom->bytes_asked, tracker_kind_name((alloc_kind_t)oom->kind),
+            oom->device, (unsigned long long)oom->live_bytes);
+    put_native_stack(f, oom->site);
+    fputs(",\"python_stack\":", f);
+    put_python_stack(f, oom->site);
+    fputs(",\"sites\":[", f);
+    /* The largest holders first; a selection, since the rest are small. */
+    size_t shown = 0;
+    uint64_t floor_bytes = UINT64_MAX;
+    while (shown < 20) {
+        size_t best = oom->site_count;
+        for (size_t i = 0; i < oom->site_count; i++) {
+            uint64_t b = oom->sites[i].bytes;
+            if (b < floor_bytes && (best == oom->site_count || b > oom->sites[best].bytes))
+                best = i;
+        }
+        if (best == oom->site_count)
+            break;
+        floor_bytes = oom->sites[best].bytes;
+        for (size_t i = 0; i < oom->site_count && shown < 20; i++) {
+            if (oom->sites[i].bytes != floor_bytes)
+                continue;
+            site_stats_t st;
+            tracker_site(oom->sites[i].site, &st);
+            fprintf(f, "%s{\"site\":%u,\"kind\":\"%s\",\"bytes\":%llu,\"stack\":", shown ? "," : "",
+                    oom->sites[i].site, tracker_kind_name((alloc_kind_t)st.kind),
+                    (unsigned long long)oom->sites[i].bytes);
+            put_native_stack(f, oom->sites[i].site);
+            fputs(",\"python_stack\":", f);
+            put_python_stack(f, oom->sites[i].site);
+            fputc('}', f);
+            shown++;
+        }
+    }
+    fputs("]},\n", f);
+}
+
 static void write_body(FILE *f, const report_view_t *view)
 {
     const totals_t *t = &view->totals;
@@ -287,8 +403,8 @@ static void write_body(FILE *f, const report_view_t *view)
         totals_t dt;
         if (tracker_device_totals(d, &dt) != 0)
             continue;
-        fprintf(f, "%s{\"device\":%d,\"totals\":", first ? "" : ",", d);
-        put_totals(f, &dt);
+        fprintf(f, "%s{\"device\":%d,", first ? "" : ",", d);
+        put_totals_fields(f, &dt);
         fputc('}', f);
         first = 0;
     }
@@ -300,6 +416,17 @@ static void write_body(FILE *f, const report_view_t *view)
     put_list(f, "failures", &view->failures, SECTION_FAILURES);
     fputs(",\n", f);
     put_list(f, "sites", &view->sites, SECTION_SITES);
+    fputs(",\n", f);
+    put_timeline(f, view);
+    fprintf(f, "\"peak\":{\"bytes\":%llu,\"time_ns\":%llu,",
+            (unsigned long long)t->peak_bytes,
+            (unsigned long long)(t->peak_time_ns ? t->peak_time_ns + lifecycle_epoch_offset_ns() : 0));
+    put_list(f, "sites", &view->peak, SECTION_PEAK);
+    fputs("},\n", f);
+    put_list(f, "growth", &view->growth, SECTION_GROWTH);
+    fputs(",\n", f);
+    put_oom(f);
+    put_torch_mode(f);
     fputs("}\n", f);
 }
 

@@ -61,6 +61,28 @@ static void print_frames(FILE *f, uint32_t site, int limit)
         fprintf(f, "    (no stack recorded: GPULEAK_STACK_DEPTH=0 or too many stacks)\n");
 }
 
+/* A one-line name for a site: its innermost Python frame when it has one
+ * (the user's line), else its first native frame. */
+static const char *site_label(uint32_t site, const symbolized_frame_t *frames, int n)
+{
+    static char label[512];
+    const stack_record_t *stack = stacks_get(site);
+    const char *function, *file;
+    int line;
+    if (stack != NULL && stack->python_count > 0
+        && python_describe(stack->frames[stack->native_count], &function, &file, &line) == 0)
+        snprintf(label, sizeof label, "%s (%s:%d)", function, file, line);
+    else if (n > 0 && frames[0].file != NULL)
+        snprintf(label, sizeof label, "%s (%s:%d)", frames[0].function ? frames[0].function : "??",
+                 frames[0].file, frames[0].line);
+    else if (n > 0)
+        snprintf(label, sizeof label, "%s (%s+0x%llx)", frames[0].function ? frames[0].function : "??",
+                 basename_of(frames[0].module), (unsigned long long)frames[0].offset);
+    else
+        snprintf(label, sizeof label, "an unrecorded stack");
+    return label;
+}
+
 static const char *kind_phrase(int kind)
 {
     static const char *const phrases[KIND_COUNT] = {
@@ -68,6 +90,93 @@ static const char *kind_phrase(int kind)
         "managed memory", "pinned host memory", "CUDA array memory",
     };
     return (unsigned)kind < KIND_COUNT ? phrases[kind] : "memory";
+}
+
+#define CHART_COLUMNS 60
+#define CHART_ROWS 10
+
+/* An ASCII chart of live GPU bytes over the run, in the manner of ms_print:
+ * each column is the highest value in its slice of time, the column that
+ * holds the exact peak is drawn with '#'. */
+static void print_chart(FILE *f, const report_view_t *view)
+{
+    if (view->timeline_count < 2 || view->totals.peak_bytes == 0)
+        return;
+    uint64_t start = lifecycle_started_ns();
+    uint64_t span = view->timeline[view->timeline_count - 1].time_ns - start;
+    if (span == 0)
+        return;
+    uint64_t column_max[CHART_COLUMNS] = { 0 }, column_last[CHART_COLUMNS] = { 0 };
+    int column_seen[CHART_COLUMNS] = { 0 };
+    for (size_t i = 0; i < view->timeline_count; i++) {
+        const timeline_point_t *p = &view->timeline[i];
+        size_t c = (size_t)((double)(p->time_ns - start) / (double)span * (CHART_COLUMNS - 1));
+        if (p->max_bytes > column_max[c])
+            column_max[c] = p->max_bytes;
+        column_last[c] = p->bytes;
+        column_seen[c] = 1;
+    }
+    /* A slice with no point held what the slice before it ended with. */
+    for (size_t c = 1; c < CHART_COLUMNS; c++)
+        if (!column_seen[c]) {
+            column_max[c] = column_last[c - 1];
+            column_last[c] = column_last[c - 1];
+        }
+    uint64_t peak = view->totals.peak_bytes;
+    size_t peak_column = CHART_COLUMNS;
+    if (view->totals.peak_time_ns >= start)
+        peak_column = (size_t)((double)(view->totals.peak_time_ns - start) / (double)span
+                               * (CHART_COLUMNS - 1));
+    if (peak_column < CHART_COLUMNS && column_max[peak_column] < peak)
+        column_max[peak_column] = peak;
+    char label[32];
+    fprintf(f, "\nGPU memory over time (peak %s at %.2f s, column marked #):\n",
+            human_bytes(peak, label, sizeof label),
+            (double)(view->totals.peak_time_ns - start) / 1e9);
+    for (int row = CHART_ROWS; row >= 1; row--) {
+        uint64_t level = peak / CHART_ROWS * (uint64_t)row;
+        if (row == CHART_ROWS || row == CHART_ROWS / 2)
+            fprintf(f, "%10s |", human_bytes(row == CHART_ROWS ? peak : level, label, sizeof label));
+        else
+            fprintf(f, "%10s |", "");
+        for (size_t c = 0; c < CHART_COLUMNS; c++) {
+            int filled = column_max[c] > 0 && column_max[c] * CHART_ROWS >= peak * (uint64_t)row
+                         - peak / 2;
+            fputc(filled ? (c == peak_column ? '#' : ':') : ' ', f);
+        }
+        fputc('\n', f);
+    }
+    fprintf(f, "%10s +", "0 B");
+    for (size_t c = 0; c < CHART_COLUMNS; c++)
+        fputc('-', f);
+    fprintf(f, "\n%12s%-*s%.2f s\n", "0 s", CHART_COLUMNS - 6, "", (double)span / 1e9);
+}
+
+/* The sites that grew, and what was live at the peak, a line each. */
+static void print_growth_and_peak(FILE *f, const report_view_t *view)
+{
+    char a[32], b[32];
+    size_t limit = (size_t)config.summary_sites;
+    static symbolized_frame_t frames[SUMMARY_FRAMES_MAX];
+    if (view->growth.count > 0)
+        fprintf(f, "\nGrowing during the run (%zu site(s)):\n", view->growth.count);
+    for (size_t i = 0; i < view->growth.count && i < limit; i++) {
+        const report_site_t *s = &view->growth.sites[i];
+        int n = report_site_frames(s->id, frames, 1);
+        fprintf(f, "  +%s (%s/s, steadiness %.0f%%) %s in %s\n",
+                human_bytes(s->growth.bytes_gained, a, sizeof a),
+                human_bytes((uint64_t)s->growth.bytes_per_second, b, sizeof b),
+                s->growth.steadiness * 100, kind_phrase(s->stats.kind),
+                site_label(s->id, frames, n));
+    }
+    if (view->peak.count > 0)
+        fprintf(f, "\nLive at the peak (%s):\n", human_bytes(view->totals.peak_bytes, a, sizeof a));
+    for (size_t i = 0; i < view->peak.count && i < limit; i++) {
+        const report_site_t *s = &view->peak.sites[i];
+        int n = report_site_frames(s->id, frames, 1);
+        fprintf(f, "  %10s %s in %s\n", human_bytes(s->stats.at_peak_bytes, a, sizeof a),
+                kind_phrase(s->stats.kind), site_label(s->id, frames, n));
+    }
 }
 
 void report_summary_print(const report_view_t *view, const char *path)
@@ -113,6 +222,8 @@ void report_summary_print(const report_view_t *view, const char *path)
                 (unsigned long long)s->stats.failures);
         print_frames(f, s->id, config.summary_frames);
     }
+    print_growth_and_peak(f, view);
+    print_chart(f, view);
     double peak_s = 0;
     if (view->totals.peak_time_ns > lifecycle_started_ns())
         peak_s = (double)(view->totals.peak_time_ns - lifecycle_started_ns()) / 1e9;

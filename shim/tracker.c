@@ -1,6 +1,8 @@
 #define _GNU_SOURCE
 #include "tracker.h"
+#include "growth.h"
 #include "stacks.h"
+#include "timeline.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -51,6 +53,7 @@ typedef struct atomic_site {
     _Atomic uint64_t allocations, frees, failures, bytes_allocated, failed_bytes;
     _Atomic uint64_t live_bytes, live_allocations, peak_live_bytes;
     _Atomic uint64_t teardown_bytes, teardown_allocations;
+    _Atomic uint64_t at_peak_bytes, epoch;   /* live at the last GPU peak, see stamp_site */
     _Atomic int kind, device, last_failure, teardown_reason;
 } atomic_site_t;
 
@@ -63,6 +66,12 @@ static _Atomic uint64_t devices_seen;  /* bit per device */
 static atomic_totals_t gpu_totals;     /* every kind but host */
 static pthread_mutex_t peak_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic uint64_t unknown_frees, map_count, unmap_count;
+static _Atomic uint64_t peak_epoch;    /* bumped at every new GPU peak */
+static _Atomic uint64_t all_allocations;
+
+/* The first out-of-memory failure, with what was live then, by site. */
+static pthread_mutex_t oom_lock = PTHREAD_MUTEX_INITIALIZER;
+static tracker_oom_t oom;
 
 static const char *const kind_names[KIND_COUNT] = {
     "device", "pool", "vmm", "managed", "host", "array",
@@ -71,6 +80,8 @@ static const char *const kind_names[KIND_COUNT] = {
 static const key_space_t kind_space[KIND_COUNT] = {
     SPACE_DEVICE, SPACE_DEVICE, SPACE_VMM, SPACE_DEVICE, SPACE_HOST, SPACE_ARRAY,
 };
+
+static uint64_t site_live_bytes(uint32_t site);
 
 uint64_t tracker_now_ns(void)
 {
@@ -94,6 +105,9 @@ int tracker_init(void)
     if (p == MAP_FAILED)
         return -1;
     sites = p;
+    uint64_t now = tracker_now_ns();
+    timeline_init(now, 1000000, tracker_sample);
+    growth_init(now, 1000000, site_live_bytes);
     return 0;
 }
 
@@ -146,8 +160,26 @@ static void move_gpu_live(uint64_t size, int sign)
     if (live > atomic_load(&gpu_totals.peak_bytes)) {
         atomic_store(&gpu_totals.peak_bytes, live);
         atomic_store(&gpu_totals.peak_time_ns, tracker_now_ns());
+        atomic_fetch_add(&peak_epoch, 1);
     }
     pthread_mutex_unlock(&peak_lock);
+}
+
+/* Keeps the exact peak composition without a snapshot at every peak: a
+ * site unchanged since the last GPU peak still holds what it held then, so
+ * only the first change after a peak needs to save the old value. */
+static void stamp_site(atomic_site_t *s)
+{
+    uint64_t epoch = atomic_load_explicit(&peak_epoch, memory_order_acquire);
+    if (atomic_load_explicit(&s->epoch, memory_order_relaxed) == epoch)
+        return;
+    atomic_store_explicit(&s->at_peak_bytes, atomic_load(&s->live_bytes), memory_order_relaxed);
+    atomic_store_explicit(&s->epoch, epoch, memory_order_release);
+}
+
+static uint64_t site_live_bytes(uint32_t site)
+{
+    return atomic_load_explicit(&sites[site].live_bytes, memory_order_relaxed);
 }
 
 static atomic_site_t *site_of(uint32_t site)
@@ -170,17 +202,15 @@ static atomic_totals_t *device_row(int device)
 }
 
 /* Applies one allocation (sign 1) or its end (sign -1) to every counter row
- * it belongs to: its kind, its device, the GPU total and its site. */
-static void account(const live_alloc_t *a, int sign)
+ * it belongs to: its site, its kind, its device and the GPU total, then lets
+ * the timeline and the growth checkpoints see the change. The site moves
+ * first so that a peak this change makes finds the site already updated. */
+static void account(const live_alloc_t *a, int sign, uint64_t now_ns)
 {
     atomic_site_t *s = site_of(a->site);
     atomic_totals_t *dev = device_row(a->device);
-    move_live(&kind_totals[a->kind], a->size, sign);
-    if (a->kind != KIND_HOST) {
-        move_gpu_live(a->size, sign);
-        if (dev != NULL)
-            move_live(dev, a->size, sign);
-    }
+    if (a->kind != KIND_HOST)
+        stamp_site(s);
     if (sign > 0) {
         atomic_fetch_add_explicit(&s->live_allocations, 1, memory_order_relaxed);
         uint64_t live = atomic_fetch_add_explicit(&s->live_bytes, a->size,
@@ -190,6 +220,15 @@ static void account(const live_alloc_t *a, int sign)
         atomic_fetch_sub_explicit(&s->live_allocations, 1, memory_order_relaxed);
         atomic_fetch_sub_explicit(&s->live_bytes, a->size, memory_order_relaxed);
     }
+    move_live(&kind_totals[a->kind], a->size, sign);
+    if (a->kind != KIND_HOST) {
+        move_gpu_live(a->size, sign);
+        if (dev != NULL)
+            move_live(dev, a->size, sign);
+    }
+    timeline_note(now_ns, atomic_load_explicit(&gpu_totals.live_bytes, memory_order_relaxed));
+    growth_note(now_ns, atomic_load_explicit(&all_allocations, memory_order_relaxed),
+                atomic_load_explicit(&site_high, memory_order_relaxed));
 }
 
 static void count_event(atomic_totals_t *t, int is_free, uint64_t bytes)
@@ -216,6 +255,7 @@ static void count_on_rows(const live_alloc_t *a, int is_free)
     if (is_free) {
         atomic_fetch_add_explicit(&s->frees, 1, memory_order_relaxed);
     } else {
+        atomic_fetch_add_explicit(&all_allocations, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&s->allocations, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&s->bytes_allocated, a->size, memory_order_relaxed);
     }
@@ -279,13 +319,13 @@ int tracker_alloc(alloc_kind_t kind, uint64_t key, size_t size, int device,
 
     if (had_stale) {
         count_on_rows(&stale, 1);
-        account(&stale, -1);
+        account(&stale, -1, fresh.time_ns);
     }
     atomic_site_t *s = site_of(site);
     atomic_store_explicit(&s->kind, kind, memory_order_relaxed);
     atomic_store_explicit(&s->device, device, memory_order_relaxed);
     count_on_rows(&fresh, 0);
-    account(&fresh, 1);
+    account(&fresh, 1, fresh.time_ns);
     return 0;
 }
 
@@ -327,11 +367,40 @@ void tracker_free_end(tracker_pending_t *pending, int freed)
     give_record(sh, r);
     pthread_mutex_unlock(&sh->lock);
     count_on_rows(&gone, 1);
-    account(&gone, -1);
+    account(&gone, -1, tracker_now_ns());
+}
+
+/* Saves what was live, by site, at the first out-of-memory failure: what
+ * filled the GPU is the question an OOM asks. Later ones are only counted. */
+static void snapshot_oom(alloc_kind_t kind, size_t size, int device, uint32_t site)
+{
+    pthread_mutex_lock(&oom_lock);
+    oom.count++;
+    if (oom.count == 1) {
+        oom.time_ns = tracker_now_ns();
+        oom.bytes_asked = size;
+        oom.kind = kind;
+        oom.device = device;
+        oom.site = site;
+        oom.live_bytes = atomic_load(&gpu_totals.live_bytes);
+        uint32_t high = atomic_load(&site_high);
+        oom.sites = calloc((size_t)high + 1, sizeof *oom.sites);
+        for (uint32_t i = 0; oom.sites != NULL && i <= high; i++) {
+            uint64_t live = atomic_load(&sites[i].live_bytes);
+            if (live > 0 && atomic_load(&sites[i].kind) != KIND_HOST) {
+                oom.sites[oom.site_count].site = i;
+                oom.sites[oom.site_count].bytes = live;
+                oom.site_count++;
+            }
+        }
+    }
+    pthread_mutex_unlock(&oom_lock);
 }
 
 void tracker_failure(alloc_kind_t kind, size_t size, int result, int device, uint32_t site)
 {
+    if (result == TRACKER_OUT_OF_MEMORY)
+        snapshot_oom(kind, size, device, site);
     atomic_site_t *s = site_of(site);
     atomic_fetch_add(&s->failures, 1);
     atomic_fetch_add(&s->failed_bytes, size);
@@ -367,7 +436,7 @@ uint64_t tracker_teardown(const void *context, int device, teardown_reason_t rea
                 HASH_DEL(sh->table, r);
                 live_alloc_t gone = *r;
                 give_record(sh, r);
-                account(&gone, -1);
+                account(&gone, -1, tracker_now_ns());
                 atomic_site_t *s = site_of(gone.site);
                 atomic_fetch_add(&s->teardown_allocations, 1);
                 atomic_fetch_add(&s->teardown_bytes, gone.size);
@@ -377,6 +446,11 @@ uint64_t tracker_teardown(const void *context, int device, teardown_reason_t rea
                 if (gone.kind != KIND_HOST) {
                     atomic_fetch_add(&gpu_totals.teardown_allocations, 1);
                     atomic_fetch_add(&gpu_totals.teardown_bytes, gone.size);
+                    atomic_totals_t *dev = device_row(gone.device);
+                    if (dev != NULL) {
+                        atomic_fetch_add(&dev->teardown_allocations, 1);
+                        atomic_fetch_add(&dev->teardown_bytes, gone.size);
+                    }
                 }
                 moved++;
             }
@@ -401,6 +475,10 @@ int tracker_site(uint32_t site, site_stats_t *out)
     out->peak_live_bytes = atomic_load(&s->peak_live_bytes);
     out->teardown_bytes = atomic_load(&s->teardown_bytes);
     out->teardown_allocations = atomic_load(&s->teardown_allocations);
+    out->at_peak_bytes = atomic_load(&s->epoch) == atomic_load(&peak_epoch)
+                       ? atomic_load(&s->at_peak_bytes) : out->live_bytes;
+    if (atomic_load(&s->kind) == KIND_HOST)
+        out->at_peak_bytes = 0;
     out->kind = atomic_load(&s->kind);
     out->device = atomic_load(&s->device);
     out->last_failure = atomic_load(&s->last_failure);
@@ -468,4 +546,26 @@ size_t tracker_memory_bytes(void)
             pthread_mutex_unlock(&shards[s][i].lock);
         }
     return records * sizeof(live_alloc_t);
+}
+
+const tracker_oom_t *tracker_oom(void)
+{
+    pthread_mutex_lock(&oom_lock);
+    const tracker_oom_t *o = oom.count ? &oom : NULL;
+    pthread_mutex_unlock(&oom_lock);
+    return o;
+}
+
+uint64_t tracker_allocation_count(void)
+{
+    return atomic_load(&all_allocations);
+}
+
+void tracker_sample(timeline_point_t *point)
+{
+    point->bytes = atomic_load(&gpu_totals.live_bytes);
+    for (int k = 0; k < KIND_COUNT; k++)
+        point->kind_bytes[k] = atomic_load(&kind_totals[k].live_bytes);
+    for (int d = 0; d < TIMELINE_DEVICES; d++)
+        point->device_bytes[d] = atomic_load(&device_totals[d].live_bytes);
 }

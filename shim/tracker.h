@@ -44,6 +44,7 @@ typedef struct site_stats {
     uint64_t bytes_allocated, failed_bytes;
     uint64_t live_bytes, live_allocations, peak_live_bytes;
     uint64_t teardown_bytes, teardown_allocations;
+    uint64_t at_peak_bytes;  /* live at the moment of the process's GPU peak */
     int kind, device, last_failure, teardown_reason;
 } site_stats_t;
 
@@ -53,6 +54,21 @@ typedef struct totals {
     uint64_t live_bytes, live_allocations, peak_bytes, peak_time_ns;
     uint64_t teardown_bytes, teardown_allocations;
 } totals_t;
+
+/* CUDA_ERROR_OUT_OF_MEMORY, without making this header depend on cuda.h. */
+#define TRACKER_OUT_OF_MEMORY 2
+
+/* The first out-of-memory failure and what was live at that moment. */
+typedef struct tracker_oom {
+    uint64_t count;          /* out-of-memory failures in all */
+    uint64_t time_ns;        /* CLOCK_MONOTONIC of the first */
+    uint64_t bytes_asked;
+    uint64_t live_bytes;     /* live GPU bytes then */
+    int kind, device;
+    uint32_t site;           /* where the refused allocation came from */
+    struct { uint32_t site; uint64_t bytes; } *sites;  /* live GPU bytes by site */
+    size_t site_count;
+} tracker_oom_t;
 
 /* Nanoseconds on CLOCK_MONOTONIC. */
 uint64_t tracker_now_ns(void);
@@ -109,6 +125,17 @@ uint32_t tracker_site_count(void);
 void tracker_totals(totals_t *out);
 void tracker_kind_totals(alloc_kind_t kind, totals_t *out);
 int tracker_device_totals(int device, totals_t *out); /* -1: never seen */
+
+/* The out-of-memory record, or NULL when no allocation ran out of memory. */
+const tracker_oom_t *tracker_oom(void);
+
+/* Successful allocations so far, every kind. */
+uint64_t tracker_allocation_count(void);
+
+/* Fills a timeline point with the live bytes now: GPU total, per kind, per
+ * device (the timeline's sampler). */
+struct timeline_point;
+void tracker_sample(struct timeline_point *point);
 
 /* Counts of odd events for the report. */
 uint64_t tracker_unknown_frees(void);

@@ -30,7 +30,12 @@ void *const wrappers_table[DOOR_COUNT] = { DOORS_FUNCTIONS(WRAPPER_ENTRY) };
  * outermost wrapper). On 1 the caller must end with finish_call. */
 static int begin_call(void)
 {
-    if (guard_depth != 0 || !lifecycle_tracking())
+    if (guard_depth != 0)
+        return 0;
+    int entry_errno = errno;
+    int tracking = lifecycle_tracking();
+    errno = entry_errno;
+    if (!tracking)
         return 0;
     guard_depth++;
     return 1;
@@ -106,8 +111,10 @@ static void record_alloc(alloc_kind_t kind, CUresult result, uint64_t key, size_
     do {                                                       \
         if (!begin_call())                                     \
             return call;                                       \
+        int entry_errno_ = errno;                              \
         tracker_pending_t pending;                             \
         tracker_free_begin((space), (key), &pending);          \
+        errno = entry_errno_;                                  \
         CUresult result_ = call;                               \
         int errno_ = errno;                                    \
         tracker_free_end(&pending, result_ == CUDA_SUCCESS);   \
@@ -121,8 +128,10 @@ static void record_alloc(alloc_kind_t kind, CUresult result, uint64_t key, size_
     do {                                                       \
         if (!begin_call())                                     \
             return call;                                       \
+        int entry_errno_ = errno;                              \
         const void *context_;                                  \
         int device_ = current_device(&context_);               \
+        errno = entry_errno_;                                  \
         CUresult result_ = call;                               \
         int errno_ = errno;                                    \
         record_alloc((kind), result_, result_ == CUDA_SUCCESS ? (uint64_t)(uintptr_t)*(out) : 0, \
@@ -143,8 +152,10 @@ EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t Wid
     REAL(cuMemAllocPitch_v2, CUdeviceptr *, size_t *, size_t, size_t, unsigned int);
     if (!begin_call())
         return real(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
+    int entry_errno = errno;
     const void *context;
     int device = current_device(&context);
+    errno = entry_errno;
     CUresult result = real(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
     int driver_errno = errno;
     size_t size = WidthInBytes * Height;
@@ -369,7 +380,9 @@ EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
     REAL(cuDevicePrimaryCtxReset_v2, CUdevice);
     if (!begin_call())
         return real(dev);
+    int entry_errno = errno;
     const void *ctx = primary_context(dev);
+    errno = entry_errno;
     CUresult result = real(dev);
     int driver_errno = errno;
     if (result == CUDA_SUCCESS && ctx != NULL)

@@ -5,6 +5,7 @@
 #include <cuda.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #define STEPS 50
 
@@ -55,8 +56,13 @@ int main(void)
     int count = 0;
     void *staging = stage_batch_buffer();
     (void)staging;
-    for (int step = 0; step < STEPS; step++)
+    /* A step takes 20 ms, as a small model's would: the run lasts about a
+     * second, long enough for the timeline and the growth checkpoints. */
+    struct timespec step_time = { 0, 20 * 1000 * 1000 };
+    for (int step = 0; step < STEPS; step++) {
         train_step(stream, step, kept, &count);
+        nanosleep(&step_time, NULL);
+    }
     check(cuStreamSynchronize(stream), "cuStreamSynchronize");
     printf("demo: %d steps done, %d buffers kept by mistake\n", STEPS, count);
     return 0;

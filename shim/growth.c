@@ -1,0 +1,168 @@
+#include "growth.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/mman.h>
+
+static uint64_t checkpoint_time[GROWTH_CHECKPOINTS];
+static uint64_t checkpoint_allocations[GROWTH_CHECKPOINTS];
+static uint32_t checkpoint_sites[GROWTH_CHECKPOINTS];   /* site_high at each */
+static uint64_t (*series)[GROWTH_CHECKPOINTS];          /* [site][checkpoint] */
+static size_t checkpoint_count;
+static uint64_t interval_ns;
+static _Atomic uint64_t next_due_ns = UINT64_MAX;
+static _Atomic uint64_t unfollowed;
+static pthread_mutex_t growth_lock = PTHREAD_MUTEX_INITIALIZER;
+static growth_reader_t read_site;
+
+void growth_init(uint64_t start_ns, uint64_t first_interval_ns, growth_reader_t reader)
+{
+    void *p = mmap(NULL, sizeof *series * GROWTH_SITES, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+        return;
+    pthread_mutex_lock(&growth_lock);
+    series = p;
+    read_site = reader;
+    checkpoint_count = 0;
+    interval_ns = first_interval_ns ? first_interval_ns : 1000000;
+    atomic_store(&next_due_ns, start_ns);
+    pthread_mutex_unlock(&growth_lock);
+}
+
+/* Drops every other checkpoint, keeping the later of each pair, and doubles
+ * the interval. Caller holds growth_lock. */
+static void halve(uint32_t site_high)
+{
+    size_t kept = 0;
+    for (size_t i = 1; i < checkpoint_count; i += 2, kept++) {
+        checkpoint_time[kept] = checkpoint_time[i];
+        checkpoint_allocations[kept] = checkpoint_allocations[i];
+        checkpoint_sites[kept] = checkpoint_sites[i];
+    }
+    uint32_t last = site_high < GROWTH_SITES ? site_high : GROWTH_SITES - 1;
+    for (uint32_t s = 0; s <= last; s++)
+        for (size_t i = 1, k = 0; i < checkpoint_count; i += 2, k++)
+            series[s][k] = series[s][i];
+    checkpoint_count = kept;
+    interval_ns *= 2;
+}
+
+void growth_note(uint64_t now_ns, uint64_t allocations, uint32_t site_high)
+{
+    if (now_ns < atomic_load_explicit(&next_due_ns, memory_order_relaxed))
+        return;
+    if (pthread_mutex_trylock(&growth_lock) != 0)
+        return;
+    if (series == NULL || now_ns < atomic_load(&next_due_ns)) {
+        pthread_mutex_unlock(&growth_lock);
+        return;
+    }
+    if (checkpoint_count == GROWTH_CHECKPOINTS)
+        halve(site_high);
+    size_t c = checkpoint_count++;
+    checkpoint_time[c] = now_ns;
+    checkpoint_allocations[c] = allocations;
+    checkpoint_sites[c] = site_high;
+    uint32_t last = site_high;
+    if (last >= GROWTH_SITES) {
+        atomic_store(&unfollowed, (uint64_t)(last - GROWTH_SITES + 1));
+        last = GROWTH_SITES - 1;
+    }
+    for (uint32_t s = 0; s <= last; s++)
+        series[s][c] = read_site(s);
+    atomic_store(&next_due_ns, now_ns + interval_ns);
+    pthread_mutex_unlock(&growth_lock);
+}
+
+/* The lowest value in values[from, to). */
+static uint64_t floor_of(const uint64_t *values, size_t from, size_t to)
+{
+    uint64_t low = UINT64_MAX;
+    for (size_t i = from; i < to; i++)
+        if (values[i] < low)
+            low = values[i];
+    return low;
+}
+
+void growth_evaluate(const uint64_t *values, const uint64_t *times_ns,
+                     const uint64_t *allocations, size_t n, growth_finding_t *out)
+{
+    memset(out, 0, sizeof *out);
+    if (n < 2)
+        return;
+    /* Baseline: the first sample at or after a fifth of the run's time. */
+    uint64_t start = times_ns[0], span = times_ns[n - 1] - times_ns[0];
+    size_t base = 0;
+    while (base < n - 1 && times_ns[base] - start < span / 5)
+        base++;
+    size_t high = base;
+    for (size_t i = base; i < n; i++)
+        if (values[i] >= values[high])
+            high = i;
+    out->baseline_bytes = values[base];
+    out->high_bytes = values[high];
+    if (values[high] <= values[base])
+        return;
+    out->bytes_gained = values[high] - values[base];
+    size_t steps = high - base, rises = 0;
+    for (size_t i = base; i < high; i++)
+        rises += values[i + 1] >= values[i];
+    out->steadiness = steps ? (double)rises / (double)steps : 0;
+    uint64_t elapsed = times_ns[high] - times_ns[base];
+    if (elapsed > 0)
+        out->bytes_per_second = (double)out->bytes_gained * 1e9 / (double)elapsed;
+    uint64_t made = allocations[high] - allocations[base];
+    if (made > 0)
+        out->bytes_per_1k_allocations = (double)out->bytes_gained * 1000.0 / (double)made;
+    size_t length = high - base + 1;
+    if (length < 6)
+        return;
+    size_t third = length / 3;
+    uint64_t f1 = floor_of(values, base, base + third);
+    uint64_t f2 = floor_of(values, base + third, base + 2 * third);
+    uint64_t f3 = floor_of(values, base + 2 * third, high + 1);
+    /* Noise can order three floors by chance; a real rise also lifts the
+     * floor by a fair share of what was gained. */
+    out->grew = f1 < f2 && f2 < f3 && (f3 - f1) * 4 >= out->bytes_gained;
+}
+
+int growth_site(uint32_t site, uint64_t now_ns, uint64_t live_now, uint64_t allocations_now,
+                growth_finding_t *out)
+{
+    if (site >= GROWTH_SITES || series == NULL)
+        return -1;
+    uint64_t values[GROWTH_CHECKPOINTS + 1], times[GROWTH_CHECKPOINTS + 1],
+        allocs[GROWTH_CHECKPOINTS + 1];
+    pthread_mutex_lock(&growth_lock);
+    size_t n = 0;
+    for (size_t c = 0; c < checkpoint_count; c++) {
+        if (site > checkpoint_sites[c])
+            continue; /* the site did not exist yet */
+        values[n] = series[site][c];
+        times[n] = checkpoint_time[c];
+        allocs[n] = checkpoint_allocations[c];
+        n++;
+    }
+    pthread_mutex_unlock(&growth_lock);
+    values[n] = live_now;
+    times[n] = now_ns;
+    allocs[n] = allocations_now;
+    n++;
+    growth_evaluate(values, times, allocs, n, out);
+    return 0;
+}
+
+size_t growth_checkpoints(void)
+{
+    pthread_mutex_lock(&growth_lock);
+    size_t n = checkpoint_count;
+    pthread_mutex_unlock(&growth_lock);
+    return n;
+}
+
+uint64_t growth_sites_unfollowed(void)
+{
+    return atomic_load(&unfollowed);
+}

@@ -1,0 +1,58 @@
+/* growth.h: which sites keep more memory live as the run goes on.
+ *
+ * At an exit, PyTorch's interpreter shutdown frees the tensors a training
+ * loop leaked, so what was live at exit misses them; the signal is growth
+ * during the run. Every site's live bytes are sampled at checkpoints (a
+ * bounded number, halved when full, so they always span the whole run), and
+ * a rule applied to each site's series decides whether it grew. */
+#ifndef GPULEAK_GROWTH_H
+#define GPULEAK_GROWTH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define GROWTH_CHECKPOINTS 64
+#define GROWTH_SITES 65536   /* sites beyond this are not followed (counted) */
+
+/* Reads one site's live bytes for a checkpoint. */
+typedef uint64_t (*growth_reader_t)(uint32_t site);
+
+/* Starts checkpointing at start_ns, first every interval_ns. */
+void growth_init(uint64_t start_ns, uint64_t interval_ns, growth_reader_t reader);
+
+/* Called on every allocation or free with the time, the number of
+ * allocations so far and the highest site id. Cheap unless a checkpoint is
+ * due: then one thread samples every site (O(sites)) while others go on. */
+void growth_note(uint64_t now_ns, uint64_t allocations, uint32_t site_high);
+
+/* What the rule found for one series. */
+typedef struct growth_finding {
+    int grew;                 /* 1 when the rule calls it growth */
+    uint64_t bytes_gained;    /* from the baseline to the site's high point */
+    double bytes_per_second;
+    double bytes_per_1k_allocations;
+    double steadiness;        /* share of steps that did not go down, 0..1 */
+    uint64_t baseline_bytes, high_bytes;
+} growth_finding_t;
+
+/* The rule, on a series of n samples (values at times, with the process's
+ * allocation count at each): skip the first fifth of the run (start-up:
+ * weights, optimizer state), end at the site's highest sample after that
+ * (interpreter shutdown frees at the end), split what lies between into
+ * three parts, and call it growth when the lowest value of each part is
+ * higher than the one before and the floor rose by at least a quarter of
+ * the bytes gained: the memory is kept, not reused, and not noise. Needs at
+ * least 6 samples between baseline and high point. */
+void growth_evaluate(const uint64_t *values, const uint64_t *times_ns,
+                     const uint64_t *allocations, size_t n, growth_finding_t *out);
+
+/* Evaluates the recorded series of site, with a final sample (live bytes
+ * now) appended. Returns 0, or -1 for a site not followed. */
+int growth_site(uint32_t site, uint64_t now_ns, uint64_t live_now, uint64_t allocations_now,
+                growth_finding_t *out);
+
+/* Checkpoints taken so far, and sites not followed for lack of room. */
+size_t growth_checkpoints(void);
+uint64_t growth_sites_unfollowed(void);
+
+#endif

@@ -1,0 +1,569 @@
+"""Integration tests: the shim against the fake driver.
+
+Each program in tests/integration/prog_*.c runs under
+LD_PRELOAD=build/libgpuleak.so with build/fakecuda first on LD_LIBRARY_PATH.
+Two independent accounts come out of each run: the shim's report
+(docs/report-format.md) and the fake's own books (FAKECUDA_COUNTS), and the
+tests hold them against each other and against the numbers each program is
+written to produce (EXPECTED, also checked without the shim by
+FakeAloneTest, so a wrong constant here cannot hide behind a wrong shim).
+
+Run from the repository root: python3 -m unittest discover -s tests/integration
+"""
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import unittest
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILD = ROOT / "build"
+SHIM = BUILD / "libgpuleak.so"
+FAKE_DIR = BUILD / "fakecuda"
+
+KINDS = ("device", "pool", "vmm", "managed", "host", "array")
+
+# The fake's counted entry points by family, for summing its books.
+ALLOC_FNS = {
+    "cuMemAlloc": "device", "cuMemAlloc_v2": "device",
+    "cuMemAllocPitch": "device", "cuMemAllocPitch_v2": "device",
+    "cuMemAllocAsync": "pool", "cuMemAllocAsync_ptsz": "pool",
+    "cuMemAllocFromPoolAsync": "pool", "cuMemAllocFromPoolAsync_ptsz": "pool",
+    "cuMemCreate": "vmm", "cuMemAllocManaged": "managed",
+    "cuMemAllocHost": "host", "cuMemAllocHost_v2": "host", "cuMemHostAlloc": "host",
+    "cuArrayCreate": "array", "cuArrayCreate_v2": "array",
+    "cuArray3DCreate": "array", "cuArray3DCreate_v2": "array",
+}
+FREE_FNS = ("cuMemFree", "cuMemFree_v2", "cuMemFreeAsync", "cuMemFreeAsync_ptsz",
+            "cuMemRelease", "cuMemFreeHost", "cuArrayDestroy")
+TEARDOWN_NAMES = {
+    "cuCtxDestroy": "cuCtxDestroy", "cuCtxDestroy_v2": "cuCtxDestroy",
+    "cuDevicePrimaryCtxReset": "cuDevicePrimaryCtxReset",
+    "cuDevicePrimaryCtxReset_v2": "cuDevicePrimaryCtxReset",
+}
+
+CUDA_ERROR_INVALID_VALUE = 1
+CUDA_ERROR_OUT_OF_MEMORY = 2
+MIB = 1 << 20
+
+# What each program run must leave in the fake's books: every entry point
+# with a non-zero success count, the live allocations by kind as
+# (count, bytes), and anything else the run is about. Derived by hand from
+# the programs' header comments.
+EXPECTED = {
+    ("direct", "basic"): dict(
+        succeeded={"cuMemAlloc_v2": 13, "cuMemAllocPitch_v2": 1, "cuMemFree_v2": 10},
+        live={"device": (4, 2 * 4096 + 10240 + 65536)}),
+    ("direct", "devices"): dict(
+        env={"FAKECUDA_DEVICES": "2"},
+        succeeded={"cuMemAlloc_v2": 5, "cuMemFree_v2": 3},
+        live={"device": (2, 2 * 12288)}),
+    ("direct", "legacy"): dict(
+        succeeded={"cuMemAlloc": 2, "cuMemFree": 1},
+        live={"device": (1, 2048)}),
+    ("procaddr", "static"): dict(
+        succeeded={"cuMemAlloc_v2": 7, "cuMemFree_v2": 4},
+        live={"device": (3, 6 * MIB)}),
+    ("procaddr", "ptsz"): dict(
+        succeeded={"cuMemAllocAsync": 1, "cuMemAllocAsync_ptsz": 4,
+                   "cuMemAllocFromPoolAsync_ptsz": 1, "cuMemFreeAsync": 1,
+                   "cuMemFreeAsync_ptsz": 3},
+        live={"pool": (2, 4096 + 8192)}),
+    ("procaddr", "legacy"): dict(
+        succeeded={"cuMemAlloc": 3, "cuMemFree": 2},
+        live={"device": (1, 4096)}),
+    ("pool",): dict(
+        succeeded={"cuMemAllocAsync": 6, "cuMemAllocFromPoolAsync": 4, "cuMemFreeAsync": 8},
+        live={"pool": (2, 3000 + 5000)}),
+    ("vmm",): dict(
+        succeeded={"cuMemCreate": 2, "cuMemRelease": 1, "cuMemMap": 2, "cuMemUnmap": 1,
+                   "cuMemAddressReserve": 1},
+        live={"vmm": (1, 2 * MIB)}),
+    ("kinds",): dict(
+        succeeded={"cuMemAllocManaged": 2, "cuMemFree_v2": 1, "cuMemAllocHost_v2": 2,
+                   "cuMemHostAlloc": 2, "cuMemFreeHost": 2, "cuArrayCreate_v2": 3,
+                   "cuArray3DCreate_v2": 2, "cuArrayDestroy": 2},
+        live={"managed": (1, 6000), "host": (2, 7000 + 7100),
+              "array": (3, 32768 + 2048 + 200)}),
+    ("teardown",): dict(
+        succeeded={"cuMemAlloc_v2": 5, "cuCtxDestroy_v2": 2, "cuDevicePrimaryCtxReset_v2": 1},
+        live={"device": (1, 1000)}, unknown_frees=1,
+        teardown={"cuCtxDestroy_v2": (3, 2 * 4096 + 2048),
+                  "cuDevicePrimaryCtxReset_v2": (1, 8192)}),
+    ("threads",): dict(
+        succeeded={"cuMemAlloc_v2": 16 * 100003, "cuMemFree_v2": 16 * 100000},
+        live={"device": (48, 48 * 4096)}),
+    ("errors", "oom"): dict(
+        env={"FAKECUDA_OOM_AFTER": "5"},
+        succeeded={"cuMemAlloc_v2": 5, "cuMemFree_v2": 5},
+        calls={"cuMemAlloc_v2": 7, "cuMemFree_v2": 5, "cuMemAllocManaged": 1},
+        live={}, oom_failures=3),
+    ("errors", "zero"): dict(
+        succeeded={}, calls={"cuMemAlloc_v2": 1}, live={}),
+    ("errors", "unknown"): dict(
+        succeeded={"cuMemAlloc_v2": 1, "cuMemFree_v2": 1},
+        calls={"cuMemAlloc_v2": 1, "cuMemFree_v2": 3, "cuMemFreeHost": 1},
+        live={}, unknown_frees=3),
+    ("errors", "exit3"): dict(
+        returncode=3, succeeded={"cuMemAlloc_v2": 1}, live={"device": (1, 4096)}),
+    ("errors", "errno"): dict(
+        succeeded={"cuMemAlloc_v2": 1, "cuMemFree_v2": 1, "cuMemAllocAsync": 1,
+                   "cuMemFreeAsync": 1},
+        live={}, unknown_frees=1),
+}
+
+# Programs that allocate from several threads: the shim sees events in an
+# order the fake's lock did not impose, so peaks may differ by a block.
+MULTITHREADED = {("threads",)}
+
+
+def clean_env():
+    """The caller's environment without anything that would change a run."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("GPULEAK_", "FAKECUDA_")) and k != "LD_PRELOAD"}
+    env["LD_LIBRARY_PATH"] = str(FAKE_DIR)
+    return env
+
+
+class Run:
+    """One finished program run: exit status, output, and both accounts."""
+
+    def __init__(self, proc, stdout, stderr, tmp, counts, reports):
+        self.pid = proc.pid
+        self.returncode = proc.returncode
+        self.stdout = stdout
+        self.stderr = stderr
+        self.tmp = tmp
+        self.counts = counts
+        self.reports = reports
+
+    @property
+    def report(self):
+        assert len(self.reports) == 1, f"expected one report, found {len(self.reports)}"
+        return self.reports[0]
+
+
+def run(argv, tmp, shim=True, env_extra=None, timeout=300, output=True):
+    """Runs argv in tmp (its working directory) under the shim and the fake;
+    collects every r-*.json report in tmp and the fake's counts."""
+    env = clean_env()
+    env["FAKECUDA_COUNTS"] = os.path.join(tmp, "counts.json")
+    if shim:
+        env["LD_PRELOAD"] = str(SHIM)
+        if output:
+            env["GPULEAK_OUTPUT"] = os.path.join(tmp, "r-%p.json")
+    env.update(env_extra or {})
+    proc = subprocess.Popen([str(a) for a in argv], env=env, cwd=tmp, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise
+    counts = None
+    counts_path = os.path.join(tmp, "counts.json")
+    if os.path.exists(counts_path):
+        with open(counts_path) as f:
+            counts = json.load(f)
+    reports = []
+    for path in sorted(glob.glob(os.path.join(tmp, "r-*.json"))):
+        with open(path) as f:
+            reports.append(json.load(f))
+    return Run(proc, stdout, stderr, tmp, counts, reports)
+
+
+def prog_argv(key):
+    name, *args = key
+    return [BUILD / "tests" / f"prog_{name}", *args]
+
+
+def has_function(site, name):
+    """True when a native frame of the site is the function name (C, so an
+    exact match; a demangled C++ name would carry its parameters)."""
+    return any(frame.get("function") == name for frame in site.get("stack", []))
+
+
+def sites_with(sites, name):
+    return [s for s in sites if has_function(s, name)]
+
+
+class Base(unittest.TestCase):
+    maxDiff = None
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="gpuleak-it-")
+        self.addCleanup(shutil.rmtree, self.tmp, ignore_errors=True)
+
+    def run_key(self, key, shim=True, env_extra=None, **kw):
+        exp = EXPECTED[key]
+        env = dict(exp.get("env", {}))
+        env.update(env_extra or {})
+        r = run(prog_argv(key), self.tmp, shim=shim, env_extra=env, **kw)
+        want_rc = exp.get("returncode", 0)
+        self.assertEqual(r.returncode, want_rc,
+                         f"{key}: exit {r.returncode}, want {want_rc}; stderr:\n{r.stderr}")
+        return r
+
+    def check_fake_books(self, key, counts, shim=False):
+        """The fake's account of the run is exactly what the program is
+        written to do: every call reached the driver once, as the ABI asked."""
+        exp = EXPECTED[key]
+        self.assertIsNotNone(counts, "the fake wrote no counts")
+        ignore = set()
+        if shim:
+            # The shim may look at the primary context (Retain, then Release)
+            # before a reset; harmless as long as no Release destroyed it,
+            # which the teardown books below would show.
+            ignore = {"cuDevicePrimaryCtxRelease_v2"} - set(exp["succeeded"])
+        nonzero = {k: v for k, v in counts["succeeded"].items() if v and k not in ignore}
+        self.assertEqual(nonzero, exp["succeeded"], f"{key}: successful driver calls")
+        if "calls" in exp:
+            self.assertEqual({k: v for k, v in counts["calls"].items()
+                              if v and k not in ignore}, exp["calls"])
+        live = {k: (counts["live"][k], counts["live_bytes"][k]) for k in KINDS
+                if counts["live"][k] or counts["live_bytes"][k]}
+        self.assertEqual(live, exp["live"], f"{key}: live at exit")
+        self.assertEqual(counts["unknown_frees"], exp.get("unknown_frees", 0))
+        self.assertEqual(counts["oom_failures"], exp.get("oom_failures", 0))
+        teardown = {k: (v["allocations"], v["bytes"]) for k, v in counts["teardown"].items()
+                    if v["allocations"]}
+        self.assertEqual(teardown, exp.get("teardown", {}))
+
+
+class FakeAloneTest(Base):
+    """Each program without the shim: the programs and the fake agree with
+    EXPECTED on their own, so the shim tests' constants are known good."""
+
+    def test_programs_without_shim(self):
+        for key in EXPECTED:
+            with self.subTest(key=key):
+                tmp = tempfile.mkdtemp(prefix="gpuleak-fake-")
+                self.addCleanup(shutil.rmtree, tmp, ignore_errors=True)
+                self.tmp = tmp
+                r = self.run_key(key, shim=False)
+                self.assertEqual(r.reports, [])
+                self.check_fake_books(key, r.counts)
+
+    def test_bad_mode_is_an_error(self):
+        # A typo in a mode must not pass as a run that did nothing.
+        r = run(prog_argv(("direct", "no-such-mode")), self.tmp, shim=False)
+        self.assertEqual(r.returncode, 91)
+
+    def test_fake_oom_after_zero(self):
+        # OOM_AFTER=0 fails the first allocation: the budget counts successes.
+        r = run(prog_argv(("errors", "oom")), self.tmp, shim=False,
+                env_extra={"FAKECUDA_OOM_AFTER": "0"})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.counts["succeeded"]["cuMemAlloc_v2"], 0)
+        self.assertEqual(r.counts["oom_failures"], 3)
+
+    def test_fake_short_thread_run(self):
+        # The thread program's arguments work (the shim test uses defaults).
+        r = run([BUILD / "tests" / "prog_threads", "4", "1000", "2"], self.tmp, shim=False)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.counts["succeeded"]["cuMemAlloc_v2"], 4 * 1002)
+        self.assertEqual(r.counts["live"]["device"], 8)
+
+
+@unittest.skipUnless(SHIM.exists(), "build/libgpuleak.so is not built")
+class ShimTest(Base):
+    """Each program under the shim: the report agrees with the fake."""
+
+    def run_shim(self, key, env_extra=None, **kw):
+        r = self.run_key(key, env_extra=env_extra, **kw)
+        self.assertEqual(len(r.reports), 1,
+                         f"{key}: want one report in {self.tmp}, stderr:\n{r.stderr}")
+        # The shim must not change what reaches the driver.
+        self.check_fake_books(key, r.counts, shim=True)
+        self.check_against_fake(key, r.report, r.counts)
+        return r
+
+    def check_against_fake(self, key, rep, counts):
+        """Every total the report shares with the fake's books is equal."""
+        succ, calls = counts["succeeded"], counts["calls"]
+        t = rep["totals"]
+        self.assertEqual(t["allocations"], sum(succ[f] for f in ALLOC_FNS), "allocations")
+        self.assertEqual(t["frees"], sum(succ[f] for f in FREE_FNS), "frees")
+        self.assertEqual(t["failed_allocations"],
+                         sum(calls[f] - succ[f] for f in ALLOC_FNS), "failed_allocations")
+        self.assertEqual(t["unknown_frees"], counts["unknown_frees"], "unknown_frees")
+        self.assertEqual(t["bytes_allocated"], sum(counts["bytes_allocated"].values()))
+        self.assertEqual(t["leaked_allocations"], sum(counts["live"].values()))
+        self.assertEqual(t["leaked_bytes"], sum(counts["live_bytes"].values()))
+        self.assertEqual(t["live_bytes"], sum(counts["live_bytes"].values()))
+        self.assertEqual(t["maps"], succ["cuMemMap"], "maps")
+        self.assertEqual(t["unmaps"], succ["cuMemUnmap"], "unmaps")
+        td = counts["teardown"]
+        self.assertEqual(t["teardown_leaked_allocations"],
+                         sum(td[n]["allocations"] for n in TEARDOWN_NAMES))
+        self.assertEqual(t["teardown_leaked_bytes"], sum(td[n]["bytes"] for n in TEARDOWN_NAMES))
+        with self.subTest(total="peak_bytes"):  # a wrong peak must not hide the rest
+            if key not in MULTITHREADED:
+                # The process peak is of GPU memory: pinned host memory is left out.
+                self.assertEqual(t["peak_bytes"], counts["gpu_peak_bytes"], "peak_bytes")
+    
+        for kind in KINDS:
+            k = rep["kinds"][kind]
+            with self.subTest(kind=kind):
+                self.assertEqual(k["allocations"], counts["allocations"][kind])
+                self.assertEqual(k["frees"], counts["frees"][kind])
+                self.assertEqual(k["failed_allocations"],
+                                 sum(calls[f] - succ[f] for f, fk in ALLOC_FNS.items()
+                                     if fk == kind))
+                self.assertEqual(k["bytes_allocated"], counts["bytes_allocated"][kind])
+                self.assertEqual(k["leaked_allocations"], counts["live"][kind])
+                self.assertEqual(k["leaked_bytes"], counts["live_bytes"][kind])
+                self.assertEqual(k["live_bytes"], counts["live_bytes"][kind])
+                if key not in MULTITHREADED:
+                    self.assertEqual(k["peak_bytes"], counts["peak_bytes"][kind])
+
+
+        # Devices the fake saw used appear with the same numbers; any other
+        # device listed (one that only saw failures) holds nothing.
+        by_dev = {d["device"]: d for d in rep["devices"]}
+        used = {d["device"]: d for d in counts["devices"] if d["allocations"]}
+        self.assertLessEqual(set(used), set(by_dev), "devices listed")
+        for dev, got in by_dev.items():
+            with self.subTest(device=dev):
+                for field in ("allocations", "frees", "live_bytes", "peak_bytes",
+                              "leaked_bytes", "leaked_allocations"):
+                    self.assertIn(field, got, "devices entries are flat (docs/report-format.md)")
+                d = used.get(dev, dict(allocations=0, frees=0, live=0, live_bytes=0,
+                                       peak_bytes=0))
+                self.assertEqual(got["allocations"], d["allocations"])
+                self.assertEqual(got["frees"], d["frees"])
+                self.assertEqual(got["leaked_allocations"], d["live"])
+                self.assertEqual(got["leaked_bytes"], d["live_bytes"])
+                self.assertEqual(got["live_bytes"], d["live_bytes"])
+                if key not in MULTITHREADED:
+                    self.assertEqual(got["peak_bytes"], d["peak_bytes"])
+
+        leaks = rep["leaks"]
+        self.assertEqual(sum(s["bytes"] for s in leaks), t["leaked_bytes"])
+        self.assertEqual(sum(s["allocations"] for s in leaks), t["leaked_allocations"])
+        self.assertEqual([s["bytes"] for s in leaks],
+                         sorted((s["bytes"] for s in leaks), reverse=True), "leaks sorted")
+        for s in leaks + rep["teardown_leaks"] + rep["failures"]:
+            self.assertIn(s["kind"], KINDS)
+            self.assertNotIn("libgpuleak", " ".join(f.get("module") or ""
+                                                     for f in s["stack"]),
+                             "the shim's own frames are dropped")
+        self.assertEqual(sum(s["bytes"] for s in rep["teardown_leaks"]),
+                         t["teardown_leaked_bytes"])
+
+    def leak_site(self, rep, function, innermost=None, section="leaks"):
+        """The one site of the section whose stack holds function; its
+        innermost frame must be `innermost` (default: function itself), the
+        caller of the driver call, since the shim drops its own frames."""
+        found = sites_with(rep[section], function)
+        self.assertEqual(len(found), 1,
+                         f"want one {section} site with {function}; stacks: "
+                         + json.dumps([[f.get("function") for f in s["stack"]]
+                                       for s in rep[section]]))
+        site = found[0]
+        self.assertEqual(site["stack"][0].get("function"), innermost or function)
+        return site
+
+    def assert_site(self, site, kind, nbytes, allocations, device=0):
+        self.assertEqual((site["kind"], site["bytes"], site["allocations"], site["device"]),
+                         (kind, nbytes, allocations, device))
+
+    # ---- doors ------------------------------------------------------------
+
+    def test_direct_link(self):
+        r = self.run_shim(("direct", "basic"))
+        rep = r.report
+        self.assertEqual(rep["format"], "gpuleak-report")
+        self.assertEqual(rep["version"], 1)
+        self.assertEqual(rep["process"]["pid"], r.pid)
+        self.assertEqual(rep["process"]["argv"][-1], "basic")
+        self.assertEqual(rep["status"]["tracking"], "on")
+        big = self.leak_site(rep, "leak_big")
+        pitch = self.leak_site(rep, "leak_pitch")
+        here = self.leak_site(rep, "leak_here")
+        self.assert_site(big, "device", 65536, 1)
+        self.assert_site(pitch, "device", 10240, 1)
+        # Two calls from one line are one site.
+        self.assert_site(here, "device", 8192, 2)
+        self.assertEqual(rep["leaks"], [big, pitch, here])
+        self.assertEqual(sites_with(rep["leaks"], "alloc_and_free"), [])
+        frame = here["stack"][0]
+        self.assertTrue(frame["module"].endswith("prog_direct"), frame)
+        self.assertRegex(frame["offset"], r"^0x[0-9a-f]+$")
+        self.assertTrue(has_function(here, "main"))
+
+    def test_devices(self):
+        rep = self.run_shim(("direct", "devices")).report
+        self.assert_site(self.leak_site(rep, "leak_on_device1"), "device", 2 * 12288, 2, device=1)
+        by_dev = {d["device"]: d for d in rep["devices"]}
+        self.assertEqual((by_dev[0]["frees"], by_dev[0]["leaked_allocations"]), (3, 0))
+        self.assertEqual(by_dev[1]["leaked_bytes"], 2 * 12288)
+
+    def check_legacy_abi(self, key):
+        """The 32-bit ABI reaches the caller intact (the program's canary
+        and exit code) and the driver's 32-bit function does the work (the
+        fake's books); a report, if any, agrees with the fake."""
+        r = self.run_key(key)
+        self.check_fake_books(key, r.counts, shim=True)
+        self.assertLessEqual(len(r.reports), 1)
+        if r.reports:
+            self.check_against_fake(key, r.report, r.counts)
+
+    def test_direct_legacy_abi(self):
+        self.check_legacy_abi(("direct", "legacy"))
+
+    def test_static_cudart_door(self):
+        rep = self.run_shim(("procaddr", "static")).report
+        v1 = self.leak_site(rep, "v1gpa_leak")
+        nested = self.leak_site(rep, "nested_leak")
+        plain = self.leak_site(rep, "procaddr_leak")
+        self.assert_site(v1, "device", 3 * MIB, 1)
+        self.assert_site(nested, "device", 2 * MIB, 1)
+        self.assert_site(plain, "device", 1 * MIB, 1)
+        self.assertEqual(rep["leaks"], [v1, nested, plain])
+
+    def test_ptsz_door(self):
+        # check_fake_books asserts the _ptsz functions themselves were called.
+        rep = self.run_shim(("procaddr", "ptsz")).report
+        self.assert_site(self.leak_site(rep, "ptsz_pool_leak"), "pool", 8192, 1)
+        self.assert_site(self.leak_site(rep, "ptsz_leak"), "pool", 4096, 1)
+
+    def test_legacy_version_door(self):
+        self.check_legacy_abi(("procaddr", "legacy"))
+
+    def test_pools(self):
+        rep = self.run_shim(("pool",)).report
+        self.assert_site(self.leak_site(rep, "pool_leak"), "pool", 5000, 1)
+        self.assert_site(self.leak_site(rep, "async_leak"), "pool", 3000, 1)
+        self.assertEqual(len(rep["leaks"]), 2)
+
+    def test_vmm(self):
+        rep = self.run_shim(("vmm",)).report
+        self.assert_site(self.leak_site(rep, "vmm_leak"), "vmm", 2 * MIB, 1)
+        self.assertEqual(sites_with(rep["leaks"], "vmm_round_trip"), [])
+        self.assertEqual((rep["totals"]["maps"], rep["totals"]["unmaps"]), (2, 1))
+
+    def test_managed_host_array(self):
+        rep = self.run_shim(("kinds",)).report
+        for function, kind, nbytes in [("managed_leak", "managed", 6000),
+                                       ("host_leak", "host", 7000),
+                                       ("hostalloc_leak", "host", 7100),
+                                       ("array2d_leak", "array", 32768),
+                                       ("array3d_leak", "array", 2048),
+                                       ("array1d_leak", "array", 200)]:
+            with self.subTest(function=function):
+                self.assert_site(self.leak_site(rep, function), kind, nbytes, 1)
+        self.assertEqual(len(rep["leaks"]), 6)
+
+    def test_context_teardown(self):
+        rep = self.run_shim(("teardown",)).report
+        self.assert_site(self.leak_site(rep, "leak_after_reset"), "device", 1000, 1)
+        self.assertEqual(len(rep["leaks"]), 1)
+        by_teardown = {}
+        for s in rep["teardown_leaks"]:
+            self.assertIn(s["teardown"], ("cuCtxDestroy", "cuDevicePrimaryCtxReset"))
+            n, b = by_teardown.get(s["teardown"], (0, 0))
+            by_teardown[s["teardown"]] = (n + s["allocations"], b + s["bytes"])
+        self.assertEqual(by_teardown, {"cuCtxDestroy": (3, 10240),
+                                       "cuDevicePrimaryCtxReset": (1, 8192)})
+        primary = self.leak_site(rep, "leak_in_primary", section="teardown_leaks")
+        self.assertEqual(primary["teardown"], "cuDevicePrimaryCtxReset")
+        for s in sites_with(rep["teardown_leaks"], "leak_in_ctx"):
+            self.assertEqual(s["teardown"], "cuCtxDestroy")
+        # The pointer the teardown freed, freed again, is unknown to both.
+        self.assertEqual(rep["totals"]["unknown_frees"], 1)
+
+    def test_threads(self):
+        rep = self.run_shim(("threads",), timeout=600).report
+        t = rep["totals"]
+        self.assertEqual((t["allocations"], t["frees"]), (16 * 100003, 16 * 100000))
+        self.assertEqual((t["leaked_allocations"], t["leaked_bytes"]), (48, 48 * 4096))
+        # Every thread leaks from the same line; sites may split by thread
+        # (their stacks end in the same frames), but together hold all 48.
+        sites = sites_with(rep["leaks"], "thread_leak")
+        self.assertEqual(sum(s["allocations"] for s in sites), 48)
+        self.assertEqual(len(sites), len(rep["leaks"]))
+        for s in sites:
+            self.assertEqual(s["stack"][0].get("function"), "thread_leak")
+
+    # ---- failures -----------------------------------------------------------
+
+    def test_out_of_memory(self):
+        rep = self.run_shim(("errors", "oom")).report
+        self.assertEqual(rep["leaks"], [])
+        dev = self.leak_site(rep, "oom_attempt", section="failures")
+        self.assertEqual((dev["kind"], dev["result"], dev["bytes"]),
+                         ("device", CUDA_ERROR_OUT_OF_MEMORY, 2 * MIB))
+        managed = self.leak_site(rep, "oom_managed_attempt", section="failures")
+        self.assertEqual((managed["kind"], managed["result"], managed["bytes"]),
+                         ("managed", CUDA_ERROR_OUT_OF_MEMORY, 4096))
+        self.assertEqual(len(rep["failures"]), 2)
+
+    def test_zero_size(self):
+        rep = self.run_shim(("errors", "zero")).report
+        site = self.leak_site(rep, "zero_size_attempt", section="failures")
+        self.assertEqual((site["result"], site["bytes"]), (CUDA_ERROR_INVALID_VALUE, 0))
+
+    def test_unknown_frees(self):
+        # The program exits non-zero unless each free returned
+        # CUDA_ERROR_INVALID_VALUE through the shim.
+        rep = self.run_shim(("errors", "unknown")).report
+        self.assertEqual(rep["totals"]["unknown_frees"], 3)
+        self.assertEqual(rep["leaks"], [])
+
+    def test_exit_code_passes_through(self):
+        rep = self.run_shim(("errors", "exit3")).report
+        self.assert_site(self.leak_site(rep, "leak_before_exit"), "device", 4096, 1)
+
+    def test_errno_passes_through(self):
+        self.run_shim(("errors", "errno"))
+
+    # ---- configuration and output -------------------------------------------
+
+    def test_unwritable_output_falls_back(self):
+        r = self.run_key(("direct", "basic"), output=False,
+                         env_extra={"GPULEAK_OUTPUT": "/nonexistent/dir/r.json",
+                                    "GPULEAK_SUMMARY": "0"})
+        lines = r.stderr.splitlines()
+        paths = [p for p in re.findall(r"(/[^\s'\"]+\.json)", r.stderr)
+                 if not p.startswith("/nonexistent/") and os.path.exists(p)]
+        self.assertEqual(len(paths), 1, f"want one existing fallback path in:\n{r.stderr}")
+        fallback = paths[0]
+        self.addCleanup(os.unlink, fallback)
+        self.assertEqual(len(lines), 1, f"want one warning line, got:\n{r.stderr}")
+        self.assertIn(fallback, lines[0])
+        self.assertIn(str(r.pid), os.path.basename(fallback))
+        with open(fallback) as f:
+            rep = json.load(f)
+        self.assertEqual(rep["process"]["pid"], r.pid)
+        self.check_against_fake(("direct", "basic"), rep, r.counts)
+        self.assertFalse(os.path.exists("/nonexistent/dir/r.json"))
+
+    def test_invalid_stack_depth(self):
+        r = self.run_key(("direct", "basic"), env_extra={"GPULEAK_STACK_DEPTH": "banana"})
+        named = [l for l in r.stderr.splitlines() if "GPULEAK_STACK_DEPTH" in l]
+        self.assertEqual(len(named), 1, r.stderr)
+        self.assertRegex(named[0], r"\b64\b")
+        self.assertIn("banana", named[0])
+        self.assertEqual(len(r.reports), 1)
+        # The default depth is in force: stacks are recorded.
+        self.leak_site(r.report, "leak_here")
+
+    def test_no_cuda_no_report(self):
+        for output in (True, False):  # an explicit pattern, and the default ./gpuleak-%p.json
+            with self.subTest(output=output):
+                tmp = tempfile.mkdtemp(prefix="gpuleak-true-")
+                self.addCleanup(shutil.rmtree, tmp, ignore_errors=True)
+                r = run(["/bin/true"], tmp, output=output)
+                self.assertEqual(r.returncode, 0)
+                self.assertEqual((r.stdout, r.stderr), ("", ""))
+                self.assertEqual(os.listdir(tmp), [])
+
+
+if __name__ == "__main__":
+    unittest.main()
