@@ -116,16 +116,31 @@ void growth_evaluate(const uint64_t *values, const uint64_t *times_ns,
     uint64_t made = allocations[high] - allocations[base];
     if (made > 0)
         out->bytes_per_1k_allocations = (double)out->bytes_gained * 1000.0 / (double)made;
+    /* The window must cover most of the run after the baseline: ending it
+     * at a high point picked from anywhere would let noise choose a short
+     * rising stretch. Shutdown frees come at the very end, so a real leak's
+     * high point is late. */
     size_t length = high - base + 1;
-    if (length < 6)
+    if (length < GROWTH_MIN_SAMPLES || length * 3 < (n - base) * 2)
         return;
     size_t third = length / 3;
     uint64_t f1 = floor_of(values, base, base + third);
     uint64_t f2 = floor_of(values, base + third, base + 2 * third);
     uint64_t f3 = floor_of(values, base + 2 * third, high + 1);
     /* Noise can order three floors by chance; a real rise also lifts the
-     * floor by a fair share of what was gained. */
-    out->grew = f1 < f2 && f2 < f3 && (f3 - f1) * 4 >= out->bytes_gained;
+     * floor by a fair share of what was gained, and later samples lie above
+     * earlier ones far more often than below (Goodman and Kruskal's gamma:
+     * ties, common in a leak that grows in steps, are left out; for noise it
+     * stays near 0). */
+    long above = 0, below = 0;
+    for (size_t i = base; i <= high; i++)
+        for (size_t j = i + 1; j <= high; j++) {
+            above += values[j] > values[i];
+            below += values[j] < values[i];
+        }
+    out->trend = above + below ? (double)(above - below) / (double)(above + below) : 0;
+    out->grew = f1 < f2 && f2 < f3 && (f3 - f1) * 4 >= out->bytes_gained
+             && out->trend >= GROWTH_MIN_TREND;
 }
 
 int growth_site(uint32_t site, uint64_t now_ns, uint64_t live_now, uint64_t allocations_now,

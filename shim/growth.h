@@ -12,7 +12,9 @@
 #include <stdint.h>
 
 #define GROWTH_CHECKPOINTS 64
-#define GROWTH_SITES 65536   /* sites beyond this are not followed (counted) */
+#define GROWTH_SITES 65536
+#define GROWTH_MIN_SAMPLES 10 /* from baseline to high point, to judge at all */
+#define GROWTH_MIN_TREND 0.6   /* gamma of the samples, see growth_evaluate */   /* sites beyond this are not followed (counted) */
 
 /* Reads one site's live bytes for a checkpoint. */
 typedef uint64_t (*growth_reader_t)(uint32_t site);
@@ -32,17 +34,22 @@ typedef struct growth_finding {
     double bytes_per_second;
     double bytes_per_1k_allocations;
     double steadiness;        /* share of steps that did not go down, 0..1 */
+    double trend;             /* Goodman-Kruskal gamma of the samples, -1..1 */
     uint64_t baseline_bytes, high_bytes;
 } growth_finding_t;
 
 /* The rule, on a series of n samples (values at times, with the process's
  * allocation count at each): skip the first fifth of the run (start-up:
  * weights, optimizer state), end at the site's highest sample after that
- * (interpreter shutdown frees at the end), split what lies between into
+ * (interpreter shutdown frees at the end; that point must leave at least
+ * two thirds of the samples after the baseline in the window, so noise
+ * cannot pick a short rising stretch), split what lies between into
  * three parts, and call it growth when the lowest value of each part is
- * higher than the one before and the floor rose by at least a quarter of
- * the bytes gained: the memory is kept, not reused, and not noise. Needs at
- * least 6 samples between baseline and high point. */
+ * higher than the one before, the floor rose by at least a quarter of the
+ * bytes gained, and the samples' rank correlation with time (Goodman and
+ * Kruskal's gamma) is at least GROWTH_MIN_TREND: the
+ * memory is kept, not reused, and the rise is not noise. Needs at least
+ * GROWTH_MIN_SAMPLES samples from baseline to high point. */
 void growth_evaluate(const uint64_t *values, const uint64_t *times_ns,
                      const uint64_t *allocations, size_t n, growth_finding_t *out);
 

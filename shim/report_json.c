@@ -169,8 +169,8 @@ static void put_site(FILE *f, const report_site_t *site, enum section section)
     if (section == SECTION_GROWTH) {
         const growth_finding_t *g = &site->growth;
         fprintf(f, "\"bytes_per_second\":%.1f,\"bytes_per_1k_allocations\":%.1f,"
-                   "\"steadiness\":%.3f,", g->bytes_per_second, g->bytes_per_1k_allocations,
-                g->steadiness);
+                   "\"steadiness\":%.3f,\"trend\":%.3f,", g->bytes_per_second,
+                g->bytes_per_1k_allocations, g->steadiness, g->trend);
         put_u64(f, "baseline_bytes", g->baseline_bytes, 1);
         put_u64(f, "high_bytes", g->high_bytes, 1);
     }

@@ -1,0 +1,79 @@
+"""Python frames under the shim: tests/python/frames_demo.py allocates through
+the fake driver with ctypes (which releases the GIL, as PyTorch does) from
+nested functions, a method, a generator, a lambda, two threads and the middle
+of a long function. The script writes, from the interpreter's own frames, the
+file, function and line each allocation came from; the report must name the
+same ones in every leak's python_stack."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUILD = os.path.join(ROOT, "build")
+
+
+class PythonFramesTest(unittest.TestCase):
+    def run_demo(self, extra_env=None):
+        tmp = tempfile.mkdtemp(prefix="gpuleak-py-")
+        env = dict(os.environ)
+        env.update({
+            "LD_LIBRARY_PATH": os.path.join(BUILD, "fakecuda"),
+            "LD_PRELOAD": os.path.join(BUILD, "libgpuleak.so"),
+            "GPULEAK_OUTPUT": os.path.join(tmp, "r-%p.json"),
+            "EXPECT_OUT": os.path.join(tmp, "expect.json"),
+        })
+        env.update(extra_env or {})
+        proc = subprocess.run([sys.executable, os.path.join(ROOT, "tests/python/frames_demo.py")],
+                              env=env, capture_output=True, text=True, timeout=120)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        reports = [f for f in os.listdir(tmp) if f.startswith("r-")]
+        self.assertEqual(len(reports), 1, proc.stderr)
+        with open(os.path.join(tmp, reports[0])) as fh:
+            report = json.load(fh)
+        with open(env["EXPECT_OUT"]) as fh:
+            expect = json.load(fh)
+        return report, expect, proc.stderr
+
+    def test_every_site_names_its_python_line(self):
+        report, expect, _ = self.run_demo()
+        self.assertEqual(report["process"]["python"].split(".")[:2],
+                         expect["python"].split(".")[:2])
+        self.assertGreaterEqual(len(expect["sites"]), 10)
+        # Allocations from the same Python stack form one site; the script's
+        # sizes are all distinct, so a site's bytes are the sum of its own.
+        want = {}
+        for size, site in expect["sites"].items():
+            key = tuple(tuple(frame) for frame in site["stack"])
+            bytes_, count = want.get(key, (0, 0))
+            want[key] = (bytes_ + int(size), count + 1)
+        got = {}
+        for leak in report["leaks"]:
+            key = tuple((f["function"], f["file"], f["line"]) for f in leak["python_stack"])
+            self.assertNotIn(key, got, "two sites with one Python stack")
+            got[key] = (leak["bytes"], leak["allocations"])
+        for key, (bytes_, count) in want.items():
+            with self.subTest(function=key[0][0], line=key[0][2]):
+                self.assertIn(key, got, "no leak with this Python stack")
+                self.assertEqual(got[key], (bytes_, count))
+        self.assertEqual(len(got), len(want))
+
+    def test_python_frames_can_be_turned_off(self):
+        report, expect, _ = self.run_demo({"GPULEAK_PYTHON": "0"})
+        self.assertTrue(report["leaks"])
+        for leak in report["leaks"]:
+            self.assertEqual(leak["python_stack"], [])
+
+    def test_summary_shows_python_line_first(self):
+        _, expect, stderr = self.run_demo()
+        # The summary shows the largest sites; each starts with its Python line.
+        lines = ["%s in %s:%d (Python)" % (s["function"], s["file"], s["line"])
+                 for s in expect["sites"].values()]
+        shown = [line for line in lines if ("#0 " + line) in stderr]
+        self.assertGreaterEqual(len(shown), 3, stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()

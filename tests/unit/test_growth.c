@@ -1,0 +1,163 @@
+/* Unit tests for the growth rule (growth_evaluate) on synthetic series, and
+ * for the timeline's bounded, decimating buffer. */
+#include <check.h>
+#include <stdlib.h>
+
+#include "growth.h"
+#include "timeline.h"
+
+#define N 40
+
+static uint64_t values[N], times[N], allocs[N];
+
+/* Samples every 100 ms, 1000 allocations apart, values from shape(i). */
+static void fill(uint64_t (*shape)(int, unsigned *), unsigned seed)
+{
+    for (int i = 0; i < N; i++) {
+        values[i] = shape(i, &seed);
+        times[i] = (uint64_t)i * 100000000ull;
+        allocs[i] = (uint64_t)i * 1000;
+    }
+}
+
+static growth_finding_t evaluate(void)
+{
+    growth_finding_t g;
+    growth_evaluate(values, times, allocs, N, &g);
+    return g;
+}
+
+static uint64_t linear(int i, unsigned *s) { (void)s; return 1000000 + (uint64_t)i * 65536; }
+static uint64_t sawtooth(int i, unsigned *s) { (void)s; return (uint64_t)(i % 4) * 1048576; }
+static uint64_t startup_step(int i, unsigned *s) { (void)s; return i < 3 ? (uint64_t)i << 20 : 500u << 20; }
+static uint64_t plateau(int i, unsigned *s) { (void)s; (void)i; return 8u << 20; }
+static uint64_t leak_on_sawtooth(int i, unsigned *s) { (void)s; return (uint64_t)(i % 4) * 262144 + (uint64_t)i * 131072; }
+static uint64_t rise_then_shutdown(int i, unsigned *s) { (void)s; return i < N - 3 ? (uint64_t)i << 20 : 0; }
+static uint64_t noise(int i, unsigned *s)
+{
+    (void)i;
+    *s = *s * 1103515245u + 12345u;
+    return (64u << 20) + ((*s >> 8) % (4u << 20));
+}
+
+START_TEST(linear_rise_is_growth)
+{
+    fill(linear, 0);
+    growth_finding_t g = evaluate();
+    ck_assert_int_eq(g.grew, 1);
+    /* Baseline at a fifth of the run (sample 8), high point at the end. */
+    ck_assert_uint_eq(g.bytes_gained, (uint64_t)(N - 1 - 8) * 65536);
+    ck_assert(g.steadiness > 0.99);
+    ck_assert(g.bytes_per_second > 0);
+    ck_assert(g.bytes_per_1k_allocations > 65535 && g.bytes_per_1k_allocations < 65537);
+}
+END_TEST
+
+START_TEST(sawtooth_is_not_growth)
+{
+    fill(sawtooth, 0);
+    ck_assert_int_eq(evaluate().grew, 0);
+}
+END_TEST
+
+START_TEST(startup_step_is_not_growth)
+{
+    fill(startup_step, 0);
+    growth_finding_t g = evaluate();
+    ck_assert_int_eq(g.grew, 0);
+    ck_assert_uint_eq(g.bytes_gained, 0);
+}
+END_TEST
+
+START_TEST(plateau_is_not_growth)
+{
+    fill(plateau, 0);
+    ck_assert_int_eq(evaluate().grew, 0);
+}
+END_TEST
+
+START_TEST(noise_is_not_growth)
+{
+    for (unsigned seed = 1; seed <= 2000; seed++) {
+        fill(noise, seed);
+        ck_assert_msg(evaluate().grew == 0, "noise seed %u called growth", seed);
+    }
+}
+END_TEST
+
+START_TEST(leak_under_sawtooth_is_growth)
+{
+    fill(leak_on_sawtooth, 0);
+    ck_assert_int_eq(evaluate().grew, 1);
+}
+END_TEST
+
+START_TEST(shutdown_frees_do_not_hide_growth)
+{
+    fill(rise_then_shutdown, 0);
+    growth_finding_t g = evaluate();
+    ck_assert_int_eq(g.grew, 1);
+    ck_assert_uint_eq(g.high_bytes, (uint64_t)(N - 4) << 20);
+}
+END_TEST
+
+START_TEST(short_series_is_not_judged)
+{
+    fill(linear, 0);
+    growth_finding_t g;
+    growth_evaluate(values, times, allocs, 5, &g);
+    ck_assert_int_eq(g.grew, 0);
+    growth_evaluate(values, times, allocs, 1, &g);
+    ck_assert_int_eq(g.grew, 0);
+}
+END_TEST
+
+static void no_rows(timeline_point_t *p) { (void)p; }
+
+START_TEST(timeline_stays_bounded_and_keeps_the_high_water)
+{
+    timeline_init(0, 1000, no_rows);
+    uint64_t highest = 0;
+    for (uint64_t t = 0; t < 10000000; t += 100) {
+        uint64_t live = (t / 100) % 977 * 1000 + (t == 5000000 ? 99999999 : 0);
+        if (live > highest)
+            highest = live;
+        timeline_note(t, live);
+    }
+    static timeline_point_t points[TIMELINE_POINTS];
+    size_t n = timeline_points(10000000, points, TIMELINE_POINTS);
+    ck_assert_uint_le(n, TIMELINE_POINTS);
+    ck_assert_uint_gt(n, TIMELINE_POINTS / 2 - 2);
+    ck_assert_uint_gt(timeline_interval_ns(), 1000);
+    uint64_t seen = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (points[i].max_bytes > seen)
+            seen = points[i].max_bytes;
+        if (i > 0)
+            ck_assert_uint_gt(points[i].time_ns, points[i - 1].time_ns);
+    }
+    ck_assert_uint_eq(seen, highest);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *suite = suite_create("growth");
+    TCase *tc = tcase_create("rule");
+    tcase_add_test(tc, linear_rise_is_growth);
+    tcase_add_test(tc, sawtooth_is_not_growth);
+    tcase_add_test(tc, startup_step_is_not_growth);
+    tcase_add_test(tc, plateau_is_not_growth);
+    tcase_add_test(tc, noise_is_not_growth);
+    tcase_add_test(tc, leak_under_sawtooth_is_growth);
+    tcase_add_test(tc, shutdown_frees_do_not_hide_growth);
+    tcase_add_test(tc, short_series_is_not_judged);
+    tcase_add_test(tc, timeline_stays_bounded_and_keeps_the_high_water);
+    suite_add_tcase(suite, tc);
+    SRunner *runner = srunner_create(suite);
+    srunner_set_fork_status(runner, CK_NOFORK);
+    srunner_run_all(runner, CK_NORMAL);
+    int failed = srunner_ntests_failed(runner);
+    srunner_free(runner);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
