@@ -109,11 +109,11 @@ finish() {
     section "summary"
     printf '%s\n' "${RESULTS[@]}"
     if [ "$NFAIL" -eq 0 ]; then verdict="ALL PASS"; st=0; else verdict="FAILED: $NFAIL check(s)"; st=1; fi
-    if [ "${GPU_CHECK_PY_FRAMES_REQUIRED:-0}" = 1 ] && [ "$PYFRAMES_STATUS" != PASS ]; then
+    if [ "${GPU_CHECK_PY_FRAMES_REQUIRED:-1}" = 1 ] && [ "$PYFRAMES_STATUS" != PASS ]; then
         verdict="$verdict; PY-FRAMES required and $PYFRAMES_STATUS"; st=1
     fi
     echo
-    echo "gpu-check: $NPASS passed, $NFAIL failed; PY-FRAMES $PYFRAMES_STATUS (not counted unless GPU_CHECK_PY_FRAMES_REQUIRED=1)"
+    echo "gpu-check: $NPASS passed, $NFAIL failed; PY-FRAMES $PYFRAMES_STATUS (counted unless GPU_CHECK_PY_FRAMES_REQUIRED=0)"
     echo "gpu-check: $verdict  [total $((SECONDS - T0))s]"
     {
         printf '%s\n' "${RESULTS[@]}"

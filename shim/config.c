@@ -16,7 +16,10 @@ config_t config = {
     .enabled = 1,
 };
 
-enum option_type { OPTION_INT, OPTION_BOOL, OPTION_STRING, OPTION_TORCH };
+/* OPTION_MODULE: read and checked by the module that uses it (at report
+ * time, or in a test that sets it per case); listed here so that the table
+ * stays the one list of variables. */
+enum option_type { OPTION_INT, OPTION_BOOL, OPTION_STRING, OPTION_TORCH, OPTION_MODULE };
 
 int config_torch_allocator_native(const char *value)
 {
@@ -59,6 +62,16 @@ static const option_spec_t options[] = {
         "async sets PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync when unset, so each "
         "tensor is one allocation; native keeps PyTorch's caching allocator." },
       OPTION_TORCH, NULL, 0, 0 },
+    { { "GPULEAK_ORIGIN_SKIP", "(empty)",
+        "Extra globs, colon-separated, for frames that are never a site's origin; "
+        "a leading ! keeps a frame instead (docs/origin-rules.md)." },
+      OPTION_MODULE, NULL, 0, 0 },
+    { { "GPULEAK_ORIGIN_RULES", "default",
+        "none drops the built-in origin rules, keeping only GPULEAK_ORIGIN_SKIP." },
+      OPTION_MODULE, NULL, 0, 0 },
+    { { "GPULEAK_NO_LIBDW", "0",
+        "1 symbolizes without libdw (no source lines), as on a machine without elfutils." },
+      OPTION_MODULE, NULL, 0, 0 },
 };
 
 const config_option_t *config_options(size_t *count)
@@ -90,7 +103,7 @@ int config_load(void)
     for (size_t i = 0; i < sizeof options / sizeof options[0]; i++) {
         const option_spec_t *spec = &options[i];
         const char *text = getenv(spec->doc.name);
-        if (text == NULL)
+        if (text == NULL || spec->type == OPTION_MODULE)
             continue;
         if (spec->type == OPTION_STRING) {
             if (*text != '\0') {

@@ -14,6 +14,9 @@
 #define _GNU_SOURCE
 #include "origin.h"
 #include "log.h"
+#include "python.h"
+#include "report.h"
+#include "stacks.h"
 #include "tracker.h"
 
 #include <fnmatch.h>
@@ -80,6 +83,8 @@ static const origin_rule_t builtin_rules[] = {
     MOD("*/bin/python3"),
     MOD("*/bin/python3.[0-9]"),
     MOD("*/bin/python3.[0-9][0-9]"),
+    MOD("*/lib-dynload/*"),
+    MOD("*/libffi.so*"),
     FUN("_Py*"),
     FUN("Py[A-Z]*"),
     /* the C and C++ runtimes, thread start-up */
@@ -172,6 +177,7 @@ typedef struct match {
  * Python frames, since rules are scoped to one kind of frame. */
 typedef struct entry {
     char *text;      /* NULL: empty slot */
+    size_t len;      /* strlen(text) */
     uint32_t hash;
     int key;
     match_t match;
@@ -188,16 +194,24 @@ static struct {
 
 /* ---- matching --------------------------------------------------------- */
 
-/* FNV-1a over s, mixed with key so a module and a function with the same
- * text hash apart. */
-static uint32_t hash_text(const char *s, int key)
+/* A hash of the len bytes of s, mixed with key so a module and a function
+ * with the same text hash apart: eight bytes at a time (the strings are
+ * long paths and demangled names), each word folded in with a multiply. */
+static uint32_t hash_text(const char *s, size_t len, int key)
 {
-    uint32_t h = 2166136261u ^ (uint32_t)key * 0x9e3779b9u;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        h ^= *p;
-        h *= 16777619u;
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ ((uint64_t)key << 32) ^ len;
+    size_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
     }
-    return h;
+    uint64_t w = 0;
+    memcpy(&w, s + i, len - i);
+    h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
+    h ^= h >> 29;
+    return (uint32_t)h;
 }
 
 /* Matches text (one field of a frame, never NULL) against both tables, the
@@ -255,25 +269,28 @@ static match_t lookup(const char *text, int field, int is_python)
     if (text == NULL || *text == '\0')
         return none;
     int key = field + (is_python ? 3 : 0);
-    uint32_t hash = hash_text(text, key);
+    size_t len = strlen(text);
+    uint32_t hash = hash_text(text, len, key);
     if (st.capacity != 0) {
         for (size_t j = hash & (st.capacity - 1); st.slots[j].text != NULL;
              j = (j + 1) & (st.capacity - 1)) {
             const entry_t *e = &st.slots[j];
-            if (e->hash == hash && e->key == key && strcmp(e->text, text) == 0)
+            if (e->hash == hash && e->len == len && e->key == key &&
+                memcmp(e->text, text, len) == 0)
                 return e->match;
         }
     }
     match_t m = match_slow(text, field, is_python);
     if ((st.used + 1) * 2 > st.capacity && grow() != 0)
         return m;
-    char *copy = strdup(text);
+    char *copy = malloc(len + 1);
     if (copy == NULL)
         return m;
+    memcpy(copy, text, len + 1);
     size_t j = hash & (st.capacity - 1);
     while (st.slots[j].text != NULL)
         j = (j + 1) & (st.capacity - 1);
-    st.slots[j] = (entry_t){ copy, hash, key, m };
+    st.slots[j] = (entry_t){ copy, len, hash, key, m };
     st.used++;
     return m;
 }
@@ -304,6 +321,9 @@ static int kept(const match_t *m)
 
 /* ---- set-up ----------------------------------------------------------- */
 
+/* Frees the cache and the rule list and forgets that origin_init ran, so
+ * a later call starts from the variables again (the tests rely on it, and
+ * the report calls it before symbolize_end to leave nothing behind). */
 void origin_end(void)
 {
     for (size_t i = 0; i < st.capacity; i++)
@@ -377,6 +397,9 @@ static void ensure_ready(void)
 
 /* ---- the two questions ------------------------------------------------ */
 
+/* The first frame the skip rules keep, in the caller's order; the order
+ * (Python first) is the caller's business, so this stays a plain scan that
+ * stops at the first kept frame. */
 int origin_find(const origin_frame_t *frames, int count)
 {
     ensure_ready();
@@ -426,6 +449,51 @@ const char *origin_owner(const origin_frame_t *frames, int count, int kind)
     return "cuda-runtime";
 }
 
+/* Native frames one site may expand to (inlined frames included), as
+ * report_json.c allows. */
+#define SITE_NATIVE_MAX 512
+
+/* Builds the site's frames the way the report shows them (Python first,
+ * then native, both innermost first) and asks both questions. The buffers
+ * are static: 100k sites would otherwise put 40 KiB on the stack per call
+ * for nothing, and the report is single-threaded. */
+void origin_site(uint32_t site, int kind, origin_site_t *out)
+{
+    static symbolized_frame_t native[SITE_NATIVE_MAX];
+    static origin_frame_t frames[STACKS_MAX_FRAMES + SITE_NATIVE_MAX];
+    static int frame_native[STACKS_MAX_FRAMES + SITE_NATIVE_MAX];
+    memset(out, 0, sizeof *out);
+    int n = 0;
+    const stack_record_t *stack = stacks_get(site);
+    for (int i = 0; stack != NULL && i < stack->python_count && n < STACKS_MAX_FRAMES; i++) {
+        origin_frame_t *fr = &frames[n];
+        if (python_describe(stack->frames[stack->native_count + i], &fr->function, &fr->file,
+                            &fr->line) != 0)
+            continue;
+        fr->module = NULL;
+        fr->is_python = 1;
+        frame_native[n++] = -1;
+    }
+    int native_count = report_site_frames(site, native, SITE_NATIVE_MAX);
+    for (int i = 0; i < native_count; i++) {
+        frames[n] = (origin_frame_t){ native[i].function, native[i].file, native[i].module,
+                                      native[i].line, 0 };
+        frame_native[n++] = i;
+    }
+    out->owner = origin_owner(frames, n, kind);
+    int o = origin_find(frames, n);
+    if (o < 0)
+        return;
+    out->found = 1;
+    out->frame = frames[o];
+    if (frame_native[o] >= 0) {
+        out->address = native[frame_native[o]].address;
+        out->offset = native[frame_native[o]].offset;
+    }
+}
+
+/* The built-in table itself, read only: the documentation test walks it
+ * so that docs/origin-rules.md lists every glob the code uses. */
 const origin_rule_t *origin_builtin_rules(size_t *count)
 {
     *count = sizeof builtin_rules / sizeof builtin_rules[0];

@@ -9,6 +9,7 @@
 #define GPULEAK_ORIGIN_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* One frame as the rules see it: Python frames (is_python 1, module NULL)
  * and native frames alike. Any string may be NULL when unknown; line is 0
@@ -75,6 +76,24 @@ const char *origin_owner(const origin_frame_t *frames, int count, int kind);
 /* The built-in skip table, in the order it is tried, and its length in
  * *count; for docs/origin-rules.md's test. */
 const origin_rule_t *origin_builtin_rules(size_t *count);
+
+/* The origin and owner of one recorded site, as the report writes them. */
+typedef struct origin_site {
+    const char *owner;     /* origin_owner's answer, static */
+    int found;             /* 0: no origin (every frame is plumbing, or no stack) */
+    origin_frame_t frame;  /* the origin frame when found; its strings belong to
+                              the symbolizer (until symbolize_end) or the python
+                              module (until exit) */
+    uintptr_t address;     /* native origin: the return address; 0 for Python */
+    uintptr_t offset;      /* native origin: address minus the module's load base */
+} origin_site_t;
+
+/* Answers both questions for a site of the stack depot: its Python frames
+ * (python_describe) first, then its native frames (report_site_frames,
+ * inlined frames expanded), with kind its alloc_kind_t. Call between
+ * symbolize_begin and symbolize_end, from one thread (it uses static
+ * buffers). A site without a stack gets found 0 and owner "unknown". */
+void origin_site(uint32_t site, int kind, origin_site_t *out);
 
 /* Releases what origin_init and the lookups allocated. Safe to call when
  * nothing was initialised; origin_find after it initialises again. */

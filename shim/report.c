@@ -2,6 +2,7 @@
 #include "report.h"
 #include "config.h"
 #include "log.h"
+#include "origin.h"
 #include "stacks.h"
 
 #include <errno.h>
@@ -197,6 +198,7 @@ void report_write_final(void)
         return;
     }
     symbolize_begin();
+    origin_init();
     char path[4096];
     const char *written = path;
     if (report_expand_path(config.output, path, sizeof path) != 0) {
@@ -218,6 +220,7 @@ void report_write_final(void)
     }
     if (config.summary)
         report_summary_print(&view, written);
+    origin_end();
     symbolize_end();
     release(&view);
 }

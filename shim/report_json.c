@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "report.h"
 #include "lifecycle.h"
+#include "origin.h"
 #include "python.h"
 #include "report_format.h"
 #include "stacks.h"
@@ -122,6 +123,40 @@ static void put_python_stack(FILE *f, uint32_t site)
     fputc(']', f);
 }
 
+/* The site's "origin" (the frame docs/origin-rules.md picks as the user's
+ * line, or null) and "owner", each followed by a comma. */
+static void put_origin(FILE *f, uint32_t site, int kind)
+{
+    origin_site_t o;
+    origin_site(site, kind, &o);
+    put_key(f, "origin");
+    if (!o.found) {
+        fputs("null", f);
+    } else {
+        fputc('{', f);
+        put_key(f, "function");
+        put_string(f, o.frame.function);
+        fputc(',', f);
+        put_key(f, "file");
+        put_string(f, o.frame.file);
+        fputc(',', f);
+        put_key(f, "line");
+        if (o.frame.line > 0)
+            fprintf(f, "%d,", o.frame.line);
+        else
+            fputs("null,", f);
+        put_key(f, "module");
+        put_string(f, o.frame.module);
+        if (!o.frame.is_python)
+            fprintf(f, ",\"offset\":\"0x%llx\"", (unsigned long long)o.offset);
+        fprintf(f, ",\"python\":%s}", o.frame.is_python ? "true" : "false");
+    }
+    fputc(',', f);
+    put_key(f, "owner");
+    put_string(f, o.owner);
+    fputc(',', f);
+}
+
 static const char *teardown_name(int reason)
 {
     return reason == TEARDOWN_CTX_DESTROY ? "cuCtxDestroy"
@@ -178,6 +213,7 @@ static void put_site(FILE *f, const report_site_t *site, enum section section)
     put_u64(f, "frees", s->frees, 1);
     put_u64(f, "live_bytes", s->live_bytes, 1);
     put_u64(f, "peak_live_bytes", s->peak_live_bytes, 1);
+    put_origin(f, site->id, s->kind);
     put_key(f, "stack");
     put_native_stack(f, site->id);
     fputc(',', f);

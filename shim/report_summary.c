@@ -2,6 +2,7 @@
 #include "report.h"
 #include "config.h"
 #include "lifecycle.h"
+#include "origin.h"
 #include "python.h"
 #include "stacks.h"
 
@@ -61,26 +62,32 @@ static void print_frames(FILE *f, uint32_t site, int limit)
         fprintf(f, "    (no stack recorded: GPULEAK_STACK_DEPTH=0 or too many stacks)\n");
 }
 
-/* A one-line name for a site: its innermost Python frame when it has one
- * (the user's line), else its first native frame. */
-static const char *site_label(uint32_t site, const symbolized_frame_t *frames, int n)
+/* The site's origin and owner in one phrase (docs/origin-rules.md):
+ * "train.py:42 in train_step (owner: user)". Returns a static buffer. */
+static const char *origin_phrase(uint32_t site, int kind)
 {
-    static char label[512];
-    const stack_record_t *stack = stacks_get(site);
-    const char *function, *file;
-    int line;
-    if (stack != NULL && stack->python_count > 0
-        && python_describe(stack->frames[stack->native_count], &function, &file, &line) == 0)
-        snprintf(label, sizeof label, "%s (%s:%d)", function, file, line);
-    else if (n > 0 && frames[0].file != NULL)
-        snprintf(label, sizeof label, "%s (%s:%d)", frames[0].function ? frames[0].function : "??",
-                 frames[0].file, frames[0].line);
-    else if (n > 0)
-        snprintf(label, sizeof label, "%s (%s+0x%llx)", frames[0].function ? frames[0].function : "??",
-                 basename_of(frames[0].module), (unsigned long long)frames[0].offset);
+    static char phrase[1024];
+    origin_site_t o;
+    origin_site(site, kind, &o);
+    if (!o.found) {
+        snprintf(phrase, sizeof phrase, "no frame outside the CUDA, PyTorch and runtime layers "
+                 "(owner: %s)", o.owner);
+        return phrase;
+    }
+    int used;
+    if (o.frame.file != NULL && o.frame.line > 0)
+        used = snprintf(phrase, sizeof phrase, "%s:%d", o.frame.file, o.frame.line);
+    else if (o.frame.file != NULL)
+        used = snprintf(phrase, sizeof phrase, "%s", o.frame.file);
     else
-        snprintf(label, sizeof label, "an unrecorded stack");
-    return label;
+        used = snprintf(phrase, sizeof phrase, "%s+0x%llx",
+                        basename_of(o.frame.module ? o.frame.module : "?"),
+                        (unsigned long long)o.offset);
+    if (used < 0 || (size_t)used >= sizeof phrase)
+        return phrase;
+    snprintf(phrase + used, sizeof phrase - (size_t)used, "%s%s (owner: %s)",
+             o.frame.function ? " in " : "", o.frame.function ? o.frame.function : "", o.owner);
+    return phrase;
 }
 
 static const char *kind_phrase(int kind)
@@ -157,25 +164,22 @@ static void print_growth_and_peak(FILE *f, const report_view_t *view)
 {
     char a[32], b[32];
     size_t limit = (size_t)config.summary_sites;
-    static symbolized_frame_t frames[SUMMARY_FRAMES_MAX];
     if (view->growth.count > 0)
         fprintf(f, "\nGrowing during the run (%zu site(s)):\n", view->growth.count);
     for (size_t i = 0; i < view->growth.count && i < limit; i++) {
         const report_site_t *s = &view->growth.sites[i];
-        int n = report_site_frames(s->id, frames, 1);
-        fprintf(f, "  +%s (%s/s, steadiness %.0f%%) %s in %s\n",
+        fprintf(f, "  +%s (%s/s, steadiness %.0f%%) %s from %s\n",
                 human_bytes(s->growth.bytes_gained, a, sizeof a),
                 human_bytes((uint64_t)s->growth.bytes_per_second, b, sizeof b),
                 s->growth.steadiness * 100, kind_phrase(s->stats.kind),
-                site_label(s->id, frames, n));
+                origin_phrase(s->id, s->stats.kind));
     }
     if (view->peak.count > 0)
         fprintf(f, "\nLive at the peak (%s):\n", human_bytes(view->totals.peak_bytes, a, sizeof a));
     for (size_t i = 0; i < view->peak.count && i < limit; i++) {
         const report_site_t *s = &view->peak.sites[i];
-        int n = report_site_frames(s->id, frames, 1);
-        fprintf(f, "  %10s %s in %s\n", human_bytes(s->stats.at_peak_bytes, a, sizeof a),
-                kind_phrase(s->stats.kind), site_label(s->id, frames, n));
+        fprintf(f, "  %10s %s from %s\n", human_bytes(s->stats.at_peak_bytes, a, sizeof a),
+                kind_phrase(s->stats.kind), origin_phrase(s->id, s->stats.kind));
     }
 }
 
@@ -202,6 +206,7 @@ void report_summary_print(const report_view_t *view, const char *path)
                 (unsigned long long)s->stats.live_allocations, kind_phrase(s->stats.kind),
                 s->stats.device);
         print_frames(f, s->id, config.summary_frames);
+        fprintf(f, "  origin: %s\n", origin_phrase(s->id, s->stats.kind));
     }
     if (view->leaks.count > shown)
         fprintf(f, "\nOmitting %zu more leaking site(s); the report lists them all.\n",

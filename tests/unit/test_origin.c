@@ -4,6 +4,7 @@
  * lists them, and the cost at 100k sites of 64 frames. */
 #define _GNU_SOURCE
 #include <check.h>
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,8 @@
 #include <unistd.h>
 
 #include "origin.h"
+#include "stacks.h"
+#include "symbolize.h"
 #include "tracker.h"
 
 #define SHIM "/opt/gpuleak/build/libgpuleak.so"
@@ -468,6 +471,54 @@ START_TEST(test_documented)
 }
 END_TEST
 
+/* A function of this binary, not inlined, whose address stands for the
+ * user's frame of a recorded stack. */
+__attribute__((noinline)) int origin_test_user_frame(int x)
+{
+    return x * 3 + 1;
+}
+
+/* origin_site on the stack depot: a recorded stack whose innermost frame is
+ * in libc and next one in this binary resolves to this binary's frame, with
+ * its module and offset; an unknown site has no origin and owner "unknown". */
+START_TEST(test_site)
+{
+    defaults();
+    stacks_init();
+    /* libc's own definition, not a sanitizer's interceptor of it. */
+    void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+    ck_assert_ptr_nonnull(libc);
+    void *in_libc = dlsym(libc, "gnu_get_libc_version");
+    ck_assert_ptr_nonnull(in_libc);
+    uintptr_t native[2] = { (uintptr_t)in_libc + 4, (uintptr_t)&origin_test_user_frame + 4 };
+    uint32_t id = stacks_intern(KIND_DEVICE, native, 2, NULL, 0);
+    ck_assert_uint_ne(id, 0);
+    symbolize_begin();
+    origin_site_t o;
+    origin_site(id, KIND_DEVICE, &o);
+    ck_assert_int_eq(o.found, 1);
+    ck_assert_str_eq(o.owner, "user");
+    ck_assert_int_eq(o.frame.is_python, 0);
+    ck_assert_ptr_nonnull(o.frame.module);
+    ck_assert_ptr_nonnull(strstr(o.frame.module, "test_origin"));
+    ck_assert_uint_eq(o.address, native[1]);
+    ck_assert_uint_ne(o.offset, 0);
+    if (o.frame.function != NULL)
+        ck_assert_str_eq(o.frame.function, "origin_test_user_frame");
+    origin_site(0, KIND_DEVICE, &o);
+    ck_assert_int_eq(o.found, 0);
+    ck_assert_str_eq(o.owner, "unknown");
+    /* Only libc: no origin, the runtime's. */
+    uint32_t libc_only = stacks_intern(KIND_DEVICE, native, 1, NULL, 0);
+    origin_site(libc_only, KIND_DEVICE, &o);
+    ck_assert_int_eq(o.found, 0);
+    ck_assert_str_eq(o.owner, "cuda-runtime");
+    symbolize_end();
+    dlclose(libc);
+    origin_end();
+}
+END_TEST
+
 static double seconds(void)
 {
     struct timespec ts;
@@ -509,6 +560,25 @@ START_TEST(test_scale)
     ck_assert_int_eq(wrong, 0);
     ck_assert_int_eq(checksum, (long)SITES * (DEPTH - 1));
     ck_assert_msg(took < 30.0, "took %.2f s", took);
+
+    /* PyTorch-shaped: 100k distinct lines of train.py over torch frames. */
+    static char files[100][32];
+    for (int i = 0; i < 100; i++)
+        snprintf(files[i], sizeof files[i], "/home/u/proj/mod%d.py", i);
+    origin_frame_t big[64];
+    start = seconds();
+    for (int s = 0; s < SITES; s++) {
+        const origin_frame_t python[] = {
+            PY("Module._call_impl", SITE "/torch/nn/modules/module.py", 1747),
+            PY("step", files[s % 100], s / 100 + 1),
+        };
+        int n = torch_stack(big, python, COUNT(python), NULL);
+        wrong += origin_find(big, n) != 1;
+        wrong += strcmp(origin_owner(big, n, KIND_DEVICE), "pytorch-caching-allocator") != 0;
+    }
+    took = seconds() - start;
+    fprintf(stderr, "origin: %d PyTorch-shaped sites in %.2f s\n", SITES, took);
+    ck_assert_int_eq(wrong, 0);
     origin_end();
 }
 END_TEST
@@ -526,6 +596,7 @@ int main(void)
     tcase_add_test(tc, test_edges);
     tcase_add_test(tc, test_overrides);
     tcase_add_test(tc, test_documented);
+    tcase_add_test(tc, test_site);
     suite_add_tcase(suite, tc);
     TCase *scale = tcase_create("scale");
     tcase_set_timeout(scale, 120);
