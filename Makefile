@@ -30,15 +30,21 @@ PROG_BIN := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(PROG_SRC))
 
 FAKECUDA := $(BUILD)/fakecuda/libcuda.so.1
 
-.PHONY: all test unit integration sanitize demo bench deps clean install
+.PHONY: all test unit integration sanitize demo bench deps clean install cli-test fuzz
 
-all: $(BUILD)/libgpuleak.so $(FAKECUDA)
+all: $(BUILD)/libgpuleak.so $(FAKECUDA) $(BUILD)/gpuleak
 
 $(BUILD)/shim/%.o: shim/%.c $(wildcard shim/*.h) | $(BUILD)/shim
 	$(CC) $(SHIM_CFLAGS) -c $< -o $@
 
 $(BUILD)/libgpuleak.so: $(SHIM_OBJ)
 	$(CC) -shared -o $@ $^ $(SHIM_LIBS) -Wl,-rpath,'$$ORIGIN/deps'
+
+$(BUILD)/report/%.o: report/%.c $(wildcard report/*.h) shim/report_format.h | $(BUILD)/report
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(BUILD)/gpuleak: $(CLI_OBJ)
+	$(CC) -o $@ $^ -ljansson
 
 $(FAKECUDA): tests/fakecuda/fakecuda.c | $(BUILD)/fakecuda
 	$(CC) $(ALL_CFLAGS) -shared -Wl,-soname,libcuda.so.1 -o $@ $< -lpthread
@@ -83,7 +89,31 @@ sanitize:
 	$(MAKE) --no-print-directory BUILD=$(BUILD)/sanitize \
 	    CFLAGS="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all" unit
 
-test: unit integration sanitize
+test: unit integration sanitize cli-test
+
+# The gpuleak command: Check suites, end-to-end shell tests, fuzz crash replay.
+cli-test: deps all $(BUILD)/demo
+	@tests/cli/run.sh $(BUILD)
+
+# Fuzzes the report reader with libFuzzer for FUZZ_SECONDS over tests/cli/corpus.
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	@tests/cli/fuzz.sh $(BUILD)/fuzz $(FUZZ_SECONDS)
+
+# CPU benchmarks over the fake driver (tests/bench/run.py, docs/performance.md).
+BENCH_BIN := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(wildcard tests/bench/*.c))
+$(BUILD)/bench/%: tests/bench/%.c $(FAKECUDA)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -O1 -fno-omit-frame-pointer -fno-optimize-sibling-calls -o $@ $< \
+	    -L$(BUILD)/fakecuda -lcuda -lpthread
+bench: deps all $(BENCH_BIN)
+	$(PYTHON) tests/bench/run.py --build $(BUILD) $(BENCH_ARGS)
+
+PREFIX ?= /usr/local
+install: $(BUILD)/gpuleak $(BUILD)/libgpuleak.so
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib
+	install -m 755 $(BUILD)/gpuleak $(DESTDIR)$(PREFIX)/bin/gpuleak
+	install -m 755 $(BUILD)/libgpuleak.so $(DESTDIR)$(PREFIX)/lib/libgpuleak.so
 
 clean:
 	rm -rf $(BUILD)

@@ -2,6 +2,7 @@
 #include "log.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,6 +15,9 @@ config_t config = {
     .summary_sites = 5,
     .summary_frames = 6,
     .enabled = 1,
+    .redact_argv = 0,
+    .flush_interval_s = 60,
+    .dump_signal = SIGUSR2,
 };
 
 /* OPTION_MODULE: read and checked by the module that uses it (at report
@@ -58,6 +62,13 @@ static const option_spec_t options[] = {
                "Frames shown per site in the exit summary."),
     BOOL_OPTION("GPULEAK_ENABLE", enabled, 1,
                 "0 forwards every call untouched and writes no report."),
+    BOOL_OPTION("GPULEAK_REDACT_ARGV", redact_argv, 0,
+                "1 keeps the command line out of the report (argv[0] only)."),
+    INT_OPTION("GPULEAK_FLUSH_INTERVAL", flush_interval_s, 60, 0, 86400,
+               "Seconds between snapshot reports, so a SIGKILL loses at most one; 0 turns them off."),
+    INT_OPTION("GPULEAK_DUMP_SIGNAL", dump_signal, 12, 0, 64,
+               "Signal that writes a report now and lets the program run on (12 is SIGUSR2); "
+               "0 turns it off; never taken when the program has its own handler."),
     { { "GPULEAK_TORCH_ALLOCATOR", "async",
         "async sets PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync when unset, so each "
         "tensor is one allocation; native keeps PyTorch's caching allocator." },

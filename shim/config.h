@@ -16,6 +16,9 @@ typedef struct config {
     int summary_sites;    /* sites shown in the exit summary */
     int summary_frames;   /* frames shown per site in the summary */
     int enabled;          /* 0: forward every call untouched, write nothing */
+    int redact_argv;      /* 1: the report keeps argv[0] only */
+    int flush_interval_s; /* seconds between snapshot reports; 0: none */
+    int dump_signal;      /* signal that writes a report now; 0: none */
 } config_t;
 
 /* The values in force; defaults until config_load has run. */

@@ -5,6 +5,7 @@
 #include "log.h"
 #include "python.h"
 #include "report.h"
+#include "reporter.h"
 #include "stacks.h"
 #include "tracker.h"
 
@@ -96,6 +97,7 @@ static void start_tracking(void)
     pthread_atfork(NULL, NULL, child_after_fork);
     atomic_store(&started, 1);
     atomic_store_explicit(&lifecycle_state_now, LIFECYCLE_TRACKING, memory_order_release);
+    reporter_start();
     guard_depth--;
 }
 
@@ -113,6 +115,12 @@ void lifecycle_disable(const char *reason)
     atomic_store(&lifecycle_state_now, LIFECYCLE_OFF);
 }
 
+void lifecycle_stop(void)
+{
+    int tracking = LIFECYCLE_TRACKING;
+    atomic_compare_exchange_strong(&lifecycle_state_now, &tracking, LIFECYCLE_OFF);
+}
+
 const char *lifecycle_stop_reason(void)
 {
     return atomic_load(&stop_reason);
@@ -127,8 +135,7 @@ __attribute__((destructor)) static void write_report_at_exit(void)
     if (!atomic_load(&started))
         return;
     guard_depth++;
-    if (atomic_load(&lifecycle_state_now) == LIFECYCLE_TRACKING)
-        atomic_store(&lifecycle_state_now, LIFECYCLE_OFF);
-    report_write_final();
+    lifecycle_stop();
+    report_write(REPORT_AT_EXIT);
     guard_depth--;
 }

@@ -31,6 +31,10 @@ static inline int lifecycle_tracking(void)
  * report, still written at exit, says tracking stopped and why. */
 void lifecycle_disable(const char *reason);
 
+/* Stops tracking before a final report (exit, fatal signal): later calls
+ * are forwarded untouched, so the report does not race them. */
+void lifecycle_stop(void);
+
 /* Why tracking stopped, or NULL while it runs. */
 const char *lifecycle_stop_reason(void);
 

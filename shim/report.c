@@ -6,6 +6,7 @@
 #include "stacks.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -189,38 +190,63 @@ static void fallback_path(char *out, size_t size)
     snprintf(out, size, "%s/gpuleak-%d.json", dir, (int)getpid());
 }
 
-void report_write_final(void)
+/* One report at a time: the reporter thread's snapshots, a dump on request,
+ * a fatal signal and the exit all write the same file. */
+static pthread_mutex_t write_lock = PTHREAD_MUTEX_INITIALIZER;
+static int primary_failed;       /* warn once, then use the fallback directly */
+
+/* Writes the report to its path or, when that fails, to the fallback, and
+ * says so once. Returns the path written, or NULL. */
+static const char *write_somewhere(const report_view_t *view, char *path, size_t size)
 {
+    if (report_expand_path(config.output, path, size) != 0) {
+        if (!primary_failed)
+            log_line("GPULEAK_OUTPUT is too long; writing to fallback %s",
+                     (fallback_path(path, size), path));
+        primary_failed = 1;
+    }
+    if (!primary_failed) {
+        if (report_json_write(path, view) == 0)
+            return path;
+        int err = errno;
+        char fallback[4096];
+        fallback_path(fallback, sizeof fallback);
+        log_line("cannot write the report to %s (%s); writing to fallback %s", path,
+                 err == EEXIST ? "it exists and is not a gpuleak report" : strerror(err),
+                 fallback);
+        primary_failed = 1;
+    }
+    fallback_path(path, size);
+    if (report_json_write(path, view) == 0)
+        return path;
+    static int warned;
+    if (!warned)
+        log_line("cannot write the report to %s either (%s)", path, strerror(errno));
+    warned = 1;
+    return NULL;
+}
+
+void report_write(report_moment_t moment)
+{
+    pthread_mutex_lock(&write_lock);
     report_view_t view;
     if (gather(&view) != 0) {
         log_line("no memory to gather the report; none written");
         release(&view);
+        pthread_mutex_unlock(&write_lock);
         return;
     }
+    view.moment = moment;
     symbolize_begin();
     origin_init();
     char path[4096];
-    const char *written = path;
-    if (report_expand_path(config.output, path, sizeof path) != 0) {
-        fallback_path(path, sizeof path);
-        log_line("GPULEAK_OUTPUT is too long; writing to fallback %s", path);
-    }
-    if (report_json_write(path, &view) != 0) {
-        char fallback[4096];
-        int err = errno;
-        fallback_path(fallback, sizeof fallback);
-        log_line("cannot write the report to %s (%s); writing to fallback %s", path,
-                 strerror(err), fallback);
-        if (report_json_write(fallback, &view) != 0) {
-            log_line("cannot write the report to %s either (%s)", fallback, strerror(errno));
-            written = NULL;
-        } else {
-            memcpy(path, fallback, sizeof path);
-        }
-    }
-    if (config.summary)
+    const char *written = write_somewhere(&view, path, sizeof path);
+    if (config.summary && (moment == REPORT_AT_EXIT || moment == REPORT_ON_SIGNAL))
         report_summary_print(&view, written);
+    else if (moment == REPORT_ON_REQUEST && written != NULL)
+        log_line("report written to %s (on request; the program runs on)", written);
     origin_end();
     symbolize_end();
     release(&view);
+    pthread_mutex_unlock(&write_lock);
 }

@@ -23,8 +23,18 @@ typedef struct report_list {
     size_t count;
 } report_list_t;
 
+/* Why a report is being written: it is final at exit or on a fatal signal;
+ * a snapshot or a dump on request is overwritten by the next one. */
+typedef enum report_moment {
+    REPORT_AT_EXIT,
+    REPORT_ON_SIGNAL,      /* SIGTERM, SIGINT or SIGHUP at their default action */
+    REPORT_ON_REQUEST,     /* GPULEAK_DUMP_SIGNAL */
+    REPORT_SNAPSHOT,       /* every GPULEAK_FLUSH_INTERVAL seconds */
+} report_moment_t;
+
 /* Everything the writers show, gathered once at exit. */
 typedef struct report_view {
+    report_moment_t moment;
     report_list_t leaks;      /* live at exit, by live bytes */
     report_list_t teardown;   /* live at context teardown, by bytes */
     report_list_t failures;   /* refused allocations, by bytes asked */
@@ -38,9 +48,9 @@ typedef struct report_view {
 } report_view_t;
 
 /* Writes the report file (GPULEAK_OUTPUT, or the fallback it names on
- * stderr when that path cannot be written) and the summary. Called once,
- * at exit, with tracking stopped. */
-void report_write_final(void);
+ * stderr, once, when that path cannot be written) and, at exit or on a
+ * fatal signal, the summary. Serialised: one report at a time. */
+void report_write(report_moment_t moment);
 
 /* Expands a GPULEAK_OUTPUT pattern (%p pid, %h host, %r rank from RANK or
  * LOCAL_RANK, %% a percent sign) into out. Returns 0, or -1 when the result

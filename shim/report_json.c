@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "report.h"
+#include "config.h"
 #include "lifecycle.h"
 #include "origin.h"
 #include "python.h"
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define MAX_REPORT_FRAMES 512
@@ -260,6 +262,7 @@ static void put_process(FILE *f)
         fputs("null", f);
     fputs(",\"argv\":[", f);
     FILE *cmdline = fopen("/proc/self/cmdline", "r");
+    int redact = config.redact_argv;
     if (cmdline != NULL) {
         char arg[4096];
         size_t len = 0;
@@ -273,7 +276,7 @@ static void put_process(FILE *f)
                 continue;
             arg[len] = '\0';
             fputs(first ? "" : ",", f);
-            put_string(f, arg);
+            put_string(f, redact && !first ? "<redacted>" : arg);
             first = 0;
             len = 0;
         }
@@ -389,7 +392,10 @@ static void write_body(FILE *f, const report_view_t *view)
     fprintf(f, "\"tool\":{\"name\":\"gpuleak\",\"version\":\"%s\"},\n", GPULEAK_VERSION);
     put_process(f);
     const char *reason = lifecycle_stop_reason();
-    fprintf(f, "\"status\":{\"tracking\":\"%s\",\"reason\":", reason ? "off" : "on");
+    static const char *const moments[] = { "exit", "signal", "request", "snapshot" };
+    fprintf(f, "\"status\":{\"moment\":\"%s\",\"complete\":%s,\"tracking\":\"%s\",\"reason\":",
+            moments[view->moment], view->moment <= REPORT_ON_SIGNAL ? "true" : "false",
+            reason ? "off" : "on");
     put_string(f, reason);
     fprintf(f, ",\"stacks_dropped\":%llu},\n", (unsigned long long)stacks_overflowed());
 
@@ -466,8 +472,33 @@ static void write_body(FILE *f, const report_view_t *view)
     fputs("}\n", f);
 }
 
+/* Whether path may be replaced: it does not exist, or it is a regular
+ * file (not a link) that starts like a gpuleak report. A report path that
+ * names someone's data must never cost them that data. */
+static int replaceable(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return errno == ENOENT;
+    struct stat st;
+    char head[64] = "";
+    ssize_t n = 0;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+        n = read(fd, head, sizeof head - 1);
+    close(fd);
+    if (n <= 0)
+        return S_ISREG(st.st_mode) && st.st_size == 0;
+    head[n] = '\0';
+    static const char prefix[] = "{\"format\":\"" REPORT_FORMAT_NAME "\"";
+    return strncmp(head, prefix, sizeof prefix - 1) == 0;
+}
+
 int report_json_write(const char *path, const report_view_t *view)
 {
+    if (!replaceable(path)) {
+        errno = EEXIST;
+        return -1;
+    }
     char tmp[4200];
     if (snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof tmp) {
         errno = ENAMETOOLONG;

@@ -164,6 +164,11 @@ static const char *g_counts_path;
 static __thread fk_ctx *tls_stack[FK_STACK_MAX];
 static __thread int tls_depth;
 
+/* fork while another thread holds g_lock would leave the child's copy
+ * locked for good: hold it across fork, so both sides start unlocked. */
+static void fk_before_fork(void) { pthread_mutex_lock(&g_lock); }
+static void fk_after_fork(void) { pthread_mutex_unlock(&g_lock); }
+
 /* Reads the environment once at load, before any program code can call in,
  * so every entry point sees the same settings without locking. */
 __attribute__((constructor)) static void fk_load(void)
@@ -180,6 +185,7 @@ __attribute__((constructor)) static void fk_load(void)
     s = getenv("FAKECUDA_COUNTS");
     if (s && *s)
         g_counts_path = s;
+    pthread_atfork(fk_before_fork, fk_after_fork, fk_after_fork);
     for (int d = 0; d < FK_MAX_DEVICES; d++) {
         g_primary[d].device = d;
         g_primary[d].primary = 1;

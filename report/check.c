@@ -1,0 +1,346 @@
+/* check.c: judging reports against budgets. A failure names the budget,
+ * the site and the site's origin on one line, because that line is what a
+ * CI log shows and what a person greps for. */
+#define _GNU_SOURCE
+#include "check.h"
+#include "frames.h"
+#include "units.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    char *suite;   /* the report file */
+    char *name;    /* the budget */
+    char *failure; /* NULL when it passed */
+    char *detail;  /* every failure line, or NULL */
+    int error;     /* the report could not be judged */
+} junit_case_t;
+
+struct check_junit {
+    junit_case_t *cases;
+    size_t n, cap;
+};
+
+/* An empty collection of test cases; NULL when out of memory. */
+check_junit_t *check_junit_new(void)
+{
+    return calloc(1, sizeof(check_junit_t));
+}
+
+static void junit_add(check_junit_t *j, const char *suite, const char *name, const char *failure,
+                      const char *detail, int error)
+{
+    if (j == NULL)
+        return;
+    if (j->n == j->cap) {
+        size_t cap = j->cap ? j->cap * 2 : 8;
+        junit_case_t *bigger = realloc(j->cases, cap * sizeof *bigger);
+        if (bigger == NULL)
+            return; /* the verdict on stdout and the exit code still hold */
+        j->cases = bigger;
+        j->cap = cap;
+    }
+    junit_case_t *c = &j->cases[j->n++];
+    c->suite = strdup(suite);
+    c->name = strdup(name);
+    c->failure = failure ? strdup(failure) : NULL;
+    c->detail = detail ? strdup(detail) : NULL;
+    c->error = error;
+}
+
+/* Records a report that could not be read, so the XML shows it as an
+ * error instead of leaving the file out. */
+void check_junit_error(check_junit_t *junit, const char *file, const char *message)
+{
+    junit_add(junit, file, "read", message, NULL, 1);
+}
+
+void check_junit_free(check_junit_t *j)
+{
+    if (j == NULL)
+        return;
+    for (size_t i = 0; i < j->n; i++) {
+        free(j->cases[i].suite);
+        free(j->cases[i].name);
+        free(j->cases[i].failure);
+        free(j->cases[i].detail);
+    }
+    free(j->cases);
+    free(j);
+}
+
+/* XML 1.0 cannot carry most control characters even escaped; they become
+ * '?' so xmllint (and Jenkins) accept any report's function names. */
+static void xml_put(FILE *f, const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+        switch (*p) {
+        case '&': fputs("&amp;", f); break;
+        case '<': fputs("&lt;", f); break;
+        case '>': fputs("&gt;", f); break;
+        case '"': fputs("&quot;", f); break;
+        case '\'': fputs("&apos;", f); break;
+        default:
+            if ((*p < 0x20 && *p != '\n' && *p != '\t') || *p == 0x7f)
+                fputc('?', f);
+            else
+                fputc(*p, f);
+        }
+    }
+}
+
+/* Writes the JUnit XML: one testsuite per report, one testcase per budget.
+ * Returns 0, or -1 with errno set when the file cannot be written. */
+int check_junit_write(const check_junit_t *j, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (f == NULL)
+        return -1;
+    size_t failures = 0, errors = 0;
+    for (size_t i = 0; i < j->n; i++) {
+        failures += j->cases[i].failure && !j->cases[i].error;
+        errors += j->cases[i].error;
+    }
+    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+               "<testsuites name=\"gpuleak\" tests=\"%zu\" failures=\"%zu\" errors=\"%zu\">\n",
+            j->n, failures, errors);
+    for (size_t i = 0; i < j->n;) {
+        size_t end = i, sf = 0, se = 0;
+        while (end < j->n && strcmp(j->cases[end].suite, j->cases[i].suite) == 0) {
+            sf += j->cases[end].failure && !j->cases[end].error;
+            se += j->cases[end].error;
+            end++;
+        }
+        fputs("  <testsuite name=\"", f);
+        xml_put(f, j->cases[i].suite);
+        fprintf(f, "\" tests=\"%zu\" failures=\"%zu\" errors=\"%zu\">\n", end - i, sf, se);
+        for (; i < end; i++) {
+            const junit_case_t *c = &j->cases[i];
+            fputs("    <testcase classname=\"gpuleak\" name=\"", f);
+            xml_put(f, c->name);
+            fputs("\"", f);
+            if (c->failure == NULL) {
+                fputs("/>\n", f);
+                continue;
+            }
+            fprintf(f, ">\n      <%s message=\"", c->error ? "error" : "failure");
+            xml_put(f, c->failure);
+            fputs("\">", f);
+            xml_put(f, c->detail);
+            fprintf(f, "</%s>\n    </testcase>\n", c->error ? "error" : "failure");
+        }
+        fputs("  </testsuite>\n", f);
+    }
+    fputs("</testsuites>\n", f);
+    int failed = ferror(f);
+    if (fclose(f) != 0 || failed) {
+        if (errno == 0)
+            errno = EIO;
+        return -1;
+    }
+    return 0;
+}
+
+/* One verdict line per failing site; the lines also go into the JUnit
+ * detail, which is why they are collected in a memstream first. */
+static void site_line(FILE *out, FILE *detail, const char *file, const char *flag, uint64_t budget,
+                      const char *what, const load_site_t *s)
+{
+    char b[UNITS_SIZE_BUF];
+    char *origin = frames_origin(s);
+    for (int pass = 0; pass < 2; pass++) {
+        FILE *f = pass ? detail : out;
+        if (f == NULL)
+            continue;
+        fputs("FAIL ", f);
+        frames_put(f, file);
+        fprintf(f, ": %s %s: %s %llu byte(s) in %llu allocation(s) of %s at ", flag,
+                units_format_size(budget, b), what, (unsigned long long)s->bytes,
+                (unsigned long long)s->allocations, frames_kind_phrase(s->kind));
+        frames_put(f, origin ? origin : "?");
+        fputc('\n', f);
+    }
+    free(origin);
+}
+
+static void pass_line(FILE *out, const char *file, const char *flag, uint64_t budget,
+                      const char *what, uint64_t value)
+{
+    if (out == NULL)
+        return;
+    char a[UNITS_SIZE_BUF], b[UNITS_SIZE_BUF];
+    fputs("PASS ", out);
+    frames_put(out, file);
+    fprintf(out, ": %s %s: %s %s\n", flag, units_format_size(budget, b), what, units_format_size(value, a));
+}
+
+typedef struct {
+    char *text;
+    size_t len;
+    FILE *f;
+} memout_t;
+
+static void memout_open(memout_t *m)
+{
+    m->text = NULL;
+    m->len = 0;
+    m->f = open_memstream(&m->text, &m->len);
+}
+
+static void memout_close(memout_t *m)
+{
+    if (m->f != NULL)
+        fclose(m->f);
+    m->f = NULL;
+}
+
+/* Leaks: every unsuppressed leak site counts; teardown leaks do not (the
+ * driver reclaimed them) but are mentioned so they are not forgotten. */
+static int judge_leaked(FILE *out, const load_report_t *r, const check_budget_t *b, supp_set_t *supp,
+                        check_junit_t *junit)
+{
+    uint64_t leaked = 0;
+    for (size_t i = 0; i < r->leaks.n; i++) {
+        const load_site_t *s = &r->leaks.v[i];
+        int rule = supp_match(supp, s);
+        if (rule >= 0)
+            supp_record(supp, rule, s->allocations, s->bytes);
+        else
+            leaked = units_add(leaked, s->bytes);
+    }
+    if (leaked <= b->max_leaked) {
+        pass_line(b->quiet_pass ? NULL : out, r->path, b->leaked_flag, b->max_leaked, "unsuppressed leaks", leaked);
+        junit_add(junit, r->path, "max-leaked", NULL, NULL, 0);
+        return CHECK_PASS;
+    }
+    memout_t d;
+    memout_open(&d);
+    for (size_t i = 0; i < r->leaks.n; i++)
+        if (supp_match(supp, &r->leaks.v[i]) < 0)
+            site_line(out, d.f, r->path, b->leaked_flag, b->max_leaked, "leak of", &r->leaks.v[i]);
+    memout_close(&d);
+    char *msg = NULL;
+    char a[UNITS_SIZE_BUF], c[UNITS_SIZE_BUF];
+    if (asprintf(&msg, "%llu byte(s) (%s) leaked, over the budget of %s",
+                 (unsigned long long)leaked, units_format_size(leaked, a),
+                 units_format_size(b->max_leaked, c)) < 0)
+        msg = NULL;
+    junit_add(junit, r->path, "max-leaked", msg ? msg : "leaked over budget", d.text, 0);
+    free(msg);
+    free(d.text);
+    return CHECK_FAIL;
+}
+
+static int judge_growth(FILE *out, const load_report_t *r, const check_budget_t *b, check_junit_t *junit)
+{
+    if (!r->has_growth) {
+        fputs("gpuleak: ", stderr);
+        frames_put(stderr, r->path);
+        fprintf(stderr, ": %s needs a \"growth\" section, which this report does not have\n", b->growth_flag);
+        junit_add(junit, r->path, "max-growth", "the report has no growth section", NULL, 1);
+        return CHECK_ERROR;
+    }
+    if (r->growth_bytes <= b->max_growth) {
+        pass_line(b->quiet_pass ? NULL : out, r->path, b->growth_flag, b->max_growth, "growth", r->growth_bytes);
+        junit_add(junit, r->path, "max-growth", NULL, NULL, 0);
+        return CHECK_PASS;
+    }
+    memout_t d;
+    memout_open(&d);
+    for (size_t i = 0; i < r->growth.n; i++)
+        if (r->growth.v[i].bytes > 0)
+            site_line(out, d.f, r->path, b->growth_flag, b->max_growth, "growth of", &r->growth.v[i]);
+    if (r->growth.n == 0) {
+        char a[UNITS_SIZE_BUF];
+        fputs("FAIL ", out);
+        frames_put(out, r->path);
+        fprintf(out, ": %s: grew %s (no site recorded)\n", b->growth_flag, units_format_size(r->growth_bytes, a));
+    }
+    memout_close(&d);
+    junit_add(junit, r->path, "max-growth", "growth over budget", d.text, 0);
+    free(d.text);
+    return CHECK_FAIL;
+}
+
+/* The site named for a peak failure: the largest one in the peak section
+ * when the report has it, else the site whose own peak was largest. */
+static const load_site_t *peak_site(const load_report_t *r)
+{
+    const load_list_t *list = r->has_peak && r->peak_sites.n ? &r->peak_sites : &r->sites;
+    const load_site_t *best = NULL;
+    for (size_t i = 0; i < list->n; i++) {
+        uint64_t v = list == &r->sites ? list->v[i].peak_live_bytes : list->v[i].bytes;
+        uint64_t bv = best == NULL ? 0 : list == &r->sites ? best->peak_live_bytes : best->bytes;
+        if (best == NULL || v > bv)
+            best = &list->v[i];
+    }
+    return best;
+}
+
+static int judge_peak(FILE *out, const load_report_t *r, const check_budget_t *b, check_junit_t *junit)
+{
+    uint64_t peak = r->totals.peak_bytes;
+    if (peak <= b->max_peak) {
+        pass_line(b->quiet_pass ? NULL : out, r->path, b->peak_flag, b->max_peak, "peak", peak);
+        junit_add(junit, r->path, "max-peak", NULL, NULL, 0);
+        return CHECK_PASS;
+    }
+    memout_t d;
+    memout_open(&d);
+    char a[UNITS_SIZE_BUF], c[UNITS_SIZE_BUF];
+    const load_site_t *s = peak_site(r);
+    char *origin = s ? frames_origin(s) : NULL;
+    for (int pass = 0; pass < 2; pass++) {
+        FILE *f = pass ? d.f : out;
+        if (f == NULL)
+            continue;
+        fputs("FAIL ", f);
+        frames_put(f, r->path);
+        fprintf(f, ": %s %s: peak GPU memory %llu byte(s) (%s)", b->peak_flag,
+                units_format_size(b->max_peak, c), (unsigned long long)peak, units_format_size(peak, a));
+        if (s != NULL) {
+            uint64_t sb = r->has_peak && r->peak_sites.n ? s->bytes : s->peak_live_bytes;
+            fprintf(f, "; largest site %llu byte(s) of %s at ", (unsigned long long)sb,
+                    frames_kind_phrase(s->kind));
+            frames_put(f, origin ? origin : "?");
+        }
+        fputc('\n', f);
+    }
+    free(origin);
+    memout_close(&d);
+    junit_add(junit, r->path, "max-peak", "peak over budget", d.text, 0);
+    free(d.text);
+    return CHECK_FAIL;
+}
+
+/* Judges every budget set in b on one report, printing a PASS or FAIL line
+ * per budget (FAIL: one per site) on out and adding test cases to junit
+ * (may be NULL). Suppression counters in supp accumulate across calls.
+ * Returns the worst verdict: CHECK_ERROR when a budget cannot be judged. */
+int check_report(FILE *out, const load_report_t *r, const check_budget_t *b, supp_set_t *supp,
+                 check_junit_t *junit)
+{
+    int verdict = CHECK_PASS, v;
+    if (b->leaked) {
+        v = judge_leaked(out, r, b, supp, junit);
+        verdict = v > verdict ? v : verdict;
+    }
+    if (b->growth) {
+        v = judge_growth(out, r, b, junit);
+        verdict = v > verdict ? v : verdict;
+    }
+    if (b->peak) {
+        v = judge_peak(out, r, b, junit);
+        verdict = v > verdict ? v : verdict;
+    }
+    if (r->teardown.n > 0 && b->leaked && !b->quiet_pass) {
+        char a[UNITS_SIZE_BUF];
+        fputs("note: ", out);
+        frames_put(out, r->path);
+        fprintf(out, ": %s were still live at context teardown (not counted; see `gpuleak report`)\n",
+                units_format_size(r->totals.teardown_leaked_bytes, a));
+    }
+    return verdict;
+}

@@ -1,0 +1,250 @@
+/* export.c: a report in other tools' formats: folded stacks (flamegraph.pl,
+ * speedscope), CSV (spreadsheets, pandas) and Chrome trace JSON (Perfetto,
+ * chrome://tracing). */
+#define _GNU_SOURCE
+#include "export.h"
+#include "frames.h"
+#include "load.h"
+#include "units.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A frame name in folded format may not hold ';' (the separator) or a
+ * line break; spaces are fine, the count is after the last one. */
+static void folded_put(FILE *f, const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        fputc(*p == ';' ? ':' : (*p < 0x20 || *p == 0x7f) ? '?' : *p, f);
+}
+
+/* Folded stacks of the leaks, root first, value = leaked bytes. Python
+ * frames come first (nearest the root): they are the user's code that the
+ * native frames, from the outermost in, end up allocating for. A native
+ * frame without a name is written "module+0xOFFSET". */
+static void export_folded(FILE *f, const load_report_t *r)
+{
+    for (size_t i = 0; i < r->leaks.n; i++) {
+        const load_site_t *s = &r->leaks.v[i];
+        int first = 1;
+        for (size_t k = s->npython; k-- > 0;) {
+            if (!first)
+                fputc(';', f);
+            first = 0;
+            folded_put(f, s->python[k].function);
+            fputs(" (", f);
+            folded_put(f, frames_basename(s->python[k].file));
+            fprintf(f, ":%ld)", s->python[k].line);
+        }
+        for (size_t k = s->nstack; k-- > 0;) {
+            const load_frame_t *fr = &s->stack[k];
+            if (!first)
+                fputc(';', f);
+            first = 0;
+            if (fr->function != NULL)
+                folded_put(f, fr->function);
+            else {
+                folded_put(f, frames_basename(fr->module));
+                fprintf(f, "+0x%llx", (unsigned long long)fr->offset);
+            }
+        }
+        if (first)
+            fprintf(f, "[no stack: %s]", s->kind);
+        fprintf(f, " %llu\n", (unsigned long long)s->bytes);
+    }
+}
+
+/* RFC 4180 quoting, applied to every text field since names can hold
+ * commas (C++ templates) and quotes. */
+static void csv_put(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const char *p = s ? s : ""; *p; p++) {
+        if (*p == '"')
+            fputc('"', f);
+        fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+/* The timeline as t_s,bytes,<kind>... when the report has one, else one
+ * row per site with its counters and innermost frame. */
+static void export_csv(FILE *f, const load_report_t *r)
+{
+    if (r->has_timeline) {
+        uint64_t t0 = 0;
+        fputs("t_s,bytes", f);
+        for (int k = 0; k < LOAD_KINDS; k++)
+            fprintf(f, ",%s", load_kind_names[k]);
+        fputc('\n', f);
+        for (size_t i = 0; i < r->npoints; i++) {
+            const load_point_t *p = &r->points[i];
+            uint64_t d = p->t_ns - t0;
+            fprintf(f, "%llu.%09llu,%llu", (unsigned long long)(d / 1000000000ULL),
+                    (unsigned long long)(d % 1000000000ULL), (unsigned long long)p->bytes);
+            for (int k = 0; k < LOAD_KINDS; k++)
+                fprintf(f, ",%llu", (unsigned long long)p->kinds[k]);
+            fputc('\n', f);
+        }
+        return;
+    }
+    fputs("site,kind,device,bytes_allocated,allocations,frees,live_bytes,peak_live_bytes,"
+          "function,file,line,module,offset\n", f);
+    for (size_t i = 0; i < r->sites.n; i++) {
+        const load_site_t *s = &r->sites.v[i];
+        const load_frame_t *fr = frames_innermost_user(s);
+        fprintf(f, "%llu,", (unsigned long long)s->id);
+        csv_put(f, s->kind);
+        fprintf(f, ",%ld,%llu,%llu,%llu,%llu,%llu,", s->device, (unsigned long long)s->bytes,
+                (unsigned long long)s->allocations, (unsigned long long)s->frees,
+                (unsigned long long)s->live_bytes, (unsigned long long)s->peak_live_bytes);
+        csv_put(f, fr ? fr->function : NULL);
+        fputc(',', f);
+        csv_put(f, fr ? fr->file : NULL);
+        if (fr && fr->line > 0)
+            fprintf(f, ",%ld,", fr->line);
+        else
+            fputs(",,", f);
+        csv_put(f, fr ? frames_basename(fr->module) : NULL);
+        if (fr)
+            fprintf(f, ",0x%llx\n", (unsigned long long)fr->offset);
+        else
+            fputs(",\n", f);
+    }
+}
+
+static json_t *counter(const char *name, double ts_us, long long pid, json_t *args)
+{
+    return json_pack("{s:s, s:s, s:f, s:I, s:i, s:o}", "name", name, "ph", "C", "ts", ts_us, "pid",
+                     (json_int_t)pid, "tid", 0, "args", args);
+}
+
+/* Chrome trace JSON: counter events ("ph":"C") that Perfetto draws as
+ * tracks: live bytes per kind over the timeline, or without a timeline the
+ * peak and the bytes live at exit at their times. Built with jansson so
+ * every name is escaped correctly. Returns 0, or -1 when out of memory. */
+static int export_chrome(FILE *f, const load_report_t *r)
+{
+    json_t *events = json_array();
+    json_t *root = json_pack("{s:o, s:s}", "traceEvents", events, "displayTimeUnit", "ms");
+    if (root == NULL)
+        return -1;
+    long long pid = r->pid;
+    char *pname = NULL;
+    if (asprintf(&pname, "gpuleak %s%s", r->argc ? r->argv[0] : "", r->has_rank ? " (rank)" : "") < 0)
+        pname = NULL;
+    json_array_append_new(events, json_pack("{s:s, s:s, s:I, s:i, s:{s:s}}", "name", "process_name", "ph",
+                                            "M", "pid", (json_int_t)pid, "tid", 0, "args", "name",
+                                            pname ? pname : "gpuleak"));
+    free(pname);
+    if (r->has_timeline && r->npoints > 0) {
+        uint64_t t0 = 0;
+        for (size_t i = 0; i < r->npoints; i++) {
+            const load_point_t *p = &r->points[i];
+            double ts = (double)(p->t_ns - t0) / 1000.0;
+            json_t *kinds = json_object();
+            for (int k = 0; k < LOAD_KINDS; k++)
+                json_object_set_new(kinds, load_kind_names[k], json_integer((json_int_t)p->kinds[k]));
+            json_array_append_new(events, counter("GPU memory by kind (bytes)", ts, pid, kinds));
+            json_array_append_new(events, counter("GPU memory (bytes)", ts, pid,
+                                                  json_pack("{s:I}", "live", (json_int_t)p->bytes)));
+        }
+    } else {
+        uint64_t t0 = r->start_time_ns ? r->start_time_ns : r->peak_time_ns;
+        double peak_ts = r->peak_time_ns >= t0 ? (double)(r->peak_time_ns - t0) / 1000.0 : 0;
+        double end_ts = r->end_time_ns >= t0 && r->end_time_ns ? (double)(r->end_time_ns - t0) / 1000.0 : peak_ts;
+        if (r->start_time_ns)
+            json_array_append_new(events, counter("GPU memory (bytes)", 0, pid, json_pack("{s:i}", "live", 0)));
+        json_array_append_new(events, counter("GPU memory (bytes)", peak_ts, pid,
+                                              json_pack("{s:I}", "live", (json_int_t)r->totals.peak_bytes)));
+        json_array_append_new(events, counter("GPU memory (bytes)", end_ts, pid,
+                                              json_pack("{s:I}", "live", (json_int_t)r->totals.live_bytes)));
+    }
+    int rc = json_dumpf(root, f, JSON_COMPACT) == 0 ? 0 : -1;
+    fputc('\n', f);
+    json_decref(root);
+    return rc;
+}
+
+/* Exits 0 after writing the export, 2 for bad usage, bad input or a write
+ * error (a half-written export must not look like a good one). */
+int export_main(int argc, char **argv)
+{
+    const char *file = NULL, *format = NULL, *out_path = NULL;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        const char **slot = NULL;
+        const char *v = NULL;
+        if (strncmp(a, "--format=", 9) == 0)
+            format = a + 9;
+        else if (strncmp(a, "--output=", 9) == 0)
+            out_path = a + 9;
+        else if (strcmp(a, "--format") == 0 || strcmp(a, "-f") == 0)
+            slot = &format;
+        else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0)
+            slot = &out_path;
+        else if (a[0] == '-' && a[1] != '\0') {
+            fprintf(stderr, "gpuleak export: unknown option %s\n", a);
+            return 2;
+        } else if (file == NULL)
+            file = a;
+        else {
+            fputs("gpuleak export: one report at a time\n", stderr);
+            return 2;
+        }
+        if (slot != NULL) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "gpuleak export: %s needs a value\n", a);
+                return 2;
+            }
+            v = argv[++i];
+            *slot = v;
+        }
+    }
+    if (file == NULL || format == NULL) {
+        fputs("usage: gpuleak export FILE --format folded|csv|chrome-trace [-o OUT]\n", stderr);
+        return 2;
+    }
+    int which = strcmp(format, "folded") == 0 ? 0 : strcmp(format, "csv") == 0 ? 1
+              : strcmp(format, "chrome-trace") == 0 ? 2 : -1;
+    if (which < 0) {
+        fputs("gpuleak export: --format takes folded, csv or chrome-trace\n", stderr);
+        return 2;
+    }
+    char *err = NULL;
+    load_report_t *r = load_file(file, &err);
+    if (r == NULL) {
+        fputs("gpuleak: ", stderr);
+        frames_put(stderr, err ? err : "out of memory");
+        fputc('\n', stderr);
+        free(err);
+        return 2;
+    }
+    FILE *f = out_path && strcmp(out_path, "-") != 0 ? fopen(out_path, "w") : stdout;
+    if (f == NULL) {
+        fprintf(stderr, "gpuleak export: cannot write %s: %s\n", out_path, strerror(errno));
+        load_free(r);
+        return 2;
+    }
+    int rc = 0;
+    if (which == 0)
+        export_folded(f, r);
+    else if (which == 1)
+        export_csv(f, r);
+    else
+        rc = export_chrome(f, r);
+    int failed = ferror(f) || rc != 0;
+    if (f != stdout)
+        failed |= fclose(f) != 0;
+    else
+        failed |= fflush(f) != 0;
+    load_free(r);
+    if (failed) {
+        fprintf(stderr, "gpuleak export: writing %s failed\n", out_path ? out_path : "stdout");
+        return 2;
+    }
+    return 0;
+}

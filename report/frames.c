@@ -1,0 +1,169 @@
+/* frames.c: frame text in LeakSanitizer's shape, a site's "origin" (the
+ * frame a person should look at first) and a site's identity across runs. */
+#define _GNU_SOURCE
+#include "frames.h"
+
+#include <fnmatch.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The file part of a path; modules are shown by basename like LSan does. */
+const char *frames_basename(const char *path)
+{
+    if (path == NULL)
+        return "?";
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+/* The same phrases as the shim's exit summary, so both texts match. */
+const char *frames_kind_phrase(const char *kind)
+{
+    static const char *const phrases[LOAD_KINDS] = {
+        "device memory", "stream-ordered pool memory", "VMM physical memory",
+        "managed memory", "pinned host memory", "CUDA array memory",
+    };
+    int k = load_kind_index(kind);
+    return k >= 0 ? phrases[k] : "memory";
+}
+
+/* Writes untrusted text with control characters replaced, so a crafted
+ * function name cannot move the cursor or split one line into two. */
+void frames_put(FILE *f, const char *text)
+{
+    if (text == NULL)
+        text = "??";
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++)
+        fputc(*p < 0x20 || *p == 0x7f ? '?' : *p, f);
+}
+
+static void put_native(FILE *f, const load_frame_t *fr)
+{
+    fprintf(f, "0x%llx in ", (unsigned long long)fr->address);
+    frames_put(f, fr->function);
+    if (fr->file != NULL) {
+        fputc(' ', f);
+        frames_put(f, fr->file);
+        if (fr->line > 0)
+            fprintf(f, ":%ld", fr->line);
+    }
+    fputs(" (", f);
+    frames_put(f, frames_basename(fr->module));
+    fprintf(f, "+0x%llx)", (unsigned long long)fr->offset);
+}
+
+static void put_python(FILE *f, const load_pyframe_t *fr)
+{
+    frames_put(f, fr->function);
+    fputs(" in ", f);
+    frames_put(f, fr->file);
+    fprintf(f, ":%ld (Python)", fr->line);
+}
+
+/* Prints up to limit frames (0: all), Python frames first because they name
+ * the user's line while the native ones start in the allocator. */
+void frames_print_stack(FILE *f, const load_site_t *site, size_t limit)
+{
+    size_t shown = 0, total = site->npython + site->nstack;
+    for (size_t i = 0; i < site->npython && (limit == 0 || shown < limit); i++, shown++) {
+        fprintf(f, "    #%zu ", shown);
+        put_python(f, &site->python[i]);
+        fputc('\n', f);
+    }
+    for (size_t i = 0; i < site->nstack && (limit == 0 || shown < limit); i++, shown++) {
+        fprintf(f, "    #%zu ", shown);
+        put_native(f, &site->stack[i]);
+        fputc('\n', f);
+    }
+    if (total == 0)
+        fputs("    (no stack recorded)\n", f);
+    else if (shown < total)
+        fprintf(f, "    ... %zu more frame(s); --full-stacks shows them\n", total - shown);
+}
+
+/* Libraries between the user's code and the driver; the origin skips them
+ * because "in cudaMalloc (libcudart.so)" says nothing about who leaked. */
+static int is_library_module(const char *module)
+{
+    static const char *const libs[] = {
+        "libcuda.so*", "libcudart*", "libcublas*", "libcudnn*", "libnccl*", "libc10*",
+        "libtorch*", "libc.so*", "libstdc++*", "ld-linux*", "libpython*", "python3*",
+    };
+    const char *base = frames_basename(module);
+    for (size_t i = 0; i < sizeof libs / sizeof libs[0]; i++)
+        if (fnmatch(libs[i], base, 0) == 0)
+            return 1;
+    return 0;
+}
+
+/* The innermost native frame outside the CUDA/C++/Python runtimes, or the
+ * innermost frame when every frame is in one; NULL when there is no stack. */
+const load_frame_t *frames_innermost_user(const load_site_t *site)
+{
+    for (size_t i = 0; i < site->nstack; i++)
+        if (!is_library_module(site->stack[i].module))
+            return &site->stack[i];
+    return site->nstack ? &site->stack[0] : NULL;
+}
+
+/* One line naming where a site comes from: the shim's own "origin" when the
+ * report has it (its rules are richer), else the innermost Python frame,
+ * else the innermost native frame outside the runtimes. Malloc'd;
+ * NULL only when out of memory. */
+char *frames_origin(const load_site_t *site)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (f == NULL)
+        return NULL;
+    const load_frame_t *fr = frames_innermost_user(site);
+    if (site->origin != NULL) {
+        frames_put(f, site->origin);
+        if (site->owner != NULL && strcmp(site->owner, "user") != 0) {
+            fputs(" [", f);
+            frames_put(f, site->owner);
+            fputc(']', f);
+        }
+    } else if (site->npython > 0)
+        put_python(f, &site->python[0]);
+    else if (fr != NULL) {
+        frames_put(f, fr->function);
+        if (fr->file != NULL) {
+            fputc(' ', f);
+            frames_put(f, fr->file);
+            if (fr->line > 0)
+                fprintf(f, ":%ld", fr->line);
+        }
+        fputs(" (", f);
+        frames_put(f, frames_basename(fr->module));
+        fprintf(f, "+0x%llx)", (unsigned long long)fr->offset);
+    } else
+        fprintf(f, "site %llu (no stack recorded)", (unsigned long long)site->id);
+    fclose(f);
+    return text;
+}
+
+/* A site's identity across runs: kind, then every frame as function, module
+ * basename and offset, then the Python frames. Site ids and addresses differ
+ * from run to run (ASLR, allocation order); these do not. Malloc'd. */
+char *frames_key(const load_site_t *site)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (f == NULL)
+        return NULL;
+    fprintf(f, "%s", site->kind);
+    for (size_t i = 0; i < site->nstack; i++) {
+        const load_frame_t *fr = &site->stack[i];
+        fprintf(f, "\x1f%s\x1e%s\x1e%llx", fr->function ? fr->function : "",
+                frames_basename(fr->module), (unsigned long long)fr->offset);
+    }
+    for (size_t i = 0; i < site->npython; i++) {
+        const load_pyframe_t *fr = &site->python[i];
+        fprintf(f, "\x1dpy\x1e%s\x1e%s\x1e%ld", fr->function, fr->file, fr->line);
+    }
+    fclose(f);
+    return text;
+}

@@ -1,0 +1,649 @@
+/* load.c: reads a report with jansson and checks every field the views use
+ * before any view sees it. Reports are untrusted input (they come from other
+ * machines, CI artifacts, truncated disks), so each problem becomes one line
+ * naming the file and the field, and nothing downstream re-checks types. */
+#define _GNU_SOURCE
+#include "load.h"
+#include "report_format.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Reports far past this are not something the shim writes (it caps its site
+ * list); refusing them keeps a hostile file from exhausting memory. */
+#define LOAD_MAX_BYTES (1024ULL * 1024 * 1024)
+#define WHERE_MAX 160
+
+const char *const load_kind_names[LOAD_KINDS] = { "device", "pool", "vmm", "managed", "host", "array" };
+
+typedef struct {
+    const char *name;
+    char *error;
+} ctx_t;
+
+/* Records the first problem only: later ones are usually consequences. */
+static int fail(ctx_t *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(ctx_t *ctx, const char *fmt, ...)
+{
+    if (ctx->error != NULL)
+        return -1;
+    char *msg = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    if (vasprintf(&msg, fmt, ap) < 0)
+        msg = NULL;
+    va_end(ap);
+    if (msg == NULL || asprintf(&ctx->error, "%s: %s", ctx->name, msg) < 0)
+        ctx->error = NULL;
+    free(msg);
+    if (ctx->error == NULL)
+        ctx->error = strdup("out of memory");
+    return -1;
+}
+
+/* Untrusted text quoted in an error stays on one line and stays short. */
+static void quote_value(const char *s, char *out, size_t size)
+{
+    size_t n = 0;
+    for (; *s != '\0' && n + 4 < size; s++)
+        out[n++] = (*s >= 0x20 && *s < 0x7f) ? *s : '?';
+    if (*s != '\0' && n + 4 <= size) {
+        memcpy(out + n, "...", 3);
+        n += 3;
+    }
+    out[n] = '\0';
+}
+
+/* Field paths are cut at WHERE_MAX: a key from the file can be long, and a
+ * cut path still names the field well enough. */
+static void child_where(char *out, const char *where, const char *key)
+{
+    if (snprintf(out, WHERE_MAX, "%s%s%s", where, *where ? "." : "", key) >= WHERE_MAX)
+        memcpy(out + WHERE_MAX - 4, "...", 4);
+}
+
+static void index_where(char *out, const char *where, const char *key, size_t i)
+{
+    if (snprintf(out, WHERE_MAX, "%s%s%s[%zu]", where, *where ? "." : "", key, i) >= WHERE_MAX)
+        memcpy(out + WHERE_MAX - 4, "...", 4);
+}
+
+/* Fetches obj[key]; a missing field is an error only when required, and a
+ * JSON null counts as missing so optional fields may be written as null. */
+static json_t *field(ctx_t *ctx, json_t *obj, const char *where, const char *key, int required)
+{
+    json_t *v = json_object_get(obj, key);
+    if ((v == NULL || json_is_null(v)) && required) {
+        char w[WHERE_MAX];
+        child_where(w, where, key);
+        fail(ctx, "invalid report: \"%s\" is missing", w);
+    }
+    return json_is_null(v) ? NULL : v;
+}
+
+/* A size, count or time: a JSON integer from 0 to 2^63-1. Reals, strings
+ * and negative values are refused rather than converted. */
+static int get_u64(ctx_t *ctx, json_t *obj, const char *where, const char *key, int required,
+                   uint64_t *out)
+{
+    json_t *v = field(ctx, obj, where, key, required);
+    *out = 0;
+    if (v == NULL)
+        return required ? -1 : 0;
+    char w[WHERE_MAX];
+    child_where(w, where, key);
+    if (!json_is_integer(v))
+        return fail(ctx, "invalid report: \"%s\" is not an integer", w);
+    json_int_t n = json_integer_value(v);
+    if (n < 0)
+        return fail(ctx, "invalid report: \"%s\" is negative (%lld)", w, (long long)n);
+    *out = (uint64_t)n;
+    return 0;
+}
+
+static int get_int(ctx_t *ctx, json_t *obj, const char *where, const char *key, int required,
+                   long long lo, long long hi, long long *out)
+{
+    json_t *v = field(ctx, obj, where, key, required);
+    *out = 0;
+    if (v == NULL)
+        return required ? -1 : 0;
+    char w[WHERE_MAX];
+    child_where(w, where, key);
+    if (!json_is_integer(v))
+        return fail(ctx, "invalid report: \"%s\" is not an integer", w);
+    json_int_t n = json_integer_value(v);
+    if (n < lo || n > hi)
+        return fail(ctx, "invalid report: \"%s\" is out of range (%lld)", w, (long long)n);
+    *out = n;
+    return 0;
+}
+
+static int get_str(ctx_t *ctx, json_t *obj, const char *where, const char *key, int required,
+                   const char **out)
+{
+    json_t *v = field(ctx, obj, where, key, required);
+    *out = NULL;
+    if (v == NULL)
+        return required ? -1 : 0;
+    if (!json_is_string(v)) {
+        char w[WHERE_MAX];
+        child_where(w, where, key);
+        return fail(ctx, "invalid report: \"%s\" is not a string", w);
+    }
+    *out = json_string_value(v);
+    return 0;
+}
+
+static json_t *get_typed(ctx_t *ctx, json_t *obj, const char *where, const char *key, int required,
+                         int (*is)(const json_t *), const char *what)
+{
+    json_t *v = field(ctx, obj, where, key, required);
+    if (v != NULL && !is(v)) {
+        char w[WHERE_MAX];
+        child_where(w, where, key);
+        fail(ctx, "invalid report: \"%s\" is not %s", w, what);
+        return NULL;
+    }
+    return v;
+}
+
+static int is_object(const json_t *v) { return json_is_object(v); }
+static int is_array(const json_t *v) { return json_is_array(v); }
+
+/* "0x1234" as the shim writes offsets and addresses: hex, at most 64 bits. */
+static int get_hex(ctx_t *ctx, json_t *obj, const char *where, const char *key, uint64_t *out)
+{
+    const char *s;
+    *out = 0;
+    if (get_str(ctx, obj, where, key, 1, &s) != 0)
+        return -1;
+    size_t len = strlen(s);
+    int ok = len > 2 && len <= 18 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X') &&
+             strspn(s + 2, "0123456789abcdefABCDEF") == len - 2;
+    if (!ok) {
+        char w[WHERE_MAX];
+        child_where(w, where, key);
+        return fail(ctx, "invalid report: \"%s\" is not a hex address", w);
+    }
+    *out = strtoull(s + 2, NULL, 16);
+    return 0;
+}
+
+static int load_totals(ctx_t *ctx, json_t *obj, const char *where, load_totals_t *t)
+{
+    /* Only these five are needed to judge a run; the rest default to 0 so a
+     * hand-written report for a test or a bug needs no boilerplate. */
+    get_u64(ctx, obj, where, "allocations", 1, &t->allocations);
+    get_u64(ctx, obj, where, "frees", 1, &t->frees);
+    get_u64(ctx, obj, where, "peak_bytes", 1, &t->peak_bytes);
+    get_u64(ctx, obj, where, "leaked_bytes", 1, &t->leaked_bytes);
+    get_u64(ctx, obj, where, "leaked_allocations", 1, &t->leaked_allocations);
+    get_u64(ctx, obj, where, "failed_allocations", 0, &t->failed_allocations);
+    get_u64(ctx, obj, where, "bytes_allocated", 0, &t->bytes_allocated);
+    get_u64(ctx, obj, where, "live_bytes", 0, &t->live_bytes);
+    get_u64(ctx, obj, where, "teardown_leaked_bytes", 0, &t->teardown_leaked_bytes);
+    get_u64(ctx, obj, where, "teardown_leaked_allocations", 0, &t->teardown_leaked_allocations);
+    return ctx->error ? -1 : 0;
+}
+
+static int load_frame(ctx_t *ctx, json_t *v, const char *where, load_frame_t *f)
+{
+    if (!json_is_object(v))
+        return fail(ctx, "invalid report: \"%s\" is not an object", where);
+    long long line;
+    get_str(ctx, v, where, "function", 0, &f->function);
+    get_str(ctx, v, where, "file", 0, &f->file);
+    get_str(ctx, v, where, "module", 1, &f->module);
+    get_int(ctx, v, where, "line", 0, 0, 1LL << 31, &line);
+    f->line = (long)line;
+    get_hex(ctx, v, where, "offset", &f->offset);
+    get_hex(ctx, v, where, "address", &f->address);
+    json_t *inl = field(ctx, v, where, "inlined", 0);
+    if (inl != NULL && !json_is_boolean(inl)) {
+        char w[WHERE_MAX];
+        child_where(w, where, "inlined");
+        return fail(ctx, "invalid report: \"%s\" is not a boolean", w);
+    }
+    f->inlined = inl != NULL && json_is_true(inl);
+    return ctx->error ? -1 : 0;
+}
+
+static int load_pyframe(ctx_t *ctx, json_t *v, const char *where, load_pyframe_t *f)
+{
+    if (!json_is_object(v))
+        return fail(ctx, "invalid report: \"%s\" is not an object", where);
+    long long line;
+    get_str(ctx, v, where, "function", 1, &f->function);
+    get_str(ctx, v, where, "file", 1, &f->file);
+    get_int(ctx, v, where, "line", 0, 0, 1LL << 31, &line);
+    f->line = (long)line;
+    return ctx->error ? -1 : 0;
+}
+
+enum list_kind { LIST_LEAKS, LIST_TEARDOWN, LIST_FAILURES, LIST_SITES, LIST_OTHER };
+
+static int load_site(ctx_t *ctx, json_t *v, const char *where, enum list_kind kind, load_site_t *s)
+{
+    if (!json_is_object(v))
+        return fail(ctx, "invalid report: \"%s\" is not an object", where);
+    long long device;
+    get_u64(ctx, v, where, "site", 0, &s->id);
+    get_str(ctx, v, where, "kind", 1, &s->kind);
+    get_int(ctx, v, where, "device", 0, -1, 1 << 20, &device);
+    s->device = (long)device;
+    get_u64(ctx, v, where, "bytes", 1, &s->bytes);
+    get_u64(ctx, v, where, kind == LIST_FAILURES ? "count" : "allocations", 1, &s->allocations);
+    get_u64(ctx, v, where, "frees", 0, &s->frees);
+    get_u64(ctx, v, where, "live_bytes", 0, &s->live_bytes);
+    get_u64(ctx, v, where, "peak_live_bytes", 0, &s->peak_live_bytes);
+    if (kind == LIST_TEARDOWN)
+        get_str(ctx, v, where, "teardown", 0, &s->teardown);
+    /* Display hints only, never judged on: a type this reader does not know
+     * (a newer shim) is ignored rather than refused. */
+    json_t *hint = json_object_get(v, "origin");
+    s->origin = json_is_string(hint) ? json_string_value(hint) : NULL;
+    hint = json_object_get(v, "owner");
+    s->owner = json_is_string(hint) ? json_string_value(hint) : NULL;
+    if (kind == LIST_FAILURES)
+        get_int(ctx, v, where, "result", 0, -(1LL << 31), 1LL << 32, &s->result);
+    json_t *stack = get_typed(ctx, v, where, "stack", 0, is_array, "an array");
+    json_t *py = get_typed(ctx, v, where, "python_stack", 0, is_array, "an array");
+    if (ctx->error)
+        return -1;
+    s->nstack = stack ? json_array_size(stack) : 0;
+    s->npython = py ? json_array_size(py) : 0;
+    s->stack = calloc(s->nstack ? s->nstack : 1, sizeof *s->stack);
+    s->python = calloc(s->npython ? s->npython : 1, sizeof *s->python);
+    if (s->stack == NULL || s->python == NULL)
+        return fail(ctx, "out of memory");
+    char w[WHERE_MAX];
+    for (size_t i = 0; i < s->nstack && !ctx->error; i++) {
+        index_where(w, where, "stack", i);
+        load_frame(ctx, json_array_get(stack, i), w, &s->stack[i]);
+    }
+    for (size_t i = 0; i < s->npython && !ctx->error; i++) {
+        index_where(w, where, "python_stack", i);
+        load_pyframe(ctx, json_array_get(py, i), w, &s->python[i]);
+    }
+    return ctx->error ? -1 : 0;
+}
+
+static int load_list(ctx_t *ctx, json_t *arr, const char *key, enum list_kind kind, load_list_t *list)
+{
+    list->n = arr ? json_array_size(arr) : 0;
+    list->v = calloc(list->n ? list->n : 1, sizeof *list->v);
+    if (list->v == NULL)
+        return fail(ctx, "out of memory");
+    char w[WHERE_MAX];
+    for (size_t i = 0; i < list->n && !ctx->error; i++) {
+        index_where(w, "", key, i);
+        load_site(ctx, json_array_get(arr, i), w, kind, &list->v[i]);
+    }
+    return ctx->error ? -1 : 0;
+}
+
+static void free_list(load_list_t *list)
+{
+    for (size_t i = 0; list->v != NULL && i < list->n; i++) {
+        free(list->v[i].stack);
+        free(list->v[i].python);
+    }
+    free(list->v);
+}
+
+/* Growth and peak sections are written as {"bytes":N, "sites":[site...]} (a
+ * bare array of sites is read as the sites with their bytes summed). */
+static int load_section(ctx_t *ctx, json_t *v, const char *key, uint64_t *bytes, uint64_t *at_ns,
+                        load_list_t *list)
+{
+    json_t *sites = v;
+    if (json_is_object(v)) {
+        get_u64(ctx, v, key, "bytes", 0, bytes);
+        if (at_ns != NULL)
+            get_u64(ctx, v, key, "time_ns", 0, at_ns);
+        sites = get_typed(ctx, v, key, "sites", 0, is_array, "an array");
+    } else if (!json_is_array(v)) {
+        return fail(ctx, "invalid report: \"%s\" is neither an object nor an array", key);
+    }
+    if (ctx->error)
+        return -1;
+    char w[WHERE_MAX];
+    snprintf(w, sizeof w, "%s%s", key, json_is_object(v) ? ".sites" : "");
+    if (load_list(ctx, sites, w, LIST_OTHER, list) != 0)
+        return -1;
+    if (json_object_get(v, "bytes") == NULL || !json_is_object(v)) {
+        uint64_t sum = 0;
+        for (size_t i = 0; i < list->n; i++)
+            sum = sum > UINT64_MAX - list->v[i].bytes ? UINT64_MAX : sum + list->v[i].bytes;
+        *bytes = sum;
+    }
+    return 0;
+}
+
+/* Kinds of a point may be partial or absent; unknown kinds are ignored so a
+ * newer shim's kinds do not make a report unreadable. */
+static int load_timeline(ctx_t *ctx, json_t *v, load_report_t *r)
+{
+    if (!json_is_object(v))
+        return fail(ctx, "invalid report: \"timeline\" is not an object");
+    get_u64(ctx, v, "timeline", "start_ns", 0, &r->timeline_start_ns);
+    json_t *points = get_typed(ctx, v, "timeline", "points", 1, is_array, "an array");
+    if (ctx->error)
+        return -1;
+    r->npoints = json_array_size(points);
+    r->points = calloc(r->npoints ? r->npoints : 1, sizeof *r->points);
+    if (r->points == NULL)
+        return fail(ctx, "out of memory");
+    char w[WHERE_MAX], kw[WHERE_MAX];
+    for (size_t i = 0; i < r->npoints && !ctx->error; i++) {
+        json_t *p = json_array_get(points, i);
+        index_where(w, "timeline", "points", i);
+        if (!json_is_object(p))
+            return fail(ctx, "invalid report: \"%s\" is not an object", w);
+        get_u64(ctx, p, w, "t_ns", 1, &r->points[i].t_ns);
+        get_u64(ctx, p, w, "bytes", 1, &r->points[i].bytes);
+        get_u64(ctx, p, w, "max_bytes", 0, &r->points[i].max_bytes);
+        if (r->points[i].max_bytes < r->points[i].bytes)
+            r->points[i].max_bytes = r->points[i].bytes;
+        if (i > 0 && r->points[i].t_ns < r->points[i - 1].t_ns && !ctx->error)
+            return fail(ctx, "invalid report: \"%s.t_ns\" goes back in time", w);
+        json_t *kinds = get_typed(ctx, p, w, "kinds", 0, is_object, "an object");
+        if (kinds == NULL)
+            continue;
+        child_where(kw, w, "kinds");
+        const char *name;
+        json_t *value;
+        json_object_foreach(kinds, name, value) {
+            uint64_t bytes;
+            if (get_u64(ctx, kinds, kw, name, 1, &bytes) != 0)
+                break;
+            int k = load_kind_index(name);
+            if (k >= 0)
+                r->points[i].kinds[k] = bytes;
+        }
+    }
+    /* Points at or after start_ns are absolute times: make them offsets. */
+    if (!ctx->error && r->npoints > 0 && r->timeline_start_ns > 0 && r->points[0].t_ns >= r->timeline_start_ns)
+        for (size_t i = 0; i < r->npoints; i++)
+            r->points[i].t_ns -= r->timeline_start_ns;
+    return ctx->error ? -1 : 0;
+}
+
+static int load_process(ctx_t *ctx, json_t *root, load_report_t *r)
+{
+    json_t *p = get_typed(ctx, root, "", "process", 0, is_object, "an object");
+    if (p == NULL)
+        return ctx->error ? -1 : 0;
+    get_int(ctx, p, "process", "pid", 0, 0, 1LL << 40, &r->pid);
+    json_t *rank = field(ctx, p, "process", "rank", 0);
+    if (rank != NULL) {
+        r->has_rank = true;
+        get_int(ctx, p, "process", "rank", 0, 0, 1LL << 40, &r->rank);
+    }
+    get_str(ctx, p, "process", "host", 0, &r->host);
+    get_u64(ctx, p, "process", "start_time_ns", 0, &r->start_time_ns);
+    get_u64(ctx, p, "process", "end_time_ns", 0, &r->end_time_ns);
+    json_t *argv = get_typed(ctx, p, "process", "argv", 0, is_array, "an array");
+    if (ctx->error)
+        return -1;
+    r->argc = argv ? json_array_size(argv) : 0;
+    r->argv = calloc(r->argc + 1, sizeof *r->argv);
+    if (r->argv == NULL)
+        return fail(ctx, "out of memory");
+    for (size_t i = 0; i < r->argc; i++) {
+        json_t *a = json_array_get(argv, i);
+        if (!json_is_string(a))
+            return fail(ctx, "invalid report: \"process.argv[%zu]\" is not a string", i);
+        r->argv[i] = json_string_value(a);
+    }
+    return 0;
+}
+
+/* The format and version are checked first and worded differently: a file
+ * that is some other JSON deserves "not a gpuleak report", not a field list. */
+static int check_identity(ctx_t *ctx, json_t *root)
+{
+    if (!json_is_object(root))
+        return fail(ctx, "not a gpuleak report: the top level is not an object");
+    json_t *format = json_object_get(root, "format");
+    char q[48];
+    if (format == NULL)
+        return fail(ctx, "not a gpuleak report: \"format\" is missing");
+    if (!json_is_string(format))
+        return fail(ctx, "not a gpuleak report: \"format\" is not a string");
+    if (strcmp(json_string_value(format), REPORT_FORMAT_NAME) != 0) {
+        quote_value(json_string_value(format), q, sizeof q);
+        return fail(ctx, "not a gpuleak report: \"format\" is \"%s\", not \"%s\"", q, REPORT_FORMAT_NAME);
+    }
+    json_t *version = json_object_get(root, "version");
+    if (version == NULL)
+        return fail(ctx, "not a gpuleak report: \"version\" is missing");
+    if (!json_is_integer(version))
+        return fail(ctx, "not a gpuleak report: \"version\" is not an integer");
+    if (json_integer_value(version) != REPORT_FORMAT_VERSION)
+        return fail(ctx, "unsupported report version %lld (this gpuleak reads version %d)",
+                    (long long)json_integer_value(version), REPORT_FORMAT_VERSION);
+    return 0;
+}
+
+static int load_doc(ctx_t *ctx, json_t *root, load_report_t *r)
+{
+    if (check_identity(ctx, root) != 0)
+        return -1;
+    json_t *status = get_typed(ctx, root, "", "status", 0, is_object, "an object");
+    if (status != NULL) {
+        get_str(ctx, status, "status", "tracking", 0, &r->tracking);
+        get_str(ctx, status, "status", "reason", 0, &r->reason);
+    }
+    load_process(ctx, root, r);
+    json_t *totals = get_typed(ctx, root, "", "totals", 1, is_object, "an object");
+    if (ctx->error)
+        return -1;
+    load_totals(ctx, totals, "totals", &r->totals);
+    get_u64(ctx, totals, "totals", "peak_time_ns", 0, &r->peak_time_ns);
+    get_u64(ctx, totals, "totals", "unknown_frees", 0, &r->unknown_frees);
+
+    json_t *kinds = get_typed(ctx, root, "", "kinds", 0, is_object, "an object");
+    if (kinds != NULL && !ctx->error) {
+        r->kinds = calloc(json_object_size(kinds) + 1, sizeof *r->kinds);
+        if (r->kinds == NULL)
+            return fail(ctx, "out of memory");
+        const char *name;
+        json_t *value;
+        char w[WHERE_MAX];
+        json_object_foreach(kinds, name, value) {
+            snprintf(w, sizeof w, "kinds.%.60s", name);
+            if (!json_is_object(value))
+                return fail(ctx, "invalid report: \"%s\" is not an object", w);
+            r->kinds[r->nkinds].name = name;
+            if (load_totals(ctx, value, w, &r->kinds[r->nkinds].totals) != 0)
+                return -1;
+            r->nkinds++;
+        }
+    }
+    json_t *devices = get_typed(ctx, root, "", "devices", 0, is_array, "an array");
+    if (devices != NULL && !ctx->error) {
+        size_t n = json_array_size(devices);
+        r->devices = calloc(n + 1, sizeof *r->devices);
+        if (r->devices == NULL)
+            return fail(ctx, "out of memory");
+        char w[WHERE_MAX];
+        for (size_t i = 0; i < n && !ctx->error; i++) {
+            json_t *d = json_array_get(devices, i);
+            index_where(w, "", "devices", i);
+            if (!json_is_object(d))
+                return fail(ctx, "invalid report: \"%s\" is not an object", w);
+            long long dev;
+            get_int(ctx, d, w, "device", 1, 0, 1 << 20, &dev);
+            r->devices[i].device = (long)dev;
+            /* The shim nests the counters under "totals"; flat is accepted too. */
+            json_t *t = get_typed(ctx, d, w, "totals", 0, is_object, "an object");
+            char tw[WHERE_MAX];
+            child_where(tw, w, "totals");
+            if (!ctx->error)
+                load_totals(ctx, t ? t : d, t ? tw : w, &r->devices[i].totals);
+            r->ndevices++;
+        }
+    }
+    static const struct {
+        const char *key;
+        int required;
+        enum list_kind kind;
+        size_t offset;
+    } lists[] = {
+        { "leaks", 1, LIST_LEAKS, offsetof(load_report_t, leaks) },
+        { "teardown_leaks", 0, LIST_TEARDOWN, offsetof(load_report_t, teardown) },
+        { "failures", 0, LIST_FAILURES, offsetof(load_report_t, failures) },
+        { "sites", 1, LIST_SITES, offsetof(load_report_t, sites) },
+    };
+    for (size_t i = 0; i < sizeof lists / sizeof lists[0] && !ctx->error; i++) {
+        json_t *arr = get_typed(ctx, root, "", lists[i].key, lists[i].required, is_array, "an array");
+        if (!ctx->error)
+            load_list(ctx, arr, lists[i].key, lists[i].kind,
+                      (load_list_t *)((char *)r + lists[i].offset));
+    }
+    json_t *growth = field(ctx, root, "", "growth", 0);
+    if (growth != NULL && !ctx->error) {
+        r->has_growth = true;
+        load_section(ctx, growth, "growth", &r->growth_bytes, NULL, &r->growth);
+    }
+    json_t *peak = field(ctx, root, "", "peak", 0);
+    if (peak != NULL && !ctx->error) {
+        r->has_peak = true;
+        load_section(ctx, peak, "peak", &r->peak_bytes, &r->peak_at_ns, &r->peak_sites);
+    }
+    json_t *timeline = field(ctx, root, "", "timeline", 0);
+    if (timeline != NULL && !ctx->error) {
+        r->has_timeline = true;
+        load_timeline(ctx, timeline, r);
+    }
+    return ctx->error ? -1 : 0;
+}
+
+/* Frees a report from load_file/load_buffer, including one that failed half
+ * way (every pointer is either NULL or owned). NULL is a no-op. */
+void load_free(load_report_t *r)
+{
+    if (r == NULL)
+        return;
+    free_list(&r->leaks);
+    free_list(&r->teardown);
+    free_list(&r->failures);
+    free_list(&r->sites);
+    free_list(&r->growth);
+    free_list(&r->peak_sites);
+    free(r->points);
+    free(r->kinds);
+    free(r->devices);
+    free(r->argv);
+    json_decref((json_t *)r->doc);
+    free((char *)r->path);
+    free(r);
+}
+
+/* Parses and checks len bytes named name (used in messages). Returns the
+ * report, or NULL with *error set to one malloc'd line "NAME: problem" that
+ * the caller prints and frees. The entry point the fuzzer drives. */
+load_report_t *load_buffer(const char *data, size_t len, const char *name, char **error)
+{
+    ctx_t ctx = { name, NULL };
+    *error = NULL;
+    if (len == 0) {
+        fail(&ctx, "empty file, not a gpuleak report");
+        *error = ctx.error;
+        return NULL;
+    }
+    json_error_t jerr;
+    json_t *root = json_loadb(data, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (root == NULL) {
+        char q[sizeof jerr.text];
+        quote_value(jerr.text, q, sizeof q);
+        fail(&ctx, "not JSON (line %d, column %d: %s)%s", jerr.line, jerr.column, q,
+             json_error_code(&jerr) == json_error_premature_end_of_input ? "; truncated?" : "");
+        *error = ctx.error;
+        return NULL;
+    }
+    load_report_t *r = calloc(1, sizeof *r);
+    if (r == NULL || (r->path = strdup(name)) == NULL) {
+        free(r);
+        json_decref(root);
+        fail(&ctx, "out of memory");
+        *error = ctx.error;
+        return NULL;
+    }
+    r->doc = root;
+    if (load_doc(&ctx, root, r) != 0) {
+        load_free(r);
+        *error = ctx.error;
+        return NULL;
+    }
+    return r;
+}
+
+/* Reads path whole (a report is renamed into place, so it is never half
+ * written by the shim; truncation comes from elsewhere) and loads it. */
+load_report_t *load_file(const char *path, char **error)
+{
+    ctx_t ctx = { path, NULL };
+    *error = NULL;
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        fail(&ctx, "cannot open: %s", strerror(errno));
+        *error = ctx.error;
+        return NULL;
+    }
+    size_t cap = 65536, len = 0;
+    char *buf = malloc(cap);
+    int too_big = 0;
+    while (buf != NULL) {
+        if (len == cap) {
+            if (cap >= LOAD_MAX_BYTES) {
+                too_big = 1;
+                break;
+            }
+            char *bigger = realloc(buf, cap * 2);
+            if (bigger == NULL) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = bigger;
+            cap *= 2;
+        }
+        size_t got = fread(buf + len, 1, cap - len, f);
+        len += got;
+        if (got == 0)
+            break;
+    }
+    int read_error = ferror(f);
+    int saved = errno;
+    fclose(f);
+    if (buf == NULL || read_error || too_big) {
+        if (buf == NULL)
+            fail(&ctx, "out of memory");
+        else if (too_big)
+            fail(&ctx, "larger than %llu bytes, not a gpuleak report", LOAD_MAX_BYTES);
+        else
+            fail(&ctx, "cannot read: %s", strerror(saved));
+        free(buf);
+        *error = ctx.error;
+        return NULL;
+    }
+    load_report_t *r = load_buffer(buf, len, path, error);
+    free(buf);
+    return r;
+}
+
+/* Index of a known kind name in load_kind_names, or -1. */
+int load_kind_index(const char *kind)
+{
+    for (int i = 0; kind != NULL && i < LOAD_KINDS; i++)
+        if (strcmp(kind, load_kind_names[i]) == 0)
+            return i;
+    return -1;
+}

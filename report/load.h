@@ -1,0 +1,111 @@
+/* load.h: a gpuleak report read from an untrusted file, checked field by
+ * field, as plain C values. Strings point into the parsed JSON document,
+ * which lives as long as the report. */
+#ifndef GPULEAK_CLI_LOAD_H
+#define GPULEAK_CLI_LOAD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct {
+    const char *function; /* NULL when not symbolized */
+    const char *file;     /* NULL when no line info */
+    const char *module;
+    long line;            /* 0 when unknown */
+    uint64_t offset, address;
+    bool inlined;
+} load_frame_t;
+
+typedef struct {
+    const char *function, *file;
+    long line;
+} load_pyframe_t;
+
+typedef struct {
+    uint64_t id;
+    const char *kind;
+    long device;
+    uint64_t bytes;       /* what the list is about: leaked, torn down, asked, grown... */
+    uint64_t allocations; /* "allocations", or "count" in failures */
+    uint64_t frees, live_bytes, peak_live_bytes;
+    const char *teardown; /* teardown_leaks only, else NULL */
+    const char *origin;   /* the shim's "origin" (docs/origin-rules.md), or NULL */
+    const char *owner;    /* the shim's "owner", or NULL */
+    long long result;     /* failures only */
+    load_frame_t *stack;
+    size_t nstack;
+    load_pyframe_t *python;
+    size_t npython;
+} load_site_t;
+
+typedef struct {
+    load_site_t *v;
+    size_t n;
+} load_list_t;
+
+typedef struct {
+    uint64_t allocations, frees, failed_allocations, bytes_allocated, live_bytes,
+        peak_bytes, leaked_bytes, leaked_allocations, teardown_leaked_bytes,
+        teardown_leaked_allocations;
+} load_totals_t;
+
+typedef struct {
+    const char *name;
+    load_totals_t totals;
+} load_kind_t;
+
+typedef struct {
+    long device;
+    load_totals_t totals;
+} load_device_t;
+
+/* The kinds a timeline point may break its bytes into, in report order. */
+#define LOAD_KINDS 6
+extern const char *const load_kind_names[LOAD_KINDS];
+
+/* t_ns is nanoseconds since timeline_start_ns (the shim writes offsets;
+ * absolute times are converted on load). */
+typedef struct {
+    uint64_t t_ns, bytes;
+    uint64_t max_bytes; /* highest live bytes within the sample, >= bytes */
+    uint64_t kinds[LOAD_KINDS];
+} load_point_t;
+
+typedef struct {
+    const char *path;
+    void *doc; /* the parsed document (json_t *) */
+    long long pid;
+    bool has_rank;
+    long long rank;
+    const char *host;     /* NULL when absent */
+    const char **argv;
+    size_t argc;
+    const char *tracking; /* "on" / "off", NULL when absent */
+    const char *reason;
+    uint64_t start_time_ns, end_time_ns, peak_time_ns; /* 0 when absent */
+    uint64_t unknown_frees;
+    load_totals_t totals;
+    load_kind_t *kinds;
+    size_t nkinds;
+    load_device_t *devices;
+    size_t ndevices;
+    load_list_t leaks, teardown, failures, sites;
+    bool has_growth;
+    uint64_t growth_bytes;
+    load_list_t growth;
+    bool has_peak;
+    uint64_t peak_bytes, peak_at_ns;
+    load_list_t peak_sites;
+    bool has_timeline;
+    uint64_t timeline_start_ns;
+    load_point_t *points;
+    size_t npoints;
+} load_report_t;
+
+load_report_t *load_file(const char *path, char **error);
+load_report_t *load_buffer(const char *data, size_t len, const char *name, char **error);
+void load_free(load_report_t *report);
+int load_kind_index(const char *kind);
+
+#endif

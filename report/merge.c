@@ -1,0 +1,152 @@
+/* merge.c: one line per rank (peak, leaked, growth), how unbalanced the
+ * ranks are, and the leaking sites every rank shares: a leak in all ranks
+ * is in the training code, a leak in one rank is in that rank's role. */
+#define _GNU_SOURCE
+#include "merge.h"
+#include "frames.h"
+#include "load.h"
+#include "units.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    char *key;
+    size_t report;
+    const load_site_t *site;
+} entry_t;
+
+static int entry_cmp(const void *a, const void *b)
+{
+    const entry_t *x = a, *y = b;
+    int c = strcmp(x->key, y->key);
+    return c ? c : (x->report > y->report) - (x->report < y->report);
+}
+
+static int rank_cmp(const void *a, const void *b)
+{
+    const load_report_t *x = *(load_report_t *const *)a, *y = *(load_report_t *const *)b;
+    long long rx = x->has_rank ? x->rank : x->pid, ry = y->has_rank ? y->rank : y->pid;
+    return (rx > ry) - (rx < ry);
+}
+
+/* Prints the leak sites present in every report, with bytes summed over
+ * the ranks; a key seen twice in one report counts once toward "every". */
+static int print_common(load_report_t **r, size_t n)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += r[i]->leaks.n;
+    entry_t *e = calloc(total + 1, sizeof *e);
+    if (e == NULL)
+        return -1;
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; k < r[i]->leaks.n; k++) {
+            e[m].key = frames_key(&r[i]->leaks.v[k]);
+            if (e[m].key == NULL)
+                continue;
+            e[m].report = i;
+            e[m].site = &r[i]->leaks.v[k];
+            m++;
+        }
+    qsort(e, m, sizeof *e, entry_cmp);
+    size_t common = 0;
+    char a[UNITS_SIZE_BUF];
+    printf("\nLeaking sites common to all %zu rank(s):\n", n);
+    for (size_t i = 0; i < m;) {
+        size_t end = i, ranks = 0;
+        uint64_t bytes = 0;
+        while (end < m && strcmp(e[end].key, e[i].key) == 0) {
+            if (end == i || e[end].report != e[end - 1].report)
+                ranks++;
+            bytes = units_add(bytes, e[end].site->bytes);
+            end++;
+        }
+        if (ranks == n) {
+            char *origin = frames_origin(e[i].site);
+            printf("  %12s in all ranks, %s at ", units_format_size(bytes, a), frames_kind_phrase(e[i].site->kind));
+            frames_put(stdout, origin ? origin : "?");
+            putchar('\n');
+            free(origin);
+            common++;
+        }
+        i = end;
+    }
+    if (common == 0)
+        puts("  (none)");
+    for (size_t i = 0; i < m; i++)
+        free(e[i].key);
+    free(e);
+    return 0;
+}
+
+/* Exits 0 after printing the merged view, 2 when a file is unreadable
+ * (a merged view missing a rank would hide that rank's leaks). */
+int merge_main(int argc, char **argv)
+{
+    if (argc < 1) {
+        fputs("usage: gpuleak merge FILE...\n", stderr);
+        return 2;
+    }
+    for (int i = 0; i < argc; i++)
+        if (argv[i][0] == '-' && argv[i][1] != '\0') {
+            fprintf(stderr, "gpuleak merge: unknown option %s\n", argv[i]);
+            return 2;
+        }
+    load_report_t **r = calloc((size_t)argc, sizeof *r);
+    if (r == NULL)
+        return 2;
+    int bad = 0;
+    for (int i = 0; i < argc; i++) {
+        char *err = NULL;
+        r[i] = load_file(argv[i], &err);
+        if (r[i] == NULL) {
+            fputs("gpuleak: ", stderr);
+            frames_put(stderr, err ? err : "out of memory");
+            fputc('\n', stderr);
+            bad = 1;
+        }
+        free(err);
+    }
+    int code = 2;
+    if (!bad) {
+        size_t n = (size_t)argc;
+        qsort(r, n, sizeof *r, rank_cmp);
+        char a[UNITS_SIZE_BUF], b[UNITS_SIZE_BUF], c[UNITS_SIZE_BUF];
+        uint64_t min_peak = UINT64_MAX, max_peak = 0, leaked = 0;
+        printf("gpuleak merge: %zu report(s)\n\n  %8s %8s %-16s %12s %12s %12s  %s\n", n, "rank", "pid", "host",
+               "peak", "leaked", "growth", "file");
+        for (size_t i = 0; i < n; i++) {
+            char rank[24], host[17];
+            if (r[i]->has_rank)
+                snprintf(rank, sizeof rank, "%lld", r[i]->rank);
+            else
+                snprintf(rank, sizeof rank, "pid");
+            snprintf(host, sizeof host, "%s", r[i]->host ? r[i]->host : "-");
+            for (char *p = host; *p; p++)
+                if (*p < 0x20 || *p == 0x7f)
+                    *p = '?';
+            printf("  %8s %8lld %-16s %12s %12s %12s  ", rank, r[i]->pid, host,
+                   units_format_size(r[i]->totals.peak_bytes, a), units_format_size(r[i]->totals.leaked_bytes, b),
+                   r[i]->has_growth ? units_format_size(r[i]->growth_bytes, c) : "-");
+            frames_put(stdout, r[i]->path);
+            putchar('\n');
+            min_peak = r[i]->totals.peak_bytes < min_peak ? r[i]->totals.peak_bytes : min_peak;
+            max_peak = r[i]->totals.peak_bytes > max_peak ? r[i]->totals.peak_bytes : max_peak;
+            leaked = units_add(leaked, r[i]->totals.leaked_bytes);
+        }
+        printf("\n  total leaked %s; peak from %s to %s", units_format_size(leaked, a),
+               units_format_size(min_peak, b), units_format_size(max_peak, c));
+        if (min_peak > 0)
+            printf(", imbalance (max/min peak) %.2fx\n", (double)max_peak / (double)min_peak);
+        else
+            printf(", imbalance (max/min peak) n/a (a rank used no GPU memory)\n");
+        code = print_common(r, n) == 0 ? 0 : 2;
+    }
+    for (int i = 0; i < argc; i++)
+        load_free(r[i]);
+    free(r);
+    return code;
+}

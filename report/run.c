@@ -1,0 +1,520 @@
+/* run.c: runs a command with the shim preloaded, then judges the reports
+ * the command (and its children) wrote. The command's own exit status wins
+ * over a gate: a crashing test is the first thing to fix. */
+#define _GNU_SOURCE
+#include "run.h"
+#include "check.h"
+#include "frames.h"
+#include "load.h"
+#include "supp.h"
+#include "units.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+typedef struct {
+    const char *output;
+    const char *stack_depth;
+    bool no_python, quiet, no_default_supp;
+    const char *supp_file;
+    check_budget_t budget;
+    char **cmd;
+} run_options_t;
+
+typedef struct {
+    char *path;
+    dev_t dev;
+    ino_t ino;
+    struct timespec mtime;
+} seen_t;
+
+typedef struct {
+    seen_t *v;
+    size_t n;
+} seen_list_t;
+
+static volatile sig_atomic_t child_pid;
+
+static void usage_error(const char *fmt, const char *arg)
+{
+    fputs("gpuleak run: ", stderr);
+    fprintf(stderr, fmt, arg);
+    fputs("\nusage: gpuleak run [--output=PATTERN] [--stack-depth=N] [--no-python] [--quiet]\n"
+          "                   [--fail-on-leak[=SIZE]] [--fail-on-growth[=SIZE]] [--max-peak=SIZE]\n"
+          "                   [--suppressions=FILE] [--no-default-suppressions] -- CMD [ARGS...]\n",
+          stderr);
+}
+
+/* Matches "--name" and "--name=VALUE"; *value is NULL for the first form. */
+static bool opt(const char *arg, const char *name, const char **value)
+{
+    size_t n = strlen(name);
+    if (strncmp(arg, name, n) != 0)
+        return false;
+    if (arg[n] == '\0') {
+        *value = NULL;
+        return true;
+    }
+    if (arg[n] == '=') {
+        *value = arg + n + 1;
+        return true;
+    }
+    return false;
+}
+
+/* Parses the options before CMD. Options that take a value accept it after
+ * '=' or as the next word, except the gates, whose value is optional and
+ * must follow '=' (otherwise "--fail-on-leak python" would be ambiguous).
+ * Returns 0, or -1 after printing a usage error. */
+static int parse_options(int argc, char **argv, run_options_t *o)
+{
+    int i = 0;
+    for (; i < argc; i++) {
+        const char *a = argv[i], *v;
+        if (strcmp(a, "--") == 0) {
+            i++;
+            break;
+        }
+        if (a[0] != '-' || a[1] == '\0')
+            break;
+        const char **slot = NULL;
+        if (opt(a, "--output", &v) || opt(a, "-o", &v))
+            slot = &o->output;
+        else if (opt(a, "--stack-depth", &v))
+            slot = &o->stack_depth;
+        else if (opt(a, "--suppressions", &v))
+            slot = &o->supp_file;
+        if (slot != NULL) {
+            if (v == NULL && i + 1 < argc)
+                v = argv[++i];
+            if (v == NULL || *v == '\0') {
+                usage_error("%s needs a value", a);
+                return -1;
+            }
+            *slot = v;
+            continue;
+        }
+        if (strcmp(a, "--no-python") == 0)
+            o->no_python = true;
+        else if (strcmp(a, "--quiet") == 0 || strcmp(a, "-q") == 0)
+            o->quiet = true;
+        else if (strcmp(a, "--no-default-suppressions") == 0)
+            o->no_default_supp = true;
+        else if (opt(a, "--fail-on-leak", &v)) {
+            o->budget.leaked = true;
+            if (v != NULL && units_parse_size(v, &o->budget.max_leaked) != 0) {
+                usage_error("bad size \"%s\" (sizes: 123, 4KiB, 1.5MB, 2GiB)", v);
+                return -1;
+            }
+        } else if (opt(a, "--fail-on-growth", &v)) {
+            o->budget.growth = true;
+            if (v != NULL && units_parse_size(v, &o->budget.max_growth) != 0) {
+                usage_error("bad size \"%s\" (sizes: 123, 4KiB, 1.5MB, 2GiB)", v);
+                return -1;
+            }
+        } else if (opt(a, "--max-peak", &v)) {
+            if (v == NULL && i + 1 < argc)
+                v = argv[++i];
+            o->budget.peak = true;
+            if (v == NULL || units_parse_size(v, &o->budget.max_peak) != 0) {
+                usage_error("bad size \"%s\" for --max-peak", v ? v : "");
+                return -1;
+            }
+        } else {
+            usage_error("unknown option %s", a);
+            return -1;
+        }
+    }
+    if (i >= argc) {
+        usage_error("%s", "no command given");
+        return -1;
+    }
+    if (o->stack_depth != NULL && (strspn(o->stack_depth, "0123456789") != strlen(o->stack_depth) ||
+                                   strlen(o->stack_depth) > 3 || atoi(o->stack_depth) > 256)) {
+        usage_error("--stack-depth takes 0 to 256, not \"%s\"", o->stack_depth);
+        return -1;
+    }
+    o->cmd = argv + i;
+    return 0;
+}
+
+/* The running executable's path, malloc'd; readlink truncates silently, so
+ * the buffer grows until the answer fits. */
+static char *self_exe(void)
+{
+    for (size_t cap = 256; cap <= (1u << 20); cap *= 2) {
+        char *buf = malloc(cap);
+        if (buf == NULL)
+            return NULL;
+        ssize_t n = readlink("/proc/self/exe", buf, cap);
+        if (n < 0) {
+            free(buf);
+            return NULL;
+        }
+        if ((size_t)n < cap) {
+            buf[n] = '\0';
+            return buf;
+        }
+        free(buf);
+    }
+    return NULL;
+}
+
+/* The shim beside the binary (the build tree) or in ../lib (an install
+ * under PREFIX). Malloc'd; NULL when neither exists. */
+static char *find_shim(void)
+{
+    char *exe = self_exe();
+    if (exe == NULL)
+        return NULL;
+    char *slash = strrchr(exe, '/');
+    if (slash != NULL)
+        *slash = '\0';
+    static const char *const places[] = { "%s/libgpuleak.so", "%s/../lib/libgpuleak.so" };
+    for (size_t i = 0; i < 2; i++) {
+        char *path = NULL;
+        if (asprintf(&path, places[i], exe) < 0)
+            break;
+        if (access(path, R_OK) == 0) {
+            char *real = realpath(path, NULL);
+            free(path);
+            free(exe);
+            return real;
+        }
+        free(path);
+    }
+    free(exe);
+    return NULL;
+}
+
+/* Turns the output pattern into a glob: %p, %h and %r become '*', %% a
+ * percent sign, and glob metacharacters in the literal text are escaped so
+ * a directory named "[x]" still matches itself. Malloc'd. */
+static char *pattern_glob(const char *pattern)
+{
+    size_t n = strlen(pattern);
+    char *g = malloc(2 * n + 1);
+    if (g == NULL)
+        return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (pattern[i] == '%' && i + 1 < n) {
+            char c = pattern[++i];
+            if (c == 'p' || c == 'h' || c == 'r') {
+                if (k == 0 || g[k - 1] != '*')
+                    g[k++] = '*';
+                continue;
+            }
+            if (c != '%')
+                g[k++] = '%'; /* the shim keeps unknown escapes as written */
+            g[k++] = c == '%' ? '%' : c;
+            continue;
+        }
+        if (strchr("*?[]\\", pattern[i]))
+            g[k++] = '\\';
+        g[k++] = pattern[i];
+    }
+    g[k] = '\0';
+    return g;
+}
+
+static void seen_free(seen_list_t *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        free(s->v[i].path);
+    free(s->v);
+    s->v = NULL;
+    s->n = 0;
+}
+
+/* Every report-looking file matching the pattern now, with its identity;
+ * a report is renamed into place, so a new one has a new inode or mtime. */
+static void snapshot(const char *glob_pattern, seen_list_t *out)
+{
+    glob_t g;
+    out->v = NULL;
+    out->n = 0;
+    if (glob(glob_pattern, 0, NULL, &g) != 0)
+        return;
+    out->v = calloc(g.gl_pathc + 1, sizeof *out->v);
+    for (size_t i = 0; out->v != NULL && i < g.gl_pathc; i++) {
+        struct stat st;
+        const char *p = g.gl_pathv[i];
+        size_t len = strlen(p);
+        /* The shim's temporary names end in .tmp.PID; they are not reports. */
+        if (strstr(p, ".tmp.") != NULL || stat(p, &st) != 0 || !S_ISREG(st.st_mode) || len == 0)
+            continue;
+        seen_t *s = &out->v[out->n];
+        s->path = strdup(p);
+        if (s->path == NULL)
+            continue;
+        s->dev = st.st_dev;
+        s->ino = st.st_ino;
+        s->mtime = st.st_mtim;
+        out->n++;
+    }
+    globfree(&g);
+}
+
+static bool was_seen(const seen_list_t *before, const seen_t *s)
+{
+    for (size_t i = 0; i < before->n; i++) {
+        const seen_t *b = &before->v[i];
+        if (strcmp(b->path, s->path) == 0 && b->dev == s->dev && b->ino == s->ino &&
+            b->mtime.tv_sec == s->mtime.tv_sec && b->mtime.tv_nsec == s->mtime.tv_nsec)
+            return true;
+    }
+    return false;
+}
+
+static void forward_signal(int sig)
+{
+    if (child_pid > 0)
+        kill((pid_t)child_pid, sig);
+}
+
+/* Sets the variables the shim reads. LD_PRELOAD keeps what was there,
+ * after the shim, so the shim's cu* symbols come first. */
+static int set_environment(const run_options_t *o, const char *shim, const char *output)
+{
+    const char *old = getenv("LD_PRELOAD");
+    char *preload = NULL;
+    if (asprintf(&preload, "%s%s%s", shim, old && *old ? ":" : "", old && *old ? old : "") < 0)
+        return -1;
+    int rc = setenv("LD_PRELOAD", preload, 1);
+    free(preload);
+    if (output != NULL)
+        rc |= setenv("GPULEAK_OUTPUT", output, 1);
+    if (o->stack_depth != NULL)
+        rc |= setenv("GPULEAK_STACK_DEPTH", o->stack_depth, 1);
+    if (o->no_python)
+        rc |= setenv("GPULEAK_PYTHON", "0", 1);
+    if (o->quiet)
+        rc |= setenv("GPULEAK_SUMMARY", "0", 1);
+    return rc;
+}
+
+/* Forks and execs CMD; returns its exit status as a shell reports it
+ * (128+N for death by signal N, 126/127 when it could not be executed). */
+static int run_command(char **cmd)
+{
+    int pipefd[2];
+    if (pipe2(pipefd, O_CLOEXEC) != 0) {
+        fprintf(stderr, "gpuleak run: pipe: %s\n", strerror(errno));
+        return RUN_EXIT_INTERNAL;
+    }
+    struct sigaction ignore = { .sa_handler = SIG_IGN }, fwd = { .sa_handler = forward_signal };
+    struct sigaction old_int, old_quit, old_term, old_hup;
+    /* Like a shell waiting on a job: the terminal's ^C reaches CMD, which
+     * decides; gpuleak stays alive to judge its report. */
+    sigaction(SIGINT, &ignore, &old_int);
+    sigaction(SIGQUIT, &ignore, &old_quit);
+    sigaction(SIGTERM, &fwd, &old_term);
+    sigaction(SIGHUP, &fwd, &old_hup);
+    pid_t pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "gpuleak run: fork: %s\n", strerror(errno));
+        return RUN_EXIT_INTERNAL;
+    }
+    if (pid == 0) {
+        sigaction(SIGINT, &old_int, NULL);
+        sigaction(SIGQUIT, &old_quit, NULL);
+        sigaction(SIGTERM, &old_term, NULL);
+        sigaction(SIGHUP, &old_hup, NULL);
+        close(pipefd[0]);
+        execvp(cmd[0], cmd);
+        int err = errno;
+        if (write(pipefd[1], &err, sizeof err) < 0)
+            _exit(RUN_EXIT_INTERNAL);
+        _exit(err == ENOENT ? RUN_EXIT_NOTFOUND : RUN_EXIT_NOEXEC);
+    }
+    child_pid = pid;
+    close(pipefd[1]);
+    int err = 0;
+    ssize_t got;
+    while ((got = read(pipefd[0], &err, sizeof err)) < 0 && errno == EINTR)
+        ;
+    close(pipefd[0]);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0) {
+        if (errno != EINTR) {
+            fprintf(stderr, "gpuleak run: waitpid: %s\n", strerror(errno));
+            return RUN_EXIT_INTERNAL;
+        }
+    }
+    child_pid = 0;
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGQUIT, &old_quit, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    sigaction(SIGHUP, &old_hup, NULL);
+    if (got == (ssize_t)sizeof err) {
+        fprintf(stderr, "gpuleak run: %s: %s\n", cmd[0], strerror(err));
+        return err == ENOENT ? RUN_EXIT_NOTFOUND : RUN_EXIT_NOEXEC;
+    }
+    if (WIFSIGNALED(status))
+        return 128 + WTERMSIG(status);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : RUN_EXIT_INTERNAL;
+}
+
+/* Removes the temporary report directory run made (and only that). */
+static void remove_tmpdir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (d != NULL) {
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                continue;
+            unlinkat(dirfd(d), e->d_name, 0);
+        }
+        closedir(d);
+    }
+    rmdir(dir);
+}
+
+/* Judges the reports written during the run. Returns CHECK_PASS,
+ * CHECK_FAIL, or CHECK_ERROR when there is nothing trustworthy to judge. */
+static int judge(const run_options_t *o, const char *glob_pattern, const seen_list_t *before)
+{
+    supp_set_t *supp = supp_new();
+    if (supp == NULL || (!o->no_default_supp && supp_add_defaults(supp) != 0)) {
+        supp_free(supp);
+        fputs("gpuleak run: out of memory\n", stderr);
+        return CHECK_ERROR;
+    }
+    char *err = NULL;
+    if (o->supp_file != NULL && supp_load_file(supp, o->supp_file, &err) != 0) {
+        fprintf(stderr, "gpuleak: %s\n", err ? err : "out of memory");
+        free(err);
+        supp_free(supp);
+        return CHECK_ERROR;
+    }
+    seen_list_t after;
+    snapshot(glob_pattern, &after);
+    int verdict = CHECK_PASS, found = 0;
+    for (size_t i = 0; i < after.n; i++) {
+        if (was_seen(before, &after.v[i]))
+            continue;
+        found++;
+        load_report_t *r = load_file(after.v[i].path, &err);
+        if (r == NULL) {
+            fprintf(stderr, "gpuleak: %s\n", err ? err : "out of memory");
+            free(err);
+            verdict = CHECK_ERROR;
+            continue;
+        }
+        int v = check_report(stderr, r, &o->budget, supp, NULL);
+        verdict = v > verdict ? v : verdict;
+        load_free(r);
+    }
+    if (found == 0) {
+        fprintf(stderr, "gpuleak run: no report was written (no CUDA call, or the process ended "
+                        "by _exit or a signal); the gates could not be judged\n");
+        verdict = CHECK_ERROR;
+    } else if (verdict == CHECK_FAIL) {
+        supp_print_used(stderr, supp);
+    }
+    seen_free(&after);
+    supp_free(supp);
+    return verdict;
+}
+
+/* Entry point for `gpuleak run`; argv starts after "run". Returns the exit
+ * status documented in README.md, "Exit codes". */
+int run_main(int argc, char **argv)
+{
+    run_options_t o;
+    memset(&o, 0, sizeof o);
+    o.budget.leaked_flag = "--fail-on-leak";
+    o.budget.growth_flag = "--fail-on-growth";
+    o.budget.peak_flag = "--max-peak";
+    o.budget.quiet_pass = true;
+    if (parse_options(argc, argv, &o) != 0)
+        return 2;
+    bool gates = o.budget.leaked || o.budget.growth || o.budget.peak;
+    char *shim = find_shim();
+    if (shim == NULL) {
+        fputs("gpuleak run: libgpuleak.so not found beside the gpuleak binary or in ../lib\n", stderr);
+        return RUN_EXIT_INTERNAL;
+    }
+    const char *output = o.output;
+    char tmpdir[] = "/tmp/gpuleak-run.XXXXXX";
+    char *tmp_output = NULL;
+    bool made_tmpdir = false;
+    if (output == NULL && gates) {
+        const char *env = getenv("GPULEAK_OUTPUT");
+        if (env != NULL && *env != '\0') {
+            output = env;
+        } else {
+            const char *base = getenv("TMPDIR");
+            char *templ = NULL;
+            if (base != NULL && *base != '\0' && asprintf(&templ, "%s/gpuleak-run.XXXXXX", base) >= 0 &&
+                mkdtemp(templ) != NULL) {
+                made_tmpdir = true;
+            } else {
+                free(templ);
+                templ = strdup(tmpdir);
+                if (templ != NULL && mkdtemp(templ) != NULL)
+                    made_tmpdir = true;
+            }
+            if (!made_tmpdir || asprintf(&tmp_output, "%s/gpuleak-%%p.json", templ) < 0) {
+                fprintf(stderr, "gpuleak run: cannot make a temporary directory: %s\n", strerror(errno));
+                free(templ);
+                free(shim);
+                return RUN_EXIT_INTERNAL;
+            }
+            output = tmp_output;
+            free(templ);
+        }
+    }
+    char *glob_pattern = NULL;
+    seen_list_t before = { NULL, 0 };
+    if (gates) {
+        glob_pattern = pattern_glob(output);
+        if (glob_pattern != NULL)
+            snapshot(glob_pattern, &before);
+    }
+    if (set_environment(&o, shim, output) != 0) {
+        fprintf(stderr, "gpuleak run: cannot set the environment: %s\n", strerror(errno));
+        free(shim);
+        return RUN_EXIT_INTERNAL;
+    }
+    free(shim);
+    int code = run_command(o.cmd);
+    if (gates && glob_pattern != NULL && code != RUN_EXIT_NOTFOUND && code != RUN_EXIT_NOEXEC) {
+        int verdict = judge(&o, glob_pattern, &before);
+        if (code == 0 && verdict == CHECK_FAIL)
+            code = RUN_EXIT_GATE;
+        else if (code == 0 && verdict == CHECK_ERROR)
+            code = RUN_EXIT_INTERNAL;
+    } else if (gates && glob_pattern == NULL && code == 0) {
+        code = RUN_EXIT_INTERNAL;
+    }
+    /* The temporary reports go once judged, unless a gate failed: then the
+     * paths in the FAIL lines must still lead somewhere. */
+    if (made_tmpdir) {
+        char *dir = strdup(tmp_output);
+        if (dir != NULL && strrchr(dir, '/') != NULL) {
+            *strrchr(dir, '/') = '\0';
+            if (code == RUN_EXIT_GATE)
+                fprintf(stderr, "gpuleak run: the report(s) are kept in %s\n", dir);
+            else
+                remove_tmpdir(dir);
+        }
+        free(dir);
+    }
+    free(tmp_output);
+    free(glob_pattern);
+    seen_free(&before);
+    return code;
+}

@@ -1,0 +1,292 @@
+/* text.c: the report as a person reads it, leaks first in LeakSanitizer's
+ * wording (people already know how to read those), then the tables. */
+#define _GNU_SOURCE
+#include "text.h"
+#include "frames.h"
+#include "units.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Frames shown per site unless --full-stacks: enough to reach user code
+ * through an allocator or two, short enough to scan many sites. */
+#define DEFAULT_FRAMES 8
+
+static int site_selected(const load_site_t *s, const text_options_t *o)
+{
+    if (o->kind != NULL && strcmp(s->kind, o->kind) != 0)
+        return 0;
+    return o->device < 0 || s->device == o->device;
+}
+
+/* Seconds since the start of the run, when the report says when it started
+ * (a timeline start, or the process start); -1 when it does not. */
+static double seconds_since_start(const load_report_t *r, uint64_t t_ns)
+{
+    uint64_t start = r->has_timeline && r->timeline_start_ns ? r->timeline_start_ns : r->start_time_ns;
+    if (start == 0 || t_ns < start)
+        return -1;
+    return (double)(t_ns - start) / 1e9;
+}
+
+static void print_header(FILE *f, const load_report_t *r)
+{
+    char a[UNITS_SIZE_BUF], b[UNITS_SIZE_BUF], c[UNITS_SIZE_BUF];
+    fputs("gpuleak report: ", f);
+    frames_put(f, r->path);
+    fputc('\n', f);
+    fprintf(f, "  process:  pid %lld", r->pid);
+    if (r->host != NULL) {
+        fputs(" on ", f);
+        frames_put(f, r->host);
+    }
+    if (r->has_rank)
+        fprintf(f, ", rank %lld", r->rank);
+    if (r->argc > 0) {
+        fputs(", argv:", f);
+        for (size_t i = 0; i < r->argc && i < 16; i++) {
+            fputc(' ', f);
+            frames_put(f, r->argv[i]);
+        }
+        if (r->argc > 16)
+            fputs(" ...", f);
+    }
+    fputc('\n', f);
+    if (r->tracking != NULL && strcmp(r->tracking, "on") != 0) {
+        fputs("  tracking: stopped early (", f);
+        frames_put(f, r->reason ? r->reason : "no reason given");
+        fputs("); counts cover the run until then\n", f);
+    }
+    const load_totals_t *t = &r->totals;
+    fprintf(f, "  calls:    %llu allocation(s), %llu free(s), %llu failed, %llu unknown free(s)\n",
+            (unsigned long long)t->allocations, (unsigned long long)t->frees,
+            (unsigned long long)t->failed_allocations, (unsigned long long)r->unknown_frees);
+    fprintf(f, "  memory:   %s allocated in all, peak %s", units_format_size(t->bytes_allocated, a),
+            units_format_size(t->peak_bytes, b));
+    double at = seconds_since_start(r, r->peak_time_ns);
+    if (at >= 0)
+        fprintf(f, " at %.2f s", at);
+    fprintf(f, ", %s live at exit\n", units_format_size(t->live_bytes, c));
+    fprintf(f, "  leaked:   %llu byte(s) in %llu allocation(s) at %zu site(s)",
+            (unsigned long long)t->leaked_bytes, (unsigned long long)t->leaked_allocations, r->leaks.n);
+    if (t->teardown_leaked_bytes > 0)
+        fprintf(f, "; %llu byte(s) at context teardown", (unsigned long long)t->teardown_leaked_bytes);
+    fputc('\n', f);
+    if (r->has_growth)
+        fprintf(f, "  growth:   %s\n", units_format_size(r->growth_bytes, a));
+}
+
+static void print_kinds(FILE *f, const load_report_t *r)
+{
+    char a[UNITS_SIZE_BUF], b[UNITS_SIZE_BUF], c[UNITS_SIZE_BUF];
+    int any = 0;
+    for (size_t i = 0; i < r->nkinds; i++) {
+        const load_totals_t *t = &r->kinds[i].totals;
+        if (t->allocations == 0 && t->failed_allocations == 0)
+            continue; /* six kinds always written; unused ones are noise */
+        if (!any)
+            fprintf(f, "\nBy kind:\n  %-8s %12s %12s %8s %12s %12s %12s\n", "kind", "allocations",
+                    "frees", "failed", "allocated", "peak", "leaked");
+        any = 1;
+        fputs("  ", f);
+        frames_put(f, r->kinds[i].name);
+        fprintf(f, "%*s %12llu %12llu %8llu %12s %12s %12s\n",
+                (int)(strlen(r->kinds[i].name) < 8 ? 8 - strlen(r->kinds[i].name) : 0), "",
+                (unsigned long long)t->allocations, (unsigned long long)t->frees,
+                (unsigned long long)t->failed_allocations, units_format_size(t->bytes_allocated, a),
+                units_format_size(t->peak_bytes, b), units_format_size(t->leaked_bytes, c));
+    }
+    if (r->ndevices > 1) {
+        fprintf(f, "\nBy device:\n  %-8s %12s %12s %12s\n", "device", "allocations", "peak", "leaked");
+        for (size_t i = 0; i < r->ndevices; i++)
+            fprintf(f, "  %-8ld %12llu %12s %12s\n", r->devices[i].device,
+                    (unsigned long long)r->devices[i].totals.allocations,
+                    units_format_size(r->devices[i].totals.peak_bytes, a),
+                    units_format_size(r->devices[i].totals.leaked_bytes, b));
+    }
+}
+
+/* Leak-style blocks for a list (leaks, teardown leaks or failures): the
+ * sentence changes with what the list is about, the frames do not. */
+static void print_blocks(FILE *f, const load_list_t *list, const char *title, const char *what,
+                         const text_options_t *o)
+{
+    size_t selected = 0, shown = 0;
+    for (size_t i = 0; i < list->n; i++)
+        selected += site_selected(&list->v[i], o);
+    if (selected == 0)
+        return;
+    fprintf(f, "\n%s: %zu site(s)\n", title, selected);
+    for (size_t i = 0; i < list->n; i++) {
+        const load_site_t *s = &list->v[i];
+        if (!site_selected(s, o))
+            continue;
+        if (o->top && shown == o->top) {
+            fprintf(f, "\n... %zu more site(s); --top shows more\n", selected - shown);
+            break;
+        }
+        shown++;
+        if (strcmp(what, "failure") == 0)
+            fprintf(f, "\n%llu allocation(s) of %s on device %ld refused (%llu byte(s) asked, last result %lld), from:\n",
+                    (unsigned long long)s->allocations, frames_kind_phrase(s->kind), s->device,
+                    (unsigned long long)s->bytes, s->result);
+        else {
+            fprintf(f, "\n%s of %llu byte(s) in %llu allocation(s) of %s on device %ld",
+                    strcmp(what, "teardown") == 0 ? "Teardown leak" : "Leak", (unsigned long long)s->bytes,
+                    (unsigned long long)s->allocations, frames_kind_phrase(s->kind), s->device);
+            if (s->teardown != NULL) {
+                fputs(" (reclaimed by ", f);
+                frames_put(f, s->teardown);
+                fputc(')', f);
+            }
+            fputs(", allocated from:\n", f);
+        }
+        frames_print_stack(f, s, o->full_stacks ? 0 : DEFAULT_FRAMES);
+    }
+}
+
+/* A table of sites with one origin column; used for the sites list and for
+ * the growth and peak sections, whose "bytes" mean growth or live at peak. */
+static void print_table(FILE *f, const load_list_t *list, const char *title, const char *bytes_label,
+                        uint64_t percent_of, int lifetime, const text_options_t *o)
+{
+    size_t selected = 0, shown = 0;
+    for (size_t i = 0; i < list->n; i++)
+        selected += site_selected(&list->v[i], o);
+    if (selected == 0)
+        return;
+    char a[UNITS_SIZE_BUF], b[UNITS_SIZE_BUF], c[UNITS_SIZE_BUF];
+    fprintf(f, "\n%s:\n", title);
+    if (lifetime)
+        fprintf(f, "  %6s %-8s %3s %11s %11s %12s %12s %12s  %s\n", "site", "kind", "dev", "allocations",
+                "frees", "allocated", "peak live", "live", "origin");
+    else
+        fprintf(f, "  %6s %-8s %3s %12s %6s %11s  %s\n", "site", "kind", "dev", bytes_label, "%",
+                "allocations", "origin");
+    for (size_t i = 0; i < list->n; i++) {
+        const load_site_t *s = &list->v[i];
+        if (!site_selected(s, o))
+            continue;
+        if (o->top && shown == o->top) {
+            fprintf(f, "  ... %zu more site(s)\n", selected - shown);
+            break;
+        }
+        shown++;
+        char kind[9];
+        snprintf(kind, sizeof kind, "%s", s->kind);
+        for (char *p = kind; *p; p++)
+            if (*p < 0x20 || *p == 0x7f)
+                *p = '?';
+        if (lifetime)
+            fprintf(f, "  %6llu %-8s %3ld %11llu %11llu %12s %12s %12s  ", (unsigned long long)s->id, kind,
+                    s->device, (unsigned long long)s->allocations, (unsigned long long)s->frees,
+                    units_format_size(s->bytes, a), units_format_size(s->peak_live_bytes, b),
+                    units_format_size(s->live_bytes, c));
+        else {
+            double pct = percent_of ? 100.0 * (double)s->bytes / (double)percent_of : 0;
+            fprintf(f, "  %6llu %-8s %3ld %12s %5.1f%% %11llu  ", (unsigned long long)s->id, kind, s->device,
+                    units_format_size(s->bytes, a), pct > 999.9 ? 999.9 : pct,
+                    (unsigned long long)s->allocations);
+        }
+        char *origin = frames_origin(s);
+        frames_put(f, origin ? origin : "?");
+        free(origin);
+        fputc('\n', f);
+    }
+}
+
+/* Picks the axis unit so the largest label has at most four digits. */
+static void axis_unit(uint64_t max, const char **name, double *scale)
+{
+    if (max >= (1ULL << 30)) {
+        *name = "GiB";
+        *scale = (double)(1ULL << 30);
+    } else if (max >= (1ULL << 20)) {
+        *name = "MiB";
+        *scale = (double)(1ULL << 20);
+    } else if (max >= 1024) {
+        *name = "KiB";
+        *scale = 1024.0;
+    } else {
+        *name = "B";
+        *scale = 1.0;
+    }
+}
+
+/* An ASCII chart of live bytes over time in the manner of ms_print: one
+ * column per time slice holding the slice's highest point, ':' bars and
+ * '#' for the column holding the peak, bytes up the side and seconds along
+ * the bottom. Points are bucketed by time, so uneven sampling still gives
+ * a true time axis. Prints nothing without a timeline of two or more points. */
+void text_timeline_chart(FILE *f, const load_report_t *r, int width, int height)
+{
+    if (!r->has_timeline || r->npoints < 1 || width < 8 || height < 2)
+        return;
+    uint64_t t0 = 0;
+    uint64_t span = r->points[r->npoints - 1].t_ns;
+    uint64_t *cols = calloc((size_t)width, sizeof *cols);
+    if (cols == NULL)
+        return;
+    uint64_t max = 0;
+    size_t peak_point = 0;
+    for (size_t i = 0; i < r->npoints; i++) {
+        int c = span ? (int)((double)(r->points[i].t_ns - t0) / (double)span * (width - 1)) : 0;
+        if (c < 0 || c >= width)
+            c = width - 1;
+        if (r->points[i].max_bytes > cols[c])
+            cols[c] = r->points[i].max_bytes;
+        if (r->points[i].max_bytes > max) {
+            max = r->points[i].max_bytes;
+            peak_point = i;
+        }
+    }
+    int peak_col = span ? (int)((double)(r->points[peak_point].t_ns - t0) / (double)span * (width - 1)) : 0;
+    if (peak_col < 0 || peak_col >= width)
+        peak_col = width - 1;
+    const char *unit;
+    double scale;
+    axis_unit(max, &unit, &scale);
+    char a[UNITS_SIZE_BUF];
+    fprintf(f, "\nTimeline: live GPU memory, peak %s at %.2f s ('#' marks the peak)\n",
+            units_format_size(max, a), (double)(r->points[peak_point].t_ns - t0) / 1e9);
+    fprintf(f, "    %s\n", unit);
+    for (int row = height; row >= 1; row--) {
+        if (row == height)
+            fprintf(f, "%7.2f^", (double)max / scale);
+        else
+            fputs("       |", f);
+        for (int c = 0; c < width; c++) {
+            /* A column reaches row k when its value is at least k/height of the max. */
+            int filled = max && (double)cols[c] * height >= (double)max * row - (double)max / 2;
+            fputc(filled ? (c == peak_col ? '#' : ':') : ' ', f);
+        }
+        fputc('\n', f);
+    }
+    fputs("      0 +", f);
+    for (int c = 0; c < width; c++)
+        fputc('-', f);
+    fputs(">s\n", f);
+    fprintf(f, "        0%*.*f\n", width - 1, 2, (double)span / 1e9);
+    free(cols);
+}
+
+/* Prints the whole human view: header, kinds, leaks, teardown leaks,
+ * failures, growth and peak tables and the timeline when the report has
+ * them, then the sites table. Filters and --top apply to every site list. */
+void text_print(FILE *f, const load_report_t *r, const text_options_t *o)
+{
+    print_header(f, r);
+    print_kinds(f, r);
+    print_blocks(f, &r->leaks, "Leaks (still live at exit)", "leak", o);
+    print_blocks(f, &r->teardown, "Teardown leaks (live when their context was destroyed)", "teardown", o);
+    print_blocks(f, &r->failures, "Failed allocations", "failure", o);
+    if (r->has_growth)
+        print_table(f, &r->growth, "Growth by site", "growth", r->growth_bytes, 0, o);
+    if (r->has_peak)
+        print_table(f, &r->peak_sites, "Peak composition (live at the peak)", "at peak",
+                    r->peak_bytes ? r->peak_bytes : r->totals.peak_bytes, 0, o);
+    text_timeline_chart(f, r, 64, 12);
+    print_table(f, &r->sites, "Sites (by peak live bytes)", NULL, 0, 1, o);
+    if (r->leaks.n == 0)
+        fputs("\nNo leaks.\n", f);
+}

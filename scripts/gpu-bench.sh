@@ -1,0 +1,286 @@
+#!/usr/bin/env bash
+# gpu-bench.sh: what gpuleak costs on a real GPU. Run from the repository root
+# on a machine with an NVIDIA GPU, nvcc and python3 with torch:
+#
+#   bash scripts/gpu-bench.sh
+#
+# Builds the shim the way scripts/gpu-check.sh does (.deps/ from
+# scripts/fetch-gpu-deps.sh when the machine has no libunwind), then:
+#   1 allocation pairs (tests/bench/gpu_pairs.cu, nvcc): cudaMallocAsync +
+#     cudaFreeAsync, 1 MiB, one stream, and cudaMalloc + cudaFree (fewer),
+#     without the shim, under it with defaults and with stacks off;
+#   2 a PyTorch training loop (tests/bench/gpu_train.py, 8 x Linear 1024,
+#     median ms/iter after 20 warm-up iterations), interleaved repetitions of:
+#     plain with backend:cudaMallocAsync (the backend the shim's default
+#     chooses, so the fair baseline), plain with the default caching
+#     allocator, the shim with defaults, with GPULEAK_STACK_DEPTH=64 and with
+#     stacks off, and PyTorch's _record_memory_history(stacks="all");
+#   3 compute-sanitizer --leak-check full on fewer iterations, with a timeout.
+#
+# Writes to "${OUT:-/tmp/gpuleak-out}": gpu-bench.md (the tables, also
+# printed at the end), gpu-bench.log (everything printed), gpu-bench-runs.tsv
+# (one line per run). Exit 0 when the tables were written (failed runs are
+# marked in them), 1 when the shim could not be built.
+#
+# Knobs: GPU_BENCH_BUDGET_S (default 500: no run starts that could end past
+# it; each run has its own timeout), GPU_BENCH_REPS (5), GPU_BENCH_ITERS
+# (600), GPU_BENCH_ASYNC_PAIRS (200000), GPU_BENCH_SYNC_PAIRS (2000),
+# GPU_BENCH_SANITIZER_ITERS (60), GPU_BENCH_DRY=1 (build only, for a machine
+# without a GPU: the tables come out empty).
+set -u -o pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
+REPO=$PWD
+OUT=${OUT:-/tmp/gpuleak-out}
+mkdir -p "$OUT" || exit 2
+WORK=$(mktemp -d /tmp/gpuleak-bench.XXXXXX)
+mkdir -p "$WORK/cwd" "$WORK/bin" "$WORK/reports"
+LOG=$OUT/gpu-bench.log
+: >"$LOG"
+exec > >(tee -a "$LOG") 2>&1
+TEE_PID=$!
+
+BUDGET=${GPU_BENCH_BUDGET_S:-500}
+REPS=${GPU_BENCH_REPS:-5}
+ITERS=${GPU_BENCH_ITERS:-600}
+ASYNC_PAIRS=${GPU_BENCH_ASYNC_PAIRS:-200000}
+SYNC_PAIRS=${GPU_BENCH_SYNC_PAIRS:-2000}
+SAN_ITERS=${GPU_BENCH_SANITIZER_ITERS:-60}
+DRY=${GPU_BENCH_DRY:-0}
+PY=${PYTHON:-python3}
+T0=$SECONDS
+RUNS=$WORK/runs.tsv
+HEADER=$WORK/header.txt
+: >"$RUNS"
+
+section() { printf '\n=== %s  [t=%ds]\n' "$*" $((SECONDS - T0)); }
+left() { echo $((BUDGET - (SECONDS - T0))); }
+
+# run_one GROUP CONFIG REP TIMEOUT KEY CMD...: runs CMD in $WORK/cwd with a
+# timeout cut to what the budget leaves, takes KEY=value from its output and
+# appends one line to $RUNS. A run that would start with under 15 s left is
+# skipped (and recorded as skipped).
+run_one() {
+    local group=$1 config=$2 rep=$3 t=$4 key=$5 rc value status t1 wall lg
+    shift 5
+    local l
+    l=$(left)
+    if [ "$l" -lt 15 ]; then
+        printf '%s\t%s\t%s\t\t\tskipped (budget)\n' "$group" "$config" "$rep" >>"$RUNS"
+        echo "    [$group/$config #$rep] skipped: ${l}s of the budget left"
+        return 1
+    fi
+    [ $((l - 10)) -lt "$t" ] && t=$((l - 10))
+    lg=$WORK/$group-$config-$rep.log
+    t1=$(date +%s.%N)
+    (cd "$WORK/cwd" && timeout -k 5 "$t" "$@") >"$lg" 2>&1
+    rc=$?
+    wall=$(awk -v a="$t1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+    value=$(grep -o "$key=[0-9.]*" "$lg" | tail -n 1 | cut -d= -f2)
+    if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+        status="timeout ${t}s"
+    elif [ "$rc" -ne 0 ]; then
+        status="exit $rc"
+    elif [ -z "$value" ]; then
+        status="no value"
+    else
+        status=ok
+    fi
+    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$group" "$config" "$rep" "$value" "$wall" "$status" >>"$RUNS"
+    echo "    [$group/$config #$rep] ${value:-?} ($status, ${wall}s)"
+    if [ "$status" != ok ]; then
+        tail -n 15 "$lg" | sed 's/^/    | /'
+    fi
+    [ "$status" = ok ]
+}
+
+finish() {
+    local st=$1
+    section "tables"
+    echo "- total: $((SECONDS - T0))s of the ${BUDGET}s budget" >>"$HEADER"
+    if "$PY" "$REPO/tests/bench/gpu_table.py" "$RUNS" "$HEADER" >"$OUT/gpu-bench.md" 2>"$WORK/table.err"; then
+        cat "$OUT/gpu-bench.md"
+    else
+        echo "gpu-bench: table generation failed:"
+        cat "$WORK/table.err"
+        { cat "$HEADER"; echo; echo '```'; cat "$RUNS"; echo '```'; } >"$OUT/gpu-bench.md"
+    fi
+    cp "$RUNS" "$OUT/gpu-bench-runs.tsv"
+    echo
+    echo "gpu-bench: done in $((SECONDS - T0))s; files in $OUT: $(find "$OUT" -maxdepth 1 -type f -name 'gpu-bench*' -printf '%f ')"
+    exec >&- 2>&-
+    wait "$TEE_PID" 2>/dev/null
+    rm -rf "$WORK"
+    exit "$st"
+}
+
+# ---------------------------------------------------------------------------
+section "environment"
+{
+    echo "## gpuleak GPU benchmarks (scripts/gpu-bench.sh)"
+    echo
+    echo "- date: $(date -u '+%F %T UTC')"
+    echo "- git: $(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo '?'), $(git -C "$REPO" status --porcelain 2>/dev/null | wc -l) changed file(s)"
+    echo "- host: $(uname -srm), $(nproc) CPU(s), $(lscpu 2>/dev/null | awk -F: '/Model name/{gsub(/^ +/, "", $2); print $2; exit}')"
+    if command -v nvidia-smi >/dev/null; then
+        echo "- gpu: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -n 1)"
+    else
+        echo "- gpu: no nvidia-smi"
+    fi
+} >"$HEADER"
+CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+NVCC=$(command -v nvcc || echo "$CUDA_HOME/bin/nvcc")
+[ -d "$CUDA_HOME" ] || CUDA_HOME=$(dirname "$(dirname "$(readlink -f "$NVCC")")")
+TORCH_INFO=$(timeout 90 "$PY" -c 'import torch; print(torch.__version__, "cuda", torch.version.cuda, "available", torch.cuda.is_available())' 2>&1 | tail -n 1)
+{
+    echo "- nvcc: $("$NVCC" --version 2>&1 | tail -n 1)"
+    echo "- python: $("$PY" -c 'import sys; print(sys.version.split()[0])' 2>&1); torch: $TORCH_INFO"
+    echo "- settings: $REPS repetitions interleaved, $ITERS iterations a training run, $ASYNC_PAIRS async / $SYNC_PAIRS sync pairs"
+} >>"$HEADER"
+cat "$HEADER"
+TORCH_OK=0
+case $TORCH_INFO in *"available True"*) TORCH_OK=1 ;; esac
+# Anything inherited would change what is measured.
+unset LD_PRELOAD CUDA_INJECTION64_PATH PYTORCH_CUDA_ALLOC_CONF PYTORCH_NO_CUDA_MEMORY_CACHING
+for v in $(env | awk -F= '/^GPULEAK_/{print $1}'); do unset "$v"; done
+
+# ---------------------------------------------------------------------------
+section "build"
+DEPS=$REPO/.deps
+SHIM=$REPO/build/libgpuleak.so
+if [ -f "$DEPS/lib/libunwind.so.8" ]; then
+    [ -e "$DEPS/lib/libunwind.so" ] || ln -sf libunwind.so.8 "$DEPS/lib/libunwind.so"
+    for f in "$DEPS"/lib/libunwind-x86_64.so.8.*; do
+        [ -e "$DEPS/lib/libunwind-x86_64.so.8" ] || ln -sf "$(basename "$f")" "$DEPS/lib/libunwind-x86_64.so.8"
+    done
+    export C_INCLUDE_PATH="$DEPS/include${C_INCLUDE_PATH:+:$C_INCLUDE_PATH}"
+    export LIBRARY_PATH="$DEPS/lib${LIBRARY_PATH:+:$LIBRARY_PATH}"
+    export LD_LIBRARY_PATH="$DEPS/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    echo "deps: .deps/lib: $(find "$DEPS/lib/" -mindepth 1 -maxdepth 1 -printf '%f ')"
+else
+    echo "deps: no .deps/lib/libunwind.so.8; using the system's libunwind"
+fi
+rm -rf "$REPO/build/shim" "$SHIM" "$REPO/build/deps"
+if ! timeout 180 make -C "$REPO" -j"$(nproc)" build/libgpuleak.so EXTRA_LDFLAGS="-L$DEPS/lib" >"$WORK/build-shim.log" 2>&1; then
+    tail -n 40 "$WORK/build-shim.log" | sed 's/^/    | /'
+    echo "gpu-bench: the shim did not build"
+    echo "- BUILD FAILED: the shim did not build (see gpu-bench.log)" >>"$HEADER"
+    finish 1
+fi
+mkdir -p "$REPO/build/deps"
+cp -L "$DEPS"/lib/libunwind*.so.8* "$REPO/build/deps/" 2>/dev/null
+if ldd "$SHIM" | grep >/dev/null 'liblzma.so.5 => not found'; then
+    cp -L "$DEPS"/fallback/liblzma.so.5* "$REPO/build/deps/"
+fi
+if ldd "$SHIM" | grep 'not found'; then
+    echo "gpu-bench: the shim has unresolved libraries"
+    echo "- BUILD FAILED: unresolved libraries: $(ldd "$SHIM" | grep 'not found' | tr '\n' ' ')" >>"$HEADER"
+    finish 1
+fi
+echo "shim: $SHIM ($(du -k "$SHIM" | cut -f1) KiB)"
+PAIRS_BIN=$WORK/bin/gpu_pairs
+if timeout 180 "$NVCC" -O2 -g -Xcompiler -fno-omit-frame-pointer -o "$PAIRS_BIN" tests/bench/gpu_pairs.cu >"$WORK/build-pairs.log" 2>&1; then
+    echo "gpu_pairs: built ($(ldd "$PAIRS_BIN" | grep -c cudart) shared cudart link(s): 0 means static)"
+else
+    tail -n 20 "$WORK/build-pairs.log" | sed 's/^/    | /'
+    echo "- gpu_pairs.cu did not build: no pair rows" >>"$HEADER"
+    PAIRS_BIN=
+fi
+
+if [ "$DRY" = 1 ]; then
+    echo "GPU_BENCH_DRY=1: stopping before anything that needs the GPU"
+    echo "- dry run (GPU_BENCH_DRY=1): nothing measured" >>"$HEADER"
+    finish 0
+fi
+
+SHIM_ENV=(LD_PRELOAD="$SHIM" GPULEAK_OUTPUT="$WORK/reports/%p.json")
+
+# ---------------------------------------------------------------------------
+section "1. allocation pairs (gpu_pairs.cu), $REPS interleaved repetitions"
+if [ -n "$PAIRS_BIN" ]; then
+    for rep in $(seq 1 "$REPS"); do
+        [ "$(left)" -gt 300 ] || { echo "    leaving the rest of the budget to the training loop"; break; }
+        for mode in async sync; do
+            n=$ASYNC_PAIRS
+            [ "$mode" = sync ] && n=$SYNC_PAIRS
+            run_one micro "$mode-plain" "$rep" 60 ns_per_pair env "$PAIRS_BIN" "$mode" "$n"
+            run_one micro "$mode-shim" "$rep" 60 ns_per_pair env "${SHIM_ENV[@]}" "$PAIRS_BIN" "$mode" "$n"
+            run_one micro "$mode-off" "$rep" 60 ns_per_pair env "${SHIM_ENV[@]}" GPULEAK_STACK_DEPTH=0 \
+                GPULEAK_PYTHON=0 "$PAIRS_BIN" "$mode" "$n"
+        done
+    done
+fi
+
+# ---------------------------------------------------------------------------
+section "2. training loop (gpu_train.py, $ITERS iterations), $REPS interleaved repetitions"
+TRAIN=$REPO/tests/bench/gpu_train.py
+# Kept for compute-sanitizer at the end: its run needs about this much.
+SAN_RESERVE=110
+train_run() {
+    local config=$1 rep=$2
+    shift 2
+    run_one train "$config" "$rep" 120 ms_per_iter env PYTHONUNBUFFERED=1 "$@" "$PY" "$TRAIN" "$ITERS" 20
+}
+if [ "$TORCH_OK" = 1 ]; then
+    for rep in $(seq 1 "$REPS"); do
+        if [ "$(left)" -lt $((SAN_RESERVE + 90)) ]; then
+            echo "    ${rep}: stopping the repetitions, $(left)s left"
+            break
+        fi
+        configs=(plain-async plain-caching shim-default shim-depth64 shim-off history)
+        # Reverse the order every other repetition (A B ... B A).
+        if [ $((rep % 2)) -eq 0 ]; then
+            configs=(history shim-off shim-depth64 shim-default plain-caching plain-async)
+        fi
+        for c in "${configs[@]}"; do
+            case $c in
+                plain-async) train_run "$c" "$rep" PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync ;;
+                plain-caching) train_run "$c" "$rep" ;;
+                shim-default) train_run "$c" "$rep" "${SHIM_ENV[@]}" ;;
+                shim-depth64) train_run "$c" "$rep" "${SHIM_ENV[@]}" GPULEAK_STACK_DEPTH=64 ;;
+                shim-off) train_run "$c" "$rep" "${SHIM_ENV[@]}" GPULEAK_STACK_DEPTH=0 GPULEAK_PYTHON=0 ;;
+                history) train_run "$c" "$rep" GPU_BENCH_RECORD_HISTORY=1 ;;
+            esac
+        done
+    done
+    # Did the shim's runs really use the async backend, and see the tensors?
+    grep -h -o 'backend=[A-Za-z]*' "$WORK"/train-shim-default-*.log 2>/dev/null | sort | uniq -c | sed 's/^/    shim-default /'
+    rep=$(find "$WORK/reports" -name '*.json' -size -64M 2>/dev/null | head -n 1)
+    [ -n "$rep" ] && "$PY" - "$rep" <<'PYEOF' | sed 's/^/    /'
+import json, sys
+t = json.load(open(sys.argv[1]))["totals"]
+print("a shim report:", {k: t.get(k) for k in ("allocations", "frees", "sites", "stacks", "shim_bytes")})
+PYEOF
+else
+    echo "    no usable torch: $TORCH_INFO"
+    echo "- no usable torch ($TORCH_INFO): no training rows" >>"$HEADER"
+fi
+
+# ---------------------------------------------------------------------------
+section "3. compute-sanitizer --leak-check full ($SAN_ITERS iterations, once)"
+SAN=$(command -v compute-sanitizer || true)
+[ -z "$SAN" ] && [ -x "$CUDA_HOME/bin/compute-sanitizer" ] && SAN=$CUDA_HOME/bin/compute-sanitizer
+[ -z "$SAN" ] && [ -x "$CUDA_HOME/compute-sanitizer/compute-sanitizer" ] && SAN=$CUDA_HOME/compute-sanitizer/compute-sanitizer
+if [ "$TORCH_OK" != 1 ]; then
+    echo "    skipped: no torch"
+elif [ -z "$SAN" ]; then
+    echo "    compute-sanitizer not found"
+    echo "- compute-sanitizer: not found" >>"$HEADER"
+else
+    t=$(($(left) - 20))
+    [ "$t" -gt 180 ] && t=180
+    if [ "$t" -lt 30 ]; then
+        echo "    skipped: $(left)s left"
+        echo "- compute-sanitizer: skipped, budget spent" >>"$HEADER"
+    else
+        warm=10
+        [ "$SAN_ITERS" -le "$warm" ] && warm=0
+        run_one train sanitizer 1 "$t" ms_per_iter env PYTHONUNBUFFERED=1 "$SAN" --leak-check full \
+            "$PY" "$TRAIN" "$SAN_ITERS" "$warm"
+        summary=$(grep -E 'LEAK SUMMARY|ERROR SUMMARY|bytes leaked' "$WORK"/train-sanitizer-1.log 2>/dev/null | head -n 3 | tr '\n' ' ')
+        echo "    sanitizer said: ${summary:-nothing}"
+        echo "- compute-sanitizer: $SAN_ITERS iterations ($warm warm-up), timeout ${t}s; it said: ${summary:-nothing recognisable (see gpu-bench.log)}" >>"$HEADER"
+    fi
+fi
+
+finish 0

@@ -1,0 +1,124 @@
+#define _GNU_SOURCE
+#include "reporter.h"
+#include "config.h"
+#include "guard.h"
+#include "lifecycle.h"
+#include "log.h"
+#include "report.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <time.h>
+
+/* How long a fatal signal waits for its report before the process dies
+ * anyway: the interrupted thread may hold a lock the writer needs. */
+#define FATAL_REPORT_WAIT_MS 5000
+
+static sem_t wake;
+static _Atomic int fatal_signal;     /* the signal to die of once reported */
+static _Atomic int fatal_reported;
+static _Atomic int dump_requested;
+
+static const int fatal_signals[] = { SIGTERM, SIGINT, SIGHUP };
+
+/* Fatal-signal handler: asks the thread for the report, waits for it (a
+ * bounded time), then dies of the signal with its default action, so the
+ * parent sees the same exit status as without the shim. */
+static void on_fatal_signal(int sig)
+{
+    int expected = 0;
+    if (atomic_compare_exchange_strong(&fatal_signal, &expected, sig)) {
+        sem_post(&wake);
+        struct timespec tick = { 0, 10 * 1000 * 1000 };
+        for (int waited = 0; waited < FATAL_REPORT_WAIT_MS && !atomic_load(&fatal_reported);
+             waited += 10)
+            nanosleep(&tick, NULL);
+    }
+    signal(sig, SIG_DFL);
+    raise(sig); /* delivered when this handler returns: the default action */
+}
+
+static void on_dump_signal(int sig)
+{
+    (void)sig;
+    atomic_store(&dump_requested, 1);
+    sem_post(&wake);
+}
+
+/* Installs handler for sig only when the program left it at the default.
+ * Returns 1 when installed. */
+static int take_if_default(int sig, void (*handler)(int))
+{
+    struct sigaction current, ours = { 0 };
+    if (sigaction(sig, NULL, &current) != 0 || (current.sa_flags & SA_SIGINFO)
+        || current.sa_handler != SIG_DFL)
+        return 0;
+    ours.sa_handler = handler;
+    sigemptyset(&ours.sa_mask);
+    ours.sa_flags = SA_RESTART;
+    return sigaction(sig, &ours, NULL) == 0;
+}
+
+/* The thread: never tracked, deaf to signals (handlers run on program
+ * threads), waking for a request or when a snapshot is due. */
+static void *reporter_main(void *unused)
+{
+    (void)unused;
+    guard_depth = 1;
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);
+    for (;;) {
+        int woke;
+        if (config.flush_interval_s > 0) {
+            struct timespec due;
+            clock_gettime(CLOCK_REALTIME, &due);
+            due.tv_sec += config.flush_interval_s;
+            woke = sem_timedwait(&wake, &due) == 0;
+            if (!woke && errno != ETIMEDOUT)
+                continue;
+        } else {
+            woke = sem_wait(&wake) == 0;
+            if (!woke)
+                continue;
+        }
+        if (atomic_load(&fatal_signal) != 0) {
+            if (!atomic_load(&fatal_reported)) {
+                lifecycle_stop();
+                report_write(REPORT_ON_SIGNAL);
+                atomic_store(&fatal_reported, 1);
+            }
+            continue;
+        }
+        if (atomic_exchange(&dump_requested, 0))
+            report_write(REPORT_ON_REQUEST);
+        else if (!woke && lifecycle_tracking())
+            report_write(REPORT_SNAPSHOT);
+    }
+    return NULL;
+}
+
+int reporter_start(void)
+{
+    if (sem_init(&wake, 0, 0) != 0)
+        return -1;
+    pthread_t thread;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    int rc = pthread_create(&thread, &attr, reporter_main, NULL);
+    pthread_attr_destroy(&attr);
+    if (rc != 0) {
+        log_line("cannot start the reporter thread; only the report at exit will be written");
+        return -1;
+    }
+    pthread_setname_np(thread, "gpuleak-report");
+    for (size_t i = 0; i < sizeof fatal_signals / sizeof fatal_signals[0]; i++)
+        take_if_default(fatal_signals[i], on_fatal_signal);
+    if (config.dump_signal > 0)
+        take_if_default(config.dump_signal, on_dump_signal);
+    return 0;
+}

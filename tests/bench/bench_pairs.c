@@ -1,0 +1,146 @@
+/* bench_pairs.c: allocation+free pairs through the driver API, timed.
+ *
+ *   bench_pairs MODE DEPTH PAIRS THREADS [SIZE]
+ *
+ * MODE sync (cuMemAlloc_v2 + cuMemFree_v2) or async (cuMemAllocAsync +
+ * cuMemFreeAsync on the thread's own stream). Each of THREADS threads first
+ * recurses DEPTH frames (noinline, no sibling calls: every level is a real
+ * frame on the stack), then does a warm-up, waits on a barrier with the
+ * others, and does PAIRS pairs of SIZE bytes (default 256). Run with and
+ * without LD_PRELOAD=libgpuleak.so over the fake driver; tests/bench/run.py
+ * takes the difference.
+ *
+ * Prints one line: "ns_per_pair=<per thread> pairs_per_s=<all threads>
+ * wall_ns=<first start to last end>". */
+#define _GNU_SOURCE
+#include <cuda.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define WARMUP_PAIRS 2000
+
+typedef struct worker {
+    pthread_t thread;
+    int async;
+    int depth;
+    long pairs;
+    size_t size;
+    CUcontext ctx;
+    pthread_barrier_t *start;
+    uint64_t t0, t1;
+    int failed;
+} worker_t;
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+#define DIE(...) do { fprintf(stderr, "bench_pairs: " __VA_ARGS__); exit(1); } while (0)
+
+static int pairs(worker_t *w, CUstream s, long n)
+{
+    for (long i = 0; i < n; i++) {
+        CUdeviceptr p = 0;
+        if (w->async) {
+            if (cuMemAllocAsync(&p, w->size, s) != CUDA_SUCCESS || cuMemFreeAsync(p, s) != CUDA_SUCCESS)
+                return -1;
+        } else {
+            if (cuMemAlloc(&p, w->size) != CUDA_SUCCESS || cuMemFree(p) != CUDA_SUCCESS)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+/* The innermost frame: warm up, line up with the other threads, time. */
+static __attribute__((noinline)) int body(worker_t *w)
+{
+    CUstream s = NULL;
+    if (w->async && cuStreamCreate(&s, 0) != CUDA_SUCCESS)
+        return -1;
+    if (pairs(w, s, WARMUP_PAIRS) != 0)
+        return -1;
+    pthread_barrier_wait(w->start);
+    w->t0 = now_ns();
+    int rc = pairs(w, s, w->pairs);
+    w->t1 = now_ns();
+    if (s != NULL)
+        cuStreamDestroy(s);
+    return rc;
+}
+
+/* One real frame per level: the call is not in tail position (the barrier
+ * after it), and noinline keeps the compiler from folding levels. */
+static __attribute__((noinline)) int recurse(worker_t *w, int level)
+{
+    if (level <= 1)
+        return body(w);
+    int rc = recurse(w, level - 1);
+    __asm__ volatile("" ::: "memory");
+    return rc;
+}
+
+static void *run_worker(void *arg)
+{
+    worker_t *w = arg;
+    if (cuCtxSetCurrent(w->ctx) != CUDA_SUCCESS) {
+        w->failed = 1;
+        return NULL;
+    }
+    w->failed = recurse(w, w->depth) != 0;
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 5)
+        DIE("usage: bench_pairs sync|async DEPTH PAIRS THREADS [SIZE]\n");
+    int async = strcmp(argv[1], "async") == 0;
+    if (!async && strcmp(argv[1], "sync") != 0)
+        DIE("unknown mode %s\n", argv[1]);
+    int depth = atoi(argv[2]);
+    long npairs = atol(argv[3]);
+    int nthreads = atoi(argv[4]);
+    size_t size = argc > 5 ? (size_t)atol(argv[5]) : 256;
+    if (depth < 1 || npairs < 1 || nthreads < 1 || nthreads > 256 || size == 0)
+        DIE("bad arguments\n");
+
+    CUcontext ctx;
+    if (cuInit(0) != CUDA_SUCCESS || cuDevicePrimaryCtxRetain(&ctx, 0) != CUDA_SUCCESS)
+        DIE("no driver\n");
+    pthread_barrier_t start;
+    pthread_barrier_init(&start, NULL, (unsigned)nthreads);
+    worker_t *w = calloc((size_t)nthreads, sizeof *w);
+    if (w == NULL)
+        DIE("out of memory\n");
+    for (int i = 0; i < nthreads; i++) {
+        w[i] = (worker_t){ .async = async, .depth = depth, .pairs = npairs, .size = size,
+                           .ctx = ctx, .start = &start };
+        /* Deep recursion at 256 frames fits easily in the default stack. */
+        if (pthread_create(&w[i].thread, NULL, run_worker, &w[i]) != 0)
+            DIE("pthread_create failed\n");
+    }
+    uint64_t first = UINT64_MAX, last = 0;
+    for (int i = 0; i < nthreads; i++) {
+        pthread_join(w[i].thread, NULL);
+        if (w[i].failed)
+            DIE("a driver call failed in thread %d\n", i);
+        if (w[i].t0 < first)
+            first = w[i].t0;
+        if (w[i].t1 > last)
+            last = w[i].t1;
+    }
+    double wall = (double)(last - first);
+    printf("ns_per_pair=%.2f pairs_per_s=%.0f wall_ns=%.0f\n",
+           wall / (double)npairs, (double)npairs * nthreads / (wall / 1e9), wall);
+    free(w);
+    cuDevicePrimaryCtxRelease(0);
+    return 0;
+}

@@ -1,0 +1,102 @@
+"""gpu_table.py: turns scripts/gpu-bench.sh's results into markdown.
+
+    python3 gpu_table.py RESULTS.tsv HEADER.txt > gpu-bench.md
+
+RESULTS.tsv has one line per run: group, config, repetition, value (ms per
+iteration or ns per pair; empty when the run failed), wall seconds of the
+whole process, status (ok, timeout, exit N, no value). HEADER.txt is copied
+to the top (machine, versions). Medians with min-max; each ratio is to the
+baseline named in the tables below, median over median.
+"""
+import statistics
+import sys
+
+TRAIN = [
+    # config, label, baseline config
+    ("plain-async", "plain, backend:cudaMallocAsync (no shim)", "plain-async"),
+    ("plain-caching", "plain, default caching allocator (no shim)", "plain-async"),
+    ("shim-default", "shim, defaults (64 native frames + Python; sets cudaMallocAsync)", "plain-async"),
+    ("shim-depth64", "shim, GPULEAK_STACK_DEPTH=64", "plain-async"),
+    ("shim-off", "shim, stacks off (DEPTH=0, PYTHON=0)", "plain-async"),
+    ("history", "_record_memory_history(stacks=\"all\"), caching allocator (no shim)", "plain-caching"),
+    ("sanitizer", "compute-sanitizer --leak-check full, caching allocator", "plain-caching"),
+]
+MICRO = [
+    ("async-plain", "cudaMallocAsync+cudaFreeAsync, no shim", "async-plain"),
+    ("async-shim", "cudaMallocAsync+cudaFreeAsync, shim defaults", "async-plain"),
+    ("async-off", "cudaMallocAsync+cudaFreeAsync, shim stacks off", "async-plain"),
+    ("sync-plain", "cudaMalloc+cudaFree, no shim", "sync-plain"),
+    ("sync-shim", "cudaMalloc+cudaFree, shim defaults", "sync-plain"),
+    ("sync-off", "cudaMalloc+cudaFree, shim stacks off", "sync-plain"),
+]
+
+
+def load(path):
+    rows = {}
+    with open(path) as f:
+        for line in f:
+            parts = line.rstrip("\n").split("\t")
+            if len(parts) < 6:
+                continue
+            group, config, _rep, value, wall, status = parts[:6]
+            r = rows.setdefault((group, config), {"values": [], "walls": [], "bad": []})
+            if status == "ok" and value:
+                r["values"].append(float(value))
+                r["walls"].append(float(wall))
+            else:
+                r["bad"].append(status)
+    return rows
+
+
+def med(v):
+    return statistics.median(v) if v else None
+
+
+def cell(v, fmt):
+    if not v:
+        return "-"
+    return (fmt + " [" + fmt + "-" + fmt + "]") % (med(v), min(v), max(v))
+
+
+def table(rows, group, spec, unit, fmt, title, added_unit=None):
+    out = ["### " + title, ""]
+    head = "| run | runs ok | %s median [min-max] | ratio to baseline |" % unit
+    sep = "| --- | --- | --- | --- |"
+    if added_unit:
+        head += " added %s |" % added_unit
+        sep += " --- |"
+    head += " process wall s | notes |"
+    sep += " --- | --- |"
+    out += [head, sep]
+    for config, label, base in spec:
+        r = rows.get((group, config))
+        if r is None:
+            continue
+        b = rows.get((group, base), {"values": []})
+        m, bm = med(r["values"]), med(b["values"])
+        ratio = "%.2fx (vs %s)" % (m / bm, base) if m and bm else "-"
+        line = "| %s | %d/%d | %s | %s |" % (label, len(r["values"]), len(r["values"]) + len(r["bad"]),
+                                          cell(r["values"], fmt), ratio)
+        if added_unit:
+            line += " %s |" % (("%+.0f" % (m - bm)) if m and bm else "-")
+        notes = ", ".join(sorted(set(r["bad"])))
+        line += " %s | %s |" % (cell(r["walls"], "%.1f"), notes)
+        out.append(line)
+    return out + [""]
+
+
+def main():
+    rows = load(sys.argv[1])
+    with open(sys.argv[2]) as f:
+        out = [f.read().rstrip(), ""]
+    out += table(rows, "train", TRAIN, "ms/iter", "%.3f",
+                 "PyTorch training loop (tests/bench/gpu_train.py: 8 x Linear 1024, batch 64; "
+                 "median ms/iter after 20 warm-up iterations, medians over interleaved runs)")
+    out += table(rows, "micro", MICRO, "ns/pair", "%.0f",
+                 "Allocation pairs, 1 MiB, one stream (tests/bench/gpu_pairs.cu, nvcc, static cudart)",
+                 added_unit="ns")
+    print("\n".join(out))
+
+
+if __name__ == "__main__":
+    main()

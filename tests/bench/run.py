@@ -1,0 +1,336 @@
+#!/usr/bin/env python3
+"""run.py: gpuleak's CPU benchmarks over the fake driver (what `make bench` runs).
+
+    python3 tests/bench/run.py [--build DIR] [--reps N] [--only NAME,...] [--out FILE]
+
+Every measurement runs a program with and without LD_PRELOAD=libgpuleak.so,
+interleaved (A B A B ..., the order of the configurations reversed every
+other repetition), and reports medians with min-max spreads. The added cost
+of the shim is the median of the per-repetition differences (shim minus the
+baseline run of the same repetition). Benchmarks (--only picks some):
+
+  pairs    ns per cuMemAlloc_v2+cuMemFree_v2 and cuMemAllocAsync+cuMemFreeAsync
+           pair, stacks off and native stacks 8/32/64 deep (bench_pairs)
+  python   the same from Python via ctypes, 10 Python frames (py_pairs.py)
+  threads  1, 2 and 8 threads doing pairs: throughput and scaling (bench_pairs)
+  memory   1M live allocations from 4 sites: the report's shim_bytes and the
+           VmRSS difference, per live allocation (bench_live)
+  exit     time from the end of main to the parent's wait, 1M allocations
+           over 100k distinct stacks, summary off (bench_live)
+
+Prints markdown tables (and writes them to --out when given).
+"""
+import argparse
+import datetime
+import glob
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+
+# Variables that would change what a run measures, removed from every child.
+SCRUB = ("LD_PRELOAD", "PYTORCH_CUDA_ALLOC_CONF", "FAKECUDA_COUNTS", "FAKECUDA_OOM_AFTER")
+
+
+class Bench:
+    def __init__(self, build, reps):
+        self.build = os.path.abspath(build)
+        self.shim = os.path.join(self.build, "libgpuleak.so")
+        self.fake = os.path.join(self.build, "fakecuda")
+        self.bin = os.path.join(self.build, "bench")
+        self.reps = reps
+        self.tmp = tempfile.mkdtemp(prefix="gpuleak-bench-")
+        self.out = []
+
+    def env(self, shim, extra):
+        env = {k: v for k, v in os.environ.items()
+               if k not in SCRUB and not k.startswith("GPULEAK_")}
+        env["LD_LIBRARY_PATH"] = self.fake + (":" + env["LD_LIBRARY_PATH"]
+                                              if env.get("LD_LIBRARY_PATH") else "")
+        if shim:
+            env["LD_PRELOAD"] = self.shim
+            env["GPULEAK_SUMMARY"] = "0"
+            env["GPULEAK_OUTPUT"] = os.path.join(self.tmp, "report-%p.json")
+        env.update(extra)
+        return env
+
+    def run(self, argv, shim, extra=None, timeout=120):
+        """Runs argv; returns its key=value output as floats, plus the wall
+        time from the child's main_end_ns (when printed) to the parent's wait,
+        and the report's totals (under the shim)."""
+        for f in glob.glob(os.path.join(self.tmp, "report-*.json")):
+            os.unlink(f)
+        p = subprocess.Popen(argv, env=self.env(shim, extra or {}), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, cwd=self.tmp)
+        try:
+            out, err = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.communicate()
+            raise SystemExit("bench: %s timed out after %ds" % (" ".join(argv), timeout))
+        waited = time.monotonic_ns()
+        if p.returncode != 0:
+            raise SystemExit("bench: %s exited %d: %s" % (" ".join(argv), p.returncode, err.strip()))
+        res = {}
+        for tok in out.split():
+            if "=" in tok:
+                k, v = tok.split("=", 1)
+                res[k] = float(v)
+        if "main_end_ns" in res:
+            res["exit_ms"] = (waited - int(res["main_end_ns"])) / 1e6
+        reports = glob.glob(os.path.join(self.tmp, "report-*.json"))
+        if shim and reports:
+            with open(reports[0]) as f:
+                rep = json.load(f)
+            res["report"] = rep["totals"]
+            res["report_bytes"] = os.path.getsize(reports[0])
+            res["sites"] = rep.get("sites", [])
+        return res
+
+    def interleave(self, configs, reps=None):
+        """configs: {name: (argv, shim, extra)}. Returns {name: [result...]}."""
+        names = list(configs)
+        got = {n: [] for n in names}
+        for r in range(reps or self.reps):
+            for n in (names if r % 2 == 0 else names[::-1]):
+                argv, shim, extra = configs[n]
+                got[n].append(self.run(argv, shim, extra))
+        return got
+
+    def emit(self, text=""):
+        print(text, flush=True)
+        self.out.append(text)
+
+
+def spread(values, fmt="%.0f"):
+    """median [min-max] of values, formatted."""
+    return (fmt + " [" + fmt + "-" + fmt + "]") % (statistics.median(values), min(values), max(values))
+
+
+def paired(a, b):
+    """Per-repetition differences b - a (both lists in repetition order)."""
+    return [y - x for x, y in zip(a, b)]
+
+
+def verdict(value, limit, better="lower"):
+    ok = value <= limit if better == "lower" else value >= limit
+    return "met" if ok else "MISSED"
+
+
+def machine(b):
+    cpu = "?"
+    try:
+        for line in subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines():
+            if line.startswith("Model name"):
+                cpu = line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    try:
+        commit = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"],
+                                capture_output=True, text=True).stdout.strip() or "?"
+        dirty = subprocess.run(["git", "-C", REPO, "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True).stdout.strip()
+        if dirty:
+            commit += " + uncommitted changes"
+    except OSError:
+        commit = "?"
+    b.emit("machine: %d CPU(s) (`nproc`), %s; %s; Python %s" % (
+        os.cpu_count() or 0, cpu, platform.platform(), platform.python_version()))
+    b.emit("date: %s; commit: %s; repetitions: %d, interleaved" % (
+        datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), commit, b.reps))
+    b.emit()
+
+
+def bench_pairs(b, pairs):
+    prog = os.path.join(b.bin, "bench_pairs")
+    for mode, title in (("sync", "cuMemAlloc_v2 + cuMemFree_v2"),
+                        ("async", "cuMemAllocAsync + cuMemFreeAsync")):
+        configs = {}
+        for d in (8, 32, 64):
+            configs["base%d" % d] = ([prog, mode, str(d), str(pairs), "1"], False, {})
+        configs["off"] = ([prog, mode, "32", str(pairs), "1"], True,
+                          {"GPULEAK_STACK_DEPTH": "0", "GPULEAK_PYTHON": "0"})
+        for d in (8, 32, 64):
+            configs["native%d" % d] = ([prog, mode, str(d), str(pairs), "1"], True,
+                                       {"GPULEAK_STACK_DEPTH": str(d), "GPULEAK_PYTHON": "0"})
+        got = b.interleave(configs)
+        ns = {n: [r["ns_per_pair"] for r in rs] for n, rs in got.items()}
+        b.emit("### Pairs: %s (%d pairs a run, 256 B, 1 thread)" % (title, pairs))
+        b.emit()
+        b.emit("| stacks | program depth | baseline ns/pair | with shim ns/pair | added ns/pair | target |")
+        b.emit("| --- | --- | --- | --- | --- | --- |")
+        rows = [("off (DEPTH=0, PYTHON=0)", "off", 32)] + \
+               [("native %d frames" % d, "native%d" % d, d) for d in (8, 32, 64)]
+        for label, key, d in rows:
+            added = paired(ns["base%d" % d], ns[key])
+            target = ""
+            if key == "off":
+                target = "<= 150: %s" % verdict(statistics.median(added), 150)
+            b.emit("| %s | %d | %s | %s | %s | %s |" % (
+                label, d, spread(ns["base%d" % d]), spread(ns[key]), spread(added), target))
+        b.emit()
+
+
+def bench_python(b, pairs):
+    script = os.path.join(HERE, "py_pairs.py")
+    py = sys.executable
+    argv = [py, script, str(pairs), "10"]
+    configs = {
+        "base": (argv, False, {}),
+        "off": (argv, True, {"GPULEAK_STACK_DEPTH": "0", "GPULEAK_PYTHON": "0"}),
+        "native": (argv, True, {"GPULEAK_STACK_DEPTH": "32", "GPULEAK_PYTHON": "0"}),
+        "both": (argv, True, {"GPULEAK_STACK_DEPTH": "32", "GPULEAK_PYTHON": "1"}),
+    }
+    got = b.interleave(configs)
+    ns = {n: [r["ns_per_pair"] for r in rs] for n, rs in got.items()}
+    # How deep the recorded stacks really were: the busiest site of one run.
+    site = max(got["both"][0].get("sites", [{}]), key=lambda s: s.get("allocations", 0))
+    pyframes = len(site.get("python_stack") or [])
+    b.emit("### Pairs from Python (ctypes, cuMemAlloc_v2 + cuMemFree_v2, %d pairs a run)" % pairs)
+    b.emit()
+    b.emit("Python %s; 10 Python frames (%d recorded); native stack deeper than 32 frames "
+           "(each Python level entered through functools.partial), 32 recorded." % (
+               platform.python_version(), pyframes))
+    b.emit()
+    b.emit("| shim settings | ns/pair (ctypes included) | added ns/pair | target |")
+    b.emit("| --- | --- | --- | --- |")
+    b.emit("| no shim (baseline) | %s | | |" % spread(ns["base"]))
+    for key, label in (("off", "stacks off (DEPTH=0, PYTHON=0)"),
+                       ("native", "native 32, no Python (PYTHON=0)"),
+                       ("both", "native 32 + Python frames")):
+        added = paired(ns["base"], ns[key])
+        target = "<= 1500: %s" % verdict(statistics.median(added), 1500) if key == "both" else ""
+        b.emit("| %s | %s | %s | %s |" % (label, spread(ns[key]), spread(added), target))
+    b.emit()
+
+
+def bench_threads(b, pairs):
+    prog = os.path.join(b.bin, "bench_pairs")
+    settings = (("base", False, {}, "no shim"),
+                ("off", True, {"GPULEAK_STACK_DEPTH": "0", "GPULEAK_PYTHON": "0"}, "shim, stacks off"),
+                ("native", True, {"GPULEAK_STACK_DEPTH": "32", "GPULEAK_PYTHON": "0"}, "shim, native 32"))
+    configs = {}
+    for key, shim, extra, _ in settings:
+        for t in (1, 2, 8):
+            configs["%s-%d" % (key, t)] = ([prog, "sync", "32", str(pairs), str(t)], shim, extra)
+    got = b.interleave(configs)
+    tput = {n: [r["pairs_per_s"] for r in rs] for n, rs in got.items()}
+    b.emit("### Threads: cuMemAlloc_v2 + cuMemFree_v2 pairs, %d pairs per thread, depth 32" % pairs)
+    b.emit()
+    b.emit("This machine has %d CPU(s): 2 threads is the most that can run at once, so 8 threads "
+           "on it measure contention (locks, shared cache lines), not scaling. The fake driver "
+           "itself serialises every call on one mutex." % (os.cpu_count() or 0))
+    b.emit()
+    b.emit("| run | threads | pairs/s (all threads) | scaling vs 1 thread | target |")
+    b.emit("| --- | --- | --- | --- | --- |")
+    for key, _, _, label in settings:
+        one = statistics.median(tput["%s-1" % key])
+        for t in (1, 2, 8):
+            v = tput["%s-%d" % (key, t)]
+            target = ""
+            if t == 8 and key != "base":
+                target = ">= 4x: %s (needs >= 8 cores)" % verdict(statistics.median(v) / one, 4, "higher")
+            b.emit("| %s | %d | %s | %.2fx | %s |" % (label, t, spread(v), statistics.median(v) / one, target))
+    b.emit()
+
+
+def bench_memory(b, count, reps):
+    prog = os.path.join(b.bin, "bench_live")
+    configs = {"base": ([prog, str(count), "4"], False, {}),
+               "shim": ([prog, str(count), "4"], True, {})}
+    got = b.interleave(configs, reps)
+    shim_bytes = [r["report"]["shim_bytes"] / count for r in got["shim"]]
+    stacks = got["shim"][0]["report"]["stacks"]
+    rss = paired([r["rss_kb"] for r in got["base"]], [r["rss_kb"] for r in got["shim"]])
+    rss_per = [kb * 1024 / count for kb in rss]
+    live = got["shim"][0]["report"]["leaked_allocations"]
+    b.emit("### Memory: %d live allocations from 4 sites (defaults: 64 native frames)" % count)
+    b.emit()
+    b.emit("| measure | bytes per live allocation | target |")
+    b.emit("| --- | --- | --- |")
+    b.emit("| report totals.shim_bytes / live (%d live, %d stacks in the depot) | %s | <= 100: %s |" % (
+        live, stacks, spread(shim_bytes, "%.1f"), verdict(statistics.median(shim_bytes), 100)))
+    b.emit("| VmRSS at the end of main, shim minus no shim | %s | <= 100: %s |" % (
+        spread(rss_per, "%.1f"), verdict(statistics.median(rss_per), 100)))
+    b.emit()
+    b.emit("VmRSS without the shim: %s KiB; with: %s KiB." % (
+        spread([r["rss_kb"] for r in got["base"]]), spread([r["rss_kb"] for r in got["shim"]])))
+    b.emit()
+
+
+def bench_exit(b, count, sites, reps):
+    prog = os.path.join(b.bin, "bench_live")
+    configs = {"base": ([prog, str(count), str(sites)], False, {}),
+               "shim": ([prog, str(count), str(sites)], True, {}),
+               "base-free": ([prog, str(count), str(sites), "free"], False, {}),
+               "shim-free": ([prog, str(count), str(sites), "free"], True, {})}
+    got = b.interleave(configs, reps)
+    b.emit("### Report at exit: %d allocations over %d distinct stacks (summary off)" % (count, sites))
+    b.emit()
+    b.emit("Time from the end of main (CLOCK_MONOTONIC printed by the program) to the parent's "
+           "wait returning; 'added' is the shim's run minus the baseline of the same repetition.")
+    b.emit()
+    b.emit("| allocations at exit | no shim ms | shim ms | added ms | report | target |")
+    b.emit("| --- | --- | --- | --- | --- | --- |")
+    for label, base, shim in (("all live (leaked)", "base", "shim"), ("all freed", "base-free", "shim-free")):
+        a = [r["exit_ms"] for r in got[base]]
+        s = [r["exit_ms"] for r in got[shim]]
+        added = paired(a, s)
+        rep = got[shim][0]
+        size = "%.1f MB, %d sites, %d stacks" % (rep["report_bytes"] / 1e6, rep["report"]["sites"],
+                                                 rep["report"]["stacks"])
+        b.emit("| %s | %s | %s | %s | %s | <= 1000: %s |" % (
+            label, spread(a, "%.1f"), spread(s, "%.1f"), spread(added, "%.1f"), size,
+            verdict(statistics.median(added), 1000)))
+    b.emit()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", default=os.path.join(REPO, "build"))
+    ap.add_argument("--reps", type=int, default=7)
+    ap.add_argument("--only", default="pairs,python,threads,memory,exit")
+    ap.add_argument("--out")
+    ap.add_argument("--quick", action="store_true", help="fewer pairs and allocations (a smoke test)")
+    args = ap.parse_args()
+    b = Bench(args.build, max(args.reps, 1))
+    for need in (b.shim, os.path.join(b.fake, "libcuda.so.1"), os.path.join(b.bin, "bench_pairs"),
+                 os.path.join(b.bin, "bench_live")):
+        if not os.path.exists(need):
+            raise SystemExit("bench: %s is missing (run `make bench`)" % need)
+    scale = 10 if args.quick else 1
+    only = set(args.only.split(","))
+    t0 = time.monotonic()
+    b.emit("## gpuleak CPU benchmarks (fake driver)")
+    b.emit()
+    machine(b)
+    try:
+        if "pairs" in only:
+            bench_pairs(b, 200000 // scale)
+        if "python" in only:
+            bench_python(b, 100000 // scale)
+        if "threads" in only:
+            bench_threads(b, 100000 // scale)
+        if "memory" in only:
+            bench_memory(b, 1000000 // scale, max(3, b.reps // 2))
+        if "exit" in only:
+            bench_exit(b, 1000000 // scale, 100000 // scale, max(3, b.reps // 2))
+    finally:
+        shutil.rmtree(b.tmp, ignore_errors=True)
+    b.emit("(benchmarks took %.0f s; reproduce: `make bench`, or `python3 tests/bench/run.py --only %s`)"
+           % (time.monotonic() - t0, args.only))
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write("\n".join(b.out) + "\n")
+
+
+if __name__ == "__main__":
+    main()

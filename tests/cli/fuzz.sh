@@ -1,0 +1,35 @@
+#!/bin/sh
+# `make fuzz`: builds the report reader with libFuzzer (clang) and runs it
+# for a bounded time over tests/cli/corpus; each crash it finds is copied to
+# tests/cli/crashes/, which `make cli-test` replays through `gpuleak report`.
+# Usage: tests/cli/fuzz.sh OUT_DIR SECONDS
+set -eu
+OUT=${1:-build/fuzz}
+SECONDS_MAX=${2:-60}
+CLANG=${CLANG:-$(command -v clang || command -v clang-14 || true)}
+if [ -z "$CLANG" ]; then
+    echo "fuzz: clang not found (apt-get install clang)" >&2
+    exit 2
+fi
+mkdir -p "$OUT/corpus" "$OUT/artifacts" tests/cli/crashes
+"$CLANG" -g -O1 -std=gnu11 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+    -iquote report -iquote shim -o "$OUT/fuzz_load" tests/cli/fuzz_load.c \
+    report/load.c report/text.c report/frames.c report/units.c report/supp.c report/check.c -ljansson
+# New inputs go to $OUT/corpus (the first directory); the seeds stay as committed.
+set +e
+"$OUT/fuzz_load" -max_total_time="$SECONDS_MAX" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
+    -artifact_prefix="$OUT/artifacts/" -print_final_stats=1 "$OUT/corpus" tests/cli/corpus
+rc=$?
+set -e
+found=0
+for f in "$OUT"/artifacts/crash-* "$OUT"/artifacts/leak-* "$OUT"/artifacts/timeout-* "$OUT"/artifacts/oom-*; do
+    [ -f "$f" ] || continue
+    cp "$f" tests/cli/crashes/
+    echo "fuzz: kept $(basename "$f") in tests/cli/crashes/"
+    found=$((found + 1))
+done
+if [ "$rc" -ne 0 ] || [ "$found" -ne 0 ]; then
+    echo "fuzz: the fuzzer found $found problem input(s) (exit $rc)" >&2
+    exit 1
+fi
+echo "fuzz: no crash in ${SECONDS_MAX}s"

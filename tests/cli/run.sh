@@ -1,0 +1,250 @@
+#!/bin/sh
+# Tests of the gpuleak command, run by `make cli-test`: the Check suite,
+# then every subcommand and exit code end to end, then the fuzz crashes.
+# Usage: tests/cli/run.sh BUILD_DIR   (from the repository root)
+set -u
+BUILD=${1:-build}
+G=$BUILD/gpuleak
+FIX=tests/cli/fixtures
+T=$(mktemp -d "${TMPDIR:-/tmp}/gpuleak-cli-test.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+fails=0
+pass=0
+
+ok() { pass=$((pass + 1)); }
+bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+# expect CODE DESCRIPTION -- COMMAND...: the command's exit status must be CODE;
+# its stdout and stderr are left in $T/out and $T/err.
+expect() {
+    want=$1; what=$2; shift 3
+    "$@" >"$T/out" 2>"$T/err"
+    got=$?
+    if [ "$got" -eq "$want" ]; then ok; else bad "$what: exit $got, wanted $want"; sed 's/^/    /' "$T/err" | head -5; fi
+}
+# has FILE TEXT: FILE contains TEXT.
+has() { if grep -qF -- "$2" "$1"; then ok; else bad "$(basename "$1") lacks \"$2\""; fi; }
+hasnt() { if grep -qF -- "$2" "$1"; then bad "$(basename "$1") has \"$2\""; else ok; fi; }
+lines() { n=$(wc -l <"$1"); if [ "$n" -eq "$2" ]; then ok; else bad "$(basename "$1") has $n line(s), wanted $2"; fi; }
+
+echo "== Check suite (units, suppressions, loader)"
+cc ${TEST_CFLAGS:-} -Wall -Wextra -std=gnu11 -g -iquote report -iquote shim -o "$BUILD/tests/test_cli" tests/cli/test_cli.c \
+    "$BUILD"/report/load.o "$BUILD"/report/supp.o "$BUILD"/report/units.o "$BUILD"/report/frames.o \
+    -lcheck -lsubunit -lm -lrt -lpthread -ljansson || exit 1
+"$BUILD/tests/test_cli" || fails=$((fails + 1))
+
+echo "== report"
+for g in tests/cli/golden/*.txt; do
+    name=$(basename "$g" .txt)
+    args=$(sed -n '1s/^# gpuleak //p' "$g")
+    # shellcheck disable=SC2086
+    $G $args >"$T/golden" 2>&1
+    tail -n +2 "$g" >"$T/want"
+    if cmp -s "$T/want" "$T/golden"; then ok; else bad "golden $name differs:"; diff -u "$T/want" "$T/golden" | head -20; fi
+done
+expect 0 "report" -- $G report $FIX/demo.json
+has "$T/out" "Leak of 10485760 byte(s) in 5 allocation(s) of device memory on device 0, allocated from:"
+has "$T/out" "#0 forward in /src/model.py:17 (Python)"
+has "$T/out" "Timeline:"
+expect 0 "report --kind host" -- $G report --kind host $FIX/demo.json
+hasnt "$T/out" "keep_for_logging tests/demo/demo.c:23 (demo+0x1291)"
+expect 0 "report --device 0 --top 1 --full-stacks" -- $G report --device=0 --top 1 --full-stacks $FIX/demo.json
+expect 2 "report --kind bogus" -- $G report --kind bogus $FIX/demo.json
+expect 2 "report --top x" -- $G report --top x $FIX/demo.json
+expect 2 "report without file" -- $G report
+expect 2 "report missing file" -- $G report "$T/none.json"
+lines "$T/err" 1
+
+echo "== bad input: one line naming the file, exit 2"
+: >"$T/empty.json"
+printf 'not json' >"$T/text.json"
+head -c 300 $FIX/demo.json >"$T/trunc.json"
+echo '{"version":1}' >"$T/noformat.json"
+echo '{"format":"gpuleak-report","version":99}' >"$T/v99.json"
+python3 - "$FIX/demo.json" "$T" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1])); t = sys.argv[2]
+def w(name, f):
+    x = json.loads(json.dumps(d)); f(x); json.dump(x, open(f"{t}/{name}.json", "w"))
+w("negative", lambda x: x["totals"].__setitem__("leaked_bytes", -5))
+w("wrongtype", lambda x: x["leaks"][0].__setitem__("bytes", "10"))
+w("huge", lambda x: x["leaks"][0].__setitem__("bytes", 1e300))
+w("nototals", lambda x: x.pop("totals"))
+w("badframe", lambda x: x["leaks"][0]["stack"][0].__setitem__("offset", 12))
+PY
+for f in empty text trunc noformat v99 negative wrongtype huge nototals badframe; do
+    for sub in report check export merge; do
+        extra=; [ $sub = export ] && extra="--format folded"
+        # shellcheck disable=SC2086
+        expect 2 "$sub $f.json" -- $G $sub "$T/$f.json" $extra
+        lines "$T/err" 1
+        has "$T/err" "gpuleak: $T/$f.json: "
+    done
+    expect 2 "diff $f.json" -- $G diff $FIX/demo.json "$T/$f.json"
+done
+has "$T/err" "" # keep set -u quiet
+$G report "$T/noformat.json" 2>"$T/err"; has "$T/err" 'not a gpuleak report: "format" is missing'
+$G report "$T/v99.json" 2>"$T/err"; has "$T/err" "unsupported report version 99"
+$G report "$T/trunc.json" 2>"$T/err"; has "$T/err" "truncated"
+$G report "$T/negative.json" 2>"$T/err"; has "$T/err" '"totals.leaked_bytes" is negative'
+
+echo "== check"
+expect 1 "check default budget" -- $G check $FIX/demo.json
+has "$T/out" "FAIL $FIX/demo.json: --max-leaked 0 B: leak of 10485760 byte(s) in 5 allocation(s) of device memory at keep_for_logging tests/demo/demo.c:23 (demo+0x1291)"
+has "$T/out" "at forward in /src/model.py:17 (Python)"
+has "$T/out" "libcublas* (default)"
+hasnt "$T/out" "leak of 4194304"
+expect 0 "check --max-leaked 20MiB" -- $G check $FIX/demo.json --max-leaked 20MiB
+has "$T/out" "PASS"
+expect 1 "check --no-default-suppressions" -- $G check $FIX/demo.json --max-leaked 13.5MiB --no-default-suppressions
+has "$T/out" "leak of 4194304 byte(s) in 1 allocation(s) of device memory at main"
+printf '# ours\nleak:keep_for_logging\nleak:*model.py\n\nleak:stage_batch*\n' >"$T/supp.txt"
+expect 0 "check --suppressions" -- $G check $FIX/demo.json --suppressions "$T/supp.txt"
+has "$T/out" "keep_for_logging"
+has "$T/out" "10485760 keep_for_logging"
+printf 'leak:ok\nfrob:x\n' >"$T/badsupp.txt"
+expect 2 "check bad suppressions" -- $G check $FIX/demo.json --suppressions "$T/badsupp.txt"
+has "$T/err" "badsupp.txt:2: unknown suppression type"
+expect 2 "check missing suppressions" -- $G check $FIX/demo.json --suppressions "$T/nope.txt"
+expect 1 "check --max-peak" -- $G check $FIX/demo.json --max-leaked 1GiB --max-peak 10MiB
+has "$T/out" "--max-peak 10.0 MiB: peak GPU memory 15728640 byte(s)"
+expect 0 "check --max-peak ok" -- $G check $FIX/demo.json --max-peak 16MiB
+expect 1 "check --max-growth" -- $G check $FIX/demo.json --max-growth 1MiB
+has "$T/out" "--max-growth 1.0 MiB: growth of 6291456 byte(s)"
+expect 0 "check --max-growth ok" -- $G check $FIX/demo.json --max-growth=6MiB
+python3 -c "import json,sys; d=json.load(open('$FIX/demo.json')); d.pop('growth'); json.dump(d, open('$T/nogrowth.json','w'))"
+expect 2 "check --max-growth without growth data" -- $G check "$T/nogrowth.json" --max-growth 1MiB
+expect 2 "check bad size" -- $G check $FIX/demo.json --max-leaked 12XB
+expect 2 "check no file" -- $G check
+expect 2 "check unknown option" -- $G check --frob $FIX/demo.json
+expect 1 "check --junit" -- $G check $FIX/demo.json $FIX/demo.json --max-peak 1MiB --junit "$T/junit.xml"
+if xmllint --noout "$T/junit.xml"; then ok; else bad "junit.xml is not well-formed"; fi
+has "$T/junit.xml" '<testsuites name="gpuleak" tests="2" failures="2" errors="0">'
+expect 2 "check --junit with a bad file" -- $G check $FIX/demo.json "$T/text.json" --junit "$T/junit2.xml"
+if xmllint --noout "$T/junit2.xml"; then ok; else bad "junit2.xml is not well-formed"; fi
+has "$T/junit2.xml" "<error"
+expect 0 "check --junit pass" -- $G check $FIX/demo.json --max-leaked 1GiB --junit "$T/junit3.xml"
+if xmllint --noout "$T/junit3.xml"; then ok; else bad "junit3.xml is not well-formed"; fi
+
+echo "== diff"
+python3 - "$FIX/demo.json" "$T" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1])); t = sys.argv[2]
+# same stacks, different ids and addresses (another run): must match
+for i, s in enumerate(d["leaks"]):
+    s["site"] = 100 + i
+    for f in s["stack"]: f["address"] = hex(int(f["address"], 16) + 0x1000)
+json.dump(d, open(f"{t}/rerun.json", "w"))
+d["leaks"][0]["bytes"] += 4096
+new = json.loads(json.dumps(d["leaks"][3])); new["stack"][0]["function"] = "new_leak"; new["stack"][0]["offset"] = "0x9999"
+d["leaks"].append(new)
+json.dump(d, open(f"{t}/worse.json", "w"))
+PY
+expect 0 "diff same stacks, other ids" -- $G diff $FIX/demo.json "$T/rerun.json"
+has "$T/out" "no site appeared or grew"
+expect 1 "diff grew and appeared" -- $G diff $FIX/demo.json "$T/worse.json"
+has "$T/out" "GREW  +4096 byte(s) (10485760 -> 10489856)"
+has "$T/out" "NEW   +1048576 byte(s)"
+has "$T/out" "new_leak"
+expect 1 "diff --threshold 4KiB (new site still over)" -- $G diff $FIX/demo.json "$T/worse.json" --threshold 4KiB
+hasnt "$T/out" "GREW"
+expect 0 "diff --threshold 2MiB" -- $G diff $FIX/demo.json "$T/worse.json" --threshold=2MiB
+expect 0 "diff improved" -- $G diff "$T/worse.json" $FIX/demo.json
+has "$T/out" "GONE"
+expect 2 "diff one file" -- $G diff $FIX/demo.json
+expect 2 "diff bad threshold" -- $G diff $FIX/demo.json "$T/worse.json" --threshold lots
+
+echo "== merge"
+python3 - "$FIX/demo.json" "$T" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1])); t = sys.argv[2]
+for r in range(3):
+    x = json.loads(json.dumps(d)); x["process"]["rank"] = r; x["process"]["pid"] = 1000 + r
+    x["totals"]["peak_bytes"] = (r + 1) * 10 * 1048576
+    if r == 2: x["leaks"] = x["leaks"][:1]
+    json.dump(x, open(f"{t}/rank{r}.json", "w"))
+PY
+expect 0 "merge" -- $G merge "$T/rank2.json" "$T/rank0.json" "$T/rank1.json"
+has "$T/out" "imbalance (max/min peak) 3.00x"
+has "$T/out" "Leaking sites common to all 3 rank(s):"
+has "$T/out" "30.0 MiB in all ranks, device memory at keep_for_logging"
+hasnt "$T/out" "stage_batch_buffer"
+expect 2 "merge nothing" -- $G merge
+expect 2 "merge bad file" -- $G merge "$T/rank0.json" "$T/text.json"
+
+echo "== export"
+expect 0 "export folded" -- $G export $FIX/demo.json --format folded
+has "$T/out" "_start;__libc_start_main;__libc_start_call_main;main;train_step;keep_for_logging 10485760"
+has "$T/out" "train (train.py:42);forward (model.py:17);_PyEval_EvalFrameDefault;cudaMalloc 2097152"
+lines "$T/out" 4
+expect 0 "export csv (timeline)" -- $G export $FIX/demo.json --format csv -o "$T/t.csv"
+has "$T/t.csv" "t_s,bytes,device,pool,vmm,managed,host,array"
+python3 -c "import json,sys; d=json.load(open('$FIX/demo.json')); d.pop('timeline'); json.dump(d, open('$T/notl.json','w'))"
+expect 0 "export csv (sites)" -- $G export "$T/notl.json" --format=csv
+has "$T/out" '4,"device",0,10485760,5,0,10485760,10485760,"keep_for_logging","tests/demo/demo.c",23,"demo",0x1291'
+expect 0 "export chrome-trace" -- $G export $FIX/demo.json --format chrome-trace -o "$T/trace.json"
+if python3 -c "
+import json,sys; d=json.load(open('$T/trace.json'))
+c=[e for e in d['traceEvents'] if e['ph']=='C']
+assert len(c) > 10 and all(isinstance(e['ts'], (int,float)) for e in c), 'counters'
+assert any(e['ph']=='M' for e in d['traceEvents'])"; then ok; else bad "chrome trace"; fi
+expect 0 "export chrome-trace without timeline" -- $G export "$T/notl.json" --format chrome-trace
+expect 2 "export bad format" -- $G export $FIX/demo.json --format svg
+expect 2 "export no format" -- $G export $FIX/demo.json
+expect 2 "export unwritable" -- $G export $FIX/demo.json --format csv -o /nonexistent/dir/x.csv
+
+echo "== run (over the fake driver)"
+export LD_LIBRARY_PATH="$BUILD/fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+(cd "$T" && mkdir -p runs)
+expect 23 "run --fail-on-leak -- demo" -- $G run --fail-on-leak -- "$BUILD/demo"
+has "$T/err" "--fail-on-leak 0 B: leak of 10485760 byte(s) in 5 allocation(s) of device memory at keep_for_logging"
+has "$T/err" "SUMMARY: gpuleak:"
+expect 0 "run -- demo (no gate)" -- $G run --output="$T/runs/plain-%p.json" -- "$BUILD/demo"
+if ls "$T"/runs/plain-*.json >/dev/null 2>&1; then ok; else bad "run --output wrote no report"; fi
+expect 0 "run --fail-on-leak=20MiB" -- $G run --quiet --fail-on-leak=20MiB -- "$BUILD/demo"
+hasnt "$T/err" "SUMMARY"
+expect 23 "run --max-peak=1MiB" -- $G run --quiet --max-peak=1MiB -- "$BUILD/demo"
+has "$T/err" "--max-peak 1.0 MiB"
+expect 23 "run --fail-on-growth" -- $G run --quiet --fail-on-growth -- "$BUILD/demo"
+expect 0 "run --fail-on-growth=8MiB" -- $G run --quiet --fail-on-growth=8MiB -- "$BUILD/demo"
+printf 'leak:keep_for_logging\nleak:stage_batch_buffer\n' >"$T/demo.supp"
+expect 0 "run --suppressions" -- $G run --quiet --fail-on-leak --suppressions="$T/demo.supp" -- "$BUILD/demo"
+expect 23 "run --output pattern, gate" -- $G run --quiet --output="$T/runs/g-%p.json" --fail-on-leak -- "$BUILD/demo"
+has "$T/err" "$T/runs/g-"
+expect 23 "run gate sees only this run's report" -- $G run --quiet --output="$T/runs/g-%p.json" --fail-on-leak -- "$BUILD/demo"
+n=$(grep -c "keep_for_logging" "$T/err"); [ "$n" -eq 1 ] && ok || bad "run judged $n reports, wanted 1"
+expect 0 "run --stack-depth=0 --no-python" -- $G run --quiet --stack-depth=0 --no-python --output="$T/runs/d0.json" -- "$BUILD/demo"
+if grep -q '"stack":\[\]' "$T/runs/d0.json"; then ok; else bad "--stack-depth=0 not passed"; fi
+expect 3 "run passes the exit code" -- $G run -- sh -c 'exit 3'
+expect 3 "run: CMD's failure wins over a gate" -- $G run --quiet --fail-on-leak -- sh -c "\"$BUILD/demo\"; exit 3"
+expect 137 "run: death by signal" -- $G run -- sh -c 'kill -9 $$'
+expect 127 "run: not found" -- $G run -- /nonexistent/cmd
+expect 126 "run: not executable" -- $G run -- "$FIX/demo.json"
+expect 125 "run: gate but no report" -- $G run --fail-on-leak -- true
+expect 2 "run: no command" -- $G run --quiet
+expect 2 "run: bad size" -- $G run --fail-on-leak=lots -- true
+expect 2 "run: bad stack depth" -- $G run --stack-depth=999 -- true
+expect 2 "run: unknown option" -- $G run --frob -- true
+LD_PRELOAD=/nonexistent-preload.so expect 0 "run keeps LD_PRELOAD" -- $G run -- sh -c 'case "$LD_PRELOAD" in *libgpuleak.so:/nonexistent-preload.so) exit 0;; *) exit 9;; esac'
+expect 0 "run: variables" -- $G run --quiet --no-python --stack-depth=5 --output=x -- sh -c '[ "$GPULEAK_SUMMARY" = 0 ] && [ "$GPULEAK_PYTHON" = 0 ] && [ "$GPULEAK_STACK_DEPTH" = 5 ] && [ "$GPULEAK_OUTPUT" = x ]'
+
+echo "== install layout (../lib/libgpuleak.so)"
+make --no-print-directory -s install PREFIX="$T/prefix" BUILD="$BUILD" >/dev/null
+expect 23 "installed run" -- "$T/prefix/bin/gpuleak" run --quiet --fail-on-leak -- "$BUILD/demo"
+
+echo "== misc"
+expect 2 "no command" -- $G
+expect 2 "unknown command" -- $G frob
+expect 0 "version" -- $G version
+expect 0 "help" -- $G --help
+
+echo "== fuzz crashes replayed"
+for f in tests/cli/crashes/* tests/cli/corpus/*; do
+    [ -f "$f" ] || continue
+    $G report "$f" >/dev/null 2>"$T/err"
+    rc=$?
+    if [ $rc -eq 0 ] || { [ $rc -eq 2 ] && [ "$(wc -l <"$T/err")" -eq 1 ]; }; then ok; else bad "$f: exit $rc"; fi
+done
+
+echo "cli-test: $pass passed, $fails failed"
+[ "$fails" -eq 0 ]

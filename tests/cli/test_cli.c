@@ -1,0 +1,282 @@
+/* test_cli.c: Check suites for the gpuleak command's units: size and time
+ * parsing, suppression matching, and the loader on many bad inputs (each
+ * must give one line naming the problem, never a crash or a report). */
+#define _GNU_SOURCE
+#include "load.h"
+#include "supp.h"
+#include "units.h"
+
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+START_TEST(sizes_parse)
+{
+    static const struct { const char *text; uint64_t bytes; } ok[] = {
+        { "0", 0 }, { "123", 123 }, { "4KiB", 4096 }, { "4kib", 4096 }, { "1.5MB", 1500000 },
+        { "2GiB", 2147483648ULL }, { "1KB", 1000 }, { "10B", 10 }, { "1.5KiB", 1536 },
+        { "0.5GiB", 536870912 }, { "1TiB", 1099511627776ULL }, { "18446744073709551615", UINT64_MAX },
+        { "1.1KiB", 1126 },
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        uint64_t v = 7;
+        ck_assert_msg(units_parse_size(ok[i].text, &v) == 0, "%s", ok[i].text);
+        ck_assert_msg(v == ok[i].bytes, "%s gave %llu", ok[i].text, (unsigned long long)v);
+    }
+}
+END_TEST
+
+START_TEST(sizes_reject)
+{
+    static const char *const bad[] = { "", "-1", "+1", "1.5", "1.", ".5MB", "4 KiB", "4K", "4XB",
+                                       "18446744073709551616", "20000000000GiB", "1e3", "0x10",
+                                       "1.5B", "KiB", " 1" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        uint64_t v = 7;
+        ck_assert_msg(units_parse_size(bad[i], &v) != 0, "accepted \"%s\"", bad[i]);
+        ck_assert_uint_eq(v, 7);
+    }
+    ck_assert_int_ne(units_parse_size(NULL, NULL), 0);
+}
+END_TEST
+
+START_TEST(times_parse)
+{
+    uint64_t v;
+    ck_assert_int_eq(units_parse_time("30s", &v), 0);
+    ck_assert_uint_eq(v, 30000000000ULL);
+    ck_assert_int_eq(units_parse_time("5m", &v), 0);
+    ck_assert_uint_eq(v, 300000000000ULL);
+    ck_assert_int_eq(units_parse_time("100ms", &v), 0);
+    ck_assert_uint_eq(v, 100000000ULL);
+    ck_assert_int_eq(units_parse_time("1.5s", &v), 0);
+    ck_assert_uint_eq(v, 1500000000ULL);
+    ck_assert_int_eq(units_parse_time("2", &v), 0);
+    ck_assert_uint_eq(v, 2000000000ULL);
+    ck_assert_int_ne(units_parse_time("5x", &v), 0);
+    ck_assert_int_ne(units_parse_time("-5s", &v), 0);
+    ck_assert_int_ne(units_parse_time("1.5ns", &v), 0);
+    ck_assert_int_ne(units_parse_time("999999999999h", &v), 0);
+}
+END_TEST
+
+START_TEST(sizes_format)
+{
+    char b[UNITS_SIZE_BUF];
+    ck_assert_str_eq(units_format_size(0, b), "0 B");
+    ck_assert_str_eq(units_format_size(1023, b), "1023 B");
+    ck_assert_str_eq(units_format_size(15728640, b), "15.0 MiB");
+    ck_assert_str_eq(units_format_size(UINT64_MAX, b), "16.0 EiB");
+    ck_assert_uint_eq(units_add(UINT64_MAX, 1), UINT64_MAX);
+}
+END_TEST
+
+static load_frame_t frame(const char *function, const char *file, const char *module)
+{
+    load_frame_t f = { function, file, module, 0, 0x10, 0x1000, false };
+    return f;
+}
+
+static int matches(const char *rule, load_frame_t *frames, size_t n, load_pyframe_t *py, size_t npy)
+{
+    supp_set_t *set = supp_new();
+    char *err = NULL;
+    ck_assert_int_eq(supp_add_line(set, rule, "test", &err), 0);
+    load_site_t site = { .kind = "device", .stack = frames, .nstack = n, .python = py, .npython = npy };
+    int m = supp_match(set, &site);
+    supp_free(set);
+    return m >= 0;
+}
+
+START_TEST(supp_matching)
+{
+    load_frame_t user[] = { frame("keep_for_logging", "demo.c", "/src/build/demo") };
+    ck_assert(matches("leak:keep_for_logging", user, 1, NULL, 0));
+    ck_assert(matches("leak:for_log", user, 1, NULL, 0));          /* substring, like LSan */
+    ck_assert(matches("leak:keep_*", user, 1, NULL, 0));           /* glob */
+    ck_assert(!matches("leak:for_log*", user, 1, NULL, 0));        /* globs are anchored */
+    ck_assert(matches("leak:demo.c", user, 1, NULL, 0));           /* file */
+    ck_assert(matches("leak:demo", user, 1, NULL, 0));             /* module substring */
+    ck_assert(matches("leak:dem?", user, 1, NULL, 0));             /* module basename glob */
+    ck_assert(matches("  leak:  keep_for_logging  \n", user, 1, NULL, 0));
+    ck_assert(!matches("leak:other", user, 1, NULL, 0));
+    load_pyframe_t py[] = { { "forward", "/src/model.py", 17 } };
+    ck_assert(matches("leak:*model.py", user, 1, py, 1));
+    ck_assert(matches("leak:forward", user, 1, py, 1));
+    ck_assert(!matches("leak:backward", user, 1, py, 1));
+    load_frame_t none[] = { frame(NULL, NULL, "/lib/libfoo.so") };
+    ck_assert(matches("leak:libfoo*", none, 1, NULL, 0));
+    ck_assert(!matches("leak:libbar*", none, 1, NULL, 0));
+}
+END_TEST
+
+START_TEST(supp_file_syntax)
+{
+    supp_set_t *set = supp_new();
+    char *err = NULL;
+    ck_assert_int_eq(supp_add_line(set, "# comment", "t", &err), 0);
+    ck_assert_int_eq(supp_add_line(set, "   ", "t", &err), 0);
+    ck_assert_int_eq(supp_count(set), 0);
+    ck_assert_int_ne(supp_add_line(set, "called_from_lib:foo", "t", &err), 0);
+    ck_assert_ptr_nonnull(strstr(err, "called_from_lib"));
+    free(err);
+    ck_assert_int_ne(supp_add_line(set, "leak:", "t", &err), 0);
+    free(err);
+    ck_assert_int_ne(supp_add_line(set, "foo", "t", &err), 0);
+    free(err);
+    ck_assert_int_ne(supp_load_file(set, "/nonexistent/supp", &err), 0);
+    ck_assert_ptr_nonnull(strstr(err, "/nonexistent/supp"));
+    free(err);
+    supp_free(set);
+}
+END_TEST
+
+static int default_match(load_frame_t *frames, size_t n)
+{
+    supp_set_t *set = supp_new();
+    ck_assert_int_eq(supp_add_defaults(set), 0);
+    load_site_t site = { .kind = "device", .stack = frames, .nstack = n };
+    int m = supp_match(set, &site);
+    supp_free(set);
+    return m >= 0;
+}
+
+START_TEST(supp_defaults)
+{
+    load_frame_t torch[] = { frame("c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc(int, unsigned long, CUstream_st*)", NULL, "/x/libc10_cuda.so") };
+    ck_assert(default_match(torch, 1));
+    load_frame_t cublas[] = { frame("cublasCreate_v2", NULL, "/usr/lib/libcublas.so.12"), frame("main", "m.c", "/bin/app") };
+    ck_assert(default_match(cublas, 2));
+    load_frame_t nccl[] = { frame(NULL, NULL, "/usr/lib/libnccl.so.2"), frame("main", "m.c", "/bin/app") };
+    ck_assert(default_match(nccl, 2));
+    /* cudart on its own behalf (lazy module loading under a launch): benign. */
+    load_frame_t internal[] = { frame(NULL, NULL, "/usr/lib/libcudart.so.12"),
+                                frame("cudaLaunchKernel", NULL, "/usr/lib/libcudart.so.12"),
+                                frame("main", "m.c", "/bin/app") };
+    ck_assert(default_match(internal, 3));
+    /* The program's own cudaMalloc has cudart innermost too: not suppressed. */
+    load_frame_t user_malloc[] = { frame("cudaMalloc", NULL, "/usr/lib/libcudart.so.12"), frame("main", "m.c", "/bin/app") };
+    ck_assert(!default_match(user_malloc, 2));
+    /* cudart not innermost past the driver: not suppressed. */
+    load_frame_t deeper[] = { frame("mine", "m.c", "/bin/app"), frame(NULL, NULL, "/usr/lib/libcudart.so.12") };
+    ck_assert(!default_match(deeper, 2));
+    load_frame_t plain[] = { frame("main", "m.c", "/bin/app") };
+    ck_assert(!default_match(plain, 1));
+}
+END_TEST
+
+#define GOOD_HEAD "{\"format\":\"gpuleak-report\",\"version\":1,"
+#define GOOD_TOTALS "\"totals\":{\"allocations\":1,\"frees\":0,\"peak_bytes\":4,\"leaked_bytes\":4,\"leaked_allocations\":1},"
+#define GOOD_FRAME "{\"function\":\"f\",\"file\":null,\"line\":null,\"module\":\"/m\",\"offset\":\"0x1\",\"address\":\"0x2\"}"
+#define GOOD_SITE "{\"site\":1,\"kind\":\"device\",\"device\":0,\"bytes\":4,\"allocations\":1,\"stack\":[" GOOD_FRAME "],\"python_stack\":[]}"
+#define GOOD GOOD_HEAD GOOD_TOTALS "\"leaks\":[" GOOD_SITE "],\"sites\":[" GOOD_SITE "]}"
+
+static void expect_bad(const char *json, size_t len, const char *needle)
+{
+    char *err = NULL;
+    load_report_t *r = load_buffer(json, len, "r.json", &err);
+    ck_assert_msg(r == NULL, "accepted: %.*s", (int)len, json);
+    ck_assert_ptr_nonnull(err);
+    ck_assert_msg(strncmp(err, "r.json: ", 8) == 0, "no file name: %s", err);
+    ck_assert_msg(strchr(err, '\n') == NULL, "two lines: %s", err);
+    ck_assert_msg(strstr(err, needle) != NULL, "\"%s\" not in: %s", needle, err);
+    free(err);
+}
+
+START_TEST(loader_accepts_good)
+{
+    char *err = NULL;
+    load_report_t *r = load_buffer(GOOD, strlen(GOOD), "r.json", &err);
+    ck_assert_msg(r != NULL, "%s", err);
+    ck_assert_uint_eq(r->leaks.n, 1);
+    ck_assert_uint_eq(r->leaks.v[0].stack[0].offset, 1);
+    ck_assert_ptr_null(r->leaks.v[0].stack[0].file);
+    ck_assert(!r->has_growth && !r->has_peak && !r->has_timeline);
+    load_free(r);
+}
+END_TEST
+
+START_TEST(loader_rejects_bad)
+{
+    static const struct { const char *json; const char *needle; } bad[] = {
+        { "nope", "not JSON" },
+        { "{\"format\":\"gpuleak-report\",\"version\":1,", "truncated" },
+        { "[]", "not a gpuleak report" },
+        { "{}", "not a gpuleak report: \"format\" is missing" },
+        { "{\"format\":7}", "\"format\" is not a string" },
+        { "{\"format\":\"other\"}", "\"format\" is \"other\"" },
+        { "{\"format\":\"gpuleak-report\"}", "\"version\" is missing" },
+        { "{\"format\":\"gpuleak-report\",\"version\":\"1\"}", "\"version\" is not an integer" },
+        { "{\"format\":\"gpuleak-report\",\"version\":2}", "unsupported report version 2" },
+        { GOOD_HEAD "\"leaks\":[],\"sites\":[]}", "\"totals\" is missing" },
+        { GOOD_HEAD "\"totals\":[],\"leaks\":[],\"sites\":[]}", "\"totals\" is not an object" },
+        { GOOD_HEAD "\"totals\":{\"allocations\":-1,\"frees\":0,\"peak_bytes\":0,\"leaked_bytes\":0,\"leaked_allocations\":0},\"leaks\":[],\"sites\":[]}", "\"totals.allocations\" is negative" },
+        { GOOD_HEAD "\"totals\":{\"allocations\":1.5,\"frees\":0,\"peak_bytes\":0,\"leaked_bytes\":0,\"leaked_allocations\":0},\"leaks\":[],\"sites\":[]}", "\"totals.allocations\" is not an integer" },
+        { GOOD_HEAD "\"totals\":{\"allocations\":99999999999999999999,\"frees\":0}}", "not JSON" },
+        { GOOD_HEAD "\"totals\":{\"allocations\":1,\"frees\":0,\"peak_bytes\":0,\"leaked_bytes\":0},\"leaks\":[],\"sites\":[]}", "\"totals.leaked_allocations\" is missing" },
+        { GOOD_HEAD GOOD_TOTALS "\"sites\":[]}", "\"leaks\" is missing" },
+        { GOOD_HEAD GOOD_TOTALS "\"leaks\":{},\"sites\":[]}", "\"leaks\" is not an array" },
+        { GOOD_HEAD GOOD_TOTALS "\"leaks\":[7],\"sites\":[]}", "\"leaks[0]\" is not an object" },
+        { GOOD_HEAD GOOD_TOTALS "\"leaks\":[{\"kind\":\"device\",\"allocations\":1}],\"sites\":[]}", "\"leaks[0].bytes\" is missing" },
+        { GOOD_HEAD GOOD_TOTALS "\"leaks\":[{\"kind\":3,\"bytes\":1,\"allocations\":1}],\"sites\":[]}", "\"leaks[0].kind\" is not a string" },
+        { GOOD_HEAD GOOD_TOTALS "\"leaks\":[{\"kind\":\"device\",\"bytes\":1,\"allocations\":1,\"stack\":[{\"module\":\"m\",\"offset\":\"12\",\"address\":\"0x1\"}]}],\"sites\":[]}", "\"leaks[0].stack[0].offset\" is not a hex address" },
+        { GOOD_HEAD GOOD_TOTALS "\"leaks\":[{\"kind\":\"device\",\"bytes\":1,\"allocations\":1,\"stack\":[{\"module\":\"m\",\"offset\":\"0x11111111111111111\",\"address\":\"0x1\"}]}],\"sites\":[]}", "not a hex address" },
+        { GOOD_HEAD GOOD_TOTALS "\"leaks\":[{\"kind\":\"device\",\"bytes\":1,\"allocations\":1,\"stack\":[{\"offset\":\"0x1\",\"address\":\"0x1\"}]}],\"sites\":[]}", "\"leaks[0].stack[0].module\" is missing" },
+        { GOOD_HEAD GOOD_TOTALS "\"leaks\":[{\"kind\":\"device\",\"bytes\":1,\"allocations\":1,\"stack\":[{\"module\":\"m\",\"offset\":\"0x1\",\"address\":\"0x1\",\"line\":-3}]}],\"sites\":[]}", "out of range" },
+        { GOOD_HEAD GOOD_TOTALS "\"leaks\":[{\"kind\":\"device\",\"bytes\":1,\"allocations\":1,\"python_stack\":[{\"function\":\"f\"}]}],\"sites\":[]}", "\"leaks[0].python_stack[0].file\" is missing" },
+        { GOOD_HEAD GOOD_TOTALS "\"leaks\":[],\"sites\":[],\"failures\":[{\"kind\":\"device\",\"bytes\":1}]}", "\"failures[0].count\" is missing" },
+        { GOOD_HEAD GOOD_TOTALS "\"leaks\":[],\"sites\":[],\"timeline\":{\"points\":[{\"t_ns\":5,\"bytes\":1},{\"t_ns\":4,\"bytes\":1}]}}", "goes back in time" },
+        { GOOD_HEAD GOOD_TOTALS "\"leaks\":[],\"sites\":[],\"timeline\":{\"points\":[{\"t_ns\":5,\"bytes\":1,\"kinds\":{\"device\":\"x\"}}]}}", "\"timeline.points[0].kinds.device\" is not an integer" },
+        { GOOD_HEAD GOOD_TOTALS "\"leaks\":[],\"sites\":[],\"timeline\":[]}", "\"timeline\" is not an object" },
+        { GOOD_HEAD GOOD_TOTALS "\"leaks\":[],\"sites\":[],\"growth\":5}", "\"growth\" is neither" },
+        { GOOD_HEAD GOOD_TOTALS "\"leaks\":[],\"sites\":[],\"peak\":{\"bytes\":-1}}", "\"peak.bytes\" is negative" },
+        { GOOD_HEAD GOOD_TOTALS "\"leaks\":[],\"sites\":[],\"process\":{\"argv\":[1]}}", "\"process.argv[0]\" is not a string" },
+        { GOOD_HEAD "\"version\":1," GOOD_TOTALS "\"leaks\":[],\"sites\":[]}", "not JSON" }, /* duplicate key */
+        { "{\"format\":\"gpuleak\\u0000report\"}", "not JSON" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        expect_bad(bad[i].json, strlen(bad[i].json), bad[i].needle);
+    expect_bad("", 0, "empty");
+    /* Every prefix of a good report is refused: truncation never passes. */
+    for (size_t n = 1; n < strlen(GOOD); n++)
+        expect_bad(GOOD, n, "r.json");
+}
+END_TEST
+
+START_TEST(loader_file_errors)
+{
+    char *err = NULL;
+    ck_assert_ptr_null(load_file("/nonexistent/r.json", &err));
+    ck_assert_ptr_nonnull(strstr(err, "/nonexistent/r.json: cannot open"));
+    free(err);
+    ck_assert_ptr_null(load_file("/", &err));
+    ck_assert_ptr_nonnull(err);
+    free(err);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("gpuleak-cli");
+    TCase *units = tcase_create("units");
+    tcase_add_test(units, sizes_parse);
+    tcase_add_test(units, sizes_reject);
+    tcase_add_test(units, times_parse);
+    tcase_add_test(units, sizes_format);
+    suite_add_tcase(s, units);
+    TCase *supp = tcase_create("suppressions");
+    tcase_add_test(supp, supp_matching);
+    tcase_add_test(supp, supp_file_syntax);
+    tcase_add_test(supp, supp_defaults);
+    suite_add_tcase(s, supp);
+    TCase *load = tcase_create("loader");
+    tcase_add_test(load, loader_accepts_good);
+    tcase_add_test(load, loader_rejects_bad);
+    tcase_add_test(load, loader_file_errors);
+    suite_add_tcase(s, load);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}

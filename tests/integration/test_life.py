@@ -1,0 +1,156 @@
+"""Process life under the shim (issue 7): signals, dump on request, periodic
+snapshots, fork, children, report files that must not be replaced, argv
+redaction, and a stress run checked against the fake driver's own books."""
+import glob
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_core import BUILD, Base, clean_env, run, sites_with  # noqa: E402
+
+PROG = BUILD / "tests" / "prog_life"
+SHIM = BUILD / "libgpuleak.so"
+STRESS_SECONDS = float(os.environ.get("GPULEAK_STRESS_SECONDS", "60"))
+
+
+class LifeTest(Base):
+    def start(self, *args, env_extra=None):
+        """Starts prog_life under the shim and waits for its "ready" line."""
+        env = clean_env()
+        env.update({"LD_PRELOAD": str(SHIM), "GPULEAK_OUTPUT": os.path.join(self.tmp, "r-%p.json")})
+        env.update(env_extra or {})
+        proc = subprocess.Popen([str(PROG), *args], env=env, cwd=self.tmp, text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.addCleanup(lambda: proc.poll() is None and proc.kill())
+        self.assertEqual(proc.stdout.readline().strip(), "ready")
+        return proc
+
+    def reports(self):
+        out = []
+        for path in sorted(glob.glob(os.path.join(self.tmp, "r-*.json"))):
+            with open(path) as f:
+                out.append(json.load(f))
+        return out
+
+    def wait_for(self, predicate, seconds=10):
+        end = time.time() + seconds
+        while time.time() < end:
+            try:
+                if predicate():
+                    return True
+            except (OSError, ValueError, IndexError, KeyError):
+                pass
+            time.sleep(0.05)
+        return False
+
+    def test_sigterm_at_default_writes_report_then_dies_of_it(self):
+        proc = self.start("sleep", "30")
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=20)
+        self.assertEqual(proc.returncode, -signal.SIGTERM)
+        (rep,) = self.reports()
+        self.assertEqual(rep["status"]["moment"], "signal")
+        self.assertTrue(rep["status"]["complete"])
+        self.assertEqual(len(sites_with(rep["leaks"], "leak_before_sleep")), 1)
+
+    def test_program_handler_is_never_replaced(self):
+        proc = self.start("own-term")
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=20)
+        self.assertEqual(proc.returncode, 7)
+        (rep,) = self.reports()
+        self.assertEqual(rep["status"]["moment"], "exit")
+
+    def test_dump_signal_writes_now_and_program_runs_on(self):
+        proc = self.start("sleep", "3")
+        proc.send_signal(signal.SIGUSR2)
+        self.assertTrue(self.wait_for(lambda: self.reports()[0]["status"]["moment"] == "request"))
+        _, stderr = proc.communicate(timeout=20)
+        self.assertEqual(proc.returncode, 0)
+        self.assertIn("on request", stderr)
+        (rep,) = self.reports()
+        self.assertEqual(rep["status"]["moment"], "exit")
+
+    def test_snapshot_survives_sigkill(self):
+        proc = self.start("sleep", "30", env_extra={"GPULEAK_FLUSH_INTERVAL": "1"})
+        self.assertTrue(self.wait_for(lambda: self.reports()[0]["status"]["moment"] == "snapshot"))
+        proc.kill()
+        proc.communicate(timeout=20)
+        (rep,) = self.reports()
+        self.assertFalse(rep["status"]["complete"])
+        self.assertEqual(len(sites_with(rep["leaks"], "leak_before_sleep")), 1)
+
+    def test_forked_child_writes_no_report_of_its_own(self):
+        r = run([PROG, "fork"], self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        (rep,) = r.reports
+        self.assertEqual(rep["process"]["pid"], r.pid)
+        self.assertEqual(rep["totals"]["allocations"], 3)
+
+    def test_children_write_their_own_reports(self):
+        script = f"{PROG} sleep 0 & {PROG} sleep 0; wait"
+        r = run(["/bin/sh", "-c", script], self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(len(r.reports), 2)
+        self.assertNotEqual(r.reports[0]["process"]["pid"], r.reports[1]["process"]["pid"])
+
+    def test_never_replaces_a_file_that_is_not_a_report(self):
+        precious = os.path.join(self.tmp, "precious.txt")
+        with open(precious, "w") as f:
+            f.write("weights of a model trained for a week\n")
+        link = os.path.join(self.tmp, "link.json")
+        os.symlink(precious, link)
+        for target in (precious, link):
+            r = run([PROG, "sleep", "0"], self.tmp, env_extra={"GPULEAK_OUTPUT": target,
+                                                                "TMPDIR": self.tmp})
+            self.assertEqual(r.returncode, 0)
+            with open(precious) as f:
+                self.assertEqual(f.read(), "weights of a model trained for a week\n")
+            self.assertTrue(os.path.islink(link))
+            fallback = os.path.join(self.tmp, f"gpuleak-{r.pid}.json")
+            self.assertIn(f"writing to fallback {fallback}", r.stderr)
+            self.assertTrue(os.path.exists(fallback))
+
+    def test_an_old_report_is_replaced(self):
+        r1 = run([PROG, "sleep", "0"], self.tmp, env_extra={"GPULEAK_OUTPUT": "same.json"})
+        r2 = run([PROG, "sleep", "0"], self.tmp, env_extra={"GPULEAK_OUTPUT": "same.json"})
+        self.assertNotIn("fallback", r2.stderr)
+        with open(os.path.join(self.tmp, "same.json")) as f:
+            self.assertEqual(json.load(f)["process"]["pid"], r2.pid)
+        self.assertNotEqual(r1.pid, r2.pid)
+
+    def test_redact_argv(self):
+        r = run([PROG, "sleep", "0"], self.tmp, env_extra={"GPULEAK_REDACT_ARGV": "1"})
+        argv = r.report["process"]["argv"]
+        self.assertEqual(argv[0], str(PROG))
+        self.assertEqual(argv[1:], ["<redacted>", "<redacted>"])
+        r = run([PROG, "sleep", "0"], self.tmp)
+        self.assertIn("sleep", r.reports[-1]["process"]["argv"])
+
+    def test_stress_nothing_lost_nothing_invented(self):
+        threads = 32
+        r = run([PROG, "stress", str(STRESS_SECONDS), str(threads)], self.tmp,
+                timeout=STRESS_SECONDS * 4 + 120)
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        rep, counts = r.report, r.counts
+        self.assertEqual(rep["status"]["moment"], "exit")
+        self.assertIsNone(rep["status"]["reason"])
+        self.assertGreater(counts["succeeded"]["cuMemAlloc_v2"], 1000)
+        for kind in ("device", "pool", "vmm", "managed", "host", "array"):
+            with self.subTest(kind=kind):
+                k = rep["kinds"][kind]
+                self.assertEqual(k["allocations"], counts["allocations"][kind])
+                self.assertEqual(k["frees"], counts["frees"][kind])
+                self.assertEqual(k["leaked_allocations"], counts["live"][kind])
+                self.assertEqual(k["leaked_bytes"], counts["live_bytes"][kind])
+        self.assertEqual(rep["totals"]["leaked_allocations"], threads)
+        self.assertEqual(rep["totals"]["unknown_frees"], 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
