@@ -75,7 +75,7 @@ static void start_tracking(void)
     guard_depth++;
     struct timespec real, mono;
     clock_gettime(CLOCK_REALTIME, &real);
-    clock_gettime(CLOCK_MONOTONIC, &mono);
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &mono);
     epoch_offset_ns = ((uint64_t)real.tv_sec * 1000000000ull + (uint64_t)real.tv_nsec)
                     - ((uint64_t)mono.tv_sec * 1000000000ull + (uint64_t)mono.tv_nsec);
     started_ns = tracker_now_ns();

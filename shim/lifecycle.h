@@ -38,7 +38,7 @@ void lifecycle_stop(void);
 /* Why tracking stopped, or NULL while it runs. */
 const char *lifecycle_stop_reason(void);
 
-/* CLOCK_REALTIME minus CLOCK_MONOTONIC at start, in ns: adding it to a
+/* CLOCK_REALTIME minus tracker_now_ns() at start, in ns: adding it to a
  * tracker time gives nanoseconds since the Unix epoch. */
 uint64_t lifecycle_epoch_offset_ns(void);
 
@@ -48,7 +48,7 @@ uint64_t lifecycle_epoch_offset_ns(void);
  * program set PYTORCH_CUDA_ALLOC_CONF itself, never overridden). */
 const char *lifecycle_torch_mode(void);
 
-/* CLOCK_MONOTONIC when tracking started, in ns. */
+/* tracker_now_ns() when tracking started. */
 uint64_t lifecycle_started_ns(void);
 
 #endif

@@ -44,7 +44,7 @@ typedef struct report_view {
     totals_t totals;
     timeline_point_t *timeline;
     size_t timeline_count;
-    uint64_t now_ns;          /* CLOCK_MONOTONIC when the view was gathered */
+    uint64_t now_ns;          /* tracker_now_ns() when the view was gathered */
 } report_view_t;
 
 /* Writes the report file (GPULEAK_OUTPUT, or the fallback it names on

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -23,27 +24,33 @@
 static void put_string(FILE *f, const char *s)
 {
     if (s == NULL) {
-        fputs("null", f);
+        fputs_unlocked("null", f);
         return;
     }
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++) {
+    fputc_unlocked('"', f);
+    const unsigned char *run = (const unsigned char *)s;
+    for (const unsigned char *p = run;; p++) {
+        int plain = *p != '\0' && *p != '"' && *p != '\\' && *p >= 0x20 && *p < 0x7f;
+        if (plain)
+            continue;
+        if (p > run)
+            fwrite_unlocked(run, 1, (size_t)(p - run), f);
+        if (*p == '\0')
+            break;
         if (*p == '"' || *p == '\\')
             fprintf(f, "\\%c", *p);
-        else if (*p < 0x20 || *p == 0x7f)
-            fprintf(f, "\\u%04x", *p);
-        else if (*p >= 0x80)
-            fprintf(f, "\\u%04x", *p); /* raw byte as a code point: lossless, always valid */
         else
-            fputc(*p, f);
+            fprintf(f, "\\u%04x", *p); /* control bytes, and bytes >= 0x80 as code points:
+                                            lossless and always valid JSON */
+        run = p + 1;
     }
-    fputc('"', f);
+    fputc_unlocked('"', f);
 }
 
 static void put_key(FILE *f, const char *key)
 {
     put_string(f, key);
-    fputc(':', f);
+    fputc_unlocked(':', f);
 }
 
 static void put_u64(FILE *f, const char *key, uint64_t value, int comma)
@@ -70,43 +77,43 @@ static void put_totals_fields(FILE *f, const totals_t *t)
 
 static void put_totals(FILE *f, const totals_t *t)
 {
-    fputc('{', f);
+    fputc_unlocked('{', f);
     put_totals_fields(f, t);
-    fputc('}', f);
+    fputc_unlocked('}', f);
 }
 
 static void put_native_stack(FILE *f, uint32_t site)
 {
     static symbolized_frame_t frames[MAX_REPORT_FRAMES];
     int n = report_site_frames(site, frames, MAX_REPORT_FRAMES);
-    fputc('[', f);
+    fputc_unlocked('[', f);
     for (int i = 0; i < n; i++) {
         const symbolized_frame_t *fr = &frames[i];
         fprintf(f, "%s{", i ? "," : "");
         put_key(f, "function");
         put_string(f, fr->function);
-        fputc(',', f);
+        fputc_unlocked(',', f);
         put_key(f, "file");
         put_string(f, fr->file);
-        fputc(',', f);
+        fputc_unlocked(',', f);
         put_key(f, "line");
         if (fr->line > 0)
             fprintf(f, "%d,", fr->line);
         else
-            fputs("null,", f);
+            fputs_unlocked("null,", f);
         put_key(f, "module");
         put_string(f, fr->module ? fr->module : "?");
         fprintf(f, ",\"offset\":\"0x%llx\",\"address\":\"0x%llx\",\"inlined\":%s}",
                 (unsigned long long)fr->offset, (unsigned long long)fr->address,
                 fr->inlined ? "true" : "false");
     }
-    fputc(']', f);
+    fputc_unlocked(']', f);
 }
 
 static void put_python_stack(FILE *f, uint32_t site)
 {
     const stack_record_t *stack = stacks_get(site);
-    fputc('[', f);
+    fputc_unlocked('[', f);
     int first = 1;
     for (int i = 0; stack != NULL && i < stack->python_count; i++) {
         const char *function, *file;
@@ -117,12 +124,12 @@ static void put_python_stack(FILE *f, uint32_t site)
         first = 0;
         put_key(f, "function");
         put_string(f, function);
-        fputc(',', f);
+        fputc_unlocked(',', f);
         put_key(f, "file");
         put_string(f, file);
         fprintf(f, ",\"line\":%d}", line);
     }
-    fputc(']', f);
+    fputc_unlocked(']', f);
 }
 
 /* The site's "origin" (the frame docs/origin-rules.md picks as the user's
@@ -133,30 +140,30 @@ static void put_origin(FILE *f, uint32_t site, int kind)
     origin_site(site, kind, &o);
     put_key(f, "origin");
     if (!o.found) {
-        fputs("null", f);
+        fputs_unlocked("null", f);
     } else {
-        fputc('{', f);
+        fputc_unlocked('{', f);
         put_key(f, "function");
         put_string(f, o.frame.function);
-        fputc(',', f);
+        fputc_unlocked(',', f);
         put_key(f, "file");
         put_string(f, o.frame.file);
-        fputc(',', f);
+        fputc_unlocked(',', f);
         put_key(f, "line");
         if (o.frame.line > 0)
             fprintf(f, "%d,", o.frame.line);
         else
-            fputs("null,", f);
+            fputs_unlocked("null,", f);
         put_key(f, "module");
         put_string(f, o.frame.module);
         if (!o.frame.is_python)
             fprintf(f, ",\"offset\":\"0x%llx\"", (unsigned long long)o.offset);
         fprintf(f, ",\"python\":%s}", o.frame.is_python ? "true" : "false");
     }
-    fputc(',', f);
+    fputc_unlocked(',', f);
     put_key(f, "owner");
     put_string(f, o.owner);
-    fputc(',', f);
+    fputc_unlocked(',', f);
 }
 
 static const char *teardown_name(int reason)
@@ -189,7 +196,7 @@ static void put_site(FILE *f, const report_site_t *site, enum section section)
     } else if (section == SECTION_GROWTH) {
         bytes = site->growth.bytes_gained;
     }
-    fputc('{', f);
+    fputc_unlocked('{', f);
     put_u64(f, "site", site->id, 1);
     put_key(f, "kind");
     put_string(f, tracker_kind_name((alloc_kind_t)s->kind));
@@ -201,7 +208,7 @@ static void put_site(FILE *f, const report_site_t *site, enum section section)
     if (section == SECTION_TEARDOWN) {
         put_key(f, "teardown");
         put_string(f, teardown_name(s->teardown_reason));
-        fputc(',', f);
+        fputc_unlocked(',', f);
     }
     if (section == SECTION_GROWTH) {
         const growth_finding_t *g = &site->growth;
@@ -218,10 +225,10 @@ static void put_site(FILE *f, const report_site_t *site, enum section section)
     put_origin(f, site->id, s->kind);
     put_key(f, "stack");
     put_native_stack(f, site->id);
-    fputc(',', f);
+    fputc_unlocked(',', f);
     put_key(f, "python_stack");
     put_python_stack(f, site->id);
-    fputc('}', f);
+    fputc_unlocked('}', f);
 }
 
 /* The sites list is capped: a run with 100k call sites needs its leaks in
@@ -234,13 +241,13 @@ static void put_list(FILE *f, const char *key, const report_list_t *list, enum s
     if (section == SECTION_SITES && n > SITES_LISTED)
         n = SITES_LISTED;
     put_key(f, key);
-    fputc('[', f);
+    fputc_unlocked('[', f);
     for (size_t i = 0; i < n; i++) {
         if (i)
-            fputs(",\n", f);
+            fputs_unlocked(",\n", f);
         put_site(f, &list->sites[i], section);
     }
-    fputs("]", f);
+    fputs_unlocked("]", f);
 }
 
 static void put_process(FILE *f)
@@ -255,12 +262,12 @@ static void put_process(FILE *f)
     fprintf(f, "\"process\":{\"pid\":%d,", (int)getpid());
     put_key(f, "host");
     put_string(f, host);
-    fputs(",\"rank\":", f);
+    fputs_unlocked(",\"rank\":", f);
     if (rank != NULL && *rank != '\0' && strspn(rank, "0123456789") == strlen(rank))
-        fputs(rank, f);
+        fputs_unlocked(rank, f);
     else
-        fputs("null", f);
-    fputs(",\"argv\":[", f);
+        fputs_unlocked("null", f);
+    fputs_unlocked(",\"argv\":[", f);
     FILE *cmdline = fopen("/proc/self/cmdline", "r");
     int redact = config.redact_argv;
     if (cmdline != NULL) {
@@ -275,19 +282,19 @@ static void put_process(FILE *f)
             if (c != '\0')
                 continue;
             arg[len] = '\0';
-            fputs(first ? "" : ",", f);
+            fputs_unlocked(first ? "" : ",", f);
             put_string(f, redact && !first ? "<redacted>" : arg);
             first = 0;
             len = 0;
         }
         fclose(cmdline);
     }
-    fputs("],", f);
+    fputs_unlocked("],", f);
     uint64_t offset = lifecycle_epoch_offset_ns();
     put_u64(f, "end_time_ns", tracker_now_ns() + offset, 1);
     put_key(f, "python");
     put_string(f, python_version());
-    fputs("},\n", f);
+    fputs_unlocked("},\n", f);
 }
 
 /* Times in the timeline are ns since tracking started; start_ns gives the
@@ -306,7 +313,7 @@ static void put_timeline(FILE *f, const report_view_t *view)
         for (int k = 0; k < KIND_COUNT; k++)
             fprintf(f, "%s\"%s\":%llu", k ? "," : "", tracker_kind_name((alloc_kind_t)k),
                     (unsigned long long)p->kind_bytes[k]);
-        fputs("},\"devices\":{", f);
+        fputs_unlocked("},\"devices\":{", f);
         int first = 1;
         for (int d = 0; d < TIMELINE_DEVICES; d++) {
             totals_t dt;
@@ -315,12 +322,12 @@ static void put_timeline(FILE *f, const report_view_t *view)
             fprintf(f, "%s\"%d\":%llu", first ? "" : ",", d, (unsigned long long)p->device_bytes[d]);
             first = 0;
         }
-        fputs("}", f);
+        fputs_unlocked("}", f);
         if (p->pool_reserved_bytes)
             fprintf(f, ",\"pool_reserved_bytes\":%llu", (unsigned long long)p->pool_reserved_bytes);
-        fputs("}", f);
+        fputs_unlocked("}", f);
     }
-    fputs("]},\n", f);
+    fputs_unlocked("]},\n", f);
 }
 
 /* Which PyTorch allocator mode ran, so a reader knows whether sites are
@@ -328,20 +335,20 @@ static void put_timeline(FILE *f, const report_view_t *view)
 static void put_torch_mode(FILE *f)
 {
     const char *conf = getenv("PYTORCH_CUDA_ALLOC_CONF");
-    fputs("\"torch_allocator\":{\"mode\":", f);
+    fputs_unlocked("\"torch_allocator\":{\"mode\":", f);
     put_string(f, lifecycle_torch_mode());
-    fputs(",\"PYTORCH_CUDA_ALLOC_CONF\":", f);
+    fputs_unlocked(",\"PYTORCH_CUDA_ALLOC_CONF\":", f);
     put_string(f, conf);
-    fputs("}\n", f);
+    fputs_unlocked("}\n", f);
 }
 
 /* What filled the GPU when an allocation first ran out of memory. */
 static void put_oom(FILE *f)
 {
     const tracker_oom_t *oom = tracker_oom();
-    fputs("\"oom\":", f);
+    fputs_unlocked("\"oom\":", f);
     if (oom == NULL) {
-        fputs("null,\n", f);
+        fputs_unlocked("null,\n", f);
         return;
     }
     fprintf(f, "{\"count\":%llu,\"time_ns\":%llu,\"bytes\":%llu,\"kind\":\"%s\",\"device\":%d,"
@@ -351,9 +358,9 @@ static void put_oom(FILE *f)
             (unsigned long long)oom->bytes_asked, tracker_kind_name((alloc_kind_t)oom->kind),
             oom->device, (unsigned long long)oom->live_bytes);
     put_native_stack(f, oom->site);
-    fputs(",\"python_stack\":", f);
+    fputs_unlocked(",\"python_stack\":", f);
     put_python_stack(f, oom->site);
-    fputs(",\"sites\":[", f);
+    fputs_unlocked(",\"sites\":[", f);
     /* The largest holders first; a selection, since the rest are small. */
     size_t shown = 0;
     uint64_t floor_bytes = UINT64_MAX;
@@ -376,13 +383,13 @@ static void put_oom(FILE *f)
                     oom->sites[i].site, tracker_kind_name((alloc_kind_t)st.kind),
                     (unsigned long long)oom->sites[i].bytes);
             put_native_stack(f, oom->sites[i].site);
-            fputs(",\"python_stack\":", f);
+            fputs_unlocked(",\"python_stack\":", f);
             put_python_stack(f, oom->sites[i].site);
-            fputc('}', f);
+            fputc_unlocked('}', f);
             shown++;
         }
     }
-    fputs("]},\n", f);
+    fputs_unlocked("]},\n", f);
 }
 
 static void write_body(FILE *f, const report_view_t *view)
@@ -413,7 +420,7 @@ static void write_body(FILE *f, const report_view_t *view)
         all.teardown_bytes += kt.teardown_bytes;
         all.teardown_allocations += kt.teardown_allocations;
     }
-    fputs("\"totals\":{", f);
+    fputs_unlocked("\"totals\":{", f);
     put_u64(f, "allocations", all.allocations, 1);
     put_u64(f, "frees", all.frees, 1);
     put_u64(f, "failed_allocations", all.failures, 1);
@@ -431,15 +438,15 @@ static void write_body(FILE *f, const report_view_t *view)
     put_u64(f, "sites", view->sites.count, 1);
     put_u64(f, "stacks", stacks_count(), 1);
     put_u64(f, "shim_bytes", tracker_memory_bytes() + stacks_memory_bytes(), 0);
-    fputs("},\n\"kinds\":{", f);
+    fputs_unlocked("},\n\"kinds\":{", f);
     for (int k = 0; k < KIND_COUNT; k++) {
         totals_t kt;
         tracker_kind_totals((alloc_kind_t)k, &kt);
-        fputs(k ? "," : "", f);
+        fputs_unlocked(k ? "," : "", f);
         put_key(f, tracker_kind_name((alloc_kind_t)k));
         put_totals(f, &kt);
     }
-    fputs("},\n\"devices\":[", f);
+    fputs_unlocked("},\n\"devices\":[", f);
     int first = 1;
     for (int d = 0; d < TRACKER_MAX_DEVICES; d++) {
         totals_t dt;
@@ -447,29 +454,29 @@ static void write_body(FILE *f, const report_view_t *view)
             continue;
         fprintf(f, "%s{\"device\":%d,", first ? "" : ",", d);
         put_totals_fields(f, &dt);
-        fputc('}', f);
+        fputc_unlocked('}', f);
         first = 0;
     }
-    fputs("],\n", f);
+    fputs_unlocked("],\n", f);
     put_list(f, "leaks", &view->leaks, SECTION_LEAKS);
-    fputs(",\n", f);
+    fputs_unlocked(",\n", f);
     put_list(f, "teardown_leaks", &view->teardown, SECTION_TEARDOWN);
-    fputs(",\n", f);
+    fputs_unlocked(",\n", f);
     put_list(f, "failures", &view->failures, SECTION_FAILURES);
-    fputs(",\n", f);
+    fputs_unlocked(",\n", f);
     put_list(f, "sites", &view->sites, SECTION_SITES);
-    fputs(",\n", f);
+    fputs_unlocked(",\n", f);
     put_timeline(f, view);
     fprintf(f, "\"peak\":{\"bytes\":%llu,\"time_ns\":%llu,",
             (unsigned long long)t->peak_bytes,
             (unsigned long long)(t->peak_time_ns ? t->peak_time_ns + lifecycle_epoch_offset_ns() : 0));
     put_list(f, "sites", &view->peak, SECTION_PEAK);
-    fputs("},\n", f);
+    fputs_unlocked("},\n", f);
     put_list(f, "growth", &view->growth, SECTION_GROWTH);
-    fputs(",\n", f);
+    fputs_unlocked(",\n", f);
     put_oom(f);
     put_torch_mode(f);
-    fputs("}\n", f);
+    fputs_unlocked("}\n", f);
 }
 
 /* Whether path may be replaced: it does not exist, or it is a regular
@@ -508,6 +515,8 @@ int report_json_write(const char *path, const report_view_t *view)
     if (fd < 0)
         return -1;
     FILE *f = fdopen(fd, "w");
+    if (f != NULL)
+        __fsetlocking(f, FSETLOCKING_BYCALLER); /* one writer: skip the lock per byte */
     if (f == NULL) {
         int err = errno;
         close(fd);

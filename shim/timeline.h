@@ -17,7 +17,7 @@
 #define TIMELINE_DEVICES 8
 
 typedef struct timeline_point {
-    uint64_t time_ns;                    /* CLOCK_MONOTONIC */
+    uint64_t time_ns;                    /* tracker_now_ns() */
     uint64_t bytes;                      /* live GPU bytes at time_ns */
     uint64_t max_bytes;                  /* highest live GPU bytes in the interval */
     uint64_t kind_bytes[KIND_COUNT];     /* live bytes per kind (host included) */

@@ -45,13 +45,13 @@ typedef struct shard {
 
 typedef struct atomic_totals {
     _Atomic uint64_t allocations, frees, failures, bytes_allocated;
-    _Atomic uint64_t live_bytes, live_allocations, peak_bytes, peak_time_ns;
+    _Atomic uint64_t live_bytes, peak_bytes, peak_time_ns;
     _Atomic uint64_t teardown_bytes, teardown_allocations;
 } atomic_totals_t;
 
 typedef struct atomic_site {
     _Atomic uint64_t allocations, frees, failures, bytes_allocated, failed_bytes;
-    _Atomic uint64_t live_bytes, live_allocations, peak_live_bytes;
+    _Atomic uint64_t live_bytes, peak_live_bytes;
     _Atomic uint64_t teardown_bytes, teardown_allocations;
     _Atomic uint64_t at_peak_bytes, epoch;   /* live at the last GPU peak, see stamp_site */
     _Atomic int kind, device, last_failure, teardown_reason;
@@ -73,6 +73,8 @@ static _Atomic uint64_t all_allocations;
 static pthread_mutex_t oom_lock = PTHREAD_MUTEX_INITIALIZER;
 static tracker_oom_t oom;
 
+enum event { EVENT_ALLOC, EVENT_FREE, EVENT_TEARDOWN };
+
 static const char *const kind_names[KIND_COUNT] = {
     "device", "pool", "vmm", "managed", "host", "array",
 };
@@ -83,10 +85,14 @@ static const key_space_t kind_space[KIND_COUNT] = {
 
 static uint64_t site_live_bytes(uint32_t site);
 
+/* The coarse clock (a tick, 1 to 4 ms, of resolution) costs a few ns where
+ * the precise one costs about 25: it is read on every allocation and free,
+ * and timeline points, growth checkpoints and the peak's time need no more
+ * than millisecond resolution. */
 uint64_t tracker_now_ns(void)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
@@ -129,29 +135,36 @@ static void raise_peak(_Atomic uint64_t *peak, uint64_t value)
     }
 }
 
-/* Adds (or, with sign -1, removes) size live bytes on one totals row and
- * returns the new live value. */
-static uint64_t move_live(atomic_totals_t *t, uint64_t size, int sign)
+/* Live counts are derived (allocations - frees - teardown allocations) when
+ * read, so an event costs as few atomic operations as the counters allow:
+ * the hot path pays for each one. */
+
+/* One event on a totals row: an allocation counts it and its bytes, a free
+ * counts it, both move the live bytes; the peak is raised when passed. */
+static void row_event(atomic_totals_t *t, uint64_t size, int event)
 {
-    if (sign > 0) {
-        atomic_fetch_add_explicit(&t->live_allocations, 1, memory_order_relaxed);
+    if (event == EVENT_ALLOC) {
+        atomic_fetch_add_explicit(&t->allocations, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&t->bytes_allocated, size, memory_order_relaxed);
         uint64_t live = atomic_fetch_add_explicit(&t->live_bytes, size, memory_order_relaxed) + size;
         raise_peak(&t->peak_bytes, live);
-        return live;
+        return;
     }
-    atomic_fetch_sub_explicit(&t->live_allocations, 1, memory_order_relaxed);
-    return atomic_fetch_sub_explicit(&t->live_bytes, size, memory_order_relaxed) - size;
+    if (event == EVENT_FREE)
+        atomic_fetch_add_explicit(&t->frees, 1, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&t->live_bytes, size, memory_order_relaxed);
 }
 
 /* The process-wide GPU peak keeps its time too, so value and time must move
- * together: a short lock, taken only when a new high is reached. */
-static void move_gpu_live(uint64_t size, int sign)
+ * together: a short lock, taken only when a new high is reached. The GPU
+ * row's counts are sums of the kinds' (tracker_totals), so only its live
+ * bytes move here. */
+static void move_gpu_live(uint64_t size, int event)
 {
-    if (sign < 0) {
-        move_live(&gpu_totals, size, -1);
+    if (event != EVENT_ALLOC) {
+        atomic_fetch_sub_explicit(&gpu_totals.live_bytes, size, memory_order_relaxed);
         return;
     }
-    atomic_fetch_add_explicit(&gpu_totals.live_allocations, 1, memory_order_relaxed);
     uint64_t live = atomic_fetch_add_explicit(&gpu_totals.live_bytes, size,
                                               memory_order_relaxed) + size;
     if (live <= atomic_load_explicit(&gpu_totals.peak_bytes, memory_order_relaxed))
@@ -197,68 +210,43 @@ static atomic_totals_t *device_row(int device)
 {
     if (device < 0 || device >= TRACKER_MAX_DEVICES)
         return NULL;
-    atomic_fetch_or_explicit(&devices_seen, 1ull << device, memory_order_relaxed);
+    uint64_t bit = 1ull << device;
+    if (!(atomic_load_explicit(&devices_seen, memory_order_relaxed) & bit))
+        atomic_fetch_or_explicit(&devices_seen, bit, memory_order_relaxed);
     return &device_totals[device];
 }
 
-/* Applies one allocation (sign 1) or its end (sign -1) to every counter row
- * it belongs to: its site, its kind, its device and the GPU total, then lets
- * the timeline and the growth checkpoints see the change. The site moves
- * first so that a peak this change makes finds the site already updated. */
-static void account(const live_alloc_t *a, int sign, uint64_t now_ns)
+/* Applies one event to every counter row the allocation belongs to: its
+ * site, its kind, its device and the GPU total, then lets the timeline and
+ * the growth checkpoints see the change. The site moves first so that a
+ * peak this change makes finds the site already updated. */
+static void apply(const live_alloc_t *a, int event, uint64_t now_ns)
 {
     atomic_site_t *s = site_of(a->site);
-    atomic_totals_t *dev = device_row(a->device);
     if (a->kind != KIND_HOST)
         stamp_site(s);
-    if (sign > 0) {
-        atomic_fetch_add_explicit(&s->live_allocations, 1, memory_order_relaxed);
+    if (event == EVENT_ALLOC) {
+        atomic_fetch_add_explicit(&all_allocations, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&s->allocations, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&s->bytes_allocated, a->size, memory_order_relaxed);
         uint64_t live = atomic_fetch_add_explicit(&s->live_bytes, a->size,
                                                   memory_order_relaxed) + a->size;
         raise_peak(&s->peak_live_bytes, live);
     } else {
-        atomic_fetch_sub_explicit(&s->live_allocations, 1, memory_order_relaxed);
+        if (event == EVENT_FREE)
+            atomic_fetch_add_explicit(&s->frees, 1, memory_order_relaxed);
         atomic_fetch_sub_explicit(&s->live_bytes, a->size, memory_order_relaxed);
     }
-    move_live(&kind_totals[a->kind], a->size, sign);
+    row_event(&kind_totals[a->kind], a->size, event);
     if (a->kind != KIND_HOST) {
-        move_gpu_live(a->size, sign);
+        move_gpu_live(a->size, event);
+        atomic_totals_t *dev = device_row(a->device);
         if (dev != NULL)
-            move_live(dev, a->size, sign);
+            row_event(dev, a->size, event);
     }
     timeline_note(now_ns, atomic_load_explicit(&gpu_totals.live_bytes, memory_order_relaxed));
     growth_note(now_ns, atomic_load_explicit(&all_allocations, memory_order_relaxed),
                 atomic_load_explicit(&site_high, memory_order_relaxed));
-}
-
-static void count_event(atomic_totals_t *t, int is_free, uint64_t bytes)
-{
-    if (t == NULL)
-        return;
-    if (is_free) {
-        atomic_fetch_add_explicit(&t->frees, 1, memory_order_relaxed);
-    } else {
-        atomic_fetch_add_explicit(&t->allocations, 1, memory_order_relaxed);
-        atomic_fetch_add_explicit(&t->bytes_allocated, bytes, memory_order_relaxed);
-    }
-}
-
-/* Counts an allocation or a free on the kind, device and GPU rows. */
-static void count_on_rows(const live_alloc_t *a, int is_free)
-{
-    count_event(&kind_totals[a->kind], is_free, a->size);
-    if (a->kind != KIND_HOST) {
-        count_event(&gpu_totals, is_free, a->size);
-        count_event(device_row(a->device), is_free, a->size);
-    }
-    atomic_site_t *s = site_of(a->site);
-    if (is_free) {
-        atomic_fetch_add_explicit(&s->frees, 1, memory_order_relaxed);
-    } else {
-        atomic_fetch_add_explicit(&all_allocations, 1, memory_order_relaxed);
-        atomic_fetch_add_explicit(&s->allocations, 1, memory_order_relaxed);
-        atomic_fetch_add_explicit(&s->bytes_allocated, a->size, memory_order_relaxed);
-    }
 }
 
 /* Takes a record from the shard's spares, carving a new chunk when there are
@@ -318,14 +306,12 @@ int tracker_alloc(alloc_kind_t kind, uint64_t key, size_t size, int device,
     pthread_mutex_unlock(&sh->lock);
 
     if (had_stale) {
-        count_on_rows(&stale, 1);
-        account(&stale, -1, fresh.time_ns);
+        apply(&stale, EVENT_FREE, fresh.time_ns);
     }
     atomic_site_t *s = site_of(site);
     atomic_store_explicit(&s->kind, kind, memory_order_relaxed);
     atomic_store_explicit(&s->device, device, memory_order_relaxed);
-    count_on_rows(&fresh, 0);
-    account(&fresh, 1, fresh.time_ns);
+    apply(&fresh, EVENT_ALLOC, fresh.time_ns);
     return 0;
 }
 
@@ -366,8 +352,7 @@ void tracker_free_end(tracker_pending_t *pending, int freed)
     pthread_mutex_lock(&sh->lock);
     give_record(sh, r);
     pthread_mutex_unlock(&sh->lock);
-    count_on_rows(&gone, 1);
-    account(&gone, -1, tracker_now_ns());
+    apply(&gone, EVENT_FREE, tracker_now_ns());
 }
 
 /* Saves what was live, by site, at the first out-of-memory failure: what
@@ -408,8 +393,6 @@ void tracker_failure(alloc_kind_t kind, size_t size, int result, int device, uin
     atomic_store(&s->kind, kind);
     atomic_store(&s->device, device);
     atomic_fetch_add(&kind_totals[kind].failures, 1);
-    if (kind != KIND_HOST)
-        atomic_fetch_add(&gpu_totals.failures, 1);
     atomic_totals_t *dev = device_row(device);
     if (dev != NULL)
         atomic_fetch_add(&dev->failures, 1);
@@ -423,7 +406,7 @@ void tracker_map(size_t size, int is_unmap)
 
 uint64_t tracker_teardown(const void *context, int device, teardown_reason_t reason)
 {
-    uint64_t moved = 0;
+    uint64_t moved = 0, now = tracker_now_ns();
     for (int space = 0; space < SPACE_COUNT; space++) {
         for (int i = 0; i < SHARDS; i++) {
             shard_t *sh = &shards[space][i];
@@ -436,7 +419,7 @@ uint64_t tracker_teardown(const void *context, int device, teardown_reason_t rea
                 HASH_DEL(sh->table, r);
                 live_alloc_t gone = *r;
                 give_record(sh, r);
-                account(&gone, -1, tracker_now_ns());
+                apply(&gone, EVENT_TEARDOWN, now);
                 atomic_site_t *s = site_of(gone.site);
                 atomic_fetch_add(&s->teardown_allocations, 1);
                 atomic_fetch_add(&s->teardown_bytes, gone.size);
@@ -471,10 +454,10 @@ int tracker_site(uint32_t site, site_stats_t *out)
     out->bytes_allocated = atomic_load(&s->bytes_allocated);
     out->failed_bytes = atomic_load(&s->failed_bytes);
     out->live_bytes = atomic_load(&s->live_bytes);
-    out->live_allocations = atomic_load(&s->live_allocations);
     out->peak_live_bytes = atomic_load(&s->peak_live_bytes);
     out->teardown_bytes = atomic_load(&s->teardown_bytes);
     out->teardown_allocations = atomic_load(&s->teardown_allocations);
+    out->live_allocations = out->allocations - out->frees - out->teardown_allocations;
     out->at_peak_bytes = atomic_load(&s->epoch) == atomic_load(&peak_epoch)
                        ? atomic_load(&s->at_peak_bytes) : out->live_bytes;
     if (atomic_load(&s->kind) == KIND_HOST)
@@ -498,11 +481,11 @@ static void read_totals(const atomic_totals_t *t, totals_t *out)
     out->failures = atomic_load(&t->failures);
     out->bytes_allocated = atomic_load(&t->bytes_allocated);
     out->live_bytes = atomic_load(&t->live_bytes);
-    out->live_allocations = atomic_load(&t->live_allocations);
     out->peak_bytes = atomic_load(&t->peak_bytes);
     out->peak_time_ns = atomic_load(&t->peak_time_ns);
     out->teardown_bytes = atomic_load(&t->teardown_bytes);
     out->teardown_allocations = atomic_load(&t->teardown_allocations);
+    out->live_allocations = out->allocations - out->frees - out->teardown_allocations;
 }
 
 void tracker_totals(totals_t *out)
@@ -510,6 +493,18 @@ void tracker_totals(totals_t *out)
     pthread_mutex_lock(&peak_lock);
     read_totals(&gpu_totals, out);
     pthread_mutex_unlock(&peak_lock);
+    out->allocations = out->frees = out->failures = out->bytes_allocated = 0;
+    for (int k = 0; k < KIND_COUNT; k++) {
+        if (k == KIND_HOST)
+            continue;
+        totals_t kt;
+        read_totals(&kind_totals[k], &kt);
+        out->allocations += kt.allocations;
+        out->frees += kt.frees;
+        out->failures += kt.failures;
+        out->bytes_allocated += kt.bytes_allocated;
+    }
+    out->live_allocations = out->allocations - out->frees - out->teardown_allocations;
 }
 
 void tracker_kind_totals(alloc_kind_t kind, totals_t *out)

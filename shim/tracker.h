@@ -61,7 +61,7 @@ typedef struct totals {
 /* The first out-of-memory failure and what was live at that moment. */
 typedef struct tracker_oom {
     uint64_t count;          /* out-of-memory failures in all */
-    uint64_t time_ns;        /* CLOCK_MONOTONIC of the first */
+    uint64_t time_ns;        /* tracker_now_ns() of the first */
     uint64_t bytes_asked;
     uint64_t live_bytes;     /* live GPU bytes then */
     int kind, device;
@@ -70,7 +70,7 @@ typedef struct tracker_oom {
     size_t site_count;
 } tracker_oom_t;
 
-/* Nanoseconds on CLOCK_MONOTONIC. */
+/* Nanoseconds on CLOCK_MONOTONIC_COARSE (see tracker.c for why). */
 uint64_t tracker_now_ns(void);
 
 /* Name of a kind as the report spells it ("device", "pool", ...). */
