@@ -19,7 +19,7 @@ deps="$repo/.deps"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-pkgs=(libunwind8 libunwind-dev liblzma5 uthash-dev libdw-dev libelf-dev)
+pkgs=(libunwind8 libunwind-dev liblzma5 uthash-dev libdw-dev libelf-dev libjansson4 libjansson-dev)
 echo "fetch-gpu-deps: downloading ${pkgs[*]}"
 (cd "$work" && apt-get download "${pkgs[@]}") || {
     echo "fetch-gpu-deps: apt-get download failed (run 'apt-get update' once first?)" >&2
@@ -60,6 +60,10 @@ cp -L "$ui"/elfutils/*.h "$deps/include/elfutils/"
 for h in uthash.h dwarf.h gelf.h libelf.h elfutils/libdw.h elfutils/libdwfl.h; do
     [ -f "$deps/include/$h" ] || { echo "fetch-gpu-deps: $h missing" >&2; exit 1; }
 done
+
+# jansson for the gpuleak command (gpuleak merge in the rank check).
+cp -L "$multi"/libjansson.so.4 "$deps/lib/" && cp -L "$multi"/libjansson.so.4 "$deps/lib/libjansson.so"
+cp -L "$ui"/jansson.h "$ui"/jansson_config.h "$deps/include/"
 
 # liblzma: the GPU machine has it; keep Debian's copy aside for a machine that doesn't.
 lz=("$deps/root"/{usr/,}lib/x86_64-linux-gnu/liblzma.so.5*)

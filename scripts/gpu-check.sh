@@ -427,6 +427,31 @@ for script in outputs_with_graph model_rebuilt batches_list dict_cache no_leak; 
 done
 
 # ---------------------------------------------------------------------------
+section "6c. RANKS: two ranks on one GPU under torchrun, reports per rank, gpuleak merge"
+if [ "$SHIM_OK" = 1 ] && [ "$TORCH_OK" = 1 ] && have_time "RANKS" 60; then
+    if make -C "$REPO" build/gpuleak >"$WORK/build-cli.log" 2>&1; then
+        result PASS "BUILD gpuleak command"
+        if run_logged ranks 150 env -u PYTORCH_CUDA_ALLOC_CONF PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 \
+            LD_PRELOAD="$SHIM" GPULEAK_OUTPUT="$R/rank-%r-%p.json" GPULEAK_SUMMARY=0 \
+            "$PY" -m torch.distributed.run --standalone --nproc_per_node=2 "$REPO/tests/gpu/ranks_leak.py"; then
+            n=$(find "$R" -name 'rank-*.json' | wc -l)
+            if [ "$n" -eq 2 ]; then result PASS "RANKS one report per rank ($n)"; else result FAIL "RANKS one report per rank" "found $n"; fi
+            "$REPO/build/gpuleak" merge "$R"/rank-*.json 2>&1 | sed 's/^/    /'
+            line=$(grep -n '# LEAK-LINE' "$REPO/tests/gpu/ranks_leak.py" | cut -d: -f1)
+            r1=$(find "$R" -name 'rank-1-*.json' | head -n 1)
+            r0=$(find "$R" -name 'rank-0-*.json' | head -n 1)
+            check "RANKS rank 1 grew at ranks_leak.py:$line" "$PY" "$LEAKS/check_growth.py" "$r1" ranks_leak.py --line "$line"
+            check "RANKS rank 0 did not grow" "$PY" "$LEAKS/check_growth.py" "$r0" ranks_leak.py --no-leak
+        else
+            result FAIL "RANKS run" "see ranks.log"
+        fi
+    else
+        result FAIL "BUILD gpuleak command" "see build-cli.log"
+        tail -n 20 "$WORK/build-cli.log" | sed 's/^/    | /'
+    fi
+fi
+
+# ---------------------------------------------------------------------------
 # Information only, while time is left: the same async run with the referee
 # alone (does the shim change what PyTorch does?) and with nothing (speed).
 section "7. information: torch-async without the shim"
