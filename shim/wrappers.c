@@ -109,8 +109,8 @@ static void record_alloc(alloc_kind_t kind, CUresult result, uint64_t key, size_
  * record back. */
 #define RECORDED_FREE(space, key, call)                        \
     do {                                                       \
-        if (!begin_call())                                     \
-            return call;                                       \
+        if ((key) == 0 || !begin_call())                       \
+            return call; /* freeing NULL is no free at all */  \
         int entry_errno_ = errno;                              \
         tracker_pending_t pending;                             \
         tracker_free_begin((space), (key), &pending);          \

@@ -372,6 +372,8 @@ oom:
  * returns CUDA_ERROR_INVALID_VALUE, as the driver does. */
 static CUresult track_free(int fn, uint64_t key, unsigned kinds)
 {
+    if (key == 0)
+        return CUDA_SUCCESS; /* as the real driver: freeing NULL does nothing */
     int saved_errno = errno;
     pthread_mutex_lock(&g_lock);
     rec_t *r = table_find(key);

@@ -59,6 +59,7 @@ __attribute__((noinline)) void free_unknown(void)
 {
     int on_stack;
     CHECK(cuMemFree_v2((CUdeviceptr)0xdead0000), CUDA_ERROR_INVALID_VALUE);
+    OK(cuMemFree_v2(0)); /* a NULL free: no free at all, and not unknown */
     CUdeviceptr p = 0;
     OK(cuMemAlloc_v2(&p, 4096));
     OK(cuMemFree_v2(p));
