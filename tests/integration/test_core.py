@@ -106,7 +106,7 @@ EXPECTED = {
         succeeded={}, calls={"cuMemAlloc_v2": 1}, live={}),
     ("errors", "unknown"): dict(
         succeeded={"cuMemAlloc_v2": 1, "cuMemFree_v2": 1},
-        calls={"cuMemAlloc_v2": 1, "cuMemFree_v2": 3, "cuMemFreeHost": 1},
+        calls={"cuMemAlloc_v2": 1, "cuMemFree_v2": 4, "cuMemFreeHost": 1},
         live={}, unknown_frees=3),
     ("errors", "exit3"): dict(
         returncode=3, succeeded={"cuMemAlloc_v2": 1}, live={"device": (1, 4096)}),

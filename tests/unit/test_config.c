@@ -1,6 +1,6 @@
 /* Unit tests for config.c: values parsed, invalid values named with the
  * default kept, and every option documented in the README. */
-#include <check.h>
+#include "suite.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,10 +91,5 @@ int main(void)
     tcase_add_test(tc, invalid_values_name_variable_and_default);
     tcase_add_test(tc, every_option_is_in_the_readme);
     suite_add_tcase(suite, tc);
-    SRunner *runner = srunner_create(suite);
-    srunner_set_fork_status(runner, CK_NOFORK);
-    srunner_run_all(runner, CK_NORMAL);
-    int failed = srunner_ntests_failed(runner);
-    srunner_free(runner);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(suite, 0);
 }

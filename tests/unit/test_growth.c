@@ -1,6 +1,6 @@
 /* Unit tests for the growth rule (growth_evaluate) on synthetic series, and
  * for the timeline's bounded, decimating buffer. */
-#include <check.h>
+#include "suite.h"
 #include <stdlib.h>
 
 #include "growth.h"
@@ -154,10 +154,5 @@ int main(void)
     tcase_add_test(tc, short_series_is_not_judged);
     tcase_add_test(tc, timeline_stays_bounded_and_keeps_the_high_water);
     suite_add_tcase(suite, tc);
-    SRunner *runner = srunner_create(suite);
-    srunner_set_fork_status(runner, CK_NOFORK);
-    srunner_run_all(runner, CK_NORMAL);
-    int failed = srunner_ntests_failed(runner);
-    srunner_free(runner);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(suite, 0);
 }

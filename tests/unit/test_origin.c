@@ -3,7 +3,7 @@
  * PyTorch, NCCL, cuBLAS), the variables that change the rules, the doc that
  * lists them, and the cost at 100k sites of 64 frames. */
 #define _GNU_SOURCE
-#include <check.h>
+#include "suite.h"
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -602,9 +602,5 @@ int main(void)
     tcase_set_timeout(scale, 120);
     tcase_add_test(scale, test_scale);
     suite_add_tcase(suite, scale);
-    SRunner *runner = srunner_create(suite);
-    srunner_run_all(runner, CK_NORMAL);
-    int failed = srunner_ntests_failed(runner);
-    srunner_free(runner);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(suite, 1);
 }

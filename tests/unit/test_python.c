@@ -16,7 +16,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-#include <check.h>
+#include "suite.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -451,11 +451,6 @@ int main(void)
     Py_DECREF(r);
     Py_DECREF(code);
 
-    SRunner *sr = srunner_create(python_suite());
     /* One interpreter for all tests: no fork per test. */
-    srunner_set_fork_status(sr, CK_NOFORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return suite_run(python_suite(), 0);
 }

@@ -1,6 +1,6 @@
 /* Unit tests for stacks.c: the depot stores a stack once, tells stacks
  * apart by every frame, kind and Python frame, and agrees across threads. */
-#include <check.h>
+#include "suite.h"
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -123,10 +123,5 @@ int main(void)
     tcase_add_test(tc, capture_respects_max);
     tcase_add_test(tc, threads_agree_on_ids);
     suite_add_tcase(suite, tc);
-    SRunner *runner = srunner_create(suite);
-    srunner_set_fork_status(runner, CK_NOFORK);
-    srunner_run_all(runner, CK_NORMAL);
-    int failed = srunner_ntests_failed(runner);
-    srunner_free(runner);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(suite, 0);
 }

@@ -7,7 +7,7 @@
  * The binary also interposes malloc/calloc/realloc to inject allocation
  * failures (see fail_after); when not failing they forward to glibc. */
 #define _GNU_SOURCE
-#include <check.h>
+#include "suite.h"
 #include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
@@ -572,9 +572,5 @@ static Suite *symbolize_suite(void)
 /* Exit status 0 when every test passed, as `make unit` expects. */
 int main(void)
 {
-    SRunner *sr = srunner_create(symbolize_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(symbolize_suite(), 1);
 }

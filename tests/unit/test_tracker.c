@@ -1,6 +1,6 @@
 /* Unit tests for tracker.c: counts, peaks, teardown, unknown frees, and
  * exact totals under concurrent threads. */
-#include <check.h>
+#include "suite.h"
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -213,10 +213,5 @@ int main(void)
     tcase_add_test(tc, gpu_peak_is_exact_and_excludes_host);
     tcase_add_test(tc, concurrent_counts_are_exact);
     suite_add_tcase(suite, tc);
-    SRunner *runner = srunner_create(suite);
-    srunner_set_fork_status(runner, CK_NOFORK);
-    srunner_run_all(runner, CK_NORMAL);
-    int failed = srunner_ntests_failed(runner);
-    srunner_free(runner);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return suite_run(suite, 0);
 }
