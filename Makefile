@@ -83,13 +83,24 @@ unit: deps $(UNIT_BIN)
 integration: deps all $(PROG_BIN)
 	$(PYTHON) -m unittest discover -s tests/integration -p 'test_*.py' -v
 
-# The unit suites again, under AddressSanitizer and UndefinedBehaviorSanitizer.
-sanitize:
+# The unit suites and the gpuleak command again, under AddressSanitizer and
+# UndefinedBehaviorSanitizer. The command's tests preload the shim into
+# programs built without ASan, so there the shim, the fake driver and the
+# demo keep the normal flags and only the command is instrumented.
+SAN_FLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
+SAN_CLI := $(BUILD)/sanitize-cli
+sanitize: deps
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/unit/lsan.supp:print_suppressions=0 \
-	$(MAKE) --no-print-directory BUILD=$(BUILD)/sanitize \
-	    CFLAGS="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all" unit
+	$(MAKE) --no-print-directory BUILD=$(BUILD)/sanitize CFLAGS="$(SAN_FLAGS)" unit
+	$(MAKE) --no-print-directory BUILD=$(SAN_CLI) CFLAGS="$(SAN_FLAGS)" $(SAN_CLI)/gpuleak
+	$(MAKE) --no-print-directory BUILD=$(SAN_CLI) $(SAN_CLI)/libgpuleak.so $(SAN_CLI)/demo
+	TEST_CFLAGS="$(SAN_FLAGS)" tests/cli/run.sh $(SAN_CLI)
+
+# The report reader's fuzz target, for a bounded time, as part of the tests.
+CI_FUZZ_SECONDS ?= 30
 
 test: unit integration sanitize cli-test
+	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(CI_FUZZ_SECONDS)
 
 # The gpuleak command: Check suites, end-to-end shell tests, fuzz crash replay.
 cli-test: deps all $(BUILD)/demo

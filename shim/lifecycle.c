@@ -18,6 +18,7 @@ __thread int guard_depth __attribute__((tls_model("initial-exec")));
 
 _Atomic int lifecycle_state_now = LIFECYCLE_IDLE;
 static pthread_once_t start_once = PTHREAD_ONCE_INIT;
+static lifecycle_sampler_t start_sampler;
 static _Atomic(const char *) stop_reason;
 static _Atomic int started;      /* the report is owed at exit */
 static uint64_t epoch_offset_ns;
@@ -85,7 +86,7 @@ static void start_tracking(void)
         guard_depth--;
         return;
     }
-    if (tracker_init() != 0) {
+    if (tracker_init(start_sampler) != 0) {
         log_line("no memory for the allocation tables; tracking is off");
         atomic_store(&lifecycle_state_now, LIFECYCLE_OFF);
         guard_depth--;
@@ -101,8 +102,10 @@ static void start_tracking(void)
     guard_depth--;
 }
 
-int lifecycle_start_slow(void)
+int lifecycle_start_slow(lifecycle_sampler_t sampler)
 {
+    if (start_sampler == NULL)
+        start_sampler = sampler; /* every caller passes the same one */
     pthread_once(&start_once, start_tracking);
     return atomic_load_explicit(&lifecycle_state_now, memory_order_acquire) == LIFECYCLE_TRACKING;
 }

@@ -13,17 +13,21 @@ enum lifecycle_state { LIFECYCLE_IDLE, LIFECYCLE_TRACKING, LIFECYCLE_OFF };
 
 extern _Atomic int lifecycle_state_now;
 
-/* Starts tracking on first use (reads GPULEAK_*, sets up the tables, finds
- * Python) and says whether this call should be recorded. Thread-safe: other
- * threads wait while one starts it. Returns 1 while tracking, 0 when off. */
-int lifecycle_start_slow(void);
+struct timeline_point;
+typedef void (*lifecycle_sampler_t)(struct timeline_point *point);
 
-static inline int lifecycle_tracking(void)
+/* Starts tracking on first use (reads GPULEAK_*, sets up the tables with
+ * sampler filling the timeline's points, finds Python) and says whether
+ * this call should be recorded. Thread-safe: other threads wait while one
+ * starts it. Returns 1 while tracking, 0 when off. */
+int lifecycle_start_slow(lifecycle_sampler_t sampler);
+
+static inline int lifecycle_tracking(lifecycle_sampler_t sampler)
 {
     int state = atomic_load_explicit(&lifecycle_state_now, memory_order_acquire);
     if (state == LIFECYCLE_TRACKING)
         return 1;
-    return state == LIFECYCLE_IDLE ? lifecycle_start_slow() : 0;
+    return state == LIFECYCLE_IDLE ? lifecycle_start_slow(sampler) : 0;
 }
 
 /* Turns tracking off for good after a failure inside the shim, with one

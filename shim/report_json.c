@@ -404,7 +404,8 @@ static void write_body(FILE *f, const report_view_t *view)
             moments[view->moment], view->moment <= REPORT_ON_SIGNAL ? "true" : "false",
             reason ? "off" : "on");
     put_string(f, reason);
-    fprintf(f, ",\"stacks_dropped\":%llu},\n", (unsigned long long)stacks_overflowed());
+    fprintf(f, ",\"stacks_dropped\":%llu,\"growth_sites_unfollowed\":%llu},\n",
+            (unsigned long long)stacks_overflowed(), (unsigned long long)growth_sites_unfollowed());
 
     /* Totals count every kind (host included); peak_bytes is GPU memory. */
     totals_t all = { 0 };

@@ -95,7 +95,7 @@ static void *reporter_main(void *unused)
         }
         if (atomic_exchange(&dump_requested, 0))
             report_write(REPORT_ON_REQUEST);
-        else if (!woke && lifecycle_tracking())
+        else if (!woke && atomic_load(&lifecycle_state_now) == LIFECYCLE_TRACKING)
             report_write(REPORT_SNAPSHOT);
     }
     return NULL;

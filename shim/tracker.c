@@ -101,7 +101,7 @@ const char *tracker_kind_name(alloc_kind_t kind)
     return (unsigned)kind < KIND_COUNT ? kind_names[kind] : "unknown";
 }
 
-int tracker_init(void)
+int tracker_init(void (*sampler)(struct timeline_point *point))
 {
     for (int s = 0; s < SPACE_COUNT; s++)
         for (int i = 0; i < SHARDS; i++)
@@ -112,7 +112,7 @@ int tracker_init(void)
         return -1;
     sites = p;
     uint64_t now = tracker_now_ns();
-    timeline_init(now, 1000000, tracker_sample);
+    timeline_init(now, 1000000, sampler);
     growth_init(now, 1000000, site_live_bytes);
     return 0;
 }

@@ -76,9 +76,12 @@ uint64_t tracker_now_ns(void);
 /* Name of a kind as the report spells it ("device", "pool", ...). */
 const char *tracker_kind_name(alloc_kind_t kind);
 
-/* Sets up the tables. Returns 0, or -1 when memory for them is lacking
- * (then tracking must stay off). */
-int tracker_init(void);
+struct timeline_point;
+
+/* Sets up the tables; sampler fills each timeline point (tracker_sample, or
+ * a wrapper of it that adds what only the driver knows). Returns 0, or -1
+ * when memory for them is lacking (then tracking must stay off). */
+int tracker_init(void (*sampler)(struct timeline_point *point));
 
 /* Records a successful allocation of size bytes under key. A key already
  * live in its space (a driver reusing an address the shim missed the free

@@ -6,6 +6,7 @@
 #include "lifecycle.h"
 #include "python.h"
 #include "stacks.h"
+#include "timeline.h"
 #include "tracker.h"
 
 #include <cuda.h>
@@ -33,7 +34,7 @@ static int begin_call(void)
     if (guard_depth != 0)
         return 0;
     int entry_errno = errno;
-    int tracking = lifecycle_tracking();
+    int tracking = lifecycle_tracking(wrappers_sample_point);
     errno = entry_errno;
     if (!tracking)
         return 0;
@@ -239,7 +240,7 @@ EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
  * (a handle released while still mapped stays resident until unmapped). */
 static CUresult count_mapping(CUresult result, size_t size, int is_unmap)
 {
-    if (result == CUDA_SUCCESS && guard_depth == 0 && lifecycle_tracking())
+    if (result == CUDA_SUCCESS && guard_depth == 0 && lifecycle_tracking(wrappers_sample_point))
         tracker_map(size, is_unmap);
     return result;
 }
@@ -389,4 +390,28 @@ EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
         tracker_teardown(ctx, dev, TEARDOWN_PRIMARY_RESET);
     finish_call(driver_errno);
     return result;
+}
+
+void wrappers_sample_point(struct timeline_point *point)
+{
+    static CUresult (*get_pool)(CUmemoryPool *, CUdevice);
+    static CUresult (*get_attribute)(CUmemoryPool, CUmemPool_attribute, void *);
+    tracker_sample(point);
+    if (point->kind_bytes[KIND_POOL] == 0)
+        return;
+    if (get_pool == NULL)
+        get_pool = doors_driver_symbol("cuDeviceGetMemPool");
+    if (get_attribute == NULL)
+        get_attribute = doors_driver_symbol("cuMemPoolGetAttribute");
+    if (get_pool == NULL || get_attribute == NULL)
+        return;
+    for (int d = 0; d < TIMELINE_DEVICES; d++) {
+        CUmemoryPool pool;
+        cuuint64_t reserved = 0;
+        totals_t totals;
+        if (tracker_device_totals(d, &totals) != 0 || get_pool(&pool, d) != CUDA_SUCCESS
+            || get_attribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved) != CUDA_SUCCESS)
+            continue;
+        point->pool_reserved_bytes += reserved;
+    }
 }

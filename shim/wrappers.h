@@ -8,4 +8,12 @@
 /* wrappers_table[DOOR_x] is the shim's function for driver function x. */
 extern void *const wrappers_table[DOOR_COUNT];
 
+struct timeline_point;
+
+/* Fills a timeline point: the tracker's live bytes, and the bytes the
+ * devices' current memory pools hold reserved (asked of the driver, for the
+ * devices that have pool allocations), so a chart shows used beside
+ * reserved. Runs where a point is due, inside the shim. */
+void wrappers_sample_point(struct timeline_point *point);
+
 #endif

@@ -1124,6 +1124,31 @@ static CUresult impl_cuDeviceGetDefaultMemPool(CUmemoryPool *out, CUdevice dev)
 }
 FK_EXPORT(cuDeviceGetDefaultMemPool, impl_cuDeviceGetDefaultMemPool)
 
+/* The current pool is the default one: the fake has no cuDeviceSetMemPool. */
+static CUresult impl_cuDeviceGetMemPool(CUmemoryPool *out, CUdevice dev)
+{
+    return impl_cuDeviceGetDefaultMemPool(out, dev);
+}
+FK_EXPORT(cuDeviceGetMemPool, impl_cuDeviceGetMemPool)
+
+/* The fake's model of a pool's reservation: every live pool byte, rounded
+ * up to 2 MiB chunks, as reserved by device 0's default pool (the only one
+ * the tests allocate from); other attributes are not supported. */
+static CUresult impl_cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
+{
+    if (!value || pool != (CUmemoryPool)&g_default_pool[0])
+        return CUDA_ERROR_INVALID_VALUE;
+    if (attr != CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    pthread_mutex_lock(&g_lock);
+    unsigned long long live = g_live_bytes[K_POOL];
+    pthread_mutex_unlock(&g_lock);
+    unsigned long long chunk = 2ull << 20;
+    *(cuuint64_t *)value = (live + chunk - 1) / chunk * chunk;
+    return CUDA_SUCCESS;
+}
+FK_EXPORT(cuMemPoolGetAttribute, impl_cuMemPoolGetAttribute)
+
 /* Only pinned pools on a device, the one combination the driver requires. */
 static CUresult impl_cuMemPoolCreate(CUmemoryPool *out, const CUmemPoolProps *props)
 {
@@ -1602,6 +1627,8 @@ static const proc_row proc_table[] = {
          impl_cuMemAllocFromPoolAsync_ptsz),
     ROWP("cuMemFreeAsync", 11020, impl_cuMemFreeAsync, impl_cuMemFreeAsync_ptsz),
     ROW("cuDeviceGetDefaultMemPool", 11020, impl_cuDeviceGetDefaultMemPool),
+    ROW("cuDeviceGetMemPool", 11020, impl_cuDeviceGetMemPool),
+    ROW("cuMemPoolGetAttribute", 11020, impl_cuMemPoolGetAttribute),
     ROW("cuMemPoolCreate", 11020, impl_cuMemPoolCreate),
     ROW("cuMemPoolDestroy", 11020, impl_cuMemPoolDestroy),
     ROW("cuMemCreate", 10020, impl_cuMemCreate),

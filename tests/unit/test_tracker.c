@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "timeline.h"
 #include "tracker.h"
 
 static int initialised;
@@ -11,7 +12,7 @@ static int initialised;
 static void setup(void)
 {
     if (!initialised) {
-        ck_assert_int_eq(tracker_init(), 0);
+        ck_assert_int_eq(tracker_init(tracker_sample), 0);
         initialised = 1;
     }
 }

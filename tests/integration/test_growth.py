@@ -1,0 +1,91 @@
+"""Growth, peak, timeline and OOM snapshot on running programs (issue 4):
+tests/integration/prog_growth.c under the shim over the fake driver."""
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_core import BUILD, Base, has_function, run  # noqa: E402
+
+PROG = BUILD / "tests" / "prog_growth"
+MIB = 1 << 20
+
+
+class GrowthTest(Base):
+    def report(self, mode, env_extra=None):
+        r = run([PROG, mode], self.tmp, env_extra=env_extra)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return r.report, r.stderr
+
+    def test_leaking_site_ranks_first_and_nothing_else_grows(self):
+        rep, stderr = self.report("leak")
+        growth = rep["growth"]
+        self.assertEqual(len(growth), 1, [g["stack"][0]["function"] for g in growth])
+        top = growth[0]
+        self.assertTrue(has_function(top, "keep_history"))
+        self.assertEqual(top["origin"]["function"], "keep_history")
+        self.assertGreater(top["bytes"], 8 * (MIB // 4))
+        self.assertGreater(top["bytes_per_second"], 0)
+        self.assertGreater(top["trend"], 0.6)
+        self.assertIn("Growing during the run (1 site(s))", stderr)
+
+    def test_steady_loop_with_startup_weights_has_no_growth(self):
+        rep, _ = self.report("steady")
+        self.assertEqual(rep["growth"], [])
+        self.assertTrue(any(has_function(s, "load_weights") for s in rep["leaks"]))
+
+    def test_peak_is_exact_and_composed(self):
+        rep, _ = self.report("leak")
+        kept = 20 * (MIB // 4)
+        self.assertEqual(rep["peak"]["bytes"], rep["totals"]["peak_bytes"])
+        # The peak comes in the last step's activations: weights, all kept
+        # history and one activation buffer, to the byte.
+        self.assertEqual(rep["totals"]["peak_bytes"], 4 * MIB + kept + MIB)
+        by_function = {}
+        for site in rep["peak"]["sites"]:
+            by_function[site["stack"][0]["function"]] = site["bytes"]
+        self.assertEqual(by_function, {"load_weights": 4 * MIB, "keep_history": kept,
+                                       "step_activations": MIB})
+        self.assertEqual(sum(by_function.values()), rep["peak"]["bytes"])
+
+    def test_timeline_is_bounded_and_holds_the_peak(self):
+        rep, stderr = self.report("leak")
+        points = rep["timeline"]["points"]
+        self.assertGreater(len(points), 20)
+        self.assertLessEqual(len(points), 1024)
+        self.assertEqual(max(p["max_bytes"] for p in points), rep["totals"]["peak_bytes"])
+        times = [p["t_ns"] for p in points]
+        self.assertEqual(times, sorted(times))
+        self.assertEqual(points[-1]["kinds"]["device"], rep["kinds"]["device"]["live_bytes"])
+        self.assertIn("GPU memory over time", stderr)
+
+    def test_oom_snapshot_names_what_filled_the_gpu(self):
+        rep, _ = self.report("oom", {"FAKECUDA_OOM_AFTER": "3"})
+        oom = rep["oom"]
+        self.assertIsNotNone(oom)
+        self.assertEqual(oom["count"], 2)
+        self.assertEqual(oom["bytes"], 2 * MIB)
+        self.assertEqual(oom["live_bytes"], 3 * MIB)
+        self.assertTrue(any(f["function"] == "ask_too_much" for f in oom["stack"]))
+        (holder,) = oom["sites"]
+        self.assertEqual(holder["bytes"], 3 * MIB)
+        self.assertTrue(has_function(holder, "hold_for_oom"))
+
+    def test_timeline_shows_pool_reservation_beside_use(self):
+        rep, _ = self.report("pool")
+        points = [p for p in rep["timeline"]["points"] if p["kinds"]["pool"] > 0]
+        self.assertGreater(len(points), 10)
+        for p in points:
+            # The fake reserves live pool bytes rounded up to 2 MiB chunks.
+            chunk = 2 * MIB
+            self.assertEqual(p["pool_reserved_bytes"],
+                             (p["kinds"]["pool"] + chunk - 1) // chunk * chunk)
+        self.assertEqual(points[-1]["kinds"]["pool"], 40 * (MIB // 4))
+
+    def test_no_oom_means_null(self):
+        rep, _ = self.report("steady")
+        self.assertIsNone(rep["oom"])
+
+
+if __name__ == "__main__":
+    unittest.main()
