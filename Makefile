@@ -44,7 +44,7 @@ $(BUILD)/report/%.o: report/%.c $(wildcard report/*.h) shim/report_format.h | $(
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 $(BUILD)/gpuleak: $(CLI_OBJ)
-	$(CC) -o $@ $^ -ljansson
+	$(CC) $(CFLAGS) -o $@ $^ -ljansson
 
 $(FAKECUDA): tests/fakecuda/fakecuda.c | $(BUILD)/fakecuda
 	$(CC) $(ALL_CFLAGS) -shared -Wl,-soname,libcuda.so.1 -o $@ $< -lpthread

@@ -28,6 +28,7 @@ hasnt() { if grep -qF -- "$2" "$1"; then bad "$(basename "$1") has \"$2\""; else
 lines() { n=$(wc -l <"$1"); if [ "$n" -eq "$2" ]; then ok; else bad "$(basename "$1") has $n line(s), wanted $2"; fi; }
 
 echo "== Check suite (units, suppressions, loader)"
+mkdir -p "$BUILD/tests"
 cc ${TEST_CFLAGS:-} -Wall -Wextra -std=gnu11 -g -iquote report -iquote shim -o "$BUILD/tests/test_cli" tests/cli/test_cli.c \
     "$BUILD"/report/load.o "$BUILD"/report/supp.o "$BUILD"/report/units.o "$BUILD"/report/frames.o \
     -lcheck -lsubunit -lm -lrt -lpthread -ljansson || exit 1
