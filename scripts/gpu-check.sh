@@ -117,19 +117,7 @@ finish() {
     echo "gpu-check: $verdict  [total $((SECONDS - T0))s]"
     {
         printf '%s\n' "${RESULTS[@]}"
-        if [ -n "${TORCH_REPORT[async]:-}" ]; then
-    check "POOL-RESERVED torch-async (timeline has the pool's reservation beside its use)" "$PY" - "${TORCH_REPORT[async]}" <<'PYEOF'
-import json, sys
-points = json.load(open(sys.argv[1]))["timeline"]["points"]
-used = [p for p in points if p["kinds"]["pool"] > 0]
-with_reserved = [p for p in used if p.get("pool_reserved_bytes", 0) >= p["kinds"]["pool"]]
-top = max(used, key=lambda p: p["kinds"]["pool"]) if used else None
-print("points with pool use: %d; with reserved >= used: %d; at the largest use: used %s, reserved %s"
-      % (len(used), len(with_reserved), top and top["kinds"]["pool"], top and top.get("pool_reserved_bytes")))
-sys.exit(0 if used and len(with_reserved) == len(used) else 1)
-PYEOF
-fi
-echo "PY-FRAMES $PYFRAMES_STATUS"
+        echo "PY-FRAMES $PYFRAMES_STATUS"
         echo "gpu-check: $verdict  [total $((SECONDS - T0))s]"
     } >"$OUT/gpu-check-summary.txt"
     # Pack the work folder; keep the archive under the device tool's 16 MiB a file.
@@ -413,6 +401,18 @@ if [ -n "${TORCH_REPORT[async]:-}" ] && [ "$LEAK_LINE" -gt 0 ]; then
     if [ "$rc" -eq 0 ]; then PYFRAMES_STATUS=PASS; else PYFRAMES_STATUS=FAIL; fi
 else
     PYFRAMES_STATUS="FAIL (no torch-async report)"
+fi
+if [ -n "${TORCH_REPORT[async]:-}" ]; then
+    check "POOL-RESERVED torch-async (timeline has the pool's reservation beside its use)" "$PY" - "${TORCH_REPORT[async]}" <<'PYEOF'
+import json, sys
+points = json.load(open(sys.argv[1]))["timeline"]["points"]
+used = [p for p in points if p["kinds"]["pool"] > 0]
+with_reserved = [p for p in used if p.get("pool_reserved_bytes", 0) >= p["kinds"]["pool"]]
+top = max(used, key=lambda p: p["kinds"]["pool"]) if used else None
+print("points with pool use: %d; with reserved >= used: %d; at the largest use: used %s, reserved %s"
+      % (len(used), len(with_reserved), top and top["kinds"]["pool"], top and top.get("pool_reserved_bytes")))
+sys.exit(0 if used and len(with_reserved) == len(used) else 1)
+PYEOF
 fi
 echo "PY-FRAMES $PYFRAMES_STATUS  (train.py:$LEAK_LINE in a python_stack of the torch-async report)"
 
