@@ -82,6 +82,26 @@ static void put_totals(FILE *f, const totals_t *t)
     fputc_unlocked('}', f);
 }
 
+/* The fields every frame has: "function", "file", "line" (null when
+ * unknown) and "module", without braces, so each kind of frame adds its own. */
+static void put_frame_fields(FILE *f, const char *function, const char *file, int line,
+                             const char *module)
+{
+    put_key(f, "function");
+    put_string(f, function);
+    fputc_unlocked(',', f);
+    put_key(f, "file");
+    put_string(f, file);
+    fputc_unlocked(',', f);
+    put_key(f, "line");
+    if (line > 0)
+        fprintf(f, "%d,", line);
+    else
+        fputs_unlocked("null,", f);
+    put_key(f, "module");
+    put_string(f, module);
+}
+
 static void put_native_stack(FILE *f, uint32_t site)
 {
     static symbolized_frame_t frames[MAX_REPORT_FRAMES];
@@ -90,19 +110,7 @@ static void put_native_stack(FILE *f, uint32_t site)
     for (int i = 0; i < n; i++) {
         const symbolized_frame_t *fr = &frames[i];
         fprintf(f, "%s{", i ? "," : "");
-        put_key(f, "function");
-        put_string(f, fr->function);
-        fputc_unlocked(',', f);
-        put_key(f, "file");
-        put_string(f, fr->file);
-        fputc_unlocked(',', f);
-        put_key(f, "line");
-        if (fr->line > 0)
-            fprintf(f, "%d,", fr->line);
-        else
-            fputs_unlocked("null,", f);
-        put_key(f, "module");
-        put_string(f, fr->module ? fr->module : "?");
+        put_frame_fields(f, fr->function, fr->file, fr->line, fr->module ? fr->module : "?");
         fprintf(f, ",\"offset\":\"0x%llx\",\"address\":\"0x%llx\",\"inlined\":%s}",
                 (unsigned long long)fr->offset, (unsigned long long)fr->address,
                 fr->inlined ? "true" : "false");
@@ -143,19 +151,7 @@ static void put_origin(FILE *f, uint32_t site, int kind)
         fputs_unlocked("null", f);
     } else {
         fputc_unlocked('{', f);
-        put_key(f, "function");
-        put_string(f, o.frame.function);
-        fputc_unlocked(',', f);
-        put_key(f, "file");
-        put_string(f, o.frame.file);
-        fputc_unlocked(',', f);
-        put_key(f, "line");
-        if (o.frame.line > 0)
-            fprintf(f, "%d,", o.frame.line);
-        else
-            fputs_unlocked("null,", f);
-        put_key(f, "module");
-        put_string(f, o.frame.module);
+        put_frame_fields(f, o.frame.function, o.frame.file, o.frame.line, o.frame.module);
         if (!o.frame.is_python)
             fprintf(f, ",\"offset\":\"0x%llx\"", (unsigned long long)o.offset);
         fprintf(f, ",\"python\":%s}", o.frame.is_python ? "true" : "false");

@@ -3,6 +3,7 @@
 #define GPULEAK_TEST_SUITE_H
 
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 /* Runs suite (forking per test when fork is 1: suites whose state is one
@@ -17,6 +18,17 @@ static inline int suite_run(Suite *suite, int fork)
     int failed = srunner_ntests_failed(runner);
     srunner_free(runner);
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+/* Reads a repository file (tests run from the repository root) into buf,
+ * NUL-terminated, for the tests that keep code and documents in step. */
+static inline void suite_read_file(const char *path, char *buf, size_t size)
+{
+    FILE *f = fopen(path, "r");
+    ck_assert_msg(f != NULL, "%s: run from the repository root", path);
+    size_t n = fread(buf, 1, size - 1, f);
+    buf[n] = '\0';
+    fclose(f);
 }
 
 #endif

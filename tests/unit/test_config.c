@@ -68,12 +68,8 @@ END_TEST
 
 START_TEST(every_option_is_in_the_readme)
 {
-    FILE *f = fopen("README.md", "r");
-    ck_assert_msg(f != NULL, "run from the repository root");
     static char text[1 << 20];
-    size_t n = fread(text, 1, sizeof text - 1, f);
-    text[n] = '\0';
-    fclose(f);
+    suite_read_file("README.md", text, sizeof text);
     size_t count;
     const config_option_t *options = config_options(&count);
     ck_assert_uint_gt(count, 5);

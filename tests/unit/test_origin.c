@@ -451,12 +451,8 @@ END_TEST
  * the table and its documentation cannot drift apart. */
 START_TEST(test_documented)
 {
-    FILE *f = fopen("docs/origin-rules.md", "r");
-    ck_assert_msg(f != NULL, "run from the repository root");
     static char text[1 << 18];
-    size_t len = fread(text, 1, sizeof text - 1, f);
-    text[len] = '\0';
-    fclose(f);
+    suite_read_file("docs/origin-rules.md", text, sizeof text);
     size_t count;
     const origin_rule_t *rules = origin_builtin_rules(&count);
     ck_assert_uint_gt(count, 20);
