@@ -37,9 +37,10 @@ void frames_put(FILE *f, const char *text)
         fputc(*p < 0x20 || *p == 0x7f ? '?' : *p, f);
 }
 
-static void put_native(FILE *f, const load_frame_t *fr)
+/* "function file:line (module+0xoffset)": a native frame without its
+ * address, as both the stack lines and the one-line site labels show it. */
+static void put_native_place(FILE *f, const load_frame_t *fr)
 {
-    fprintf(f, "0x%llx in ", (unsigned long long)fr->address);
     frames_put(f, fr->function);
     if (fr->file != NULL) {
         fputc(' ', f);
@@ -50,6 +51,12 @@ static void put_native(FILE *f, const load_frame_t *fr)
     fputs(" (", f);
     frames_put(f, frames_basename(fr->module));
     fprintf(f, "+0x%llx)", (unsigned long long)fr->offset);
+}
+
+static void put_native(FILE *f, const load_frame_t *fr)
+{
+    fprintf(f, "0x%llx in ", (unsigned long long)fr->address);
+    put_native_place(f, fr);
 }
 
 static void put_python(FILE *f, const load_pyframe_t *fr)
@@ -127,18 +134,9 @@ char *frames_origin(const load_site_t *site)
         }
     } else if (site->npython > 0)
         put_python(f, &site->python[0]);
-    else if (fr != NULL) {
-        frames_put(f, fr->function);
-        if (fr->file != NULL) {
-            fputc(' ', f);
-            frames_put(f, fr->file);
-            if (fr->line > 0)
-                fprintf(f, ":%ld", fr->line);
-        }
-        fputs(" (", f);
-        frames_put(f, frames_basename(fr->module));
-        fprintf(f, "+0x%llx)", (unsigned long long)fr->offset);
-    } else
+    else if (fr != NULL)
+        put_native_place(f, fr);
+    else
         fprintf(f, "site %llu (no stack recorded)", (unsigned long long)site->id);
     fclose(f);
     return text;

@@ -30,15 +30,9 @@
 set -u -o pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
-REPO=$PWD
-OUT=${OUT:-/tmp/gpuleak-out}
-mkdir -p "$OUT" || exit 2
-WORK=$(mktemp -d /tmp/gpuleak-bench.XXXXXX)
-mkdir -p "$WORK/cwd" "$WORK/bin" "$WORK/reports"
-LOG=$OUT/gpu-bench.log
-: >"$LOG"
-exec > >(tee -a "$LOG") 2>&1
-TEE_PID=$!
+# shellcheck source=scripts/gpu-common.sh
+. scripts/gpu-common.sh
+gpu_begin gpu-bench
 
 BUDGET=${GPU_BENCH_BUDGET_S:-500}
 REPS=${GPU_BENCH_REPS:-5}
@@ -146,31 +140,11 @@ for v in $(env | awk -F= '/^GPULEAK_/{print $1}'); do unset "$v"; done
 
 # ---------------------------------------------------------------------------
 section "build"
-DEPS=$REPO/.deps
-SHIM=$REPO/build/libgpuleak.so
-if [ -f "$DEPS/lib/libunwind.so.8" ]; then
-    [ -e "$DEPS/lib/libunwind.so" ] || ln -sf libunwind.so.8 "$DEPS/lib/libunwind.so"
-    for f in "$DEPS"/lib/libunwind-x86_64.so.8.*; do
-        [ -e "$DEPS/lib/libunwind-x86_64.so.8" ] || ln -sf "$(basename "$f")" "$DEPS/lib/libunwind-x86_64.so.8"
-    done
-    export C_INCLUDE_PATH="$DEPS/include${C_INCLUDE_PATH:+:$C_INCLUDE_PATH}"
-    export LIBRARY_PATH="$DEPS/lib${LIBRARY_PATH:+:$LIBRARY_PATH}"
-    export LD_LIBRARY_PATH="$DEPS/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-    echo "deps: .deps/lib: $(find "$DEPS/lib/" -mindepth 1 -maxdepth 1 -printf '%f ')"
-else
-    echo "deps: no .deps/lib/libunwind.so.8; using the system's libunwind"
-fi
-rm -rf "$REPO/build/shim" "$SHIM" "$REPO/build/deps"
-if ! timeout 180 make -C "$REPO" -j"$(nproc)" build/libgpuleak.so EXTRA_LDFLAGS="-L$DEPS/lib" >"$WORK/build-shim.log" 2>&1; then
+if ! gpu_build_shim; then
     tail -n 40 "$WORK/build-shim.log" | sed 's/^/    | /'
     echo "gpu-bench: the shim did not build"
     echo "- BUILD FAILED: the shim did not build (see gpu-bench.log)" >>"$HEADER"
     finish 1
-fi
-mkdir -p "$REPO/build/deps"
-cp -L "$DEPS"/lib/libunwind*.so.8* "$REPO/build/deps/" 2>/dev/null
-if ldd "$SHIM" | grep >/dev/null 'liblzma.so.5 => not found'; then
-    cp -L "$DEPS"/fallback/liblzma.so.5* "$REPO/build/deps/"
 fi
 if ldd "$SHIM" | grep 'not found'; then
     echo "gpu-bench: the shim has unresolved libraries"

@@ -29,15 +29,9 @@
 set -u -o pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
-REPO=$PWD
-OUT=${OUT:-/tmp/gpuleak-out}
-mkdir -p "$OUT" || exit 2
-WORK=$(mktemp -d /tmp/gpuleak-check.XXXXXX)
-mkdir -p "$WORK/cwd" "$WORK/bin" "$WORK/reports"
-LOG=$OUT/gpu-check.log
-: >"$LOG"
-exec > >(tee -a "$LOG") 2>&1
-TEE_PID=$!
+# shellcheck source=scripts/gpu-common.sh
+. scripts/gpu-common.sh
+gpu_begin gpu-check
 
 BUDGET=${GPU_CHECK_BUDGET_S:-510}
 ITERS=${GPU_CHECK_ITERS:-200}
@@ -109,7 +103,7 @@ finish() {
     section "summary"
     printf '%s\n' "${RESULTS[@]}"
     if [ "$NFAIL" -eq 0 ]; then verdict="ALL PASS"; st=0; else verdict="FAILED: $NFAIL check(s)"; st=1; fi
-    if [ "${GPU_CHECK_PY_FRAMES_REQUIRED:-1}" = 1 ] && [ "$PYFRAMES_STATUS" != PASS ]; then
+    if [ "$DRY" != 1 ] && [ "${GPU_CHECK_PY_FRAMES_REQUIRED:-1}" = 1 ] && [ "$PYFRAMES_STATUS" != PASS ]; then
         verdict="$verdict; PY-FRAMES required and $PYFRAMES_STATUS"; st=1
     fi
     echo
@@ -167,37 +161,8 @@ unset LD_PRELOAD CUDA_INJECTION64_PATH GPULEAK_OUTPUT PYTORCH_CUDA_ALLOC_CONF PY
 
 # ---------------------------------------------------------------------------
 section "2. build the shim"
-DEPS=$REPO/.deps
-SHIM=$REPO/build/libgpuleak.so
 SHIM_OK=0
-if [ -f "$DEPS/lib/libunwind.so.8" ]; then
-    # Recreate the names a carried copy may have lost.
-    [ -e "$DEPS/lib/libunwind.so" ] || ln -sf libunwind.so.8 "$DEPS/lib/libunwind.so"
-    for f in "$DEPS"/lib/libunwind-x86_64.so.8.*; do
-        [ -e "$DEPS/lib/libunwind-x86_64.so.8" ] || ln -sf "$(basename "$f")" "$DEPS/lib/libunwind-x86_64.so.8"
-    done
-    echo "deps: $(find "$DEPS/lib/" -mindepth 1 -maxdepth 1 -printf '%f ')"
-    export C_INCLUDE_PATH="$DEPS/include${C_INCLUDE_PATH:+:$C_INCLUDE_PATH}"
-    export LIBRARY_PATH="$DEPS/lib${LIBRARY_PATH:+:$LIBRARY_PATH}"
-    export LD_LIBRARY_PATH="$DEPS/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-elif [ -f /usr/include/libunwind.h ] || [ -f /usr/include/x86_64-linux-gnu/libunwind.h ]; then
-    echo "deps: no .deps/lib/libunwind.so.8; using the system's libunwind"
-else
-    echo "deps: no .deps/ and no system libunwind: run scripts/fetch-gpu-deps.sh where apt works and carry .deps"
-fi
-# A stale build from an earlier call on a warm machine must not be reused.
-rm -rf "$REPO/build/shim" "$SHIM" "$REPO/build/deps"
-# CFLAGS stays unset: a command-line CFLAGS would replace the Makefile's
-# own flags (-fPIC, the CUDA include path); headers and the library come in
-# through C_INCLUDE_PATH and LIBRARY_PATH, and EXTRA_LDFLAGS for a Makefile
-# that has it.
-if make -C "$REPO" -j"$(nproc)" build/libgpuleak.so EXTRA_LDFLAGS="-L$DEPS/lib" >"$WORK/build-shim.log" 2>&1; then
-    mkdir -p "$REPO/build/deps"
-    cp -L "$DEPS"/lib/libunwind*.so.8* "$REPO/build/deps/" 2>/dev/null
-    if ldd "$SHIM" | grep >/dev/null 'liblzma.so.5 => not found'; then
-        echo "deps: liblzma.so.5 missing here; using Debian's from .deps/fallback"
-        cp -L "$DEPS"/fallback/liblzma.so.5* "$REPO/build/deps/"
-    fi
+if gpu_build_shim; then
     sed 's/^/    /' "$WORK/build-shim.log" | tail -n 15
     ldd "$SHIM" | sed 's/^/    ldd: /'
     missing=$(ldd "$SHIM" | grep 'not found')
