@@ -16,4 +16,6 @@ else
 fi
 echo "gpuleak: installing:$need"
 $SUDO apt-get update -qq
+# $need is a list of package names: split on purpose.
+# shellcheck disable=SC2086
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $need >/dev/null
