@@ -49,7 +49,7 @@ static void halve(uint32_t site_high)
     interval_ns *= 2;
 }
 
-void growth_note(uint64_t now_ns, uint64_t allocations, uint32_t site_high)
+void growth_note(uint64_t now_ns, uint64_t (*allocations)(void), uint32_t site_high)
 {
     if (now_ns < atomic_load_explicit(&next_due_ns, memory_order_relaxed))
         return;
@@ -63,7 +63,7 @@ void growth_note(uint64_t now_ns, uint64_t allocations, uint32_t site_high)
         halve(site_high);
     size_t c = checkpoint_count++;
     checkpoint_time[c] = now_ns;
-    checkpoint_allocations[c] = allocations;
+    checkpoint_allocations[c] = allocations();
     checkpoint_sites[c] = site_high;
     uint32_t last = site_high;
     if (last >= GROWTH_SITES) {

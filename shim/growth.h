@@ -22,10 +22,11 @@ typedef uint64_t (*growth_reader_t)(uint32_t site);
 /* Starts checkpointing at start_ns, first every interval_ns. */
 void growth_init(uint64_t start_ns, uint64_t interval_ns, growth_reader_t reader);
 
-/* Called on every allocation or free with the time, the number of
- * allocations so far and the highest site id. Cheap unless a checkpoint is
- * due: then one thread samples every site (O(sites)) while others go on. */
-void growth_note(uint64_t now_ns, uint64_t allocations, uint32_t site_high);
+/* Called on every allocation or free with the time, a reader of the number
+ * of allocations so far (a sum over threads, so read only when a checkpoint
+ * is taken) and the highest site id. Cheap unless a checkpoint is due: then
+ * one thread samples every site (O(sites)) while others go on. */
+void growth_note(uint64_t now_ns, uint64_t (*allocations)(void), uint32_t site_high);
 
 /* What the rule found for one series. */
 typedef struct growth_finding {

@@ -2,9 +2,11 @@
 #include "tracker.h"
 #include "growth.h"
 #include "stacks.h"
+#include "tally.h"
 #include "timeline.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,28 +27,25 @@
 #define RECORDS_PER_CHUNK 256
 
 typedef struct live_alloc {
-    uint64_t key;
-    uint64_t size;
-    uint64_t time_ns;
-    const void *context;
-    uint32_t site;
-    uint8_t kind;
-    int16_t device;
+    tracker_record_t r;       /* r.key is the hash key */
     UT_hash_handle hh;
 } live_alloc_t;
 
 typedef struct shard {
-    pthread_mutex_t lock;
+    _Atomic int lock;         /* see shard_lock */
     live_alloc_t *table;
     live_alloc_t *spare;      /* recycled records, linked through hh.next */
     size_t records;           /* records carved, live or spare */
     char pad[64];
 } shard_t;
 
+/* A kind's or a device's row; its allocations, frees and bytes allocated
+ * are tallies, in the tally row given by row_of. */
 typedef struct atomic_totals {
-    _Atomic uint64_t allocations, frees, failures, bytes_allocated;
+    _Atomic uint64_t failures;
     _Atomic uint64_t live_bytes, peak_bytes, peak_time_ns;
     _Atomic uint64_t teardown_bytes, teardown_allocations;
+    unsigned tally_row;
 } atomic_totals_t;
 
 typedef struct atomic_site {
@@ -67,7 +66,8 @@ static atomic_totals_t gpu_totals;     /* every kind but host */
 static pthread_mutex_t peak_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic uint64_t unknown_frees, map_count, unmap_count;
 static _Atomic uint64_t peak_epoch;    /* bumped at every new GPU peak */
-static _Atomic uint64_t all_allocations;
+
+_Static_assert(KIND_COUNT + TRACKER_MAX_DEVICES <= TALLY_ROWS, "a tally row per kind and device");
 
 /* The first out-of-memory failure, with what was live then, by site. */
 static pthread_mutex_t oom_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -103,9 +103,10 @@ const char *tracker_kind_name(alloc_kind_t kind)
 
 int tracker_init(void (*sampler)(struct timeline_point *point))
 {
-    for (int s = 0; s < SPACE_COUNT; s++)
-        for (int i = 0; i < SHARDS; i++)
-            pthread_mutex_init(&shards[s][i].lock, NULL);
+    for (int k = 0; k < KIND_COUNT; k++)
+        kind_totals[k].tally_row = (unsigned)k;
+    for (int d = 0; d < TRACKER_MAX_DEVICES; d++)
+        device_totals[d].tally_row = (unsigned)(KIND_COUNT + d);
     void *p = mmap(NULL, sizeof *sites * (STACKS_CAPACITY + 1), PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED)
@@ -115,6 +116,32 @@ int tracker_init(void (*sampler)(struct timeline_point *point))
     timeline_init(now, 1000000, sampler);
     growth_init(now, 1000000, site_live_bytes);
     return 0;
+}
+
+/* A shard's lock guards a hash lookup and a pointer swap or two, so it is a
+ * spinlock: taking it is one exchange and releasing it a plain store, where
+ * a mutex costs a locked instruction each way. A holder that is descheduled
+ * (or a teardown walking the whole shard) makes the others yield rather
+ * than burn their time slice. */
+static void shard_lock(shard_t *sh)
+{
+    for (unsigned spins = 0;
+         atomic_exchange_explicit(&sh->lock, 1, memory_order_acquire) != 0;) {
+        while (atomic_load_explicit(&sh->lock, memory_order_relaxed) != 0) {
+            if (++spins < 100) {
+#if defined(__x86_64__) || defined(__i386__)
+                __builtin_ia32_pause();
+#endif
+            } else {
+                sched_yield();
+            }
+        }
+    }
+}
+
+static void shard_unlock(shard_t *sh)
+{
+    atomic_store_explicit(&sh->lock, 0, memory_order_release);
 }
 
 static shard_t *shard_of(key_space_t space, uint64_t key)
@@ -144,14 +171,14 @@ static void raise_peak(_Atomic uint64_t *peak, uint64_t value)
 static void row_event(atomic_totals_t *t, uint64_t size, int event)
 {
     if (event == EVENT_ALLOC) {
-        atomic_fetch_add_explicit(&t->allocations, 1, memory_order_relaxed);
-        atomic_fetch_add_explicit(&t->bytes_allocated, size, memory_order_relaxed);
+        tally_add(t->tally_row, TALLY_ALLOCATIONS, 1);
+        tally_add(t->tally_row, TALLY_BYTES_ALLOCATED, size);
         uint64_t live = atomic_fetch_add_explicit(&t->live_bytes, size, memory_order_relaxed) + size;
         raise_peak(&t->peak_bytes, live);
         return;
     }
     if (event == EVENT_FREE)
-        atomic_fetch_add_explicit(&t->frees, 1, memory_order_relaxed);
+        tally_add(t->tally_row, TALLY_FREES, 1);
     atomic_fetch_sub_explicit(&t->live_bytes, size, memory_order_relaxed);
 }
 
@@ -220,13 +247,12 @@ static atomic_totals_t *device_row(int device)
  * site, its kind, its device and the GPU total, then lets the timeline and
  * the growth checkpoints see the change. The site moves first so that a
  * peak this change makes finds the site already updated. */
-static void apply(const live_alloc_t *a, int event, uint64_t now_ns)
+static void apply(const tracker_record_t *a, int event, uint64_t now_ns)
 {
     atomic_site_t *s = site_of(a->site);
     if (a->kind != KIND_HOST)
         stamp_site(s);
     if (event == EVENT_ALLOC) {
-        atomic_fetch_add_explicit(&all_allocations, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&s->allocations, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&s->bytes_allocated, a->size, memory_order_relaxed);
         uint64_t live = atomic_fetch_add_explicit(&s->live_bytes, a->size,
@@ -245,7 +271,7 @@ static void apply(const live_alloc_t *a, int event, uint64_t now_ns)
             row_event(dev, a->size, event);
     }
     timeline_note(now_ns, atomic_load_explicit(&gpu_totals.live_bytes, memory_order_relaxed));
-    growth_note(now_ns, atomic_load_explicit(&all_allocations, memory_order_relaxed),
+    growth_note(now_ns, tracker_allocation_count,
                 atomic_load_explicit(&site_high, memory_order_relaxed));
 }
 
@@ -278,36 +304,32 @@ int tracker_alloc(alloc_kind_t kind, uint64_t key, size_t size, int device,
                   const void *context, uint32_t site)
 {
     shard_t *sh = shard_of(kind_space[kind], key);
-    live_alloc_t stale = { 0 };
+    tracker_record_t fresh = {
+        .key = key, .size = size, .time_ns = tracker_now_ns(), .context = context,
+        .site = site, .kind = (uint8_t)kind, .device = (int16_t)device,
+    };
+    tracker_record_t stale;
     int had_stale = 0;
-    pthread_mutex_lock(&sh->lock);
+    shard_lock(sh);
     live_alloc_t *r;
     HASH_FIND(hh, sh->table, &key, sizeof key, r);
     if (r != NULL) {
         HASH_DEL(sh->table, r);
-        stale = *r;
+        stale = r->r;
         had_stale = 1;
     } else {
         r = take_record(sh);
         if (r == NULL) {
-            pthread_mutex_unlock(&sh->lock);
+            shard_unlock(sh);
             return -1;
         }
     }
-    r->key = key;
-    r->size = size;
-    r->time_ns = tracker_now_ns();
-    r->context = context;
-    r->site = site;
-    r->kind = (uint8_t)kind;
-    r->device = (int16_t)device;
-    HASH_ADD(hh, sh->table, key, sizeof r->key, r);
-    live_alloc_t fresh = *r;
-    pthread_mutex_unlock(&sh->lock);
+    r->r = fresh;
+    HASH_ADD(hh, sh->table, r.key, sizeof key, r);
+    shard_unlock(sh);
 
-    if (had_stale) {
+    if (had_stale)
         apply(&stale, EVENT_FREE, fresh.time_ns);
-    }
     atomic_site_t *s = site_of(site);
     atomic_store_explicit(&s->kind, kind, memory_order_relaxed);
     atomic_store_explicit(&s->device, device, memory_order_relaxed);
@@ -315,44 +337,53 @@ int tracker_alloc(alloc_kind_t kind, uint64_t key, size_t size, int device,
     return 0;
 }
 
+/* The record's slot goes back to the spares at once, under the lock taken
+ * to find it, and the pending free carries a copy: a free the driver accepts
+ * (nearly all) then costs one lock, and a refused one takes a new slot. */
 void tracker_free_begin(key_space_t space, uint64_t key, tracker_pending_t *pending)
 {
     shard_t *sh = shard_of(space, key);
     pending->space = space;
-    pending->key = key;
-    pthread_mutex_lock(&sh->lock);
+    pending->found = 0;
+    shard_lock(sh);
     live_alloc_t *r;
     HASH_FIND(hh, sh->table, &key, sizeof key, r);
-    if (r != NULL)
+    if (r != NULL) {
         HASH_DEL(sh->table, r);
-    pthread_mutex_unlock(&sh->lock);
-    pending->record = r;
+        pending->record = r->r;
+        pending->found = 1;
+        give_record(sh, r);
+    }
+    shard_unlock(sh);
+    if (!pending->found)
+        pending->record.key = key;
 }
 
 void tracker_free_end(tracker_pending_t *pending, int freed)
 {
-    live_alloc_t *r = pending->record;
-    if (r == NULL) {
+    if (!pending->found) {  /* freed or refused, the program freed what it never had */
         atomic_fetch_add_explicit(&unknown_frees, 1, memory_order_relaxed);
         return;
     }
-    shard_t *sh = shard_of(pending->space, pending->key);
-    if (!freed) {
-        pthread_mutex_lock(&sh->lock);
-        live_alloc_t *newer;
-        HASH_FIND(hh, sh->table, &r->key, sizeof r->key, newer);
-        if (newer == NULL)
-            HASH_ADD(hh, sh->table, key, sizeof r->key, r);
-        else
-            give_record(sh, r);
-        pthread_mutex_unlock(&sh->lock);
+    if (freed) {
+        apply(&pending->record, EVENT_FREE, tracker_now_ns());
         return;
     }
-    live_alloc_t gone = *r;
-    pthread_mutex_lock(&sh->lock);
-    give_record(sh, r);
-    pthread_mutex_unlock(&sh->lock);
-    apply(&gone, EVENT_FREE, tracker_now_ns());
+    /* Refused: the allocation is still live, unless the address was handed
+     * out again meanwhile (then the newer record stands). */
+    uint64_t key = pending->record.key;
+    shard_t *sh = shard_of(pending->space, key);
+    shard_lock(sh);
+    live_alloc_t *newer;
+    HASH_FIND(hh, sh->table, &key, sizeof key, newer);
+    live_alloc_t *r = newer == NULL ? take_record(sh) : NULL;
+    if (r != NULL) {
+        r->r = pending->record;
+        HASH_ADD(hh, sh->table, r.key, sizeof key, r);
+    }
+    shard_unlock(sh);
+    if (newer == NULL && r == NULL)  /* no memory for the slot: count it gone */
+        apply(&pending->record, EVENT_FREE, tracker_now_ns());
 }
 
 /* Saves what was live, by site, at the first out-of-memory failure: what
@@ -410,14 +441,14 @@ uint64_t tracker_teardown(const void *context, int device, teardown_reason_t rea
     for (int space = 0; space < SPACE_COUNT; space++) {
         for (int i = 0; i < SHARDS; i++) {
             shard_t *sh = &shards[space][i];
-            pthread_mutex_lock(&sh->lock);
+            shard_lock(sh);
             live_alloc_t *r, *next;
             HASH_ITER(hh, sh->table, r, next) {
-                int match = context != NULL ? r->context == context : r->device == device;
+                int match = context != NULL ? r->r.context == context : r->r.device == device;
                 if (!match)
                     continue;
                 HASH_DEL(sh->table, r);
-                live_alloc_t gone = *r;
+                tracker_record_t gone = r->r;
                 give_record(sh, r);
                 apply(&gone, EVENT_TEARDOWN, now);
                 atomic_site_t *s = site_of(gone.site);
@@ -437,10 +468,18 @@ uint64_t tracker_teardown(const void *context, int device, teardown_reason_t rea
                 }
                 moved++;
             }
-            pthread_mutex_unlock(&sh->lock);
+            shard_unlock(sh);
         }
     }
     return moved;
+}
+
+/* Allocations still live: allocations - frees - teardowns. Read while other
+ * threads count, a free may be seen before its allocation (frees are read
+ * first to make that rare), so the difference is clamped at zero. */
+static uint64_t live_count(uint64_t allocations, uint64_t frees, uint64_t torn_down)
+{
+    return allocations > frees + torn_down ? allocations - frees - torn_down : 0;
 }
 
 int tracker_site(uint32_t site, site_stats_t *out)
@@ -448,8 +487,8 @@ int tracker_site(uint32_t site, site_stats_t *out)
     if (sites == NULL || site > atomic_load(&site_high))
         return -1;
     const atomic_site_t *s = &sites[site];
+    out->frees = atomic_load(&s->frees);  /* before allocations: see live_count */
     out->allocations = atomic_load(&s->allocations);
-    out->frees = atomic_load(&s->frees);
     out->failures = atomic_load(&s->failures);
     out->bytes_allocated = atomic_load(&s->bytes_allocated);
     out->failed_bytes = atomic_load(&s->failed_bytes);
@@ -457,7 +496,7 @@ int tracker_site(uint32_t site, site_stats_t *out)
     out->peak_live_bytes = atomic_load(&s->peak_live_bytes);
     out->teardown_bytes = atomic_load(&s->teardown_bytes);
     out->teardown_allocations = atomic_load(&s->teardown_allocations);
-    out->live_allocations = out->allocations - out->frees - out->teardown_allocations;
+    out->live_allocations = live_count(out->allocations, out->frees, out->teardown_allocations);
     out->at_peak_bytes = atomic_load(&s->epoch) == atomic_load(&peak_epoch)
                        ? atomic_load(&s->at_peak_bytes) : out->live_bytes;
     if (atomic_load(&s->kind) == KIND_HOST)
@@ -476,18 +515,20 @@ uint32_t tracker_site_count(void)
 
 static void read_totals(const atomic_totals_t *t, totals_t *out)
 {
-    out->allocations = atomic_load(&t->allocations);
-    out->frees = atomic_load(&t->frees);
+    out->frees = tally_sum(t->tally_row, TALLY_FREES);
+    out->allocations = tally_sum(t->tally_row, TALLY_ALLOCATIONS);
     out->failures = atomic_load(&t->failures);
-    out->bytes_allocated = atomic_load(&t->bytes_allocated);
+    out->bytes_allocated = tally_sum(t->tally_row, TALLY_BYTES_ALLOCATED);
     out->live_bytes = atomic_load(&t->live_bytes);
     out->peak_bytes = atomic_load(&t->peak_bytes);
     out->peak_time_ns = atomic_load(&t->peak_time_ns);
     out->teardown_bytes = atomic_load(&t->teardown_bytes);
     out->teardown_allocations = atomic_load(&t->teardown_allocations);
-    out->live_allocations = out->allocations - out->frees - out->teardown_allocations;
+    out->live_allocations = live_count(out->allocations, out->frees, out->teardown_allocations);
 }
 
+/* The GPU row's live bytes and peak are its own; its counts are the sums of
+ * the GPU kinds' (read_totals' are replaced). */
 void tracker_totals(totals_t *out)
 {
     pthread_mutex_lock(&peak_lock);
@@ -504,7 +545,7 @@ void tracker_totals(totals_t *out)
         out->failures += kt.failures;
         out->bytes_allocated += kt.bytes_allocated;
     }
-    out->live_allocations = out->allocations - out->frees - out->teardown_allocations;
+    out->live_allocations = live_count(out->allocations, out->frees, out->teardown_allocations);
 }
 
 void tracker_kind_totals(alloc_kind_t kind, totals_t *out)
@@ -536,9 +577,9 @@ size_t tracker_memory_bytes(void)
     size_t records = 0;
     for (int s = 0; s < SPACE_COUNT; s++)
         for (int i = 0; i < SHARDS; i++) {
-            pthread_mutex_lock(&shards[s][i].lock);
+            shard_lock(&shards[s][i]);
             records += shards[s][i].records;
-            pthread_mutex_unlock(&shards[s][i].lock);
+            shard_unlock(&shards[s][i]);
         }
     return records * sizeof(live_alloc_t);
 }
@@ -553,7 +594,10 @@ const tracker_oom_t *tracker_oom(void)
 
 uint64_t tracker_allocation_count(void)
 {
-    return atomic_load(&all_allocations);
+    uint64_t all = 0;
+    for (int k = 0; k < KIND_COUNT; k++)
+        all += tally_sum(kind_totals[k].tally_row, TALLY_ALLOCATIONS);
+    return all;
 }
 
 void tracker_sample(timeline_point_t *point)

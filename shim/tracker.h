@@ -1,8 +1,9 @@
 /* tracker.h: what is live, per site and in total, and the exact peak.
  *
  * Live allocations sit in uthash tables keyed by address (or handle),
- * sharded so that threads allocating at once rarely meet on a lock; per-site
- * and per-kind counters are atomics. Nothing here unwinds or symbolizes: the
+ * sharded so that threads allocating at once rarely meet on a lock; live
+ * bytes and peaks are shared atomics, counts that only grow are per-thread
+ * tallies (tally.h). Nothing here unwinds or symbolizes: the
  * caller captures the stack before it calls in. */
 #ifndef GPULEAK_TRACKER_H
 #define GPULEAK_TRACKER_H
@@ -90,19 +91,31 @@ int tracker_init(void (*sampler)(struct timeline_point *point));
 int tracker_alloc(alloc_kind_t kind, uint64_t key, size_t size, int device,
                    const void *context, uint32_t site);
 
+/* What the tracker keeps of one live allocation. */
+typedef struct tracker_record {
+    uint64_t key;
+    uint64_t size;
+    uint64_t time_ns;
+    const void *context;
+    uint32_t site;
+    uint8_t kind;
+    int16_t device;
+} tracker_record_t;
+
 /* A free in progress: the record is out of the table while the driver
  * frees, so an address handed out again at once cannot be confused with it. */
 typedef struct tracker_pending {
-    void *record;    /* NULL when the key was not live */
     key_space_t space;
-    uint64_t key;
+    int found;                /* 0 when the key was not live */
+    tracker_record_t record;  /* a copy: the table's slot is already reused */
 } tracker_pending_t;
 
 /* Takes key's record out of its table before the driver frees it. */
 void tracker_free_begin(key_space_t space, uint64_t key, tracker_pending_t *pending);
 
-/* Ends a free: when the driver freed, counts the free (or an unknown free,
- * for a key the shim never saw); when it refused, puts the record back. */
+/* Ends a free: a key the shim never saw counts as an unknown free, whatever
+ * the driver said; otherwise, when the driver freed, counts the free, and
+ * when it refused, puts the record back. */
 void tracker_free_end(tracker_pending_t *pending, int freed);
 
 /* Records an allocation the driver refused with result. */

@@ -54,8 +54,8 @@ static void finish_call(int driver_errno)
  * and a thread rarely switches contexts. Device -1 when there is none. */
 static int current_device(const void **context_out)
 {
-    static __thread const void *cached_context;
-    static __thread int cached_device = -1;
+    static __thread const void *cached_context __attribute__((tls_model("initial-exec")));
+    static __thread int cached_device __attribute__((tls_model("initial-exec"))) = -1;
     static CUresult (*get_current)(CUcontext *);
     static CUresult (*get_device)(CUdevice *);
     if (get_current == NULL)

@@ -1,0 +1,76 @@
+#include "tally.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+__thread tally_block_t *tally_mine __attribute__((tls_model("initial-exec")));
+
+static _Atomic(tally_block_t *) all_blocks;
+static tally_block_t shared_block;   /* for threads that could get no block */
+static pthread_key_t exit_key;
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+static int key_ready;
+
+/* A finishing thread hands its block on, counts kept, and forgets it: a
+ * driver call later in its exit claims again instead of writing into a block
+ * another thread may have taken. */
+static void release_block(void *block)
+{
+    tally_mine = NULL;
+    atomic_store_explicit(&((tally_block_t *)block)->in_use, 0, memory_order_release);
+}
+
+static void make_key(void)
+{
+    key_ready = pthread_key_create(&exit_key, release_block) == 0;
+}
+
+/* This thread's block: one a finished thread left, or a new one; NULL when
+ * none can be had. */
+static tally_block_t *claim(void)
+{
+    pthread_once(&key_once, make_key);
+    tally_block_t *b = atomic_load_explicit(&all_blocks, memory_order_acquire);
+    for (; b != NULL; b = b->next) {
+        int idle = 0;
+        if (atomic_load_explicit(&b->in_use, memory_order_relaxed) == 0
+            && atomic_compare_exchange_strong(&b->in_use, &idle, 1))
+            break;
+    }
+    if (b == NULL) {
+        b = calloc(1, sizeof *b);
+        if (b == NULL)
+            return NULL;
+        atomic_store_explicit(&b->in_use, 1, memory_order_relaxed);
+        b->next = atomic_load_explicit(&all_blocks, memory_order_relaxed);
+        while (!atomic_compare_exchange_weak(&all_blocks, &b->next, b)) {
+        }
+    }
+    /* Without a key the block could not be handed on at thread exit: the
+     * shared block is slower but never leaks a block per thread. */
+    if (!key_ready || pthread_setspecific(exit_key, b) != 0) {
+        atomic_store_explicit(&b->in_use, 0, memory_order_release);
+        return NULL;
+    }
+    tally_mine = b;
+    return b;
+}
+
+void tally_add_first(unsigned row, tally_field_t field, uint64_t n)
+{
+    tally_block_t *b = claim();
+    if (b == NULL) {
+        atomic_fetch_add_explicit(&shared_block.counts[row][field], n, memory_order_relaxed);
+        return;
+    }
+    tally_add(row, field, n);
+}
+
+uint64_t tally_sum(unsigned row, tally_field_t field)
+{
+    uint64_t sum = atomic_load_explicit(&shared_block.counts[row][field], memory_order_relaxed);
+    for (tally_block_t *b = atomic_load_explicit(&all_blocks, memory_order_acquire); b != NULL;
+         b = b->next)
+        sum += atomic_load_explicit(&b->counts[row][field], memory_order_relaxed);
+    return sum;
+}

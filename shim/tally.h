@@ -1,0 +1,55 @@
+/* tally.h: event counts kept per thread, summed when read.
+ *
+ * A count that only grows (allocations, frees, bytes allocated) needs no
+ * shared cache line: each thread adds to its own block with plain stores,
+ * and a reader sums every block. On the allocation path that replaces a
+ * locked read-modify-write (tens of ns when another core owns the line) with
+ * a store to memory only this thread touches. A sum read while threads count
+ * is some moment's value, never a torn one; values that must be exact at
+ * every moment (live bytes, peaks) stay shared atomics in the tracker. */
+#ifndef GPULEAK_TALLY_H
+#define GPULEAK_TALLY_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define TALLY_ROWS 72  /* the tracker's rows: kinds, then devices */
+
+typedef enum tally_field {
+    TALLY_ALLOCATIONS,
+    TALLY_FREES,
+    TALLY_BYTES_ALLOCATED,
+    TALLY_FIELDS
+} tally_field_t;
+
+typedef struct tally_block {
+    _Atomic uint64_t counts[TALLY_ROWS][TALLY_FIELDS];
+    _Atomic int in_use;               /* claimed by a live thread */
+    struct tally_block *next;         /* every block ever made, never freed */
+} tally_block_t;
+
+extern __thread tally_block_t *tally_mine __attribute__((tls_model("initial-exec")));
+
+/* Claims this thread's block (one a finished thread left, or a new one) and
+ * adds n there; when memory is out, adds atomically to a shared block. */
+void tally_add_first(unsigned row, tally_field_t field, uint64_t n);
+
+/* Adds n to field of row for this thread: a relaxed load and store, not a
+ * read-modify-write, since only this thread writes its block. */
+static inline void tally_add(unsigned row, tally_field_t field, uint64_t n)
+{
+    tally_block_t *b = tally_mine;
+    if (__builtin_expect(b == NULL, 0)) {
+        tally_add_first(row, field, n);
+        return;
+    }
+    _Atomic uint64_t *c = &b->counts[row][field];
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
+                          memory_order_relaxed);
+}
+
+/* The sum over every thread, finished ones included. */
+uint64_t tally_sum(unsigned row, tally_field_t field);
+
+#endif
