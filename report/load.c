@@ -23,6 +23,7 @@ const char *const load_kind_names[LOAD_KINDS] = { "device", "pool", "vmm", "mana
 typedef struct {
     const char *name;
     char *error;
+    const load_report_t *report; /* for the stack table, once loaded */
 } ctx_t;
 
 /* Records the first problem only: later ones are usually consequences. */
@@ -225,6 +226,98 @@ static int load_pyframe(ctx_t *ctx, json_t *v, const char *where, load_pyframe_t
     return ctx->error ? -1 : 0;
 }
 
+/* Copies the frames a "stack" or "python_stack" array of indices names out
+ * of table (count entries of size bytes) into a new array at *out. */
+static int load_indices(ctx_t *ctx, json_t *obj, const char *where, const char *key,
+                        const char *table_name, const void *table, size_t count, size_t size,
+                        void **out, size_t *n)
+{
+    json_t *indices = get_typed(ctx, obj, where, key, 0, is_array, "an array");
+    *n = indices ? json_array_size(indices) : 0;
+    *out = calloc(*n ? *n : 1, size);
+    if (*out == NULL)
+        return fail(ctx, "out of memory");
+    char w[WHERE_MAX];
+    for (size_t i = 0; i < *n && !ctx->error; i++) {
+        json_t *v = json_array_get(indices, i);
+        index_where(w, where, key, i);
+        if (!json_is_integer(v))
+            return fail(ctx, "invalid report: \"%s\" is not an integer", w);
+        json_int_t k = json_integer_value(v);
+        if (k < 0 || (uint64_t)k >= count)
+            return fail(ctx, "invalid report: \"%s\" names frame %lld, but \"%s\" has %zu",
+                        w, (long long)k, table_name, count);
+        memcpy((char *)*out + i * size, (const char *)table + (size_t)k * size, size);
+    }
+    return ctx->error ? -1 : 0;
+}
+
+static int by_stack_site(const void *a, const void *b)
+{
+    const load_stack_t *x = a, *y = b;
+    return x->site < y->site ? -1 : x->site > y->site;
+}
+
+/* A version 2 report writes each frame once ("frames", "python_frames") and
+ * each site's stack once ("stacks", keyed by site id, frames by index);
+ * they are resolved here, so the views see every site with its frames
+ * whichever version wrote the file. */
+static int load_stack_tables(ctx_t *ctx, json_t *root, load_report_t *r)
+{
+    json_t *frames = get_typed(ctx, root, "", "frames", 0, is_array, "an array");
+    json_t *pyframes = get_typed(ctx, root, "", "python_frames", 0, is_array, "an array");
+    json_t *stacks = get_typed(ctx, root, "", "stacks", 0, is_object, "an object");
+    if (ctx->error)
+        return -1;
+    size_t nframes = frames ? json_array_size(frames) : 0;
+    size_t npyframes = pyframes ? json_array_size(pyframes) : 0;
+    load_frame_t *native = calloc(nframes ? nframes : 1, sizeof *native);
+    load_pyframe_t *python = calloc(npyframes ? npyframes : 1, sizeof *python);
+    r->stacks = calloc(stacks && json_object_size(stacks) ? json_object_size(stacks) : 1,
+                       sizeof *r->stacks);
+    if (native == NULL || python == NULL || r->stacks == NULL) {
+        free(native);
+        free(python);
+        return fail(ctx, "out of memory");
+    }
+    char w[WHERE_MAX];
+    for (size_t i = 0; i < nframes && !ctx->error; i++) {
+        index_where(w, "", "frames", i);
+        load_frame(ctx, json_array_get(frames, i), w, &native[i]);
+    }
+    for (size_t i = 0; i < npyframes && !ctx->error; i++) {
+        index_where(w, "", "python_frames", i);
+        load_pyframe(ctx, json_array_get(pyframes, i), w, &python[i]);
+    }
+    const char *key;
+    json_t *value;
+    json_object_foreach(stacks, key, value) {
+        if (ctx->error)
+            break;
+        load_stack_t *st = &r->stacks[r->nstacks++];
+        child_where(w, "stacks", key);
+        size_t len = strlen(key);
+        if (len == 0 || len > 10 || strspn(key, "0123456789") != len) {
+            fail(ctx, "invalid report: \"%s\" is not keyed by a site id", w);
+            break;
+        }
+        if (!json_is_object(value)) {
+            fail(ctx, "invalid report: \"%s\" is not an object", w);
+            break;
+        }
+        st->site = strtoull(key, NULL, 10);
+        load_indices(ctx, value, w, "stack", "frames", native, nframes, sizeof *native,
+                     (void **)&st->stack, &st->nstack);
+        if (!ctx->error)
+            load_indices(ctx, value, w, "python_stack", "python_frames", python, npyframes,
+                         sizeof *python, (void **)&st->python, &st->npython);
+    }
+    free(native);
+    free(python);
+    qsort(r->stacks, r->nstacks, sizeof *r->stacks, by_stack_site);
+    return ctx->error ? -1 : 0;
+}
+
 enum list_kind { LIST_LEAKS, LIST_TEARDOWN, LIST_FAILURES, LIST_SITES, LIST_OTHER };
 
 static int load_site(ctx_t *ctx, json_t *v, const char *where, enum list_kind kind, load_site_t *s)
@@ -255,6 +348,19 @@ static int load_site(ctx_t *ctx, json_t *v, const char *where, enum list_kind ki
     json_t *py = get_typed(ctx, v, where, "python_stack", 0, is_array, "an array");
     if (ctx->error)
         return -1;
+    if (stack == NULL && py == NULL) {
+        load_stack_t key = { .site = s->id };
+        const load_stack_t *st = ctx->report->nstacks == 0 ? NULL
+            : bsearch(&key, ctx->report->stacks, ctx->report->nstacks, sizeof key, by_stack_site);
+        if (st != NULL) {
+            s->stack = st->stack;
+            s->nstack = st->nstack;
+            s->python = st->python;
+            s->npython = st->npython;
+        }
+        return 0;
+    }
+    s->owns_stack = true;
     s->nstack = stack ? json_array_size(stack) : 0;
     s->npython = py ? json_array_size(py) : 0;
     s->stack = calloc(s->nstack ? s->nstack : 1, sizeof *s->stack);
@@ -290,6 +396,8 @@ static int load_list(ctx_t *ctx, json_t *arr, const char *key, enum list_kind ki
 static void free_list(load_list_t *list)
 {
     for (size_t i = 0; list->v != NULL && i < list->n; i++) {
+        if (!list->v[i].owns_stack)
+            continue;
         free(list->v[i].stack);
         free(list->v[i].python);
     }
@@ -425,15 +533,15 @@ static int check_identity(ctx_t *ctx, json_t *root)
         return fail(ctx, "not a gpuleak report: \"version\" is missing");
     if (!json_is_integer(version))
         return fail(ctx, "not a gpuleak report: \"version\" is not an integer");
-    if (json_integer_value(version) != REPORT_FORMAT_VERSION)
-        return fail(ctx, "unsupported report version %lld (this gpuleak reads version %d)",
+    if (json_integer_value(version) < 1 || json_integer_value(version) > REPORT_FORMAT_VERSION)
+        return fail(ctx, "unsupported report version %lld (this gpuleak reads versions 1 to %d)",
                     (long long)json_integer_value(version), REPORT_FORMAT_VERSION);
     return 0;
 }
 
 static int load_doc(ctx_t *ctx, json_t *root, load_report_t *r)
 {
-    if (check_identity(ctx, root) != 0)
+    if (check_identity(ctx, root) != 0 || load_stack_tables(ctx, root, r) != 0)
         return -1;
     json_t *status = get_typed(ctx, root, "", "status", 0, is_object, "an object");
     if (status != NULL) {
@@ -537,6 +645,11 @@ void load_free(load_report_t *r)
     free_list(&r->sites);
     free_list(&r->growth);
     free_list(&r->peak_sites);
+    for (size_t i = 0; i < r->nstacks; i++) {
+        free(r->stacks[i].stack);
+        free(r->stacks[i].python);
+    }
+    free(r->stacks);
     free(r->points);
     free(r->kinds);
     free(r->devices);
@@ -551,7 +664,7 @@ void load_free(load_report_t *r)
  * the caller prints and frees. The entry point the fuzzer drives. */
 load_report_t *load_buffer(const char *data, size_t len, const char *name, char **error)
 {
-    ctx_t ctx = { name, NULL };
+    ctx_t ctx = { name, NULL, NULL };
     *error = NULL;
     if (len == 0) {
         fail(&ctx, "empty file, not a gpuleak report");
@@ -577,6 +690,7 @@ load_report_t *load_buffer(const char *data, size_t len, const char *name, char 
         return NULL;
     }
     r->doc = root;
+    ctx.report = r;
     if (load_doc(&ctx, root, r) != 0) {
         load_free(r);
         *error = ctx.error;
@@ -589,7 +703,7 @@ load_report_t *load_buffer(const char *data, size_t len, const char *name, char 
  * written by the shim; truncation comes from elsewhere) and loads it. */
 load_report_t *load_file(const char *path, char **error)
 {
-    ctx_t ctx = { path, NULL };
+    ctx_t ctx = { path, NULL, NULL };
     *error = NULL;
     FILE *f = fopen(path, "rb");
     if (f == NULL) {

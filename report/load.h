@@ -37,7 +37,17 @@ typedef struct {
     size_t nstack;
     load_pyframe_t *python;
     size_t npython;
+    bool owns_stack;      /* inline (version 1); else the report's stack table's */
 } load_site_t;
+
+/* One entry of a version 2 report's "stacks": a site's frames, resolved. */
+typedef struct {
+    uint64_t site;
+    load_frame_t *stack;
+    size_t nstack;
+    load_pyframe_t *python;
+    size_t npython;
+} load_stack_t;
 
 typedef struct {
     load_site_t *v;
@@ -101,6 +111,8 @@ typedef struct {
     uint64_t timeline_start_ns;
     load_point_t *points;
     size_t npoints;
+    load_stack_t *stacks; /* sorted by site; the site entries' stacks point here */
+    size_t nstacks;
 } load_report_t;
 
 load_report_t *load_file(const char *path, char **error);

@@ -4,7 +4,7 @@
 #define GPULEAK_REPORT_FORMAT_H
 
 #define REPORT_FORMAT_NAME "gpuleak-report"
-#define REPORT_FORMAT_VERSION 1
+#define REPORT_FORMAT_VERSION 2
 #define GPULEAK_VERSION "0.1.0"
 
 #endif

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <uthash.h>
 
 #define MAX_REPORT_FRAMES 512
 
@@ -102,46 +103,184 @@ static void put_frame_fields(FILE *f, const char *function, const char *file, in
     put_string(f, module);
 }
 
-static void put_native_stack(FILE *f, uint32_t site)
+/* Stacks are written once each, in "stacks", keyed by site; their frames
+ * are written once each too, in "frames" and "python_frames", and a stack
+ * names them by index. A run with 100,000 leaking sites repeats the same few
+ * hundred frames in every stack, and every section lists the same sites:
+ * written inline that was 561 MB and most of the time at exit. */
+
+/* Where a captured frame (a return address, or a packed Python frame) went
+ * in its table: symbolizing one address can give several frames (inlining). */
+typedef struct frame_slot {
+    uint64_t key;
+    uint32_t first, count;
+    UT_hash_handle hh;
+} frame_slot_t;
+
+typedef struct python_entry {
+    const char *function, *file;
+    int line;
+} python_entry_t;
+
+typedef struct frame_tables {
+    frame_slot_t *native_slots, *python_slots;
+    symbolized_frame_t *native;
+    python_entry_t *python;
+    size_t native_count, native_cap, python_count, python_cap;
+    unsigned char *listed;   /* per site id: 1 when some section names it */
+    uint32_t listed_high;
+} frame_tables_t;
+
+/* Grows a table to hold one more entry. Returns 0, or -1 when memory is
+ * out (the stack being written then ends early; nothing else is lost). */
+static int reserve(void **table, size_t *cap, size_t count, size_t entry_size)
 {
-    static symbolized_frame_t frames[MAX_REPORT_FRAMES];
-    int n = report_site_frames(site, frames, MAX_REPORT_FRAMES);
-    fputc_unlocked('[', f);
+    if (count < *cap)
+        return 0;
+    size_t bigger = *cap ? *cap * 2 : 256;
+    void *p = realloc(*table, bigger * entry_size);
+    if (p == NULL)
+        return -1;
+    *table = p;
+    *cap = bigger;
+    return 0;
+}
+
+/* The table slot of one return address, symbolized the first time it is
+ * met. NULL when memory is out. */
+static frame_slot_t *native_slot(frame_tables_t *t, uintptr_t address)
+{
+    uint64_t key = address;
+    frame_slot_t *slot;
+    HASH_FIND(hh, t->native_slots, &key, sizeof key, slot);
+    if (slot != NULL)
+        return slot;
+    symbolized_frame_t found[64];
+    int n = symbolize_address(address, found, 64);
+    slot = calloc(1, sizeof *slot);
+    if (slot == NULL)
+        return NULL;
+    slot->key = key;
+    slot->first = (uint32_t)t->native_count;
     for (int i = 0; i < n; i++) {
-        const symbolized_frame_t *fr = &frames[i];
-        fprintf(f, "%s{", i ? "," : "");
+        if (reserve((void **)&t->native, &t->native_cap, t->native_count, sizeof *t->native) != 0)
+            break;
+        t->native[t->native_count++] = found[i];
+        slot->count++;
+    }
+    HASH_ADD(hh, t->native_slots, key, sizeof key, slot);
+    return slot;
+}
+
+/* The table slot of one packed Python frame; count is 0 for a frame the
+ * python module cannot describe (it is left out). NULL when memory is out. */
+static frame_slot_t *python_slot(frame_tables_t *t, uint64_t packed)
+{
+    frame_slot_t *slot;
+    HASH_FIND(hh, t->python_slots, &packed, sizeof packed, slot);
+    if (slot != NULL)
+        return slot;
+    slot = calloc(1, sizeof *slot);
+    if (slot == NULL)
+        return NULL;
+    slot->key = packed;
+    slot->first = (uint32_t)t->python_count;
+    python_entry_t e;
+    if (python_describe(packed, &e.function, &e.file, &e.line) == 0
+        && reserve((void **)&t->python, &t->python_cap, t->python_count, sizeof *t->python) == 0) {
+        t->python[t->python_count++] = e;
+        slot->count = 1;
+    }
+    HASH_ADD(hh, t->python_slots, key, sizeof packed, slot);
+    return slot;
+}
+
+/* Writes the indices of slot's frames, after a comma unless *first. */
+static void put_indices(FILE *f, const frame_slot_t *slot, int *first, int *budget)
+{
+    for (uint32_t i = 0; slot != NULL && i < slot->count && *budget > 0; i++, (*budget)--) {
+        fprintf(f, "%s%u", *first ? "" : ",", slot->first + i);
+        *first = 0;
+    }
+}
+
+/* One entry of "stacks": the site's native frames (inlined ones expanded)
+ * and its Python frames, as indices into the frame tables. */
+static void put_stack_entry(FILE *f, frame_tables_t *t, uint32_t site)
+{
+    const stack_record_t *stack = stacks_get(site);
+    fprintf(f, "\"%u\":{\"stack\":[", site);
+    int first = 1, budget = MAX_REPORT_FRAMES;
+    for (int i = 0; stack != NULL && i < stack->native_count; i++)
+        put_indices(f, native_slot(t, (uintptr_t)stack->frames[i]), &first, &budget);
+    fputs_unlocked("],\"python_stack\":[", f);
+    first = 1;
+    budget = MAX_REPORT_FRAMES;
+    for (int i = 0; stack != NULL && i < stack->python_count; i++)
+        put_indices(f, python_slot(t, stack->frames[stack->native_count + i]), &first, &budget);
+    fputs_unlocked("]}", f);
+}
+
+/* Marks site as named by a section, so that its stack is written. */
+static void list_site(frame_tables_t *t, uint32_t site)
+{
+    if (t->listed != NULL && site <= t->listed_high)
+        t->listed[site] = 1;
+}
+
+/* "stacks", "frames" and "python_frames", for every site marked. */
+static void put_frame_tables(FILE *f, frame_tables_t *t)
+{
+    fputs_unlocked("\"stacks\":{", f);
+    int first = 1;
+    for (uint32_t site = 0; t->listed != NULL && site <= t->listed_high; site++) {
+        if (!t->listed[site])
+            continue;
+        fputs_unlocked(first ? "\n" : ",\n", f);
+        first = 0;
+        put_stack_entry(f, t, site);
+    }
+    fputs_unlocked("},\n\"frames\":[", f);
+    for (size_t i = 0; i < t->native_count; i++) {
+        const symbolized_frame_t *fr = &t->native[i];
+        fputs_unlocked(i ? ",\n{" : "\n{", f);
         put_frame_fields(f, fr->function, fr->file, fr->line, fr->module ? fr->module : "?");
         fprintf(f, ",\"offset\":\"0x%llx\",\"address\":\"0x%llx\",\"inlined\":%s}",
                 (unsigned long long)fr->offset, (unsigned long long)fr->address,
                 fr->inlined ? "true" : "false");
     }
-    fputc_unlocked(']', f);
-}
-
-static void put_python_stack(FILE *f, uint32_t site)
-{
-    const stack_record_t *stack = stacks_get(site);
-    fputc_unlocked('[', f);
-    int first = 1;
-    for (int i = 0; stack != NULL && i < stack->python_count; i++) {
-        const char *function, *file;
-        int line;
-        if (python_describe(stack->frames[stack->native_count + i], &function, &file, &line) != 0)
-            continue;
-        fprintf(f, "%s{", first ? "" : ",");
-        first = 0;
+    fputs_unlocked("],\n\"python_frames\":[", f);
+    for (size_t i = 0; i < t->python_count; i++) {
+        const python_entry_t *e = &t->python[i];
+        fputs_unlocked(i ? ",\n{" : "\n{", f);
         put_key(f, "function");
-        put_string(f, function);
+        put_string(f, e->function);
         fputc_unlocked(',', f);
         put_key(f, "file");
-        put_string(f, file);
-        fprintf(f, ",\"line\":%d}", line);
+        put_string(f, e->file);
+        fprintf(f, ",\"line\":%d}", e->line);
     }
-    fputc_unlocked(']', f);
+    fputs_unlocked("],\n", f);
+}
+
+static void free_frame_tables(frame_tables_t *t)
+{
+    frame_slot_t *slot, *next;
+    HASH_ITER(hh, t->native_slots, slot, next) {
+        HASH_DEL(t->native_slots, slot);
+        free(slot);
+    }
+    HASH_ITER(hh, t->python_slots, slot, next) {
+        HASH_DEL(t->python_slots, slot);
+        free(slot);
+    }
+    free(t->native);
+    free(t->python);
+    free(t->listed);
 }
 
 /* The site's "origin" (the frame docs/origin-rules.md picks as the user's
- * line, or null) and "owner", each followed by a comma. */
+ * line, or null) and "owner", the last fields of a site entry. */
 static void put_origin(FILE *f, uint32_t site, int kind)
 {
     origin_site_t o;
@@ -159,7 +298,6 @@ static void put_origin(FILE *f, uint32_t site, int kind)
     fputc_unlocked(',', f);
     put_key(f, "owner");
     put_string(f, o.owner);
-    fputc_unlocked(',', f);
 }
 
 static const char *teardown_name(int reason)
@@ -174,7 +312,8 @@ enum section { SECTION_LEAKS, SECTION_TEARDOWN, SECTION_FAILURES, SECTION_SITES,
 /* One site entry. "bytes" and "allocations" mean what the section is about:
  * live at exit for leaks, live at teardown, asked for and refused, or ever
  * allocated for the sites list. */
-static void put_site(FILE *f, const report_site_t *site, enum section section)
+static void put_site(FILE *f, frame_tables_t *tables, const report_site_t *site,
+                     enum section section)
 {
     const site_stats_t *s = &site->stats;
     uint64_t bytes = s->bytes_allocated, count = s->allocations;
@@ -219,19 +358,16 @@ static void put_site(FILE *f, const report_site_t *site, enum section section)
     put_u64(f, "live_bytes", s->live_bytes, 1);
     put_u64(f, "peak_live_bytes", s->peak_live_bytes, 1);
     put_origin(f, site->id, s->kind);
-    put_key(f, "stack");
-    put_native_stack(f, site->id);
-    fputc_unlocked(',', f);
-    put_key(f, "python_stack");
-    put_python_stack(f, site->id);
     fputc_unlocked('}', f);
+    list_site(tables, site->id);
 }
 
 /* The sites list is capped: a run with 100k call sites needs its leaks in
  * full, not every site's lifetime counters. */
 #define SITES_LISTED 1000
 
-static void put_list(FILE *f, const char *key, const report_list_t *list, enum section section)
+static void put_list(FILE *f, frame_tables_t *tables, const char *key,
+                     const report_list_t *list, enum section section)
 {
     size_t n = list->count;
     if (section == SECTION_SITES && n > SITES_LISTED)
@@ -241,7 +377,7 @@ static void put_list(FILE *f, const char *key, const report_list_t *list, enum s
     for (size_t i = 0; i < n; i++) {
         if (i)
             fputs_unlocked(",\n", f);
-        put_site(f, &list->sites[i], section);
+        put_site(f, tables, &list->sites[i], section);
     }
     fputs_unlocked("]", f);
 }
@@ -338,29 +474,16 @@ static void put_torch_mode(FILE *f)
     fputs_unlocked("}\n", f);
 }
 
-/* What filled the GPU when an allocation first ran out of memory. */
-static void put_oom(FILE *f)
+#define OOM_HOLDERS 20
+
+/* The largest holders of GPU memory at the out-of-memory failure, as
+ * indices into oom->sites, largest first (ties by site order); a selection,
+ * since the rest are small. Returns how many (<= OOM_HOLDERS). */
+static size_t oom_holders(const tracker_oom_t *oom, size_t chosen[OOM_HOLDERS])
 {
-    const tracker_oom_t *oom = tracker_oom();
-    fputs_unlocked("\"oom\":", f);
-    if (oom == NULL) {
-        fputs_unlocked("null,\n", f);
-        return;
-    }
-    fprintf(f, "{\"count\":%llu,\"time_ns\":%llu,\"bytes\":%llu,\"kind\":\"%s\",\"device\":%d,"
-               "\"live_bytes\":%llu,\"stack\":",
-            (unsigned long long)oom->count,
-            (unsigned long long)(oom->time_ns + lifecycle_epoch_offset_ns()),
-            (unsigned long long)oom->bytes_asked, tracker_kind_name((alloc_kind_t)oom->kind),
-            oom->device, (unsigned long long)oom->live_bytes);
-    put_native_stack(f, oom->site);
-    fputs_unlocked(",\"python_stack\":", f);
-    put_python_stack(f, oom->site);
-    fputs_unlocked(",\"sites\":[", f);
-    /* The largest holders first; a selection, since the rest are small. */
     size_t shown = 0;
     uint64_t floor_bytes = UINT64_MAX;
-    while (shown < 20) {
+    while (shown < OOM_HOLDERS) {
         size_t best = oom->site_count;
         for (size_t i = 0; i < oom->site_count; i++) {
             uint64_t b = oom->sites[i].bytes;
@@ -370,20 +493,39 @@ static void put_oom(FILE *f)
         if (best == oom->site_count)
             break;
         floor_bytes = oom->sites[best].bytes;
-        for (size_t i = 0; i < oom->site_count && shown < 20; i++) {
-            if (oom->sites[i].bytes != floor_bytes)
-                continue;
-            site_stats_t st;
-            tracker_site(oom->sites[i].site, &st);
-            fprintf(f, "%s{\"site\":%u,\"kind\":\"%s\",\"bytes\":%llu,\"stack\":", shown ? "," : "",
-                    oom->sites[i].site, tracker_kind_name((alloc_kind_t)st.kind),
-                    (unsigned long long)oom->sites[i].bytes);
-            put_native_stack(f, oom->sites[i].site);
-            fputs_unlocked(",\"python_stack\":", f);
-            put_python_stack(f, oom->sites[i].site);
-            fputc_unlocked('}', f);
-            shown++;
-        }
+        for (size_t i = 0; i < oom->site_count && shown < OOM_HOLDERS; i++)
+            if (oom->sites[i].bytes == floor_bytes)
+                chosen[shown++] = i;
+    }
+    return shown;
+}
+
+/* What filled the GPU when an allocation first ran out of memory. */
+static void put_oom(FILE *f, frame_tables_t *tables)
+{
+    const tracker_oom_t *oom = tracker_oom();
+    fputs_unlocked("\"oom\":", f);
+    if (oom == NULL) {
+        fputs_unlocked("null,\n", f);
+        return;
+    }
+    fprintf(f, "{\"count\":%llu,\"time_ns\":%llu,\"bytes\":%llu,\"kind\":\"%s\",\"device\":%d,"
+               "\"live_bytes\":%llu,\"site\":%u,\"sites\":[",
+            (unsigned long long)oom->count,
+            (unsigned long long)(oom->time_ns + lifecycle_epoch_offset_ns()),
+            (unsigned long long)oom->bytes_asked, tracker_kind_name((alloc_kind_t)oom->kind),
+            oom->device, (unsigned long long)oom->live_bytes, oom->site);
+    list_site(tables, oom->site);
+    size_t chosen[OOM_HOLDERS];
+    size_t shown = oom_holders(oom, chosen);
+    for (size_t i = 0; i < shown; i++) {
+        uint32_t site = oom->sites[chosen[i]].site;
+        site_stats_t st;
+        tracker_site(site, &st);
+        fprintf(f, "%s{\"site\":%u,\"kind\":\"%s\",\"bytes\":%llu}", i ? "," : "", site,
+                tracker_kind_name((alloc_kind_t)st.kind),
+                (unsigned long long)oom->sites[chosen[i]].bytes);
+        list_site(tables, site);
     }
     fputs_unlocked("]},\n", f);
 }
@@ -391,6 +533,9 @@ static void put_oom(FILE *f)
 static void write_body(FILE *f, const report_view_t *view)
 {
     const totals_t *t = &view->totals;
+    frame_tables_t tables = { 0 };
+    tables.listed_high = tracker_site_count();
+    tables.listed = calloc((size_t)tables.listed_high + 1, 1); /* NULL: no stacks written */
     fprintf(f, "{\"format\":\"%s\",\"version\":%d,\n", REPORT_FORMAT_NAME, REPORT_FORMAT_VERSION);
     fprintf(f, "\"tool\":{\"name\":\"gpuleak\",\"version\":\"%s\"},\n", GPULEAK_VERSION);
     put_process(f);
@@ -455,23 +600,25 @@ static void write_body(FILE *f, const report_view_t *view)
         first = 0;
     }
     fputs_unlocked("],\n", f);
-    put_list(f, "leaks", &view->leaks, SECTION_LEAKS);
+    put_list(f, &tables, "leaks", &view->leaks, SECTION_LEAKS);
     fputs_unlocked(",\n", f);
-    put_list(f, "teardown_leaks", &view->teardown, SECTION_TEARDOWN);
+    put_list(f, &tables, "teardown_leaks", &view->teardown, SECTION_TEARDOWN);
     fputs_unlocked(",\n", f);
-    put_list(f, "failures", &view->failures, SECTION_FAILURES);
+    put_list(f, &tables, "failures", &view->failures, SECTION_FAILURES);
     fputs_unlocked(",\n", f);
-    put_list(f, "sites", &view->sites, SECTION_SITES);
+    put_list(f, &tables, "sites", &view->sites, SECTION_SITES);
     fputs_unlocked(",\n", f);
     put_timeline(f, view);
     fprintf(f, "\"peak\":{\"bytes\":%llu,\"time_ns\":%llu,",
             (unsigned long long)t->peak_bytes,
             (unsigned long long)(t->peak_time_ns ? t->peak_time_ns + lifecycle_epoch_offset_ns() : 0));
-    put_list(f, "sites", &view->peak, SECTION_PEAK);
+    put_list(f, &tables, "sites", &view->peak, SECTION_PEAK);
     fputs_unlocked("},\n", f);
-    put_list(f, "growth", &view->growth, SECTION_GROWTH);
+    put_list(f, &tables, "growth", &view->growth, SECTION_GROWTH);
     fputs_unlocked(",\n", f);
-    put_oom(f);
+    put_oom(f, &tables);
+    put_frame_tables(f, &tables);
+    free_frame_tables(&tables);
     put_torch_mode(f);
     fputs_unlocked("}\n", f);
 }

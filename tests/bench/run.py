@@ -33,6 +33,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import reports as report_files  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 
@@ -88,8 +91,7 @@ class Bench:
             res["exit_ms"] = (waited - int(res["main_end_ns"])) / 1e6
         reports = glob.glob(os.path.join(self.tmp, "report-*.json"))
         if shim and reports:
-            with open(reports[0]) as f:
-                rep = json.load(f)
+            rep = report_files.load(reports[0])
             res["report"] = rep["totals"]
             res["report_bytes"] = os.path.getsize(reports[0])
             res["sites"] = rep.get("sites", [])

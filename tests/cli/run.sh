@@ -127,6 +127,45 @@ has "$T/junit2.xml" "<error"
 expect 0 "check --junit pass" -- $G check $FIX/demo.json --max-leaked 1GiB --junit "$T/junit3.xml"
 if xmllint --noout "$T/junit3.xml"; then ok; else bad "junit3.xml is not well-formed"; fi
 
+echo "== version 2 stack tables"
+# The fixture is a version 1 report (stacks inline). Written as version 2
+# (each frame once in "frames", each stack once in "stacks"), every view must
+# read the same.
+python3 - "$FIX/demo.json" "$T" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1])); t = sys.argv[2]
+frames, pyframes, stacks = [], [], {}
+def index(table, frame):
+    if frame not in table:
+        table.append(frame)
+    return table.index(frame)
+entries = [e for k in ("leaks", "teardown_leaks", "failures", "sites", "growth") for e in d.get(k) or []]
+entries += (d.get("peak") or {}).get("sites") or []
+for e in entries:
+    st = {"stack": [index(frames, f) for f in e.pop("stack", [])],
+          "python_stack": [index(pyframes, f) for f in e.pop("python_stack", [])]}
+    stacks.setdefault(str(e["site"]), st)
+d.update(version=2, frames=frames, python_frames=pyframes, stacks=stacks)
+json.dump(d, open(f"{t}/v2.json", "w"))
+bad = json.loads(json.dumps(d)); next(iter(bad["stacks"].values()))["stack"] = [len(frames)]
+json.dump(bad, open(f"{t}/v2-badindex.json", "w"))
+bad = json.loads(json.dumps(d)); bad["stacks"]["x1"] = bad["stacks"].pop(next(iter(bad["stacks"])))
+json.dump(bad, open(f"{t}/v2-badkey.json", "w"))
+PY
+for args in "report" "report --full-stacks" "check --max-leaked 1" "export --format folded" "export --format csv"; do
+    # shellcheck disable=SC2086
+    $G $args $FIX/demo.json >"$T/v1.out" 2>&1
+    # shellcheck disable=SC2086
+    $G $args "$T/v2.json" >"$T/v2.out" 2>&1
+    sed -i "s|$T/v2.json|$FIX/demo.json|g" "$T/v2.out"
+    if cmp -s "$T/v1.out" "$T/v2.out"; then ok; else bad "$args reads version 2 differently:"; diff -u "$T/v1.out" "$T/v2.out" | head -10; fi
+done
+expect 2 "frame index out of range" -- $G report "$T/v2-badindex.json"
+has "$T/err" "names frame"
+lines "$T/err" 1
+expect 2 "stacks key not a site id" -- $G report "$T/v2-badkey.json"
+has "$T/err" "is not keyed by a site id"
+
 echo "== diff"
 python3 - "$FIX/demo.json" "$T" <<'PY'
 import json, sys

@@ -170,6 +170,13 @@ END_TEST
 #define GOOD_FRAME "{\"function\":\"f\",\"file\":null,\"line\":null,\"module\":\"/m\",\"offset\":\"0x1\",\"address\":\"0x2\"}"
 #define GOOD_SITE "{\"site\":1,\"kind\":\"device\",\"device\":0,\"bytes\":4,\"allocations\":1,\"stack\":[" GOOD_FRAME "],\"python_stack\":[]}"
 #define GOOD GOOD_HEAD GOOD_TOTALS "\"leaks\":[" GOOD_SITE "],\"sites\":[" GOOD_SITE "]}"
+/* Version 2: frames once in "frames", stacks once in "stacks" by site. */
+#define V2_HEAD "{\"format\":\"gpuleak-report\",\"version\":2,"
+#define V2_SITE(id) "{\"site\":" #id ",\"kind\":\"device\",\"device\":0,\"bytes\":4,\"allocations\":1}"
+#define GOOD_V2 V2_HEAD GOOD_TOTALS "\"leaks\":[" V2_SITE(1) "," V2_SITE(2) "],\"sites\":[" V2_SITE(1) "]," \
+    "\"stacks\":{\"2\":{\"stack\":[1,0],\"python_stack\":[0]},\"1\":{\"stack\":[0],\"python_stack\":[]}}," \
+    "\"frames\":[" GOOD_FRAME ",{\"function\":\"g\",\"module\":\"/m\",\"offset\":\"0x7\",\"address\":\"0x8\"}]," \
+    "\"python_frames\":[{\"function\":\"step\",\"file\":\"t.py\",\"line\":3}]}"
 
 static void expect_bad(const char *json, size_t len, const char *needle)
 {
@@ -196,6 +203,28 @@ START_TEST(loader_accepts_good)
 }
 END_TEST
 
+START_TEST(loader_resolves_version_2_tables)
+{
+    char *err = NULL;
+    load_report_t *r = load_buffer(GOOD_V2, strlen(GOOD_V2), "r.json", &err);
+    ck_assert_msg(r != NULL, "%s", err);
+    ck_assert_uint_eq(r->leaks.n, 2);
+    const load_site_t *one = &r->leaks.v[0], *two = &r->leaks.v[1];
+    ck_assert_uint_eq(one->nstack, 1);
+    ck_assert_str_eq(one->stack[0].function, "f");
+    ck_assert_uint_eq(one->npython, 0);
+    ck_assert_uint_eq(two->nstack, 2);
+    ck_assert_str_eq(two->stack[0].function, "g");
+    ck_assert_uint_eq(two->stack[0].offset, 7);
+    ck_assert_str_eq(two->stack[1].function, "f");
+    ck_assert_uint_eq(two->npython, 1);
+    ck_assert_str_eq(two->python[0].file, "t.py");
+    /* The same site in two lists shares one resolved stack. */
+    ck_assert_ptr_eq(r->sites.v[0].stack, one->stack);
+    load_free(r);
+}
+END_TEST
+
 START_TEST(loader_rejects_bad)
 {
     static const struct { const char *json; const char *needle; } bad[] = {
@@ -207,7 +236,13 @@ START_TEST(loader_rejects_bad)
         { "{\"format\":\"other\"}", "\"format\" is \"other\"" },
         { "{\"format\":\"gpuleak-report\"}", "\"version\" is missing" },
         { "{\"format\":\"gpuleak-report\",\"version\":\"1\"}", "\"version\" is not an integer" },
-        { "{\"format\":\"gpuleak-report\",\"version\":2}", "unsupported report version 2" },
+        { "{\"format\":\"gpuleak-report\",\"version\":3}", "unsupported report version 3" },
+        { "{\"format\":\"gpuleak-report\",\"version\":0}", "unsupported report version 0" },
+        { V2_HEAD "\"stacks\":[]," GOOD_TOTALS "\"leaks\":[],\"sites\":[]}", "\"stacks\" is not an object" },
+        { V2_HEAD "\"frames\":[7]," GOOD_TOTALS "\"leaks\":[],\"sites\":[]}", "\"frames[0]\" is not an object" },
+        { V2_HEAD "\"frames\":[" GOOD_FRAME "],\"stacks\":{\"1\":{\"stack\":[1]}}," GOOD_TOTALS "\"leaks\":[],\"sites\":[]}", "\"stacks.1.stack[0]\" names frame 1, but \"frames\" has 1" },
+        { V2_HEAD "\"stacks\":{\"1\":{\"python_stack\":[\"0\"]}}," GOOD_TOTALS "\"leaks\":[],\"sites\":[]}", "\"stacks.1.python_stack[0]\" is not an integer" },
+        { V2_HEAD "\"stacks\":{\"-1\":{}}," GOOD_TOTALS "\"leaks\":[],\"sites\":[]}", "\"stacks.-1\" is not keyed by a site id" },
         { GOOD_HEAD "\"leaks\":[],\"sites\":[]}", "\"totals\" is missing" },
         { GOOD_HEAD "\"totals\":[],\"leaks\":[],\"sites\":[]}", "\"totals\" is not an object" },
         { GOOD_HEAD "\"totals\":{\"allocations\":-1,\"frees\":0,\"peak_bytes\":0,\"leaked_bytes\":0,\"leaked_allocations\":0},\"leaks\":[],\"sites\":[]}", "\"totals.allocations\" is negative" },
@@ -272,6 +307,7 @@ int main(void)
     TCase *load = tcase_create("loader");
     tcase_add_test(load, loader_accepts_good);
     tcase_add_test(load, loader_rejects_bad);
+    tcase_add_test(load, loader_resolves_version_2_tables);
     tcase_add_test(load, loader_file_errors);
     suite_add_tcase(s, load);
     SRunner *sr = srunner_create(s);

@@ -31,6 +31,9 @@ import json
 import os
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import reports  # noqa: E402
+
 KINDS = ["device", "pool", "vmm", "managed", "host", "array"]
 # What must agree exactly, per kind. Bytes are shown; for arrays gpuleak
 # estimates the size from the descriptor, so they are never compared.
@@ -47,7 +50,7 @@ def load(path, what):
         raise InputError(f"{what} file missing: {path}")
     try:
         with open(path) as f:
-            return json.load(f)
+            return reports.inline_stacks(json.load(f))
     except (OSError, ValueError) as e:
         raise InputError(f"{what} file unreadable: {path}: {e}")
 

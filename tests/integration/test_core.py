@@ -17,8 +17,12 @@ import re
 import shutil
 import subprocess
 import tempfile
+import sys
 import unittest
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import reports as report_files  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "build"
@@ -172,8 +176,7 @@ def run(argv, tmp, shim=True, env_extra=None, timeout=300, output=True):
             counts = json.load(f)
     reports = []
     for path in sorted(glob.glob(os.path.join(tmp, "r-*.json"))):
-        with open(path) as f:
-            reports.append(json.load(f))
+        reports.append(report_files.load(path))
     return Run(proc, stdout, stderr, tmp, counts, reports)
 
 
@@ -379,7 +382,13 @@ class ShimTest(Base):
         r = self.run_shim(("direct", "basic"))
         rep = r.report
         self.assertEqual(rep["format"], "gpuleak-report")
-        self.assertEqual(rep["version"], 1)
+        self.assertEqual(rep["version"], 2)
+        # Each frame is written once, and each listed site's stack once.
+        frames = [json.dumps(f, sort_keys=True) for f in rep["frames"]]
+        self.assertEqual(len(frames), len(set(frames)))
+        for entry in rep["leaks"] + rep["sites"]:
+            self.assertIn(str(entry["site"]), rep["stacks"])
+        self.assertEqual(len(rep["stacks"]), len({e["site"] for e in rep["sites"]}))
         self.assertEqual(rep["process"]["pid"], r.pid)
         self.assertEqual(rep["process"]["argv"][-1], "basic")
         self.assertEqual(rep["status"]["tracking"], "on")
@@ -538,8 +547,7 @@ class ShimTest(Base):
         self.assertEqual(len(lines), 1, f"want one warning line, got:\n{r.stderr}")
         self.assertIn(fallback, lines[0])
         self.assertIn(str(r.pid), os.path.basename(fallback))
-        with open(fallback) as f:
-            rep = json.load(f)
+        rep = report_files.load(fallback)
         self.assertEqual(rep["process"]["pid"], r.pid)
         self.check_against_fake(("direct", "basic"), rep, r.counts)
         self.assertFalse(os.path.exists("/nonexistent/dir/r.json"))

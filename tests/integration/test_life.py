@@ -11,7 +11,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_core import BUILD, Base, clean_env, run, sites_with  # noqa: E402
+from test_core import BUILD, Base, clean_env, report_files, run, sites_with  # noqa: E402
 
 PROG = BUILD / "tests" / "prog_life"
 SHIM = BUILD / "libgpuleak.so"
@@ -33,8 +33,7 @@ class LifeTest(Base):
     def reports(self):
         out = []
         for path in sorted(glob.glob(os.path.join(self.tmp, "r-*.json"))):
-            with open(path) as f:
-                out.append(json.load(f))
+            out.append(report_files.load(path))
         return out
 
     def wait_for(self, predicate, seconds=10):

@@ -11,6 +11,9 @@ import sys
 import tempfile
 import unittest
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import reports as report_files  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD = os.path.join(ROOT, "build")
 
@@ -31,8 +34,7 @@ class PythonFramesTest(unittest.TestCase):
         self.assertEqual(proc.returncode, 0, proc.stderr)
         reports = [f for f in os.listdir(tmp) if f.startswith("r-")]
         self.assertEqual(len(reports), 1, proc.stderr)
-        with open(os.path.join(tmp, reports[0])) as fh:
-            report = json.load(fh)
+        report = report_files.load(os.path.join(tmp, reports[0]))
         with open(env["EXPECT_OUT"]) as fh:
             expect = json.load(fh)
         return report, expect, proc.stderr

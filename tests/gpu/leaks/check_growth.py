@@ -7,6 +7,9 @@ import json
 import os
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+import reports  # noqa: E402
+
 
 def origin_of(site):
     origin = site.get("origin")
@@ -22,7 +25,7 @@ def origin_of(site):
 
 def main():
     report_path, script = sys.argv[1], sys.argv[2]
-    report = json.load(open(report_path))
+    report = reports.load(report_path)
     growth = report.get("growth", [])
     print("growth sites: %d (torch_allocator %s)" % (len(growth), report.get("torch_allocator")))
     for site in growth[:5]:
