@@ -9,32 +9,28 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/mman.h>
 #include <time.h>
 
-/* Every key is 8 bytes and already well spread (addresses, handles): one
- * multiply beats uthash's default byte-wise hash on the hot path. */
-#define HASH_FUNCTION(keyptr, keylen, hashv)                  \
-    do {                                                      \
-        uint64_t key_;                                        \
-        memcpy(&key_, (keyptr), sizeof key_);                 \
-        (hashv) = (unsigned)((key_ * 0x9e3779b97f4a7c15ull) >> 32); \
-    } while (0)
-#include <uthash.h>
-
 #define SHARDS 64
 #define RECORDS_PER_CHUNK 256
+#define FIRST_BUCKETS 64
 
+/* A live allocation in its shard's table: a chained hash of single links.
+ * 40 bytes a record plus 8 to 16 of bucket, where a uthash handle alone was
+ * 56: the table is most of the shim's memory when a program holds millions
+ * of allocations. */
 typedef struct live_alloc {
-    tracker_record_t r;       /* r.key is the hash key */
-    UT_hash_handle hh;
+    struct live_alloc *next;  /* in its bucket's chain, or in the spares */
+    tracker_record_t r;
 } live_alloc_t;
 
 typedef struct shard {
     _Atomic int lock;         /* see shard_lock */
-    live_alloc_t *table;
-    live_alloc_t *spare;      /* recycled records, linked through hh.next */
+    live_alloc_t **buckets;   /* bucket_count chains, a power of two */
+    size_t bucket_count;
+    size_t live;              /* records in the table */
+    live_alloc_t *spare;      /* recycled records */
     size_t records;           /* records carved, live or spare */
     char pad[64];
 } shard_t;
@@ -275,6 +271,79 @@ static void apply(const tracker_record_t *a, int event, uint64_t now_ns)
                 atomic_load_explicit(&site_high, memory_order_relaxed));
 }
 
+/* The shard's bucket for key among count buckets. Keys (addresses,
+ * handles) are already spread; a multiply mixes the bits shard_of did not
+ * use into the top ones. */
+static size_t bucket_of(uint64_t key, size_t count)
+{
+    return (size_t)(((key >> 4) * 0x9e3779b97f4a7c15ull) >> 32) & (count - 1);
+}
+
+/* The link that points at key's record in its chain (*link is NULL when key
+ * is not live); caller holds the shard's lock and the shard has buckets. */
+static live_alloc_t **find_link(shard_t *sh, uint64_t key)
+{
+    live_alloc_t **link = &sh->buckets[bucket_of(key, sh->bucket_count)];
+    while (*link != NULL && (*link)->r.key != key)
+        link = &(*link)->next;
+    return link;
+}
+
+/* Looks key up and unlinks its record, returning it, or NULL. */
+static live_alloc_t *unlink_record(shard_t *sh, uint64_t key)
+{
+    if (sh->buckets == NULL)
+        return NULL;
+    live_alloc_t **link = find_link(sh, key);
+    live_alloc_t *r = *link;
+    if (r != NULL) {
+        *link = r->next;
+        sh->live--;
+    }
+    return r;
+}
+
+/* Doubles the buckets when the table is full (one record per bucket on
+ * average). A failed growth is not an error: chains only get longer. */
+static void grow_buckets(shard_t *sh)
+{
+    size_t count = sh->bucket_count * 2;
+    live_alloc_t **bigger = calloc(count, sizeof *bigger);
+    if (bigger == NULL)
+        return;
+    for (size_t i = 0; i < sh->bucket_count; i++) {
+        live_alloc_t *r = sh->buckets[i], *next;
+        for (; r != NULL; r = next) {
+            next = r->next;
+            size_t b = bucket_of(r->r.key, count);
+            r->next = bigger[b];
+            bigger[b] = r;
+        }
+    }
+    free(sh->buckets);
+    sh->buckets = bigger;
+    sh->bucket_count = count;
+}
+
+/* Links r (whose key is not live) into the table. Returns 0, or -1 when the
+ * first buckets cannot be had. */
+static int link_record(shard_t *sh, live_alloc_t *r)
+{
+    if (sh->buckets == NULL) {
+        sh->buckets = calloc(FIRST_BUCKETS, sizeof *sh->buckets);
+        if (sh->buckets == NULL)
+            return -1;
+        sh->bucket_count = FIRST_BUCKETS;
+    }
+    if (sh->live >= sh->bucket_count)
+        grow_buckets(sh);
+    live_alloc_t **head = &sh->buckets[bucket_of(r->r.key, sh->bucket_count)];
+    r->next = *head;
+    *head = r;
+    sh->live++;
+    return 0;
+}
+
 /* Takes a record from the shard's spares, carving a new chunk when there are
  * none; caller holds the shard's lock. Returns NULL when memory is out. */
 static live_alloc_t *take_record(shard_t *sh)
@@ -284,19 +353,19 @@ static live_alloc_t *take_record(shard_t *sh)
         if (chunk == NULL)
             return NULL;
         for (int i = 0; i < RECORDS_PER_CHUNK; i++) {
-            chunk[i].hh.next = sh->spare;
+            chunk[i].next = sh->spare;
             sh->spare = &chunk[i];
         }
         sh->records += RECORDS_PER_CHUNK;
     }
     live_alloc_t *r = sh->spare;
-    sh->spare = r->hh.next;
+    sh->spare = r->next;
     return r;
 }
 
 static void give_record(shard_t *sh, live_alloc_t *r)
 {
-    r->hh.next = sh->spare;
+    r->next = sh->spare;
     sh->spare = r;
 }
 
@@ -305,35 +374,37 @@ int tracker_alloc(alloc_kind_t kind, uint64_t key, size_t size, int device,
 {
     shard_t *sh = shard_of(kind_space[kind], key);
     tracker_record_t fresh = {
-        .key = key, .size = size, .time_ns = tracker_now_ns(), .context = context,
+        .key = key, .size = size, .context = context,
         .site = site, .kind = (uint8_t)kind, .device = (int16_t)device,
     };
+    uint64_t now = tracker_now_ns();
     tracker_record_t stale;
     int had_stale = 0;
     shard_lock(sh);
-    live_alloc_t *r;
-    HASH_FIND(hh, sh->table, &key, sizeof key, r);
+    live_alloc_t *r = unlink_record(sh, key);
     if (r != NULL) {
-        HASH_DEL(sh->table, r);
         stale = r->r;
         had_stale = 1;
     } else {
         r = take_record(sh);
-        if (r == NULL) {
-            shard_unlock(sh);
-            return -1;
+    }
+    if (r != NULL) {
+        r->r = fresh;
+        if (link_record(sh, r) != 0) {
+            give_record(sh, r);
+            r = NULL;
         }
     }
-    r->r = fresh;
-    HASH_ADD(hh, sh->table, r.key, sizeof key, r);
     shard_unlock(sh);
 
     if (had_stale)
-        apply(&stale, EVENT_FREE, fresh.time_ns);
+        apply(&stale, EVENT_FREE, now);
+    if (r == NULL)
+        return -1;
     atomic_site_t *s = site_of(site);
     atomic_store_explicit(&s->kind, kind, memory_order_relaxed);
     atomic_store_explicit(&s->device, device, memory_order_relaxed);
-    apply(&fresh, EVENT_ALLOC, fresh.time_ns);
+    apply(&fresh, EVENT_ALLOC, now);
     return 0;
 }
 
@@ -346,10 +417,8 @@ void tracker_free_begin(key_space_t space, uint64_t key, tracker_pending_t *pend
     pending->space = space;
     pending->found = 0;
     shard_lock(sh);
-    live_alloc_t *r;
-    HASH_FIND(hh, sh->table, &key, sizeof key, r);
+    live_alloc_t *r = unlink_record(sh, key);
     if (r != NULL) {
-        HASH_DEL(sh->table, r);
         pending->record = r->r;
         pending->found = 1;
         give_record(sh, r);
@@ -374,15 +443,17 @@ void tracker_free_end(tracker_pending_t *pending, int freed)
     uint64_t key = pending->record.key;
     shard_t *sh = shard_of(pending->space, key);
     shard_lock(sh);
-    live_alloc_t *newer;
-    HASH_FIND(hh, sh->table, &key, sizeof key, newer);
-    live_alloc_t *r = newer == NULL ? take_record(sh) : NULL;
+    int newer = sh->buckets != NULL && *find_link(sh, key) != NULL;
+    live_alloc_t *r = newer ? NULL : take_record(sh);
     if (r != NULL) {
         r->r = pending->record;
-        HASH_ADD(hh, sh->table, r.key, sizeof key, r);
+        if (link_record(sh, r) != 0) {
+            give_record(sh, r);
+            r = NULL;
+        }
     }
     shard_unlock(sh);
-    if (newer == NULL && r == NULL)  /* no memory for the slot: count it gone */
+    if (!newer && r == NULL)  /* no memory for the slot: count it gone */
         apply(&pending->record, EVENT_FREE, tracker_now_ns());
 }
 
@@ -435,6 +506,28 @@ void tracker_map(size_t size, int is_unmap)
     atomic_fetch_add(is_unmap ? &unmap_count : &map_count, 1);
 }
 
+/* Moves one record's allocation to the teardown counters of its site, its
+ * kind, its device and the GPU row. */
+static void count_teardown(const tracker_record_t *gone, teardown_reason_t reason, uint64_t now)
+{
+    apply(gone, EVENT_TEARDOWN, now);
+    atomic_site_t *s = site_of(gone->site);
+    atomic_fetch_add(&s->teardown_allocations, 1);
+    atomic_fetch_add(&s->teardown_bytes, gone->size);
+    atomic_store(&s->teardown_reason, reason);
+    atomic_fetch_add(&kind_totals[gone->kind].teardown_allocations, 1);
+    atomic_fetch_add(&kind_totals[gone->kind].teardown_bytes, gone->size);
+    if (gone->kind == KIND_HOST)
+        return;
+    atomic_fetch_add(&gpu_totals.teardown_allocations, 1);
+    atomic_fetch_add(&gpu_totals.teardown_bytes, gone->size);
+    atomic_totals_t *dev = device_row(gone->device);
+    if (dev != NULL) {
+        atomic_fetch_add(&dev->teardown_allocations, 1);
+        atomic_fetch_add(&dev->teardown_bytes, gone->size);
+    }
+}
+
 uint64_t tracker_teardown(const void *context, int device, teardown_reason_t reason)
 {
     uint64_t moved = 0, now = tracker_now_ns();
@@ -442,31 +535,21 @@ uint64_t tracker_teardown(const void *context, int device, teardown_reason_t rea
         for (int i = 0; i < SHARDS; i++) {
             shard_t *sh = &shards[space][i];
             shard_lock(sh);
-            live_alloc_t *r, *next;
-            HASH_ITER(hh, sh->table, r, next) {
-                int match = context != NULL ? r->r.context == context : r->r.device == device;
-                if (!match)
-                    continue;
-                HASH_DEL(sh->table, r);
-                tracker_record_t gone = r->r;
-                give_record(sh, r);
-                apply(&gone, EVENT_TEARDOWN, now);
-                atomic_site_t *s = site_of(gone.site);
-                atomic_fetch_add(&s->teardown_allocations, 1);
-                atomic_fetch_add(&s->teardown_bytes, gone.size);
-                atomic_store(&s->teardown_reason, reason);
-                atomic_fetch_add(&kind_totals[gone.kind].teardown_allocations, 1);
-                atomic_fetch_add(&kind_totals[gone.kind].teardown_bytes, gone.size);
-                if (gone.kind != KIND_HOST) {
-                    atomic_fetch_add(&gpu_totals.teardown_allocations, 1);
-                    atomic_fetch_add(&gpu_totals.teardown_bytes, gone.size);
-                    atomic_totals_t *dev = device_row(gone.device);
-                    if (dev != NULL) {
-                        atomic_fetch_add(&dev->teardown_allocations, 1);
-                        atomic_fetch_add(&dev->teardown_bytes, gone.size);
+            for (size_t b = 0; b < sh->bucket_count; b++) {
+                live_alloc_t **link = &sh->buckets[b];
+                while (*link != NULL) {
+                    live_alloc_t *r = *link;
+                    if (context != NULL ? r->r.context != context : r->r.device != device) {
+                        link = &r->next;
+                        continue;
                     }
+                    *link = r->next;
+                    sh->live--;
+                    tracker_record_t gone = r->r;
+                    give_record(sh, r);
+                    count_teardown(&gone, reason, now);
+                    moved++;
                 }
-                moved++;
             }
             shard_unlock(sh);
         }
@@ -574,14 +657,15 @@ uint64_t tracker_maps(int unmaps)
 
 size_t tracker_memory_bytes(void)
 {
-    size_t records = 0;
+    size_t bytes = 0;
     for (int s = 0; s < SPACE_COUNT; s++)
         for (int i = 0; i < SHARDS; i++) {
             shard_lock(&shards[s][i]);
-            records += shards[s][i].records;
+            bytes += shards[s][i].records * sizeof(live_alloc_t)
+                   + shards[s][i].bucket_count * sizeof(live_alloc_t *);
             shard_unlock(&shards[s][i]);
         }
-    return records * sizeof(live_alloc_t);
+    return bytes;
 }
 
 const tracker_oom_t *tracker_oom(void)

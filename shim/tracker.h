@@ -1,6 +1,6 @@
 /* tracker.h: what is live, per site and in total, and the exact peak.
  *
- * Live allocations sit in uthash tables keyed by address (or handle),
+ * Live allocations sit in hash tables keyed by address (or handle),
  * sharded so that threads allocating at once rarely meet on a lock; live
  * bytes and peaks are shared atomics, counts that only grow are per-thread
  * tallies (tally.h). Nothing here unwinds or symbolizes: the
@@ -95,7 +95,6 @@ int tracker_alloc(alloc_kind_t kind, uint64_t key, size_t size, int device,
 typedef struct tracker_record {
     uint64_t key;
     uint64_t size;
-    uint64_t time_ns;
     const void *context;
     uint32_t site;
     uint8_t kind;

@@ -144,6 +144,35 @@ START_TEST(teardown_moves_only_that_context)
 }
 END_TEST
 
+/* Enough records to make every shard's table grow many times: each key is
+ * found after growth, frees and teardown find theirs, and the memory the
+ * tables report stays under 100 bytes a live record. */
+START_TEST(tables_grow_and_keep_every_record)
+{
+    enum { N = 200000 };
+    static int ctx;
+    size_t memory_before = tracker_memory_bytes();
+    for (uint64_t i = 0; i < N; i++)
+        ck_assert_int_eq(tracker_alloc(KIND_MANAGED, 0x7000000000ull + i * 512, 3, 7, &ctx, 40), 0);
+    size_t per_record = (tracker_memory_bytes() - memory_before) / N;
+    ck_assert_msg(per_record < 100, "%zu bytes a record", per_record);
+    for (uint64_t i = 0; i < N; i += 2)
+        free_key(SPACE_DEVICE, 0x7000000000ull + i * 512, 1);
+    site_stats_t st;
+    tracker_site(40, &st);
+    ck_assert_uint_eq(st.live_allocations, N / 2);
+    ck_assert_uint_eq(st.live_bytes, 3ull * N / 2);
+    uint64_t before = tracker_unknown_frees();
+    free_key(SPACE_DEVICE, 0x7000000000ull, 1);  /* freed already */
+    ck_assert_uint_eq(tracker_unknown_frees() - before, 1);
+    ck_assert_uint_eq(tracker_teardown(&ctx, -1, TEARDOWN_CTX_DESTROY), N / 2);
+    tracker_site(40, &st);
+    ck_assert_uint_eq(st.live_allocations, 0);
+    ck_assert_uint_eq(st.teardown_allocations, N / 2);
+    ck_assert_uint_eq(tracker_teardown(&ctx, -1, TEARDOWN_CTX_DESTROY), 0);
+}
+END_TEST
+
 START_TEST(gpu_peak_is_exact_and_excludes_host)
 {
     totals_t t0, t1;
@@ -212,6 +241,7 @@ int main(void)
     tcase_add_test(tc, failure_is_recorded_not_live);
     tcase_add_test(tc, teardown_moves_only_that_context);
     tcase_add_test(tc, gpu_peak_is_exact_and_excludes_host);
+    tcase_add_test(tc, tables_grow_and_keep_every_record);
     tcase_add_test(tc, concurrent_counts_are_exact);
     suite_add_tcase(suite, tc);
     return suite_run(suite, 0);
