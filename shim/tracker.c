@@ -42,15 +42,18 @@ typedef struct atomic_totals {
     _Atomic uint64_t live_bytes, peak_bytes, peak_time_ns;
     _Atomic uint64_t teardown_bytes, teardown_allocations;
     unsigned tally_row;
-} atomic_totals_t;
+} __attribute__((aligned(64))) atomic_totals_t;  /* a line each: rows are written by every thread */
 
+/* A site's counters. What every allocation and free of the site touches
+ * fills the first cache line, the rest (failures, teardowns) the second;
+ * aligned, so that two sites never share a line two threads write. */
 typedef struct atomic_site {
-    _Atomic uint64_t allocations, frees, failures, bytes_allocated, failed_bytes;
-    _Atomic uint64_t live_bytes, peak_live_bytes;
-    _Atomic uint64_t teardown_bytes, teardown_allocations;
+    _Atomic uint64_t allocations, frees, bytes_allocated, live_bytes, peak_live_bytes;
     _Atomic uint64_t at_peak_bytes, epoch;   /* live at the last GPU peak, see stamp_site */
-    _Atomic int kind, device, last_failure, teardown_reason;
-} atomic_site_t;
+    _Atomic int kind, device;
+    _Atomic uint64_t failures, failed_bytes, teardown_bytes, teardown_allocations;
+    _Atomic int last_failure, teardown_reason;
+} __attribute__((aligned(64))) atomic_site_t;
 
 static shard_t shards[SPACE_COUNT][SHARDS];
 static atomic_site_t *sites;          /* indexed by stack id, 0 = no stack */

@@ -11,6 +11,11 @@
  *   FAKECUDA_OOM_AFTER=N   after N successful allocations of any family,
  *                          every allocation fails with CUDA_ERROR_OUT_OF_MEMORY
  *   FAKECUDA_COUNTS=path   write the JSON account to path at exit
+ *   FAKECUDA_BOOKLESS=1    cuMemAlloc_v2 and cuMemFree_v2 keep no books and
+ *                          take no lock: addresses are made up per thread
+ *                          and never backed. For the thread benchmark, so
+ *                          that the driver under the shim scales like a
+ *                          real one and what does not scale is the shim's.
  *
  * Every exported name is an alias of a static function, and the
  * cuGetProcAddress table holds the static addresses. Taking the address of
@@ -142,6 +147,20 @@ static fk_ctx *g_all_ctx;
 static fk_ctx g_primary[FK_MAX_DEVICES];
 static fk_pool g_default_pool[FK_MAX_DEVICES];
 
+static int g_bookless;       /* FAKECUDA_BOOKLESS: see the top */
+static _Atomic uint64_t g_bookless_threads;
+
+/* A bookless allocation's address: unique per thread (the thread's number
+ * in the top bits), never backed by memory. */
+static uint64_t bookless_address(void)
+{
+    static __thread uint64_t thread_base, next;
+    if (thread_base == 0)
+        thread_base = (atomic_fetch_add(&g_bookless_threads, 1) + 1) << 40;
+    next += 256;
+    return thread_base + next;
+}
+
 /* Books kept under g_lock. */
 static unsigned long long g_live[K_COUNT], g_live_bytes[K_COUNT];
 static unsigned long long g_dev_live[FK_MAX_DEVICES], g_dev_live_bytes[FK_MAX_DEVICES];
@@ -185,6 +204,8 @@ __attribute__((constructor)) static void fk_load(void)
     s = getenv("FAKECUDA_COUNTS");
     if (s && *s)
         g_counts_path = s;
+    s = getenv("FAKECUDA_BOOKLESS");
+    g_bookless = s && strcmp(s, "1") == 0;
     pthread_atfork(fk_before_fork, fk_after_fork, fk_after_fork);
     for (int d = 0; d < FK_MAX_DEVICES; d++) {
         g_primary[d].device = d;
@@ -935,13 +956,18 @@ FK_EXPORT(cuMemGetInfo_v2, impl_cuMemGetInfo_v2)
  * address below 4 GiB, which the 32-bit legacy ABI needs. */
 static CUresult device_alloc(int fn, uint64_t *out, size_t bytes, int low32)
 {
-    atomic_fetch_add(&g_calls[fn], 1);
+    if (!g_bookless)
+        atomic_fetch_add(&g_calls[fn], 1);
     if (!out || bytes == 0)
         return CUDA_ERROR_INVALID_VALUE;
     fk_ctx *c;
     CUresult rc = current_ctx(&c);
     if (rc != CUDA_SUCCESS)
         return rc;
+    if (g_bookless && fn == FN_cuMemAlloc_v2) {
+        *out = bookless_address();
+        return CUDA_SUCCESS;
+    }
     return track_new(fn, K_DEVICE, bytes, bytes, low32 ? B_MMAP32 : B_MALLOC, c, c->device, out);
 }
 
@@ -1021,6 +1047,8 @@ FK_EXPORT(cuMemAllocPitch, impl_cuMemAllocPitch_v1)
 
 static CUresult impl_cuMemFree_v2(CUdeviceptr dptr)
 {
+    if (g_bookless)
+        return CUDA_SUCCESS;  /* as the books would for NULL, too */
     atomic_fetch_add(&g_calls[FN_cuMemFree_v2], 1);
     return track_free(FN_cuMemFree_v2, dptr, FREE_KINDS);
 }
