@@ -15,7 +15,9 @@
 #     chooses, so the fair baseline), plain with the default caching
 #     allocator, the shim with defaults, with GPULEAK_STACK_DEPTH=64 and with
 #     stacks off, and PyTorch's _record_memory_history(stacks="all");
-#   3 compute-sanitizer --leak-check full on fewer iterations, with a timeout.
+#   3 compute-sanitizer --leak-check full on fewer iterations, with a timeout;
+#   4 the CPU benchmarks over the fake driver (tests/bench/run.py: pairs,
+#     threads, memory, exit) on this host's cores, to gpu-bench-cpu.md.
 #
 # Writes to "${OUT:-/tmp/gpuleak-out}": gpu-bench.md (the tables, also
 # printed at the end), gpu-bench.log (everything printed), gpu-bench-runs.tsv
@@ -255,6 +257,25 @@ else
         echo "    sanitizer said: ${summary:-nothing}"
         echo "- compute-sanitizer: $SAN_ITERS iterations ($warm warm-up), timeout ${t}s; it said: ${summary:-nothing recognisable (see gpu-bench.log)}" >>"$HEADER"
     fi
+fi
+
+# ---------------------------------------------------------------------------
+# This host has more cores than the 2-core containers the CPU benchmarks
+# usually run on: the thread scaling is only measurable here.
+section "4. CPU benchmarks over the fake driver on this host (tests/bench/run.py)"
+if [ "$(left)" -lt 90 ]; then
+    echo "    skipped: $(left)s of the budget left"
+    echo "- CPU benchmarks on this host: skipped, budget spent" >>"$HEADER"
+elif ! timeout 120 make -C "$REPO" -j"$(nproc)" build/fakecuda/libcuda.so.1 build/bench/bench_pairs \
+        build/bench/bench_live >"$WORK/build-bench.log" 2>&1; then
+    tail -n 20 "$WORK/build-bench.log" | sed 's/^/    | /'
+    echo "- CPU benchmarks on this host: did not build" >>"$HEADER"
+else
+    timeout $(($(left) - 10)) "$PY" tests/bench/run.py --build "$REPO/build" --reps 5 \
+        --only pairs,threads,memory,exit --out "$OUT/gpu-bench-cpu.md" >"$WORK/cpu-bench.log" 2>&1
+    echo "    exit $? ($(wc -l <"$OUT/gpu-bench-cpu.md" 2>/dev/null || echo 0) lines in gpu-bench-cpu.md)"
+    grep '^|' "$OUT/gpu-bench-cpu.md" 2>/dev/null | head -n 40
+    echo "- CPU benchmarks on this host's cores: gpu-bench-cpu.md" >>"$HEADER"
 fi
 
 finish 0
