@@ -38,8 +38,10 @@ typedef struct shard {
 /* A kind's or a device's row; its allocations, frees and bytes allocated
  * are tallies, in the tally row given by row_of. */
 typedef struct atomic_totals {
+    _Atomic uint64_t *live;   /* its live bytes in hot_live, or NULL: own_live */
+    _Atomic uint64_t own_live;
     _Atomic uint64_t failures;
-    _Atomic uint64_t live_bytes, peak_bytes, peak_time_ns;
+    _Atomic uint64_t peak_bytes, peak_time_ns;
     _Atomic uint64_t teardown_bytes, teardown_allocations;
     unsigned tally_row;
 } __attribute__((aligned(64))) atomic_totals_t;  /* a line each: rows are written by every thread */
@@ -62,6 +64,14 @@ static atomic_totals_t kind_totals[KIND_COUNT];
 static atomic_totals_t device_totals[TRACKER_MAX_DEVICES];
 static _Atomic uint64_t devices_seen;  /* bit per device */
 static atomic_totals_t gpu_totals;     /* every kind but host */
+
+/* The live bytes an allocation on device 0 moves (its kind's, the GPU's and
+ * the device's) share one cache line: with threads allocating at once, each
+ * line an event writes is a transfer between cores, and the exact peak needs
+ * these to be shared. Other devices' rows keep their own. */
+static struct {
+    _Atomic uint64_t kind[KIND_COUNT], gpu, device0;
+} __attribute__((aligned(64))) hot_live;
 static pthread_mutex_t peak_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic uint64_t unknown_frees, map_count, unmap_count;
 static _Atomic uint64_t peak_epoch;    /* bumped at every new GPU peak */
@@ -102,10 +112,15 @@ const char *tracker_kind_name(alloc_kind_t kind)
 
 int tracker_init(void (*sampler)(struct timeline_point *point))
 {
-    for (int k = 0; k < KIND_COUNT; k++)
+    for (int k = 0; k < KIND_COUNT; k++) {
         kind_totals[k].tally_row = (unsigned)k;
-    for (int d = 0; d < TRACKER_MAX_DEVICES; d++)
+        kind_totals[k].live = &hot_live.kind[k];
+    }
+    for (int d = 0; d < TRACKER_MAX_DEVICES; d++) {
         device_totals[d].tally_row = (unsigned)(KIND_COUNT + d);
+        device_totals[d].live = d == 0 ? &hot_live.device0 : NULL;
+    }
+    gpu_totals.live = &hot_live.gpu;
     void *p = mmap(NULL, sizeof *sites * (STACKS_CAPACITY + 1), PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED)
@@ -149,6 +164,13 @@ static shard_t *shard_of(key_space_t space, uint64_t key)
     return &shards[space][h >> 58];
 }
 
+/* A row's live bytes; a row tracker_init has not placed in hot_live (or
+ * read before it ran) keeps its own. */
+static _Atomic uint64_t *live_of(const atomic_totals_t *t)
+{
+    return t->live != NULL ? t->live : (_Atomic uint64_t *)&t->own_live;
+}
+
 /* Raises *peak to value when value is higher; a lost race retries, so the
  * highest value any thread saw wins. */
 static void raise_peak(_Atomic uint64_t *peak, uint64_t value)
@@ -172,13 +194,13 @@ static void row_event(atomic_totals_t *t, uint64_t size, int event)
     if (event == EVENT_ALLOC) {
         tally_add(t->tally_row, TALLY_ALLOCATIONS, 1);
         tally_add(t->tally_row, TALLY_BYTES_ALLOCATED, size);
-        uint64_t live = atomic_fetch_add_explicit(&t->live_bytes, size, memory_order_relaxed) + size;
+        uint64_t live = atomic_fetch_add_explicit(live_of(t), size, memory_order_relaxed) + size;
         raise_peak(&t->peak_bytes, live);
         return;
     }
     if (event == EVENT_FREE)
         tally_add(t->tally_row, TALLY_FREES, 1);
-    atomic_fetch_sub_explicit(&t->live_bytes, size, memory_order_relaxed);
+    atomic_fetch_sub_explicit(live_of(t), size, memory_order_relaxed);
 }
 
 /* The process-wide GPU peak keeps its time too, so value and time must move
@@ -188,10 +210,10 @@ static void row_event(atomic_totals_t *t, uint64_t size, int event)
 static void move_gpu_live(uint64_t size, int event)
 {
     if (event != EVENT_ALLOC) {
-        atomic_fetch_sub_explicit(&gpu_totals.live_bytes, size, memory_order_relaxed);
+        atomic_fetch_sub_explicit(live_of(&gpu_totals), size, memory_order_relaxed);
         return;
     }
-    uint64_t live = atomic_fetch_add_explicit(&gpu_totals.live_bytes, size,
+    uint64_t live = atomic_fetch_add_explicit(live_of(&gpu_totals), size,
                                               memory_order_relaxed) + size;
     if (live <= atomic_load_explicit(&gpu_totals.peak_bytes, memory_order_relaxed))
         return;
@@ -269,7 +291,7 @@ static void apply(const tracker_record_t *a, int event, uint64_t now_ns)
         if (dev != NULL)
             row_event(dev, a->size, event);
     }
-    timeline_note(now_ns, atomic_load_explicit(&gpu_totals.live_bytes, memory_order_relaxed));
+    timeline_note(now_ns, atomic_load_explicit(live_of(&gpu_totals), memory_order_relaxed));
     growth_note(now_ns, tracker_allocation_count,
                 atomic_load_explicit(&site_high, memory_order_relaxed));
 }
@@ -472,7 +494,7 @@ static void snapshot_oom(alloc_kind_t kind, size_t size, int device, uint32_t si
         oom.kind = kind;
         oom.device = device;
         oom.site = site;
-        oom.live_bytes = atomic_load(&gpu_totals.live_bytes);
+        oom.live_bytes = atomic_load(live_of(&gpu_totals));
         uint32_t high = atomic_load(&site_high);
         oom.sites = calloc((size_t)high + 1, sizeof *oom.sites);
         for (uint32_t i = 0; oom.sites != NULL && i <= high; i++) {
@@ -605,7 +627,7 @@ static void read_totals(const atomic_totals_t *t, totals_t *out)
     out->allocations = tally_sum(t->tally_row, TALLY_ALLOCATIONS);
     out->failures = atomic_load(&t->failures);
     out->bytes_allocated = tally_sum(t->tally_row, TALLY_BYTES_ALLOCATED);
-    out->live_bytes = atomic_load(&t->live_bytes);
+    out->live_bytes = atomic_load(live_of(t));
     out->peak_bytes = atomic_load(&t->peak_bytes);
     out->peak_time_ns = atomic_load(&t->peak_time_ns);
     out->teardown_bytes = atomic_load(&t->teardown_bytes);
@@ -689,9 +711,9 @@ uint64_t tracker_allocation_count(void)
 
 void tracker_sample(timeline_point_t *point)
 {
-    point->bytes = atomic_load(&gpu_totals.live_bytes);
+    point->bytes = atomic_load(live_of(&gpu_totals));
     for (int k = 0; k < KIND_COUNT; k++)
-        point->kind_bytes[k] = atomic_load(&kind_totals[k].live_bytes);
+        point->kind_bytes[k] = atomic_load(live_of(&kind_totals[k]));
     for (int d = 0; d < TIMELINE_DEVICES; d++)
-        point->device_bytes[d] = atomic_load(&device_totals[d].live_bytes);
+        point->device_bytes[d] = atomic_load(live_of(&device_totals[d]));
 }
