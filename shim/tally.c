@@ -74,3 +74,62 @@ uint64_t tally_sum(unsigned row, tally_field_t field)
         sum += atomic_load_explicit(&b->counts[row][field], memory_order_relaxed);
     return sum;
 }
+
+#define DIRECTORY_ENTRIES ((TALLY_SITES + TALLY_SITES_PER_PAGE - 1) / TALLY_SITES_PER_PAGE)
+
+/* The page of b that holds site, made (zeroed) when missing; NULL when
+ * memory is out. Only b's thread calls this; readers see a directory and a
+ * page only once they are zeroed (release stores). */
+static tally_page_t *site_page(tally_block_t *b, uint32_t site)
+{
+    tally_page_t *_Atomic *dir = atomic_load_explicit(&b->pages, memory_order_relaxed);
+    if (dir == NULL) {
+        dir = calloc(DIRECTORY_ENTRIES, sizeof *dir);
+        if (dir == NULL)
+            return NULL;
+        atomic_fetch_add_explicit(&b->page_bytes, DIRECTORY_ENTRIES * sizeof *dir,
+                                  memory_order_relaxed);
+        atomic_store_explicit(&b->pages, dir, memory_order_release);
+    }
+    tally_page_t *page = atomic_load_explicit(&dir[site / TALLY_SITES_PER_PAGE], memory_order_relaxed);
+    if (page == NULL) {
+        page = calloc(1, sizeof *page);
+        if (page == NULL)
+            return NULL;
+        atomic_fetch_add_explicit(&b->page_bytes, sizeof *page, memory_order_relaxed);
+        atomic_store_explicit(&dir[site / TALLY_SITES_PER_PAGE], page, memory_order_release);
+    }
+    return page;
+}
+
+int tally_site_add_first(uint32_t site, tally_field_t field, uint64_t n)
+{
+    tally_block_t *b = tally_mine ? tally_mine : claim();
+    if (b == NULL || site >= TALLY_SITES || site_page(b, site) == NULL)
+        return -1;
+    return tally_site_add(site, field, n);
+}
+
+uint64_t tally_site_sum(uint32_t site, tally_field_t field)
+{
+    uint64_t sum = 0;
+    for (tally_block_t *b = atomic_load_explicit(&all_blocks, memory_order_acquire); b != NULL;
+         b = b->next) {
+        tally_page_t *_Atomic *dir = atomic_load_explicit(&b->pages, memory_order_acquire);
+        tally_page_t *page = dir && site < TALLY_SITES
+            ? atomic_load_explicit(&dir[site / TALLY_SITES_PER_PAGE], memory_order_acquire) : NULL;
+        if (page != NULL)
+            sum += atomic_load_explicit(&page->counts[site % TALLY_SITES_PER_PAGE][field],
+                                        memory_order_relaxed);
+    }
+    return sum;
+}
+
+size_t tally_memory_bytes(void)
+{
+    size_t bytes = 0;
+    for (tally_block_t *b = atomic_load_explicit(&all_blocks, memory_order_acquire); b != NULL;
+         b = b->next)
+        bytes += sizeof *b + atomic_load_explicit(&b->page_bytes, memory_order_relaxed);
+    return bytes;
+}

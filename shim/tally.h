@@ -15,6 +15,8 @@
 #include <stdint.h>
 
 #define TALLY_ROWS 72  /* the tracker's rows: kinds, then devices */
+#define TALLY_SITES ((1u << 20) + 1)   /* site ids 0 to 2^20, as the depot's */
+#define TALLY_SITES_PER_PAGE 512
 
 typedef enum tally_field {
     TALLY_ALLOCATIONS,
@@ -23,8 +25,16 @@ typedef enum tally_field {
     TALLY_FIELDS
 } tally_field_t;
 
+/* A thread's counts for 512 consecutive sites, made when it first counts
+ * one of them. */
+typedef struct tally_page {
+    _Atomic uint64_t counts[TALLY_SITES_PER_PAGE][TALLY_FIELDS];
+} tally_page_t;
+
 typedef struct tally_block {
     _Atomic uint64_t counts[TALLY_ROWS][TALLY_FIELDS];
+    tally_page_t *_Atomic *_Atomic pages;  /* a page per 512 sites, or NULL */
+    _Atomic size_t page_bytes;             /* of the pages and their directory */
     _Atomic int in_use;               /* claimed by a live thread */
     struct tally_block *next;         /* every block ever made, never freed */
 } tally_block_t;
@@ -51,5 +61,34 @@ static inline void tally_add(unsigned row, tally_field_t field, uint64_t n)
 
 /* The sum over every thread, finished ones included. */
 uint64_t tally_sum(unsigned row, tally_field_t field);
+
+/* Claims this thread's block and site page when needed and adds n there.
+ * Returns 0, or -1 when memory for them is out (the caller counts the
+ * event in a shared atomic instead). */
+int tally_site_add_first(uint32_t site, tally_field_t field, uint64_t n);
+
+/* Adds n to field of site (< TALLY_SITES) for this thread; returns as
+ * tally_site_add_first. Per-site counts that only grow take the site's
+ * cache line, which every thread allocating from that call path writes,
+ * off the hot path. */
+static inline int tally_site_add(uint32_t site, tally_field_t field, uint64_t n)
+{
+    tally_block_t *b = tally_mine;
+    tally_page_t *_Atomic *dir = b ? atomic_load_explicit(&b->pages, memory_order_relaxed) : NULL;
+    tally_page_t *page = dir ? atomic_load_explicit(&dir[site / TALLY_SITES_PER_PAGE],
+                                                    memory_order_relaxed) : NULL;
+    if (__builtin_expect(page == NULL, 0))
+        return tally_site_add_first(site, field, n);
+    _Atomic uint64_t *c = &page->counts[site % TALLY_SITES_PER_PAGE][field];
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
+                          memory_order_relaxed);
+    return 0;
+}
+
+/* A site's count summed over every thread. */
+uint64_t tally_site_sum(uint32_t site, tally_field_t field);
+
+/* Bytes the blocks and site pages use. */
+size_t tally_memory_bytes(void);
 
 #endif

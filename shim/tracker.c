@@ -46,13 +46,16 @@ typedef struct atomic_totals {
     unsigned tally_row;
 } __attribute__((aligned(64))) atomic_totals_t;  /* a line each: rows are written by every thread */
 
-/* A site's counters. What every allocation and free of the site touches
- * fills the first cache line, the rest (failures, teardowns) the second;
- * aligned, so that two sites never share a line two threads write. */
+/* A site's shared counters. What every allocation and free of the site
+ * touches fills the first cache line, the rest the second; aligned, so that
+ * two sites never share a line two threads write. Allocations, frees and
+ * bytes allocated are per-thread tallies (tally_site_add); the fields here
+ * take them only when a thread has no memory for its tally page. */
 typedef struct atomic_site {
-    _Atomic uint64_t allocations, frees, bytes_allocated, live_bytes, peak_live_bytes;
+    _Atomic uint64_t live_bytes, peak_live_bytes;
     _Atomic uint64_t at_peak_bytes, epoch;   /* live at the last GPU peak, see stamp_site */
     _Atomic int kind, device;
+    _Atomic uint64_t allocations, frees, bytes_allocated;
     _Atomic uint64_t failures, failed_bytes, teardown_bytes, teardown_allocations;
     _Atomic int last_failure, teardown_reason;
 } __attribute__((aligned(64))) atomic_site_t;
@@ -77,6 +80,7 @@ static _Atomic uint64_t unknown_frees, map_count, unmap_count;
 static _Atomic uint64_t peak_epoch;    /* bumped at every new GPU peak */
 
 _Static_assert(KIND_COUNT + TRACKER_MAX_DEVICES <= TALLY_ROWS, "a tally row per kind and device");
+_Static_assert(STACKS_CAPACITY + 1 <= TALLY_SITES, "a tally slot per site id");
 
 /* The first out-of-memory failure, with what was live then, by site. */
 static pthread_mutex_t oom_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -264,6 +268,14 @@ static atomic_totals_t *device_row(int device)
     return &device_totals[device];
 }
 
+/* Counts n in a site's field: in this thread's tally, or (no memory for
+ * it) in the site's shared atomic. Readers add the two. */
+static void count_site(uint32_t site, tally_field_t field, _Atomic uint64_t *shared, uint64_t n)
+{
+    if (tally_site_add(site, field, n) != 0)
+        atomic_fetch_add_explicit(shared, n, memory_order_relaxed);
+}
+
 /* Applies one event to every counter row the allocation belongs to: its
  * site, its kind, its device and the GPU total, then lets the timeline and
  * the growth checkpoints see the change. The site moves first so that a
@@ -271,17 +283,18 @@ static atomic_totals_t *device_row(int device)
 static void apply(const tracker_record_t *a, int event, uint64_t now_ns)
 {
     atomic_site_t *s = site_of(a->site);
+    uint32_t id = (uint32_t)(s - sites);
     if (a->kind != KIND_HOST)
         stamp_site(s);
     if (event == EVENT_ALLOC) {
-        atomic_fetch_add_explicit(&s->allocations, 1, memory_order_relaxed);
-        atomic_fetch_add_explicit(&s->bytes_allocated, a->size, memory_order_relaxed);
+        count_site(id, TALLY_ALLOCATIONS, &s->allocations, 1);
+        count_site(id, TALLY_BYTES_ALLOCATED, &s->bytes_allocated, a->size);
         uint64_t live = atomic_fetch_add_explicit(&s->live_bytes, a->size,
                                                   memory_order_relaxed) + a->size;
         raise_peak(&s->peak_live_bytes, live);
     } else {
         if (event == EVENT_FREE)
-            atomic_fetch_add_explicit(&s->frees, 1, memory_order_relaxed);
+            count_site(id, TALLY_FREES, &s->frees, 1);
         atomic_fetch_sub_explicit(&s->live_bytes, a->size, memory_order_relaxed);
     }
     row_event(&kind_totals[a->kind], a->size, event);
@@ -426,9 +439,13 @@ int tracker_alloc(alloc_kind_t kind, uint64_t key, size_t size, int device,
         apply(&stale, EVENT_FREE, now);
     if (r == NULL)
         return -1;
+    /* Stored only when they change: a store to the site's line on every
+     * allocation would make it bounce between threads sharing the site. */
     atomic_site_t *s = site_of(site);
-    atomic_store_explicit(&s->kind, kind, memory_order_relaxed);
-    atomic_store_explicit(&s->device, device, memory_order_relaxed);
+    if (atomic_load_explicit(&s->kind, memory_order_relaxed) != (int)kind)
+        atomic_store_explicit(&s->kind, kind, memory_order_relaxed);
+    if (atomic_load_explicit(&s->device, memory_order_relaxed) != device)
+        atomic_store_explicit(&s->device, device, memory_order_relaxed);
     apply(&fresh, EVENT_ALLOC, now);
     return 0;
 }
@@ -595,10 +612,11 @@ int tracker_site(uint32_t site, site_stats_t *out)
     if (sites == NULL || site > atomic_load(&site_high))
         return -1;
     const atomic_site_t *s = &sites[site];
-    out->frees = atomic_load(&s->frees);  /* before allocations: see live_count */
-    out->allocations = atomic_load(&s->allocations);
+    out->frees = atomic_load(&s->frees) + tally_site_sum(site, TALLY_FREES); /* first: see live_count */
+    out->allocations = atomic_load(&s->allocations) + tally_site_sum(site, TALLY_ALLOCATIONS);
     out->failures = atomic_load(&s->failures);
-    out->bytes_allocated = atomic_load(&s->bytes_allocated);
+    out->bytes_allocated = atomic_load(&s->bytes_allocated)
+                         + tally_site_sum(site, TALLY_BYTES_ALLOCATED);
     out->failed_bytes = atomic_load(&s->failed_bytes);
     out->live_bytes = atomic_load(&s->live_bytes);
     out->peak_live_bytes = atomic_load(&s->peak_live_bytes);
@@ -690,7 +708,7 @@ size_t tracker_memory_bytes(void)
                    + shards[s][i].bucket_count * sizeof(live_alloc_t *);
             shard_unlock(&shards[s][i]);
         }
-    return bytes;
+    return bytes + tally_memory_bytes();
 }
 
 const tracker_oom_t *tracker_oom(void)

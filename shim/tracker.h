@@ -155,7 +155,8 @@ void tracker_sample(struct timeline_point *point);
 /* Counts of odd events for the report. */
 uint64_t tracker_unknown_frees(void);
 uint64_t tracker_maps(int unmaps);
-/* Bytes of memory the live-allocation records use now. */
+/* Bytes of memory the live-allocation records and the per-thread counts
+ * use now. */
 size_t tracker_memory_bytes(void);
 
 #endif

@@ -61,12 +61,38 @@ START_TEST(finished_threads_hand_their_blocks_on)
 }
 END_TEST
 
+static void *count_sites(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 1000; i++) {
+        ck_assert_int_eq(tally_site_add(7, TALLY_FREES, 1), 0);
+        ck_assert_int_eq(tally_site_add(TALLY_SITES - 1, TALLY_FREES, 2), 0);
+    }
+    return NULL;
+}
+
+START_TEST(site_counts_add_up_per_site)
+{
+    pthread_t t[THREADS];
+    for (int i = 0; i < THREADS; i++)
+        ck_assert_int_eq(pthread_create(&t[i], NULL, count_sites, NULL), 0);
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(t[i], NULL);
+    ck_assert_uint_eq(tally_site_sum(7, TALLY_FREES), 1000ull * THREADS);
+    ck_assert_uint_eq(tally_site_sum(TALLY_SITES - 1, TALLY_FREES), 2000ull * THREADS);
+    ck_assert_uint_eq(tally_site_sum(8, TALLY_FREES), 0);          /* a neighbour */
+    ck_assert_uint_eq(tally_site_sum(7, TALLY_ALLOCATIONS), 0);    /* another field */
+    ck_assert_uint_gt(tally_memory_bytes(), 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("tally");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, sums_every_thread_finished_or_not);
     tcase_add_test(tc, finished_threads_hand_their_blocks_on);
+    tcase_add_test(tc, site_counts_add_up_per_site);
     suite_add_tcase(s, tc);
     return suite_run(s, 1);
 }
