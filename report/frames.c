@@ -125,8 +125,11 @@ char *frames_origin(const load_site_t *site)
     if (f == NULL)
         return NULL;
     const load_frame_t *fr = frames_innermost_user(site);
-    if (site->origin != NULL) {
-        frames_put(f, site->origin);
+    if (site->origin_kind != LOAD_ORIGIN_NONE) {
+        if (site->origin_kind == LOAD_ORIGIN_PYTHON)
+            put_python(f, &site->origin_python);
+        else
+            put_native_place(f, &site->origin_native);
         if (site->owner != NULL && strcmp(site->owner, "user") != 0) {
             fputs(" [", f);
             frames_put(f, site->owner);

@@ -320,6 +320,33 @@ static int load_stack_tables(ctx_t *ctx, json_t *root, load_report_t *r)
 
 enum list_kind { LIST_LEAKS, LIST_TEARDOWN, LIST_FAILURES, LIST_SITES, LIST_OTHER };
 
+/* Reads a site entry's "origin" object with its own context, so that a
+ * malformed one (a hint, written by a newer or older shim) leaves the site
+ * without an origin instead of failing the report. */
+static void load_origin(json_t *entry, load_site_t *s)
+{
+    json_t *o = json_object_get(entry, "origin");
+    s->origin_kind = LOAD_ORIGIN_NONE;
+    if (!json_is_object(o))
+        return;
+    ctx_t quiet = { "origin", NULL, NULL };
+    if (json_is_true(json_object_get(o, "python"))) {
+        if (load_pyframe(&quiet, o, "origin", &s->origin_python) == 0)
+            s->origin_kind = LOAD_ORIGIN_PYTHON;
+    } else {
+        long long line;
+        get_str(&quiet, o, "origin", "function", 0, &s->origin_native.function);
+        get_str(&quiet, o, "origin", "file", 0, &s->origin_native.file);
+        get_str(&quiet, o, "origin", "module", 1, &s->origin_native.module);
+        get_int(&quiet, o, "origin", "line", 0, 0, 1LL << 31, &line);
+        get_hex(&quiet, o, "origin", "offset", &s->origin_native.offset);
+        s->origin_native.line = (long)line;
+        if (quiet.error == NULL)
+            s->origin_kind = LOAD_ORIGIN_NATIVE;
+    }
+    free(quiet.error);
+}
+
 static int load_site(ctx_t *ctx, json_t *v, const char *where, enum list_kind kind, load_site_t *s)
 {
     if (!json_is_object(v))
@@ -338,9 +365,8 @@ static int load_site(ctx_t *ctx, json_t *v, const char *where, enum list_kind ki
         get_str(ctx, v, where, "teardown", 0, &s->teardown);
     /* Display hints only, never judged on: a type this reader does not know
      * (a newer shim) is ignored rather than refused. */
-    json_t *hint = json_object_get(v, "origin");
-    s->origin = json_is_string(hint) ? json_string_value(hint) : NULL;
-    hint = json_object_get(v, "owner");
+    load_origin(v, s);
+    json_t *hint = json_object_get(v, "owner");
     s->owner = json_is_string(hint) ? json_string_value(hint) : NULL;
     if (kind == LIST_FAILURES)
         get_int(ctx, v, where, "result", 0, -(1LL << 31), 1LL << 32, &s->result);

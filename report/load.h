@@ -30,7 +30,12 @@ typedef struct {
     uint64_t allocations; /* "allocations", or "count" in failures */
     uint64_t frees, live_bytes, peak_live_bytes;
     const char *teardown; /* teardown_leaks only, else NULL */
-    const char *origin;   /* the shim's "origin" (docs/origin-rules.md), or NULL */
+    /* The shim's "origin" (docs/origin-rules.md): the frame a person acts
+     * on, which origin_kind says is native, Python, or absent. A display
+     * hint: one this reader cannot read is ignored, never refused. */
+    enum { LOAD_ORIGIN_NONE, LOAD_ORIGIN_NATIVE, LOAD_ORIGIN_PYTHON } origin_kind;
+    load_frame_t origin_native;
+    load_pyframe_t origin_python;
     const char *owner;    /* the shim's "owner", or NULL */
     long long result;     /* failures only */
     load_frame_t *stack;

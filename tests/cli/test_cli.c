@@ -2,6 +2,7 @@
  * parsing, suppression matching, and the loader on many bad inputs (each
  * must give one line naming the problem, never a crash or a report). */
 #define _GNU_SOURCE
+#include "frames.h"
 #include "load.h"
 #include "supp.h"
 #include "units.h"
@@ -225,6 +226,35 @@ START_TEST(loader_resolves_version_2_tables)
 }
 END_TEST
 
+/* The shim's "origin" names the line a person acts on (its rules skip the
+ * framework's frames); views show it rather than the innermost frame, and a
+ * malformed one is ignored, not fatal. */
+START_TEST(views_name_the_shims_origin)
+{
+    static const char json[] = V2_HEAD GOOD_TOTALS "\"leaks\":["
+        "{\"site\":1,\"kind\":\"pool\",\"device\":0,\"bytes\":4,\"allocations\":1,\"owner\":\"pytorch-tensor\","
+        "\"origin\":{\"function\":\"step\",\"file\":\"train.py\",\"line\":12,\"module\":null,\"python\":true}},"
+        "{\"site\":2,\"kind\":\"device\",\"device\":0,\"bytes\":4,\"allocations\":1,"
+        "\"origin\":{\"function\":\"leak\",\"file\":\"a.c\",\"line\":3,\"module\":\"/bin/a\",\"offset\":\"0x10\",\"python\":false}},"
+        "{\"site\":3,\"kind\":\"device\",\"device\":0,\"bytes\":4,\"allocations\":1,"
+        "\"origin\":{\"python\":true,\"line\":\"x\"}}],\"sites\":[],"
+        "\"stacks\":{\"1\":{\"python_stack\":[0]},\"3\":{\"python_stack\":[0]}},"
+        "\"python_frames\":[{\"function\":\"forward\",\"file\":\"/x/torch/nn/modules/linear.py\",\"line\":134}]}";
+    char *err = NULL;
+    load_report_t *r = load_buffer(json, strlen(json), "r.json", &err);
+    ck_assert_msg(r != NULL, "%s", err);
+    char *one = frames_origin(&r->leaks.v[0]), *two = frames_origin(&r->leaks.v[1]),
+         *three = frames_origin(&r->leaks.v[2]);
+    ck_assert_str_eq(one, "step in train.py:12 (Python) [pytorch-tensor]");
+    ck_assert_str_eq(two, "leak a.c:3 (a+0x10)");
+    ck_assert_str_eq(three, "forward in /x/torch/nn/modules/linear.py:134 (Python)");
+    free(one);
+    free(two);
+    free(three);
+    load_free(r);
+}
+END_TEST
+
 START_TEST(loader_rejects_bad)
 {
     static const struct { const char *json; const char *needle; } bad[] = {
@@ -308,6 +338,7 @@ int main(void)
     tcase_add_test(load, loader_accepts_good);
     tcase_add_test(load, loader_rejects_bad);
     tcase_add_test(load, loader_resolves_version_2_tables);
+    tcase_add_test(load, views_name_the_shims_origin);
     tcase_add_test(load, loader_file_errors);
     suite_add_tcase(s, load);
     SRunner *sr = srunner_create(s);
