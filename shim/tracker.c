@@ -32,8 +32,7 @@ typedef struct shard {
     size_t live;              /* records in the table */
     live_alloc_t *spare;      /* recycled records */
     size_t records;           /* records carved, live or spare */
-    char pad[64];
-} shard_t;
+} __attribute__((aligned(64))) shard_t;  /* a line each: threads on neighbouring shards */
 
 /* A kind's or a device's row; its allocations, frees and bytes allocated
  * are tallies, in the tally row given by row_of. */
