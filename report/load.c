@@ -297,7 +297,10 @@ static int load_stack_tables(ctx_t *ctx, json_t *root, load_report_t *r)
         load_stack_t *st = &r->stacks[r->nstacks++];
         child_where(w, "stacks", key);
         size_t len = strlen(key);
-        if (len == 0 || len > 10 || strspn(key, "0123456789") != len) {
+        /* One spelling per id ("1", never "01"), so two keys never name
+         * the same site; ids are 32-bit. */
+        if (len == 0 || len > 10 || strspn(key, "0123456789") != len
+            || (key[0] == '0' && len > 1) || strtoull(key, NULL, 10) > UINT32_MAX) {
             fail(ctx, "invalid report: \"%s\" is not keyed by a site id", w);
             break;
         }

@@ -16,6 +16,13 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+/* uthash's default answer to a failed allocation is exit(-1), which would
+ * end the watched program with a changed status while its report is being
+ * written. In the non-fatal mode a failed add leaves the table as it was and
+ * marks the slot, which is then dropped (its stack entry ends early). */
+#define HASH_NONFATAL_OOM 1
+#define uthash_nonfatal_oom(slot) ((slot)->dropped = 1)
 #include <uthash.h>
 
 #define MAX_REPORT_FRAMES 512
@@ -114,6 +121,7 @@ static void put_frame_fields(FILE *f, const char *function, const char *file, in
 typedef struct frame_slot {
     uint64_t key;
     uint32_t first, count;
+    int dropped;             /* set by uthash when it could not add the slot */
     UT_hash_handle hh;
 } frame_slot_t;
 
@@ -146,6 +154,16 @@ static int reserve(void **table, size_t *cap, size_t count, size_t entry_size)
     return 0;
 }
 
+/* slot once HASH_ADD has run: NULL (and slot freed) when the table could
+ * not take it for want of memory. */
+static frame_slot_t *kept(frame_slot_t *slot)
+{
+    if (!slot->dropped)
+        return slot;
+    free(slot);
+    return NULL;
+}
+
 /* The table slot of one return address, symbolized the first time it is
  * met. NULL when memory is out. */
 static frame_slot_t *native_slot(frame_tables_t *t, uintptr_t address)
@@ -169,7 +187,7 @@ static frame_slot_t *native_slot(frame_tables_t *t, uintptr_t address)
         slot->count++;
     }
     HASH_ADD(hh, t->native_slots, key, sizeof key, slot);
-    return slot;
+    return kept(slot);
 }
 
 /* The table slot of one packed Python frame; count is 0 for a frame the
@@ -192,7 +210,7 @@ static frame_slot_t *python_slot(frame_tables_t *t, uint64_t packed)
         slot->count = 1;
     }
     HASH_ADD(hh, t->python_slots, key, sizeof packed, slot);
-    return slot;
+    return kept(slot);
 }
 
 /* Writes the indices of slot's frames, after a comma unless *first. */

@@ -11,12 +11,18 @@ static pthread_key_t exit_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static int key_ready;
 
-/* A finishing thread hands its block on, counts kept, and forgets it: a
- * driver call later in its exit claims again instead of writing into a block
- * another thread may have taken. */
+/* Set once this thread has handed its block on: it is exiting. */
+static __thread int tally_released __attribute__((tls_model("initial-exec")));
+
+/* A finishing thread hands its block on, counts kept, and forgets it. A
+ * driver call later in its exit (another key's destructor) must not claim
+ * again: a claim in the last destructor pass would never be handed on, and
+ * the block would stay taken for good. Such late counts go to the shared
+ * block. */
 static void release_block(void *block)
 {
     tally_mine = NULL;
+    tally_released = 1;
     atomic_store_explicit(&((tally_block_t *)block)->in_use, 0, memory_order_release);
 }
 
@@ -26,9 +32,11 @@ static void make_key(void)
 }
 
 /* This thread's block: one a finished thread left, or a new one; NULL when
- * none can be had. */
+ * none can be had or the thread is exiting. */
 static tally_block_t *claim(void)
 {
+    if (tally_released)
+        return NULL;
     pthread_once(&key_once, make_key);
     tally_block_t *b = atomic_load_explicit(&all_blocks, memory_order_acquire);
     for (; b != NULL; b = b->next) {

@@ -139,7 +139,8 @@ int tracker_init(void (*sampler)(struct timeline_point *point))
  * spinlock: taking it is one exchange and releasing it a plain store, where
  * a mutex costs a locked instruction each way. A holder that is descheduled
  * (or a teardown walking the whole shard) makes the others yield rather
- * than burn their time slice. */
+ * than burn their time slice, and then sleep: under SCHED_FIFO a yield
+ * never lets a lower-priority holder on the same core run, a sleep does. */
 static void shard_lock(shard_t *sh)
 {
     for (unsigned spins = 0;
@@ -149,8 +150,10 @@ static void shard_lock(shard_t *sh)
 #if defined(__x86_64__) || defined(__i386__)
                 __builtin_ia32_pause();
 #endif
-            } else {
+            } else if (spins < 200) {
                 sched_yield();
+            } else {
+                nanosleep(&(struct timespec){ .tv_nsec = 50000 }, NULL);
             }
         }
     }
@@ -480,7 +483,9 @@ void tracker_free_end(tracker_pending_t *pending, int freed)
         return;
     }
     /* Refused: the allocation is still live, unless the address was handed
-     * out again meanwhile (then the newer record stands). */
+     * out again meanwhile: then the newer record stands and the older
+     * allocation is gone (counted freed, or its bytes would stay live with
+     * no record left to free them). */
     uint64_t key = pending->record.key;
     shard_t *sh = shard_of(pending->space, key);
     shard_lock(sh);
@@ -494,7 +499,7 @@ void tracker_free_end(tracker_pending_t *pending, int freed)
         }
     }
     shard_unlock(sh);
-    if (!newer && r == NULL)  /* no memory for the slot: count it gone */
+    if (r == NULL)  /* newer, or no memory for the slot: count it gone */
         apply(&pending->record, EVENT_FREE, tracker_now_ns());
 }
 
@@ -569,12 +574,17 @@ static void count_teardown(const tracker_record_t *gone, teardown_reason_t reaso
     }
 }
 
+/* The records are unlinked under the shard's lock and counted after it is
+ * released: counting can sample the timeline, which asks the driver, and a
+ * spinlock must not be held across that (every allocation in the shard
+ * would spin meanwhile). Their slots then go back in one more lock. */
 uint64_t tracker_teardown(const void *context, int device, teardown_reason_t reason)
 {
     uint64_t moved = 0, now = tracker_now_ns();
     for (int space = 0; space < SPACE_COUNT; space++) {
         for (int i = 0; i < SHARDS; i++) {
             shard_t *sh = &shards[space][i];
+            live_alloc_t *gone = NULL, *last = NULL;
             shard_lock(sh);
             for (size_t b = 0; b < sh->bucket_count; b++) {
                 live_alloc_t **link = &sh->buckets[b];
@@ -586,12 +596,20 @@ uint64_t tracker_teardown(const void *context, int device, teardown_reason_t rea
                     }
                     *link = r->next;
                     sh->live--;
-                    tracker_record_t gone = r->r;
-                    give_record(sh, r);
-                    count_teardown(&gone, reason, now);
-                    moved++;
+                    r->next = gone;
+                    gone = r;
+                    if (last == NULL)
+                        last = r;
                 }
             }
+            shard_unlock(sh);
+            if (gone == NULL)
+                continue;
+            for (live_alloc_t *r = gone; r != NULL; r = r->next, moved++)
+                count_teardown(&r->r, reason, now);
+            shard_lock(sh);
+            last->next = sh->spare;
+            sh->spare = gone;
             shard_unlock(sh);
         }
     }

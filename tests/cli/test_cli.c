@@ -273,6 +273,8 @@ START_TEST(loader_rejects_bad)
         { V2_HEAD "\"frames\":[" GOOD_FRAME "],\"stacks\":{\"1\":{\"stack\":[1]}}," GOOD_TOTALS "\"leaks\":[],\"sites\":[]}", "\"stacks.1.stack[0]\" names frame 1, but \"frames\" has 1" },
         { V2_HEAD "\"stacks\":{\"1\":{\"python_stack\":[\"0\"]}}," GOOD_TOTALS "\"leaks\":[],\"sites\":[]}", "\"stacks.1.python_stack[0]\" is not an integer" },
         { V2_HEAD "\"stacks\":{\"-1\":{}}," GOOD_TOTALS "\"leaks\":[],\"sites\":[]}", "\"stacks.-1\" is not keyed by a site id" },
+        { V2_HEAD "\"stacks\":{\"01\":{}}," GOOD_TOTALS "\"leaks\":[],\"sites\":[]}", "\"stacks.01\" is not keyed by a site id" },
+        { V2_HEAD "\"stacks\":{\"4294967296\":{}}," GOOD_TOTALS "\"leaks\":[],\"sites\":[]}", "\"stacks.4294967296\" is not keyed by a site id" },
         { GOOD_HEAD "\"leaks\":[],\"sites\":[]}", "\"totals\" is missing" },
         { GOOD_HEAD "\"totals\":[],\"leaks\":[],\"sites\":[]}", "\"totals\" is not an object" },
         { GOOD_HEAD "\"totals\":{\"allocations\":-1,\"frees\":0,\"peak_bytes\":0,\"leaked_bytes\":0,\"leaked_allocations\":0},\"leaks\":[],\"sites\":[]}", "\"totals.allocations\" is negative" },

@@ -1,5 +1,6 @@
 /* test_tally.c: per-thread counts add up across threads, finished threads
- * included, and a finished thread's block is reused, not leaked. */
+ * included, and a finished thread's block is reused, not leaked, even when
+ * the thread counts again while it exits. */
 #include "suite.h"
 #include "tally.h"
 
@@ -86,6 +87,48 @@ START_TEST(site_counts_add_up_per_site)
 }
 END_TEST
 
+/* A destructor that counts in every pass of a thread's exit, as a library
+ * that frees GPU memory from its own thread-local destructor would. */
+static pthread_key_t late_key;
+
+static void count_late(void *pass)
+{
+    uintptr_t n = (uintptr_t)pass;
+    tally_add(9, TALLY_FREES, 1);
+    if (n < 8)  /* ask for another pass, as long as glibc gives one */
+        pthread_setspecific(late_key, (void *)(n + 1));
+}
+
+static void *count_then_exit_late(void *arg)
+{
+    (void)arg;
+    tally_add(9, TALLY_ALLOCATIONS, 1);
+    pthread_setspecific(late_key, (void *)1);
+    return NULL;
+}
+
+/* Counts made while a thread exits, after its block was handed on, are
+ * kept, and do not take a block that is then never handed on. */
+START_TEST(counts_during_thread_exit_keep_no_block)
+{
+    tally_add(9, TALLY_ALLOCATIONS, 0);   /* this thread's block, and tally's key, first */
+    ck_assert_int_eq(pthread_key_create(&late_key, count_late), 0);
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, count_then_exit_late, NULL), 0);
+    pthread_join(t, NULL);
+    size_t after_first = tally_memory_bytes();
+    uint64_t late = tally_sum(9, TALLY_FREES);
+    ck_assert_uint_ge(late, 2);  /* the destructor ran in several passes */
+    for (int i = 0; i < 4; i++) {
+        ck_assert_int_eq(pthread_create(&t, NULL, count_then_exit_late, NULL), 0);
+        pthread_join(t, NULL);
+    }
+    ck_assert_uint_eq(tally_memory_bytes(), after_first);  /* the one block, reused */
+    ck_assert_uint_eq(tally_sum(9, TALLY_ALLOCATIONS), 5);
+    ck_assert_uint_eq(tally_sum(9, TALLY_FREES), 5 * late);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("tally");
@@ -93,6 +136,7 @@ int main(void)
     tcase_add_test(tc, sums_every_thread_finished_or_not);
     tcase_add_test(tc, finished_threads_hand_their_blocks_on);
     tcase_add_test(tc, site_counts_add_up_per_site);
+    tcase_add_test(tc, counts_during_thread_exit_keep_no_block);
     suite_add_tcase(s, tc);
     return suite_run(s, 1);
 }

@@ -92,6 +92,31 @@ START_TEST(refused_free_keeps_allocation_live)
 }
 END_TEST
 
+/* A free the driver refuses while the address was handed out again (the
+ * free raced an allocation on another thread): the newer allocation stands,
+ * and the older one is gone, not left as live bytes nothing can free. */
+START_TEST(refused_free_of_a_reused_address_leaves_only_the_newer)
+{
+    totals_t before, after;
+    tracker_kind_totals(KIND_DEVICE, &before);
+    ck_assert_int_eq(tracker_alloc(KIND_DEVICE, 0x41000, 100, 0, NULL, 41), 0);
+    tracker_pending_t pending;
+    tracker_free_begin(SPACE_DEVICE, 0x41000, &pending);
+    ck_assert_int_eq(tracker_alloc(KIND_DEVICE, 0x41000, 300, 0, NULL, 41), 0);
+    tracker_free_end(&pending, 0);
+    site_stats_t s;
+    tracker_site(41, &s);
+    ck_assert_uint_eq(s.live_bytes, 300);
+    ck_assert_uint_eq(s.live_allocations, 1);
+    free_key(SPACE_DEVICE, 0x41000, 1);
+    tracker_site(41, &s);
+    ck_assert_uint_eq(s.live_bytes, 0);
+    ck_assert_uint_eq(s.live_allocations, 0);
+    tracker_kind_totals(KIND_DEVICE, &after);
+    ck_assert_uint_eq(after.live_bytes, before.live_bytes);
+}
+END_TEST
+
 START_TEST(reused_address_replaces_stale_record)
 {
     ck_assert_int_eq(tracker_alloc(KIND_DEVICE, 0x9000, 8, 0, NULL, 15), 0);
@@ -237,6 +262,7 @@ int main(void)
     tcase_add_test(tc, key_spaces_do_not_collide);
     tcase_add_test(tc, unknown_free_is_counted_not_fatal);
     tcase_add_test(tc, refused_free_keeps_allocation_live);
+    tcase_add_test(tc, refused_free_of_a_reused_address_leaves_only_the_newer);
     tcase_add_test(tc, reused_address_replaces_stale_record);
     tcase_add_test(tc, failure_is_recorded_not_live);
     tcase_add_test(tc, teardown_moves_only_that_context);

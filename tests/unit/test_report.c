@@ -1,0 +1,157 @@
+/* Unit tests for report_json.c: the report is written with its stacks and
+ * frames, and an allocation that fails at any point while writing it never
+ * ends the process (uthash's default would exit(-1), changing the watched
+ * program's exit status) and never leaves a half-written file in place.
+ *
+ * This binary is linked with --wrap for malloc, calloc and realloc, so the
+ * shim's objects allocate through the wrappers below and a test can make
+ * exactly one of their allocations fail. */
+#define _GNU_SOURCE
+#include "suite.h"
+#include <string.h>
+#include <unistd.h>
+
+#include "origin.h"
+#include "report.h"
+#include "stacks.h"
+#include "tracker.h"
+
+void *__real_malloc(size_t size);
+void *__real_calloc(size_t n, size_t size);
+void *__real_realloc(void *p, size_t size);
+
+static unsigned long allocations_seen;  /* by the wrappers, since the last reset */
+static unsigned long fail_at;           /* 1-based; 0: none fails */
+
+/* Whether the allocation being made is the one chosen to fail. */
+static int chosen_to_fail(void)
+{
+    return ++allocations_seen == fail_at;
+}
+
+void *__wrap_malloc(size_t size)
+{
+    return chosen_to_fail() ? NULL : __real_malloc(size);
+}
+
+void *__wrap_calloc(size_t n, size_t size)
+{
+    return chosen_to_fail() ? NULL : __real_calloc(n, size);
+}
+
+void *__wrap_realloc(void *p, size_t size)
+{
+    return chosen_to_fail() ? NULL : __real_realloc(p, size);
+}
+
+#define SITES 6
+
+static report_site_t sites[SITES];
+static report_view_t view;
+static char path[64];
+
+/* Distinct call paths, so that each site has its own stack. */
+static __attribute__((noinline)) uint32_t intern_here(int depth)
+{
+    if (depth > 0) {
+        uint32_t id = intern_here(depth - 1);
+        __asm__ volatile("" ::: "memory");  /* keep the call a call */
+        return id;
+    }
+    uintptr_t frames[64];
+    int n = stacks_capture(frames, 64);
+    return stacks_intern(KIND_DEVICE, frames, n, NULL, 0);
+}
+
+static void setup(void)
+{
+    ck_assert_int_eq(tracker_init(tracker_sample), 0);
+    stacks_init();
+    origin_init();
+    for (int i = 0; i < SITES; i++) {
+        uint32_t site = intern_here(i);
+        ck_assert_uint_ne(site, 0);
+        ck_assert_int_eq(tracker_alloc(KIND_DEVICE, 0x10000 + (uint64_t)i * 0x1000,
+                                       (size_t)(i + 1) * 256, 0, NULL, site), 0);
+        sites[i].id = site;
+        ck_assert_int_eq(tracker_site(site, &sites[i].stats), 0);
+    }
+    view.moment = REPORT_AT_EXIT;
+    view.leaks = (report_list_t){ sites, SITES };
+    view.sites = (report_list_t){ sites, SITES };
+    tracker_totals(&view.totals);
+    snprintf(path, sizeof path, "/tmp/gpuleak-unit-report-%d.json", (int)getpid());
+    unlink(path);
+}
+
+/* The file at path, NUL-terminated, in buf; returns its length. */
+static size_t read_report(char *buf, size_t size)
+{
+    FILE *f = fopen(path, "r");
+    ck_assert_msg(f != NULL, "%s was not written", path);
+    size_t n = fread(buf, 1, size - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return n;
+}
+
+static char report[1 << 20];
+
+START_TEST(report_lists_stacks_and_frames)
+{
+    fail_at = 0;
+    ck_assert_int_eq(report_json_write(path, &view), 0);
+    size_t n = read_report(report, sizeof report);
+    ck_assert_str_eq(report + n - 2, "}\n");
+    char key[32];
+    for (int i = 0; i < SITES; i++) {
+        snprintf(key, sizeof key, "\"%u\":{\"stack\":[", sites[i].id);
+        const char *entry = strstr(report, key);
+        ck_assert_msg(entry != NULL && entry[strlen(key)] >= '0' && entry[strlen(key)] <= '9',
+                      "no stack entry with frames for site %u", sites[i].id);
+    }
+    /* (The capture drops the leading frames inside the shim, which here is
+     * this whole binary, so only the frames below it are named.) */
+    ck_assert_ptr_nonnull(strstr(report, "\"frames\":[\n{\"function\":"));
+    unlink(path);
+}
+END_TEST
+
+/* Every allocation the writer makes is failed once, in turn. Each run must
+ * return (the process goes on), and a run that says it succeeded must
+ * leave a whole report; a failed one leaves none behind. */
+START_TEST(report_survives_each_failed_allocation)
+{
+    allocations_seen = 0;
+    fail_at = 0;
+    ck_assert_int_eq(report_json_write(path, &view), 0);
+    unsigned long needed = allocations_seen;
+    ck_assert_uint_gt(needed, 3);
+    for (unsigned long n = 1; n <= needed; n++) {
+        unlink(path);
+        allocations_seen = 0;
+        fail_at = n;
+        int rc = report_json_write(path, &view);
+        fail_at = 0;
+        if (rc != 0) {
+            ck_assert_int_ne(access(path, F_OK), 0);
+            continue;
+        }
+        size_t got = read_report(report, sizeof report);
+        ck_assert_msg(got > 0 && report[got - 1] == '\n' && report[got - 2] == '}',
+                      "allocation %lu failed: the report is cut short", n);
+    }
+    unlink(path);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("report");
+    TCase *tc = tcase_create("json");
+    tcase_add_unchecked_fixture(tc, setup, NULL);
+    tcase_add_test(tc, report_lists_stacks_and_frames);
+    tcase_add_test(tc, report_survives_each_failed_allocation);
+    suite_add_tcase(s, tc);
+    return suite_run(s, 1);
+}
