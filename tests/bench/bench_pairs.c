@@ -1,12 +1,15 @@
 /* bench_pairs.c: allocation+free pairs through the driver API, timed.
  *
- *   bench_pairs MODE DEPTH PAIRS THREADS [SIZE]
+ *   bench_pairs MODE DEPTH PAIRS THREADS [SIZE [PATHS]]
  *
  * MODE sync (cuMemAlloc_v2 + cuMemFree_v2) or async (cuMemAllocAsync +
  * cuMemFreeAsync on the thread's own stream). Each of THREADS threads first
  * recurses DEPTH frames (noinline, no sibling calls: every level is a real
  * frame on the stack), then does a warm-up, waits on a barrier with the
- * others, and does PAIRS pairs of SIZE bytes (default 256). Run with and
+ * others, and does PAIRS pairs of SIZE bytes (default 256). PATHS "shared"
+ * (the default) gives every thread the same call path, so one site; "own"
+ * gives each thread its own (levels 2-9 pick one of two functions by a bit
+ * of the thread's number), as threads doing different work have. Run with and
  * without LD_PRELOAD=libgpuleak.so over the fake driver; tests/bench/run.py
  * takes the difference.
  *
@@ -27,6 +30,7 @@ typedef struct worker {
     pthread_t thread;
     int async;
     int depth;
+    unsigned path;        /* bits choosing the function at levels 2 to 9 */
     long pairs;
     size_t size;
     CUcontext ctx;
@@ -76,14 +80,34 @@ static __attribute__((noinline)) int body(worker_t *w)
     return rc;
 }
 
-/* One real frame per level: the call is not in tail position (the barrier
- * after it), and noinline keeps the compiler from folding levels. */
-static __attribute__((noinline)) int recurse(worker_t *w, int level)
+static int recurse_a(worker_t *w, int level);
+static int recurse_b(worker_t *w, int level);
+
+/* The next level down, through the function the thread's path picks. */
+static int descend(worker_t *w, int level)
 {
     if (level <= 1)
         return body(w);
-    int rc = recurse(w, level - 1);
-    __asm__ volatile("" ::: "memory");
+    unsigned bit = level >= 2 && level <= 9 ? (w->path >> (level - 2)) & 1 : 0;
+    return bit ? recurse_b(w, level - 1) : recurse_a(w, level - 1);
+}
+
+/* One real frame per level: the call is not in tail position (the barrier
+ * after it), and noinline keeps the compiler from folding levels. The two
+ * bodies differ by a constant, so identical-code folding keeps both. */
+static volatile int level_marks[2];
+
+static __attribute__((noinline)) int recurse_a(worker_t *w, int level)
+{
+    int rc = descend(w, level);
+    level_marks[0] = 1;
+    return rc;
+}
+
+static __attribute__((noinline)) int recurse_b(worker_t *w, int level)
+{
+    int rc = descend(w, level);
+    level_marks[1] = 2;
     return rc;
 }
 
@@ -94,14 +118,14 @@ static void *run_worker(void *arg)
         w->failed = 1;
         return NULL;
     }
-    w->failed = recurse(w, w->depth) != 0;
+    w->failed = recurse_a(w, w->depth) != 0;
     return NULL;
 }
 
 int main(int argc, char **argv)
 {
     if (argc < 5)
-        DIE("usage: bench_pairs sync|async DEPTH PAIRS THREADS [SIZE]\n");
+        DIE("usage: bench_pairs sync|async DEPTH PAIRS THREADS [SIZE [shared|own]]\n");
     int async = strcmp(argv[1], "async") == 0;
     if (!async && strcmp(argv[1], "sync") != 0)
         DIE("unknown mode %s\n", argv[1]);
@@ -109,6 +133,9 @@ int main(int argc, char **argv)
     long npairs = atol(argv[3]);
     int nthreads = atoi(argv[4]);
     size_t size = argc > 5 ? (size_t)atol(argv[5]) : 256;
+    int own_paths = argc > 6 && strcmp(argv[6], "own") == 0;
+    if (argc > 6 && !own_paths && strcmp(argv[6], "shared") != 0)
+        DIE("unknown paths %s\n", argv[6]);
     if (depth < 1 || npairs < 1 || nthreads < 1 || nthreads > 256 || size == 0)
         DIE("bad arguments\n");
 
@@ -122,7 +149,7 @@ int main(int argc, char **argv)
         DIE("out of memory\n");
     for (int i = 0; i < nthreads; i++) {
         w[i] = (worker_t){ .async = async, .depth = depth, .pairs = npairs, .size = size,
-                           .ctx = ctx, .start = &start };
+                           .ctx = ctx, .start = &start, .path = own_paths ? (unsigned)i : 0 };
         /* Deep recursion at 256 frames fits easily in the default stack. */
         if (pthread_create(&w[i].thread, NULL, run_worker, &w[i]) != 0)
             DIE("pthread_create failed\n");

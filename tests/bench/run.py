@@ -216,15 +216,19 @@ def bench_python(b, pairs):
 
 def bench_threads(b, pairs):
     prog = os.path.join(b.bin, "bench_pairs")
-    settings = (("base", False, {}, "no shim"),
-                ("off", True, {"GPULEAK_STACK_DEPTH": "0", "GPULEAK_PYTHON": "0"}, "shim, stacks off"),
-                ("native", True, {"GPULEAK_STACK_DEPTH": "32", "GPULEAK_PYTHON": "0"}, "shim, native 32"))
+    native = {"GPULEAK_STACK_DEPTH": "32", "GPULEAK_PYTHON": "0"}
+    settings = (("base", False, {}, "shared", "no shim"),
+                ("off", True, {"GPULEAK_STACK_DEPTH": "0", "GPULEAK_PYTHON": "0"}, "shared",
+                 "shim, stacks off"),
+                ("native", True, native, "shared", "shim, native 32, one call path"),
+                ("own", True, native, "own", "shim, native 32, a call path per thread"))
     configs = {}
-    for key, shim, extra, _ in settings:
+    for key, shim, extra, paths, _ in settings:
         for t in (1, 2, 8):
             # The bookless fake takes no lock: what does not scale is the shim.
             env = dict(extra, FAKECUDA_BOOKLESS="1")
-            configs["%s-%d" % (key, t)] = ([prog, "sync", "32", str(pairs), str(t)], shim, env)
+            configs["%s-%d" % (key, t)] = (
+                [prog, "sync", "32", str(pairs), str(t), "256", paths], shim, env)
     got = b.interleave(configs)
     cores = os.cpu_count() or 0
     tput = {n: [r["pairs_per_s"] for r in rs] for n, rs in got.items()}
@@ -238,7 +242,7 @@ def bench_threads(b, pairs):
     b.emit()
     b.emit("| run | threads | pairs/s (all threads) | scaling vs 1 thread | target |")
     b.emit("| --- | --- | --- | --- | --- |")
-    for key, _, _, label in settings:
+    for key, _, _, _, label in settings:
         one = statistics.median(tput["%s-1" % key])
         for t in (1, 2, 8):
             v = tput["%s-%d" % (key, t)]
