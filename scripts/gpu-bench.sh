@@ -17,7 +17,9 @@
 #     stacks off, and PyTorch's _record_memory_history(stacks="all");
 #   3 compute-sanitizer --leak-check full on fewer iterations, with a timeout;
 #   4 the CPU benchmarks over the fake driver (tests/bench/run.py: pairs,
-#     threads, memory, exit) on this host's cores, to gpu-bench-cpu.md.
+#     threads, memory, exit) on this host's cores, to gpu-bench-cpu.md;
+#   5 (run after 2) tests/bench/unwind_probe.c on the training loop: what
+#     unw_backtrace and an unw_step walk cost a call on PyTorch's stacks.
 #
 # Writes to "${OUT:-/tmp/gpuleak-out}": gpu-bench.md (the tables, also
 # printed at the end), gpu-bench.log (everything printed), gpu-bench-runs.tsv
@@ -27,8 +29,14 @@
 # Knobs: GPU_BENCH_BUDGET_S (default 500: no run starts that could end past
 # it; each run has its own timeout), GPU_BENCH_REPS (5), GPU_BENCH_ITERS
 # (600), GPU_BENCH_ASYNC_PAIRS (200000), GPU_BENCH_SYNC_PAIRS (2000),
-# GPU_BENCH_SANITIZER_ITERS (60), GPU_BENCH_DRY=1 (build only, for a machine
-# without a GPU: the tables come out empty).
+# GPU_BENCH_SANITIZER_ITERS (60), GPU_BENCH_STEPS ("1 2 3 4 5": the steps to
+# run), GPU_BENCH_TRAIN_CONFIGS (the training loop's configurations, default
+# these six: plain-async plain-caching shim-default shim-depth64 shim-off
+# history; also shim-python, stacks Python only, and shim-native, native
+# only), GPU_BENCH_PIN (a taskset CPU list for the pair and training runs,
+# "none", or the default "auto": CPUs 2-7 when the host has 8 or more),
+# GPU_BENCH_DRY=1 (build only, for a machine without a GPU: the tables come
+# out empty).
 set -u -o pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
@@ -43,6 +51,17 @@ ASYNC_PAIRS=${GPU_BENCH_ASYNC_PAIRS:-200000}
 SYNC_PAIRS=${GPU_BENCH_SYNC_PAIRS:-2000}
 SAN_ITERS=${GPU_BENCH_SANITIZER_ITERS:-60}
 DRY=${GPU_BENCH_DRY:-0}
+STEPS=${GPU_BENCH_STEPS:-1 2 3 4 5}
+read -r -a TRAIN_CONFIGS <<<"${GPU_BENCH_TRAIN_CONFIGS:-plain-async plain-caching shim-default shim-depth64 shim-off history}"
+# The pair and training runs are pinned to the same CPUs: a process that
+# lands on other cores (or another socket) from one run to the next spreads
+# the medians by more than the shim costs.
+PIN=()
+case ${GPU_BENCH_PIN:-auto} in
+    none) ;;
+    auto) command -v taskset >/dev/null && [ "$(nproc)" -ge 8 ] && PIN=(taskset -c 2-7) ;;
+    *) PIN=(taskset -c "$GPU_BENCH_PIN") ;;
+esac
 PY=${PYTHON:-python3}
 T0=$SECONDS
 RUNS=$WORK/runs.tsv
@@ -51,6 +70,12 @@ HEADER=$WORK/header.txt
 
 section() { printf '\n=== %s  [t=%ds]\n' "$*" $((SECONDS - T0)); }
 left() { echo $((BUDGET - (SECONDS - T0))); }
+# step N: whether step N is among GPU_BENCH_STEPS (says so when it is not).
+step() {
+    case " $STEPS " in *" $1 "*) return 0 ;; esac
+    echo "    skipped (GPU_BENCH_STEPS=$STEPS)"
+    return 1
+}
 
 # run_one GROUP CONFIG REP TIMEOUT KEY CMD...: runs CMD in $WORK/cwd with a
 # timeout cut to what the budget leaves, takes KEY=value from its output and
@@ -131,7 +156,7 @@ TORCH_INFO=$(timeout 90 "$PY" -c 'import torch; print(torch.__version__, "cuda",
 {
     echo "- nvcc: $("$NVCC" --version 2>&1 | tail -n 1)"
     echo "- python: $("$PY" -c 'import sys; print(sys.version.split()[0])' 2>&1); torch: $TORCH_INFO"
-    echo "- settings: $REPS repetitions interleaved, $ITERS iterations a training run, $ASYNC_PAIRS async / $SYNC_PAIRS sync pairs"
+    echo "- settings: $REPS repetitions interleaved, $ITERS iterations a training run, $ASYNC_PAIRS async / $SYNC_PAIRS sync pairs; steps $STEPS; pair and training runs pinned: ${PIN[*]:-no}"
 } >>"$HEADER"
 cat "$HEADER"
 TORCH_OK=0
@@ -173,15 +198,15 @@ SHIM_ENV=(LD_PRELOAD="$SHIM" GPULEAK_OUTPUT="$WORK/reports/%p.json")
 
 # ---------------------------------------------------------------------------
 section "1. allocation pairs (gpu_pairs.cu), $REPS interleaved repetitions"
-if [ -n "$PAIRS_BIN" ]; then
+if [ -n "$PAIRS_BIN" ] && step 1; then
     for rep in $(seq 1 "$REPS"); do
         [ "$(left)" -gt 300 ] || { echo "    leaving the rest of the budget to the training loop"; break; }
         for mode in async sync; do
             n=$ASYNC_PAIRS
             [ "$mode" = sync ] && n=$SYNC_PAIRS
-            run_one micro "$mode-plain" "$rep" 60 ns_per_pair env "$PAIRS_BIN" "$mode" "$n"
-            run_one micro "$mode-shim" "$rep" 60 ns_per_pair env "${SHIM_ENV[@]}" "$PAIRS_BIN" "$mode" "$n"
-            run_one micro "$mode-off" "$rep" 60 ns_per_pair env "${SHIM_ENV[@]}" GPULEAK_STACK_DEPTH=0 \
+            run_one micro "$mode-plain" "$rep" 60 ns_per_pair "${PIN[@]}" env "$PAIRS_BIN" "$mode" "$n"
+            run_one micro "$mode-shim" "$rep" 60 ns_per_pair "${PIN[@]}" env "${SHIM_ENV[@]}" "$PAIRS_BIN" "$mode" "$n"
+            run_one micro "$mode-off" "$rep" 60 ns_per_pair "${PIN[@]}" env "${SHIM_ENV[@]}" GPULEAK_STACK_DEPTH=0 \
                 GPULEAK_PYTHON=0 "$PAIRS_BIN" "$mode" "$n"
         done
     done
@@ -192,21 +217,23 @@ section "2. training loop (gpu_train.py, $ITERS iterations), $REPS interleaved r
 TRAIN=$REPO/tests/bench/gpu_train.py
 # Kept for compute-sanitizer at the end: its run needs about this much.
 SAN_RESERVE=110
+case " $STEPS " in *" 3 "*) ;; *) SAN_RESERVE=0 ;; esac
 train_run() {
     local config=$1 rep=$2
     shift 2
-    run_one train "$config" "$rep" 120 ms_per_iter env PYTHONUNBUFFERED=1 "$@" "$PY" "$TRAIN" "$ITERS" 20
+    run_one train "$config" "$rep" 120 ms_per_iter "${PIN[@]}" env PYTHONUNBUFFERED=1 "$@" "$PY" "$TRAIN" "$ITERS" 20
 }
-if [ "$TORCH_OK" = 1 ]; then
+if [ "$TORCH_OK" = 1 ] && step 2; then
     for rep in $(seq 1 "$REPS"); do
         if [ "$(left)" -lt $((SAN_RESERVE + 90)) ]; then
             echo "    ${rep}: stopping the repetitions, $(left)s left"
             break
         fi
-        configs=(plain-async plain-caching shim-default shim-depth64 shim-off history)
+        configs=("${TRAIN_CONFIGS[@]}")
         # Reverse the order every other repetition (A B ... B A).
         if [ $((rep % 2)) -eq 0 ]; then
-            configs=(history shim-off shim-depth64 shim-default plain-caching plain-async)
+            configs=()
+            for ((i = ${#TRAIN_CONFIGS[@]} - 1; i >= 0; i--)); do configs+=("${TRAIN_CONFIGS[i]}"); done
         fi
         for c in "${configs[@]}"; do
             case $c in
@@ -215,7 +242,10 @@ if [ "$TORCH_OK" = 1 ]; then
                 shim-default) train_run "$c" "$rep" "${SHIM_ENV[@]}" ;;
                 shim-depth64) train_run "$c" "$rep" "${SHIM_ENV[@]}" GPULEAK_STACK_DEPTH=64 ;;
                 shim-off) train_run "$c" "$rep" "${SHIM_ENV[@]}" GPULEAK_STACK_DEPTH=0 GPULEAK_PYTHON=0 ;;
+                shim-python) train_run "$c" "$rep" "${SHIM_ENV[@]}" GPULEAK_STACK_DEPTH=0 ;;
+                shim-native) train_run "$c" "$rep" "${SHIM_ENV[@]}" GPULEAK_PYTHON=0 ;;
                 history) train_run "$c" "$rep" GPU_BENCH_RECORD_HISTORY=1 ;;
+                *) echo "    unknown configuration $c (GPU_BENCH_TRAIN_CONFIGS)" ;;
             esac
         done
     done
@@ -233,11 +263,33 @@ else
 fi
 
 # ---------------------------------------------------------------------------
+# What one native stack costs on PyTorch's allocation path, timed inside it.
+section "5. unwind probe (tests/bench/unwind_probe.c) on gpu_train.py, 100 iterations"
+PROBE_SO=$WORK/bin/unwind_probe.so
+if ! step 5; then
+    :
+elif [ "$TORCH_OK" != 1 ]; then
+    echo "    skipped: no torch"
+elif ! cc -O2 -g -Wall -Wextra -shared -fPIC -o "$PROBE_SO" tests/bench/unwind_probe.c \
+        ${DEPS:+-I"$DEPS/include" -L"$DEPS/lib"} -lunwind -ldl -lpthread >"$WORK/build-probe.log" 2>&1; then
+    tail -n 10 "$WORK/build-probe.log" | sed 's/^/    | /'
+    echo "- unwind probe: did not build" >>"$HEADER"
+else
+    (cd "$WORK/cwd" && "${PIN[@]}" env LD_LIBRARY_PATH="$REPO/build/deps${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" LD_PRELOAD="$PROBE_SO" PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync \
+        timeout 120 "$PY" "$TRAIN" 100 20) >"$WORK/probe.log" 2>&1
+    echo "    exit $?"
+    grep '^PROBE' "$WORK/probe.log" | sed 's/^/    /'
+    grep '^PROBE' "$WORK/probe.log" | sed 's/^PROBE /- unwind probe: /' >>"$HEADER"
+fi
+
+# ---------------------------------------------------------------------------
 section "3. compute-sanitizer --leak-check full ($SAN_ITERS iterations, once)"
 SAN=$(command -v compute-sanitizer || true)
 [ -z "$SAN" ] && [ -x "$CUDA_HOME/bin/compute-sanitizer" ] && SAN=$CUDA_HOME/bin/compute-sanitizer
 [ -z "$SAN" ] && [ -x "$CUDA_HOME/compute-sanitizer/compute-sanitizer" ] && SAN=$CUDA_HOME/compute-sanitizer/compute-sanitizer
-if [ "$TORCH_OK" != 1 ]; then
+if ! step 3; then
+    :
+elif [ "$TORCH_OK" != 1 ]; then
     echo "    skipped: no torch"
 elif [ -z "$SAN" ]; then
     echo "    compute-sanitizer not found"
@@ -263,7 +315,9 @@ fi
 # This host has more cores than the 2-core containers the CPU benchmarks
 # usually run on: the thread scaling is only measurable here.
 section "4. CPU benchmarks over the fake driver on this host (tests/bench/run.py)"
-if [ "$(left)" -lt 90 ]; then
+if ! step 4; then
+    :
+elif [ "$(left)" -lt 90 ]; then
     echo "    skipped: $(left)s of the budget left"
     echo "- CPU benchmarks on this host: skipped, budget spent" >>"$HEADER"
 elif ! timeout 120 make -C "$REPO" -j"$(nproc)" build/fakecuda/libcuda.so.1 build/bench/bench_pairs \

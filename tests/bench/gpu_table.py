@@ -6,7 +6,10 @@ RESULTS.tsv has one line per run: group, config, repetition, value (ms per
 iteration or ns per pair; empty when the run failed), wall seconds of the
 whole process, status (ok, timeout, exit N, no value). HEADER.txt is copied
 to the top (machine, versions). Medians with min-max; each ratio is to the
-baseline named in the tables below, median over median.
+baseline named in the tables below, median over median, and "paired" is the
+median [min-max] of the ratios within each repetition (a run over its
+baseline's run of the same repetition, which the host's drift between
+repetitions does not move).
 """
 import statistics
 import sys
@@ -18,6 +21,8 @@ TRAIN = [
     ("shim-default", "shim, defaults (64 native frames + Python; sets cudaMallocAsync)", "plain-async"),
     ("shim-depth64", "shim, GPULEAK_STACK_DEPTH=64", "plain-async"),
     ("shim-off", "shim, stacks off (DEPTH=0, PYTHON=0)", "plain-async"),
+    ("shim-python", "shim, Python frames only (DEPTH=0)", "plain-async"),
+    ("shim-native", "shim, native frames only (PYTHON=0)", "plain-async"),
     ("history", "_record_memory_history(stacks=\"all\"), caching allocator (no shim)", "plain-caching"),
     ("sanitizer", "compute-sanitizer --leak-check full, caching allocator", "plain-caching"),
 ]
@@ -38,10 +43,11 @@ def load(path):
             parts = line.rstrip("\n").split("\t")
             if len(parts) < 6:
                 continue
-            group, config, _rep, value, wall, status = parts[:6]
-            r = rows.setdefault((group, config), {"values": [], "walls": [], "bad": []})
+            group, config, rep, value, wall, status = parts[:6]
+            r = rows.setdefault((group, config), {"values": [], "walls": [], "bad": [], "by_rep": {}})
             if status == "ok" and value:
                 r["values"].append(float(value))
+                r["by_rep"][rep] = float(value)
                 r["walls"].append(float(wall))
             else:
                 r["bad"].append(status)
@@ -60,8 +66,8 @@ def cell(v, fmt):
 
 def table(rows, group, spec, unit, fmt, title, added_unit=None):
     out = ["### " + title, ""]
-    head = "| run | runs ok | %s median [min-max] | ratio to baseline |" % unit
-    sep = "| --- | --- | --- | --- |"
+    head = "| run | runs ok | %s median [min-max] | ratio to baseline | paired ratio |" % unit
+    sep = "| --- | --- | --- | --- | --- |"
     if added_unit:
         head += " added %s |" % added_unit
         sep += " --- |"
@@ -72,11 +78,13 @@ def table(rows, group, spec, unit, fmt, title, added_unit=None):
         r = rows.get((group, config))
         if r is None:
             continue
-        b = rows.get((group, base), {"values": []})
+        b = rows.get((group, base), {"values": [], "by_rep": {}})
         m, bm = med(r["values"]), med(b["values"])
         ratio = "%.2fx (vs %s)" % (m / bm, base) if m and bm else "-"
-        line = "| %s | %d/%d | %s | %s |" % (label, len(r["values"]), len(r["values"]) + len(r["bad"]),
-                                          cell(r["values"], fmt), ratio)
+        pairs = [v / b["by_rep"][rep] for rep, v in r["by_rep"].items() if b["by_rep"].get(rep)]
+        paired = cell(pairs, "%.3f") if pairs and config != base else "-"
+        line = "| %s | %d/%d | %s | %s | %s |" % (label, len(r["values"]), len(r["values"]) + len(r["bad"]),
+                                               cell(r["values"], fmt), ratio, paired)
         if added_unit:
             line += " %s |" % (("%+.0f" % (m - bm)) if m and bm else "-")
         notes = ", ".join(sorted(set(r["bad"])))

@@ -1,0 +1,124 @@
+/* unwind_probe.c: what a native stack costs on PyTorch's allocation path.
+ *
+ *   LD_PRELOAD=unwind_probe.so PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync \
+ *       python3 gpu_train.py 100
+ *
+ * A diagnostic, not part of the shim: it defines cudaMallocAsync (an
+ * unversioned definition in a preloaded object satisfies libc10_cuda's
+ * versioned reference), and on each call, before forwarding to cudart's,
+ * times two ways of taking the stack: unw_backtrace (what the shim calls:
+ * libunwind's fast trace with its per-thread cache, which on a frame it
+ * cannot trace starts again with an unw_step walk of the whole stack), and
+ * that unw_step walk alone. When the two cost the same, the fast trace is
+ * giving up on every call. It also counts the objects the frames are in.
+ * At exit it prints "PROBE ..." lines on stderr. */
+#define _GNU_SOURCE
+#define UNW_LOCAL_ONLY
+#include <dlfcn.h>
+#include <libunwind.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#define MAX_FRAMES 80
+#define OBJECTS 24
+
+typedef int (*malloc_async_fn)(void **, size_t, void *);
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t calls, frames_full, frames_slow, ns_full, ns_slow, ns_full_min = UINT64_MAX;
+static struct { const char *object; uint64_t frames; } objects[OBJECTS];
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int slow_walk(void **out, int max)
+{
+    unw_context_t uc;
+    unw_cursor_t cursor;
+    unw_getcontext(&uc);
+    if (unw_init_local(&cursor, &uc) < 0)
+        return 0;
+    int n = 0;
+    while (n < max && unw_step(&cursor) > 0) {
+        unw_word_t ip;
+        unw_get_reg(&cursor, UNW_REG_IP, &ip);
+        out[n++] = (void *)ip;
+    }
+    return n;
+}
+
+/* The shim's caching policy, so that the walk is timed as the shim's. */
+__attribute__((constructor)) static void per_thread_cache(void)
+{
+    unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+}
+
+/* Counts the frame at ip under its object (first call only: the stacks of
+ * one loop repeat). */
+static void note_object(uintptr_t ip)
+{
+    Dl_info info;
+    const char *object = dladdr((void *)ip, &info) != 0 && info.dli_fname ? info.dli_fname : "?";
+    for (int i = 0; i < OBJECTS; i++) {
+        if (objects[i].object == NULL || strcmp(objects[i].object, object) == 0) {
+            objects[i].object = object;
+            objects[i].frames++;
+            return;
+        }
+    }
+}
+
+static void probe(void)
+{
+    void *full[MAX_FRAMES], *slow[MAX_FRAMES];
+    uint64_t t0 = now_ns();
+    int n_full = unw_backtrace(full, MAX_FRAMES);
+    uint64_t t1 = now_ns();
+    int n_slow = slow_walk(slow, MAX_FRAMES);
+    uint64_t t2 = now_ns();
+    pthread_mutex_lock(&lock);
+    if (calls < 200)
+        for (int i = 0; i < n_full; i++)
+            note_object((uintptr_t)full[i]);
+    calls++;
+    ns_full += t1 - t0;
+    ns_slow += t2 - t1;
+    if (t1 - t0 < ns_full_min)
+        ns_full_min = t1 - t0;
+    frames_full += (uint64_t)n_full;
+    frames_slow += (uint64_t)n_slow;
+    pthread_mutex_unlock(&lock);
+}
+
+int cudaMallocAsync(void **p, size_t size, void *stream)
+{
+    static malloc_async_fn real;
+    if (real == NULL)
+        real = (malloc_async_fn)dlsym(RTLD_NEXT, "cudaMallocAsync");
+    probe();
+    return real(p, size, stream);
+}
+
+__attribute__((destructor)) static void report(void)
+{
+    if (calls == 0) {
+        fprintf(stderr, "PROBE no cudaMallocAsync call was seen\n");
+        return;
+    }
+    fprintf(stderr, "PROBE calls=%llu\n", (unsigned long long)calls);
+    fprintf(stderr, "PROBE unw_backtrace: %.0f ns a call (fastest %llu), %.1f frames\n",
+            (double)ns_full / (double)calls, (unsigned long long)ns_full_min,
+            (double)frames_full / (double)calls);
+    fprintf(stderr, "PROBE unw_step walk: %.0f ns a call, %.1f frames\n",
+            (double)ns_slow / (double)calls, (double)frames_slow / (double)calls);
+    for (int i = 0; i < OBJECTS && objects[i].object; i++)
+        fprintf(stderr, "PROBE frames in %s: %llu (first 200 calls)\n", objects[i].object,
+                (unsigned long long)objects[i].frames);
+}
