@@ -32,9 +32,11 @@
 # GPU_BENCH_SANITIZER_ITERS (60), GPU_BENCH_STEPS ("1 2 3 4 5": the steps to
 # run), GPU_BENCH_TRAIN_CONFIGS (the training loop's configurations, default
 # these six: plain-async plain-caching shim-default shim-depth64 shim-off
-# history; also shim-python, stacks Python only, and shim-native, native
-# only), GPU_BENCH_PIN (a taskset CPU list for the pair and training runs,
-# "none", or the default "auto": CPUs 2-7 when the host has 8 or more),
+# history; also shim-python, stacks Python only, shim-native, native only,
+# and shim-selftime, defaults with GPULEAK_SELF_TIME=1, whose own time is
+# summed per iteration in the header), GPU_BENCH_PIN (a taskset CPU list for
+# the pair and training runs, "none", or the default "auto": CPUs 2-7 when
+# the host has 8 or more),
 # GPU_BENCH_DRY=1 (build only, for a machine without a GPU: the tables come
 # out empty).
 set -u -o pipefail
@@ -244,10 +246,24 @@ if [ "$TORCH_OK" = 1 ] && step 2; then
                 shim-off) train_run "$c" "$rep" "${SHIM_ENV[@]}" GPULEAK_STACK_DEPTH=0 GPULEAK_PYTHON=0 ;;
                 shim-python) train_run "$c" "$rep" "${SHIM_ENV[@]}" GPULEAK_STACK_DEPTH=0 ;;
                 shim-native) train_run "$c" "$rep" "${SHIM_ENV[@]}" GPULEAK_PYTHON=0 ;;
+                shim-selftime) train_run "$c" "$rep" "${SHIM_ENV[@]}" GPULEAK_SELF_TIME=1 ;;
                 history) train_run "$c" "$rep" GPU_BENCH_RECORD_HISTORY=1 ;;
                 *) echo "    unknown configuration $c (GPU_BENCH_TRAIN_CONFIGS)" ;;
             esac
         done
+    done
+    # The shim's own time, as the runs with GPULEAK_SELF_TIME=1 measured it
+    # (over the whole run, so per iteration it is slightly overstated).
+    for lg in "$WORK"/train-shim-selftime-*.log; do
+        [ -f "$lg" ] || continue
+        line=$(grep -o 'its own time was [0-9.]* ms over [0-9]* call(s), [0-9]* ns a call' "$lg" | tail -n 1)
+        ms=$(grep -o 'ms_per_iter=[0-9.]*' "$lg" | tail -n 1 | cut -d= -f2)
+        [ -n "$line" ] && [ -n "$ms" ] || continue
+        own=$(echo "$line" | awk '{print $5}')
+        calls=$(echo "$line" | awk '{print $8}')
+        echo "$line" | awk -v own="$own" -v calls="$calls" -v ms="$ms" -v it="$ITERS" -v f="$(basename "$lg" .log)" \
+            '{ printf "- %s: shim own time %.1f ms over %d calls (%.0f an iteration), %.1f us an iteration = %.2f%% of its %.3f ms/iter\n", f, own, calls, calls / it, own * 1000 / it, 100 * own / it / ms, ms }' \
+            | tee -a "$HEADER" | sed 's/^/    /'
     done
     # Did the shim's runs really use the async backend, and see the tensors?
     grep -h -o 'backend=[A-Za-z]*' "$WORK"/train-shim-default-*.log 2>/dev/null | sort | uniq -c | sed 's/^/    shim-default /'

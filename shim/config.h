@@ -19,6 +19,7 @@ typedef struct config {
     int redact_argv;      /* 1: the report keeps argv[0] only */
     int flush_interval_s; /* seconds between snapshot reports; 0: none */
     int dump_signal;      /* signal that writes a report now; 0: none */
+    int self_time;        /* 1: time the shim's own work in each call (selftime.h) */
 } config_t;
 
 /* The values in force; defaults until config_load has run. */

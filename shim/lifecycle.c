@@ -6,6 +6,7 @@
 #include "python.h"
 #include "report.h"
 #include "reporter.h"
+#include "selftime.h"
 #include "stacks.h"
 #include "tracker.h"
 
@@ -95,6 +96,7 @@ static void start_tracking(void)
     stacks_init();
     if (config.python_frames)
         python_init();
+    selftime_init(config.self_time);
     pthread_atfork(NULL, NULL, child_after_fork);
     atomic_store(&started, 1);
     atomic_store_explicit(&lifecycle_state_now, LIFECYCLE_TRACKING, memory_order_release);

@@ -5,6 +5,7 @@
 #include "origin.h"
 #include "python.h"
 #include "report_format.h"
+#include "selftime.h"
 #include "stacks.h"
 #include "timeline.h"
 
@@ -598,6 +599,11 @@ static void write_body(FILE *f, const report_view_t *view)
     put_u64(f, "sites", view->sites.count, 1);
     put_u64(f, "stacks", stacks_count(), 1);
     put_u64(f, "shim_bytes", tracker_memory_bytes() + stacks_memory_bytes(), 0);
+    if (selftime_calls() > 0) {
+        fputc_unlocked(',', f);
+        put_u64(f, "shim_time_ns", selftime_ns(), 1);
+        put_u64(f, "shim_timed_calls", selftime_calls(), 0);
+    }
     fputs_unlocked("},\n\"kinds\":{", f);
     for (int k = 0; k < KIND_COUNT; k++) {
         totals_t kt;

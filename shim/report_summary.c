@@ -4,6 +4,7 @@
 #include "lifecycle.h"
 #include "origin.h"
 #include "python.h"
+#include "selftime.h"
 #include "stacks.h"
 
 #include <stdio.h>
@@ -248,4 +249,13 @@ void report_summary_print(const report_view_t *view, const char *path)
     if (lifecycle_stop_reason() != NULL)
         fprintf(f, "gpuleak: tracking stopped early (%s); counts cover the run until then.\n",
                 lifecycle_stop_reason());
+    uint64_t timed = selftime_calls();
+    if (timed > 0) {
+        uint64_t ns = selftime_ns();
+        double run_s = (double)(view->now_ns - lifecycle_started_ns()) / 1e9;
+        fprintf(f, "gpuleak: its own time was %.3f ms over %llu call(s), %.0f ns a call, "
+                "%.2f%% of the %.2f s it tracked.\n", (double)ns / 1e6, (unsigned long long)timed,
+                (double)ns / (double)timed, run_s > 0 ? 100.0 * (double)ns / 1e9 / run_s : 0.0,
+                run_s);
+    }
 }

@@ -83,6 +83,26 @@ uint64_t tally_sum(unsigned row, tally_field_t field)
     return sum;
 }
 
+void tally_time_add_first(uint64_t ticks, uint64_t calls)
+{
+    if (claim() == NULL) {
+        atomic_fetch_add_explicit(&shared_block.shim_ticks, ticks, memory_order_relaxed);
+        atomic_fetch_add_explicit(&shared_block.shim_calls, calls, memory_order_relaxed);
+        return;
+    }
+    tally_time_add(ticks, calls);
+}
+
+uint64_t tally_time_sum(int calls)
+{
+    uint64_t sum = atomic_load_explicit(calls ? &shared_block.shim_calls : &shared_block.shim_ticks,
+                                        memory_order_relaxed);
+    for (tally_block_t *b = atomic_load_explicit(&all_blocks, memory_order_acquire); b != NULL;
+         b = b->next)
+        sum += atomic_load_explicit(calls ? &b->shim_calls : &b->shim_ticks, memory_order_relaxed);
+    return sum;
+}
+
 #define DIRECTORY_ENTRIES ((TALLY_SITES + TALLY_SITES_PER_PAGE - 1) / TALLY_SITES_PER_PAGE)
 
 /* The page of b that holds site, made (zeroed) when missing; NULL when

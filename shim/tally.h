@@ -35,6 +35,7 @@ typedef struct tally_block {
     _Atomic uint64_t counts[TALLY_ROWS][TALLY_FIELDS];
     tally_page_t *_Atomic *_Atomic pages;  /* a page per 512 sites, or NULL */
     _Atomic size_t page_bytes;             /* of the pages and their directory */
+    _Atomic uint64_t shim_ticks, shim_calls;  /* the shim's own time (selftime.h) */
     _Atomic int in_use;               /* claimed by a live thread */
     struct tally_block *next;         /* every block ever made, never freed */
 } tally_block_t;
@@ -84,6 +85,30 @@ static inline int tally_site_add(uint32_t site, tally_field_t field, uint64_t n)
                           memory_order_relaxed);
     return 0;
 }
+
+/* Claims this thread's block and adds to its count of the shim's own time;
+ * when memory is out, adds atomically to a shared block. */
+void tally_time_add_first(uint64_t ticks, uint64_t calls);
+
+/* Adds ticks of the shim's own time, over calls calls, for this thread. */
+static inline void tally_time_add(uint64_t ticks, uint64_t calls)
+{
+    tally_block_t *b = tally_mine;
+    if (__builtin_expect(b == NULL, 0)) {
+        tally_time_add_first(ticks, calls);
+        return;
+    }
+    atomic_store_explicit(&b->shim_ticks,
+                          atomic_load_explicit(&b->shim_ticks, memory_order_relaxed) + ticks,
+                          memory_order_relaxed);
+    atomic_store_explicit(&b->shim_calls,
+                          atomic_load_explicit(&b->shim_calls, memory_order_relaxed) + calls,
+                          memory_order_relaxed);
+}
+
+/* The shim's own time summed over every thread: its ticks, or (calls 1)
+ * the calls they were counted over. */
+uint64_t tally_time_sum(int calls);
 
 /* A site's count summed over every thread. */
 uint64_t tally_site_sum(uint32_t site, tally_field_t field);

@@ -5,6 +5,7 @@
 #include "guard.h"
 #include "lifecycle.h"
 #include "python.h"
+#include "selftime.h"
 #include "stacks.h"
 #include "timeline.h"
 #include "tracker.h"
@@ -39,12 +40,19 @@ static int begin_call(void)
     if (!tracking)
         return 0;
     guard_depth++;
+    selftime_resume();
     return 1;
 }
+
+/* The driver call inside a recorded wrapper: its time is the driver's, not
+ * the shim's (selftime.h). */
+#define DRIVER(call) ({ selftime_pause(0); CUresult driver_result_ = (call); \
+                        selftime_resume(); driver_result_; })
 
 /* Leaves the shim, giving the caller back the errno the driver left. */
 static void finish_call(int driver_errno)
 {
+    selftime_pause(1);
     guard_depth--;
     errno = driver_errno;
 }
@@ -116,7 +124,7 @@ static void record_alloc(alloc_kind_t kind, CUresult result, uint64_t key, size_
         tracker_pending_t pending;                             \
         tracker_free_begin((space), (key), &pending);          \
         errno = entry_errno_;                                  \
-        CUresult result_ = call;                               \
+        CUresult result_ = DRIVER(call);                       \
         int errno_ = errno;                                    \
         tracker_free_end(&pending, result_ == CUDA_SUCCESS);   \
         finish_call(errno_);                                   \
@@ -133,7 +141,7 @@ static void record_alloc(alloc_kind_t kind, CUresult result, uint64_t key, size_
         const void *context_;                                  \
         int device_ = current_device(&context_);               \
         errno = entry_errno_;                                  \
-        CUresult result_ = call;                               \
+        CUresult result_ = DRIVER(call);                       \
         int errno_ = errno;                                    \
         record_alloc((kind), result_, result_ == CUDA_SUCCESS ? (uint64_t)(uintptr_t)*(out) : 0, \
                      (size), context_, device_);               \
@@ -157,7 +165,7 @@ EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t Wid
     const void *context;
     int device = current_device(&context);
     errno = entry_errno;
-    CUresult result = real(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
+    CUresult result = DRIVER(real(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes));
     int driver_errno = errno;
     size_t size = WidthInBytes * Height;
     if (result == CUDA_SUCCESS && pPitch != NULL)
@@ -220,7 +228,7 @@ EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
          unsigned long long);
     if (!begin_call())
         return real(handle, size, prop, flags);
-    CUresult result = real(handle, size, prop, flags);
+    CUresult result = DRIVER(real(handle, size, prop, flags));
     int driver_errno = errno;
     int device = -1;
     if (prop != NULL && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE)
@@ -343,7 +351,7 @@ EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
     REAL(cuCtxDestroy_v2, CUcontext);
     if (!begin_call())
         return real(ctx);
-    CUresult result = real(ctx);
+    CUresult result = DRIVER(real(ctx));
     int driver_errno = errno;
     if (result == CUDA_SUCCESS && ctx != NULL)
         tracker_teardown(ctx, -1, TEARDOWN_CTX_DESTROY);
@@ -384,7 +392,7 @@ EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
     int entry_errno = errno;
     const void *ctx = primary_context(dev);
     errno = entry_errno;
-    CUresult result = real(dev);
+    CUresult result = DRIVER(real(dev));
     int driver_errno = errno;
     if (result == CUDA_SUCCESS && ctx != NULL)
         tracker_teardown(ctx, dev, TEARDOWN_PRIMARY_RESET);

@@ -23,6 +23,7 @@ TRAIN = [
     ("shim-off", "shim, stacks off (DEPTH=0, PYTHON=0)", "plain-async"),
     ("shim-python", "shim, Python frames only (DEPTH=0)", "plain-async"),
     ("shim-native", "shim, native frames only (PYTHON=0)", "plain-async"),
+    ("shim-selftime", "shim, defaults with GPULEAK_SELF_TIME=1 (its own time timed)", "plain-async"),
     ("history", "_record_memory_history(stacks=\"all\"), caching allocator (no shim)", "plain-caching"),
     ("sanitizer", "compute-sanitizer --leak-check full, caching allocator", "plain-caching"),
 ]

@@ -500,6 +500,25 @@ class ShimTest(Base):
         for s in sites:
             self.assertEqual(s["stack"][0].get("function"), "thread_leak")
 
+    def test_self_time(self):
+        """GPULEAK_SELF_TIME=1 times every recorded call, on every thread
+        (finished ones included), and changes nothing the program sees."""
+        plain = self.run_shim(("direct", "basic")).report["totals"]
+        self.assertNotIn("shim_time_ns", plain)
+        self.assertNotIn("shim_timed_calls", plain)
+        for key in (("direct", "basic"), ("threads",), ("errors", "errno")):
+            self.tmp = tempfile.mkdtemp(prefix="gpuleak-it-")
+            self.addCleanup(shutil.rmtree, self.tmp, ignore_errors=True)
+            r = self.run_shim(key, env_extra={"GPULEAK_SELF_TIME": "1"}, timeout=600)
+            t = r.report["totals"]
+            calls = t["allocations"] + t["frees"] + t["failed_allocations"] + t["unknown_frees"]
+            self.assertEqual(t["shim_timed_calls"], calls, key)
+            if calls:
+                self.assertGreater(t["shim_time_ns"], 0, key)
+                self.assertLess(t["shim_time_ns"] / calls, 1e6, key)  # under 1 ms a call
+                self.assertRegex(r.stderr, r"gpuleak: its own time was [0-9.]+ ms over %d call"
+                                 % calls)
+
     # ---- failures -----------------------------------------------------------
 
     def test_out_of_memory(self):
