@@ -602,7 +602,8 @@ static void write_body(FILE *f, const report_view_t *view)
     if (selftime_calls() > 0) {
         fputc_unlocked(',', f);
         put_u64(f, "shim_time_ns", selftime_ns(), 1);
-        put_u64(f, "shim_timed_calls", selftime_calls(), 0);
+        put_u64(f, "shim_timed_calls", selftime_calls(), 1);
+        put_u64(f, "shim_clock_read_ns", (uint64_t)(selftime_clock_ns() + 0.5), 0);
     }
     fputs_unlocked("},\n\"kinds\":{", f);
     for (int k = 0; k < KIND_COUNT; k++) {

@@ -1,9 +1,14 @@
 #include "selftime.h"
 
+#include <stdlib.h>
+
 int selftime_on;
 __thread uint64_t selftime_mark __attribute__((tls_model("initial-exec")));
 
 static uint64_t start_ticks, start_ns;
+static uint64_t read_ticks;  /* what one read of the clock costs, in ticks */
+
+#define CALIBRATION_READS 63
 
 static uint64_t monotonic_ns(void)
 {
@@ -12,29 +17,59 @@ static uint64_t monotonic_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+static int compare_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The median gap between two back-to-back reads: an interval the shim
+ * times holds about that much of the clock's own cost. The median, so an
+ * interrupt during one pair does not count. */
+static uint64_t measure_read_ticks(void)
+{
+    uint64_t gaps[CALIBRATION_READS];
+    for (int i = 0; i < CALIBRATION_READS; i++) {
+        uint64_t t0 = selftime_ticks();
+        gaps[i] = selftime_ticks() - t0;
+    }
+    qsort(gaps, CALIBRATION_READS, sizeof gaps[0], compare_u64);
+    return gaps[CALIBRATION_READS / 2];
+}
+
 void selftime_init(int on)
 {
+    read_ticks = on ? measure_read_ticks() : 0;
     start_ticks = selftime_ticks();
     start_ns = monotonic_ns();
     selftime_on = on;
 }
 
-/* Ticks become nanoseconds at the rate the clock ran since selftime_init:
- * the TSC's rate, measured rather than assumed (it is constant on every
- * x86-64 CPU that has an invariant TSC, which is all of them in service). */
+/* Ticks as nanoseconds, at the rate the clock ran since selftime_init: the
+ * TSC's rate, measured rather than assumed (it is constant on every x86-64
+ * CPU that has an invariant TSC, which is all of them in service). */
+static long double ticks_to_ns(long double ticks)
+{
+    uint64_t elapsed_ticks = selftime_ticks() - start_ticks;
+    uint64_t elapsed_ns = monotonic_ns() - start_ns;
+    return elapsed_ticks == 0 ? 0 : ticks * (long double)elapsed_ns / (long double)elapsed_ticks;
+}
+
 uint64_t selftime_ns(void)
 {
     if (!selftime_on)
         return 0;
-    uint64_t ticks = tally_time_sum(0);
-    uint64_t elapsed_ticks = selftime_ticks() - start_ticks;
-    uint64_t elapsed_ns = monotonic_ns() - start_ns;
-    if (elapsed_ticks == 0)
-        return 0;
-    return (uint64_t)((long double)ticks * (long double)elapsed_ns / (long double)elapsed_ticks);
+    uint64_t ticks = tally_time_sum(TALLY_TIME_TICKS);
+    uint64_t clock = tally_time_sum(TALLY_TIME_INTERVALS) * read_ticks;
+    return ticks > clock ? (uint64_t)ticks_to_ns((long double)(ticks - clock)) : 0;
 }
 
 uint64_t selftime_calls(void)
 {
-    return selftime_on ? tally_time_sum(1) : 0;
+    return selftime_on ? tally_time_sum(TALLY_TIME_CALLS) : 0;
+}
+
+double selftime_clock_ns(void)
+{
+    return selftime_on ? (double)ticks_to_ns((long double)read_ticks) : 0.0;
 }

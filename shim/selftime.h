@@ -4,8 +4,11 @@
  * driver calls they forward. With GPULEAK_SELF_TIME=1 each wrapper reads a
  * clock when it starts, before and after the driver call, and when it ends,
  * and adds the difference to a per-thread tally (no shared write): four
- * reads of the TSC on x86-64 (about 10 ns each; CLOCK_MONOTONIC elsewhere),
- * converted to nanoseconds when read. The report then says what the run
+ * reads of the TSC on x86-64 (CLOCK_MONOTONIC elsewhere), converted to
+ * nanoseconds when read. Each interval between two reads holds about one
+ * read's own cost, which is 10 ns on bare metal but can be hundreds in a
+ * virtual machine that traps the TSC; selftime_init measures it and the
+ * total leaves it out (selftime_clock_ns says how much). The report then says what the run
  * paid, which a comparison of whole runs on a noisy host cannot resolve.
  * Off (the default), each point is a load and a branch. Not counted: the
  * shim's start, the report at exit, and what its memory traffic costs the
@@ -59,9 +62,13 @@ static inline void selftime_pause(uint64_t calls)
     }
 }
 
-/* The shim's own time so far in nanoseconds, and the calls it was taken
- * over; both 0 when timing is off. */
+/* The shim's own time so far in nanoseconds, less one clock read per
+ * interval, and the calls it was taken over; both 0 when timing is off. */
 uint64_t selftime_ns(void);
 uint64_t selftime_calls(void);
+
+/* What one read of the clock costs, in nanoseconds, as selftime_init
+ * measured it: what selftime_ns left out for each interval. */
+double selftime_clock_ns(void);
 
 #endif

@@ -86,20 +86,20 @@ uint64_t tally_sum(unsigned row, tally_field_t field)
 void tally_time_add_first(uint64_t ticks, uint64_t calls)
 {
     if (claim() == NULL) {
-        atomic_fetch_add_explicit(&shared_block.shim_ticks, ticks, memory_order_relaxed);
-        atomic_fetch_add_explicit(&shared_block.shim_calls, calls, memory_order_relaxed);
+        const uint64_t add[TALLY_TIME_FIELDS] = {ticks, calls, 1};
+        for (int i = 0; i < TALLY_TIME_FIELDS; i++)
+            atomic_fetch_add_explicit(&shared_block.shim_time[i], add[i], memory_order_relaxed);
         return;
     }
     tally_time_add(ticks, calls);
 }
 
-uint64_t tally_time_sum(int calls)
+uint64_t tally_time_sum(tally_time_t field)
 {
-    uint64_t sum = atomic_load_explicit(calls ? &shared_block.shim_calls : &shared_block.shim_ticks,
-                                        memory_order_relaxed);
+    uint64_t sum = atomic_load_explicit(&shared_block.shim_time[field], memory_order_relaxed);
     for (tally_block_t *b = atomic_load_explicit(&all_blocks, memory_order_acquire); b != NULL;
          b = b->next)
-        sum += atomic_load_explicit(calls ? &b->shim_calls : &b->shim_ticks, memory_order_relaxed);
+        sum += atomic_load_explicit(&b->shim_time[field], memory_order_relaxed);
     return sum;
 }
 

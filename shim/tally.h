@@ -31,11 +31,15 @@ typedef struct tally_page {
     _Atomic uint64_t counts[TALLY_SITES_PER_PAGE][TALLY_FIELDS];
 } tally_page_t;
 
+/* What the shim's own time is counted in (selftime.h): clock ticks, the
+ * calls they were taken over, and the intervals (clock reading pairs). */
+typedef enum { TALLY_TIME_TICKS, TALLY_TIME_CALLS, TALLY_TIME_INTERVALS, TALLY_TIME_FIELDS } tally_time_t;
+
 typedef struct tally_block {
     _Atomic uint64_t counts[TALLY_ROWS][TALLY_FIELDS];
     tally_page_t *_Atomic *_Atomic pages;  /* a page per 512 sites, or NULL */
     _Atomic size_t page_bytes;             /* of the pages and their directory */
-    _Atomic uint64_t shim_ticks, shim_calls;  /* the shim's own time (selftime.h) */
+    _Atomic uint64_t shim_time[TALLY_TIME_FIELDS];  /* the shim's own time (selftime.h) */
     _Atomic int in_use;               /* claimed by a live thread */
     struct tally_block *next;         /* every block ever made, never freed */
 } tally_block_t;
@@ -86,11 +90,12 @@ static inline int tally_site_add(uint32_t site, tally_field_t field, uint64_t n)
     return 0;
 }
 
-/* Claims this thread's block and adds to its count of the shim's own time;
- * when memory is out, adds atomically to a shared block. */
+/* Claims this thread's block and adds one interval of the shim's own time
+ * to it; when memory is out, adds atomically to a shared block. */
 void tally_time_add_first(uint64_t ticks, uint64_t calls);
 
-/* Adds ticks of the shim's own time, over calls calls, for this thread. */
+/* Adds one interval, ticks long, of the shim's own time for this thread,
+ * and calls (0 or 1) to the calls it was taken over. */
 static inline void tally_time_add(uint64_t ticks, uint64_t calls)
 {
     tally_block_t *b = tally_mine;
@@ -98,17 +103,15 @@ static inline void tally_time_add(uint64_t ticks, uint64_t calls)
         tally_time_add_first(ticks, calls);
         return;
     }
-    atomic_store_explicit(&b->shim_ticks,
-                          atomic_load_explicit(&b->shim_ticks, memory_order_relaxed) + ticks,
-                          memory_order_relaxed);
-    atomic_store_explicit(&b->shim_calls,
-                          atomic_load_explicit(&b->shim_calls, memory_order_relaxed) + calls,
-                          memory_order_relaxed);
+    const uint64_t add[TALLY_TIME_FIELDS] = {ticks, calls, 1};
+    for (int i = 0; i < TALLY_TIME_FIELDS; i++)
+        atomic_store_explicit(&b->shim_time[i],
+                              atomic_load_explicit(&b->shim_time[i], memory_order_relaxed) + add[i],
+                              memory_order_relaxed);
 }
 
-/* The shim's own time summed over every thread: its ticks, or (calls 1)
- * the calls they were counted over. */
-uint64_t tally_time_sum(int calls);
+/* One field of the shim's own time, summed over every thread. */
+uint64_t tally_time_sum(tally_time_t field);
 
 /* A site's count summed over every thread. */
 uint64_t tally_site_sum(uint32_t site, tally_field_t field);

@@ -19,17 +19,20 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #define MAX_FRAMES 80
 #define OBJECTS 24
+#define SAMPLES 65536  /* unw_backtrace times kept, for the median */
 
 typedef int (*malloc_async_fn)(void **, size_t, void *);
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t calls, frames_full, frames_slow, ns_full, ns_slow, ns_full_min = UINT64_MAX;
 static struct { const char *object; uint64_t frames; } objects[OBJECTS];
+static uint64_t samples[SAMPLES];
 
 static uint64_t now_ns(void)
 {
@@ -90,6 +93,8 @@ static void probe(void)
     calls++;
     ns_full += t1 - t0;
     ns_slow += t2 - t1;
+    if (calls <= SAMPLES)
+        samples[calls - 1] = t1 - t0;
     if (t1 - t0 < ns_full_min)
         ns_full_min = t1 - t0;
     frames_full += (uint64_t)n_full;
@@ -106,6 +111,12 @@ int cudaMallocAsync(void **p, size_t size, void *stream)
     return real(p, size, stream);
 }
 
+static int compare_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
 __attribute__((destructor)) static void report(void)
 {
     if (calls == 0) {
@@ -113,8 +124,11 @@ __attribute__((destructor)) static void report(void)
         return;
     }
     fprintf(stderr, "PROBE calls=%llu\n", (unsigned long long)calls);
-    fprintf(stderr, "PROBE unw_backtrace: %.0f ns a call (fastest %llu), %.1f frames\n",
-            (double)ns_full / (double)calls, (unsigned long long)ns_full_min,
+    size_t kept = calls < SAMPLES ? (size_t)calls : SAMPLES;
+    qsort(samples, kept, sizeof samples[0], compare_u64);
+    fprintf(stderr, "PROBE unw_backtrace: %.0f ns a call (fastest %llu, median %llu, 90th %llu), "
+            "%.1f frames\n", (double)ns_full / (double)calls, (unsigned long long)ns_full_min,
+            (unsigned long long)samples[kept / 2], (unsigned long long)samples[kept * 9 / 10],
             (double)frames_full / (double)calls);
     fprintf(stderr, "PROBE unw_step walk: %.0f ns a call, %.1f frames\n",
             (double)ns_slow / (double)calls, (double)frames_slow / (double)calls);

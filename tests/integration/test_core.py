@@ -516,6 +516,7 @@ class ShimTest(Base):
             if calls:
                 self.assertGreater(t["shim_time_ns"], 0, key)
                 self.assertLess(t["shim_time_ns"] / calls, 1e6, key)  # under 1 ms a call
+                self.assertLess(t["shim_clock_read_ns"], 1e5, key)
                 self.assertRegex(r.stderr, r"gpuleak: its own time was [0-9.]+ ms over %d call"
                                  % calls)
 
