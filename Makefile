@@ -115,7 +115,9 @@ fuzz: deps
 	@tests/cli/fuzz.sh $(BUILD)/fuzz $(FUZZ_SECONDS)
 
 # CPU benchmarks over the fake driver (tests/bench/run.py, docs/performance.md).
-BENCH_BIN := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(wildcard tests/bench/*.c))
+# unwind_probe.c is not a program but an object to preload under PyTorch;
+# scripts/gpu-bench.sh builds it there.
+BENCH_BIN := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(filter-out tests/bench/unwind_probe.c,$(wildcard tests/bench/*.c)))
 $(BUILD)/bench/%: tests/bench/%.c $(FAKECUDA)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -O1 -fno-omit-frame-pointer -fno-optimize-sibling-calls -o $@ $< \
