@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# contention.sh: which shared counter stops the shim's thread scaling.
+#
+#   bash tests/bench/contention.sh [REPS]     (from the repository root)
+#
+# An experiment, not a benchmark of the shipped shim: it builds the shim
+# five ways in a scratch copy of shim/, each with the writes to one group
+# of shared live-byte counters in tracker.c taken out (the report those
+# builds write is wrong, which is why they are never built otherwise), and
+# times bench_pairs over the bookless fake on 1, 2 and 8 threads, REPS
+# (default 5) interleaved repetitions. Prints a markdown table of medians.
+# An edit that no longer matches tracker.c stops the script: it says which.
+# On a machine without libunwind, carry .deps (scripts/gpu-common.sh).
+set -u
+REPS=${1:-5}
+REPO=$PWD
+WORK=$(mktemp -d /tmp/contention.XXXXXX)
+J=$(nproc)
+if [ -d .deps ]; then
+    # shellcheck source=scripts/gpu-common.sh
+    . scripts/gpu-common.sh
+    gpu_build_shim || { tail -n 20 "$WORK/build-shim.log"; exit 1; }
+fi
+make -j"$J" build/fakecuda/libcuda.so.1 build/bench/bench_pairs >"$WORK/build.log" 2>&1 ||
+    { tail -n 20 "$WORK/build.log"; exit 1; }
+
+VARIANTS="shipped no-site-live no-totals-live no-timeline none"
+for v in $VARIANTS; do
+    mkdir -p "$WORK/$v"
+    cp -r "$REPO/shim" "$REPO/Makefile" "$REPO/scripts" "$WORK/$v/"
+    python3 - "$WORK/$v/shim/tracker.c" "$v" <<'EOF' || exit 1
+import sys
+path, variant = sys.argv[1], sys.argv[2]
+edits = {
+    "no-site-live": [
+        ("uint64_t live = atomic_fetch_add_explicit(&s->live_bytes, a->size,\n"
+         "                                                  memory_order_relaxed) + a->size;",
+         "uint64_t live = a->size;"),
+        ("        atomic_fetch_sub_explicit(&s->live_bytes, a->size, memory_order_relaxed);\n    }",
+         "    }")],
+    "no-totals-live": [
+        ("uint64_t live = atomic_fetch_add_explicit(live_of(t), size, memory_order_relaxed) + size;",
+         "uint64_t live = size;"),
+        ("    atomic_fetch_sub_explicit(live_of(t), size, memory_order_relaxed);\n}", "}"),
+        ("        atomic_fetch_sub_explicit(live_of(&gpu_totals), size, memory_order_relaxed);\n"
+         "        return;", "        return;"),
+        ("uint64_t live = atomic_fetch_add_explicit(live_of(&gpu_totals), size,\n"
+         "                                              memory_order_relaxed) + size;",
+         "uint64_t live = size;")],
+    "no-timeline": [
+        ("    timeline_note(now_ns, atomic_load_explicit(live_of(&gpu_totals), "
+         "memory_order_relaxed));\n", "")],
+}
+edits["none"] = edits["no-site-live"] + edits["no-totals-live"] + edits["no-timeline"]
+source = open(path).read()
+for old, new in edits.get(variant, []):
+    if source.count(old) != 1:
+        sys.exit("contention.sh: tracker.c no longer has, once, the line the %s build edits: %r"
+                 % (variant, old.strip().splitlines()[0]))
+    source = source.replace(old, new)
+open(path, "w").write(source)
+EOF
+    make -C "$WORK/$v" -j"$J" BUILD="$WORK/$v/build" "$WORK/$v/build/libgpuleak.so" \
+        EXTRA_LDFLAGS="-L$REPO/.deps/lib" >>"$WORK/build.log" 2>&1 ||
+        { tail -n 20 "$WORK/build.log"; exit 1; }
+    [ -d build/deps ] && cp -r build/deps "$WORK/$v/build/"
+done
+
+run() {  # VARIANT THREADS PATHS DEPTH -> pairs/s
+    LD_LIBRARY_PATH="$REPO/build/fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+        LD_PRELOAD="$WORK/$1/build/libgpuleak.so" GPULEAK_OUTPUT=/dev/null GPULEAK_SUMMARY=0 \
+        GPULEAK_STACK_DEPTH="$4" GPULEAK_PYTHON=0 FAKECUDA_BOOKLESS=1 \
+        build/bench/bench_pairs sync 32 200000 "$2" 256 "$3" 2>/dev/null |
+        grep -o 'pairs_per_s=[0-9.]*' | cut -d= -f2
+}
+for rep in $(seq 1 "$REPS"); do
+    for v in $VARIANTS; do
+        for t in 1 2 8; do echo "off,one-path $v $t $(run "$v" "$t" shared 0)"; done
+    done
+    for v in shipped none; do
+        for t in 1 2 8; do echo "native-32,own-paths $v $t $(run "$v" "$t" own 32)"; done
+    done
+done >"$WORK/runs.txt"
+
+python3 - "$WORK/runs.txt" <<'EOF'
+import collections, statistics, sys
+runs = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    fields = line.split()
+    if len(fields) == 4:
+        runs[tuple(fields[:3])].append(float(fields[3]) / 1e6)
+print("| stacks, call paths | shim build | 1 thread Mpairs/s | 2 threads | 8 threads | 8t scaling |")
+print("| --- | --- | --- | --- | --- | --- |")
+seen = []
+for group, variant, _ in runs:
+    if (group, variant) not in seen:
+        seen.append((group, variant))
+for group, variant in seen:
+    got = [runs.get((group, variant, t), []) for t in ("1", "2", "8")]
+    if not all(got):
+        print("| %s | %s | a run failed | | | |" % (group, variant))
+        continue
+    one, two, eight = (statistics.median(g) for g in got)
+    print("| %s | %s | %.2f [%.2f-%.2f] | %.2f | %.2f [%.2f-%.2f] | %.2fx |" % (
+        group, variant, one, min(got[0]), max(got[0]), two, eight, min(got[2]), max(got[2]),
+        eight / one))
+EOF
+rm -rf "$WORK"
