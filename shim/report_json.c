@@ -147,6 +147,13 @@ typedef struct python_entry {
     int line;
 } python_entry_t;
 
+/* A site's origin as put_origin worked it out, for the kind it was asked
+ * with; owner NULL until then. */
+typedef struct site_origin {
+    origin_site_t origin;
+    int kind;
+} site_origin_t;
+
 typedef struct frame_tables {
     frame_slot_t *native_slots, *python_slots;
     symbolized_frame_t *native;
@@ -154,6 +161,7 @@ typedef struct frame_tables {
     size_t native_count, native_cap, python_count, python_cap;
     unsigned char *listed;   /* per site id: 1 when some section names it */
     uint32_t listed_high;
+    site_origin_t *origins;  /* per site id up to listed_high, or NULL: put_origin */
 } frame_tables_t;
 
 /* Grows a table to hold one more entry. Returns 0, or -1 when memory is
@@ -316,14 +324,30 @@ static void free_frame_tables(frame_tables_t *t)
     free(t->native);
     free(t->python);
     free(t->listed);
+    free(t->origins);
+}
+
+/* The site's origin, worked out once a report: a site can be in four of
+ * its sections (leaks, sites, peak, growth), and deciding (every frame
+ * described and matched against the rules) was a quarter of the report's
+ * time. Computed afresh when there is no memory for the memo. */
+static origin_site_t site_origin(frame_tables_t *t, uint32_t site, int kind)
+{
+    origin_site_t o;
+    site_origin_t *memo = t->origins != NULL && site <= t->listed_high ? &t->origins[site] : NULL;
+    if (memo != NULL && memo->origin.owner != NULL && memo->kind == kind)
+        return memo->origin;
+    origin_site(site, kind, &o);
+    if (memo != NULL)
+        *memo = (site_origin_t){ o, kind };
+    return o;
 }
 
 /* The site's "origin" (the frame docs/origin-rules.md picks as the user's
  * line, or null) and "owner", the last fields of a site entry. */
-static void put_origin(FILE *f, uint32_t site, int kind)
+static void put_origin(FILE *f, frame_tables_t *t, uint32_t site, int kind)
 {
-    origin_site_t o;
-    origin_site(site, kind, &o);
+    origin_site_t o = site_origin(t, site, kind);
     put_key(f, "origin");
     if (!o.found) {
         fputs_unlocked("null", f);
@@ -396,7 +420,7 @@ static void put_site(FILE *f, frame_tables_t *tables, const report_site_t *site,
     put_u64(f, "frees", s->frees, 1);
     put_u64(f, "live_bytes", s->live_bytes, 1);
     put_u64(f, "peak_live_bytes", s->peak_live_bytes, 1);
-    put_origin(f, site->id, s->kind);
+    put_origin(f, tables, site->id, s->kind);
     fputc_unlocked('}', f);
     list_site(tables, site->id);
 }
@@ -575,6 +599,7 @@ static void write_body(FILE *f, const report_view_t *view)
     frame_tables_t tables = { 0 };
     tables.listed_high = tracker_site_count();
     tables.listed = calloc((size_t)tables.listed_high + 1, 1); /* NULL: no stacks written */
+    tables.origins = calloc((size_t)tables.listed_high + 1, sizeof *tables.origins);
     fprintf(f, "{\"format\":\"%s\",\"version\":%d,\n", REPORT_FORMAT_NAME, REPORT_FORMAT_VERSION);
     fprintf(f, "\"tool\":{\"name\":\"gpuleak\",\"version\":\"%s\"},\n", GPULEAK_VERSION);
     put_process(f);
