@@ -33,8 +33,9 @@
 # run), GPU_BENCH_TRAIN_CONFIGS (the training loop's configurations, default
 # these six: plain-async plain-caching shim-default shim-depth64 shim-off
 # history; also shim-python, stacks Python only, shim-native, native only,
-# and shim-selftime, defaults with GPULEAK_SELF_TIME=1, whose own time is
-# summed per iteration in the header), GPU_BENCH_PIN (a taskset CPU list for
+# shim-selftime, defaults with GPULEAK_SELF_TIME=1, whose own time is
+# summed per iteration in the header, and shim-libunwind and
+# shim-selftime-libunwind, the same with GPULEAK_FAST_UNWIND=0), GPU_BENCH_PIN (a taskset CPU list for
 # the pair and training runs, "none", or the default "auto": CPUs 2-7 when
 # the host has 8 or more),
 # GPU_BENCH_DRY=1 (build only, for a machine without a GPU: the tables come
@@ -247,6 +248,8 @@ if [ "$TORCH_OK" = 1 ] && step 2; then
                 shim-python) train_run "$c" "$rep" "${SHIM_ENV[@]}" GPULEAK_STACK_DEPTH=0 ;;
                 shim-native) train_run "$c" "$rep" "${SHIM_ENV[@]}" GPULEAK_PYTHON=0 ;;
                 shim-selftime) train_run "$c" "$rep" "${SHIM_ENV[@]}" GPULEAK_SELF_TIME=1 ;;
+                shim-libunwind) train_run "$c" "$rep" "${SHIM_ENV[@]}" GPULEAK_FAST_UNWIND=0 ;;
+                shim-selftime-libunwind) train_run "$c" "$rep" "${SHIM_ENV[@]}" GPULEAK_SELF_TIME=1 GPULEAK_FAST_UNWIND=0 ;;
                 history) train_run "$c" "$rep" GPU_BENCH_RECORD_HISTORY=1 ;;
                 *) echo "    unknown configuration $c (GPU_BENCH_TRAIN_CONFIGS)" ;;
             esac
@@ -287,7 +290,7 @@ if ! step 5; then
     :
 elif [ "$TORCH_OK" != 1 ]; then
     echo "    skipped: no torch"
-elif ! cc -O2 -g -Wall -Wextra -shared -fPIC -o "$PROBE_SO" tests/bench/unwind_probe.c \
+elif ! cc -O2 -g -Wall -Wextra -shared -fPIC -Ishim -o "$PROBE_SO" tests/bench/unwind_probe.c shim/unwind.c \
         ${DEPS:+-I"$DEPS/include" -L"$DEPS/lib"} -lunwind -ldl -lpthread >"$WORK/build-probe.log" 2>&1; then
     tail -n 10 "$WORK/build-probe.log" | sed 's/^/    | /'
     echo "- unwind probe: did not build" >>"$HEADER"

@@ -69,6 +69,9 @@ static const option_spec_t options[] = {
     INT_OPTION("GPULEAK_DUMP_SIGNAL", dump_signal, 12, 0, 64,
                "Signal that writes a report now and lets the program run on (12 is SIGUSR2); "
                "0 turns it off; never taken when the program has its own handler."),
+    BOOL_OPTION("GPULEAK_FAST_UNWIND", fast_unwind, 1,
+                "1 steps native frames by each address's cached unwind rule, asking libunwind "
+                "only where a frame needs more; 0 always asks libunwind."),
     BOOL_OPTION("GPULEAK_SELF_TIME", self_time, 0,
                 "1 times the shim's own work in each call (four clock reads a call) and reports it."),
     { { "GPULEAK_TORCH_ALLOCATOR", "async",

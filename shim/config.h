@@ -20,6 +20,7 @@ typedef struct config {
     int flush_interval_s; /* seconds between snapshot reports; 0: none */
     int dump_signal;      /* signal that writes a report now; 0: none */
     int self_time;        /* 1: time the shim's own work in each call (selftime.h) */
+    int fast_unwind;      /* 1: step frames by cached rules (unwind.h) before libunwind */
 } config_t;
 
 /* The values in force; defaults until config_load has run. */

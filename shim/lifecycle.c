@@ -93,7 +93,7 @@ static void start_tracking(void)
         guard_depth--;
         return;
     }
-    stacks_init();
+    stacks_init(config.fast_unwind);
     if (config.python_frames)
         python_init();
     selftime_init(config.self_time);

@@ -1,6 +1,8 @@
 #define _GNU_SOURCE
 #include "stacks.h"
 
+#include "unwind.h"
+
 #include <link.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -17,6 +19,7 @@
 #define ARENA_CHUNK (4u << 20)
 
 static uintptr_t shim_text_start, shim_text_end;
+static int use_fast_unwind;
 
 static _Atomic(stack_record_t *) *depot_slots;  /* open addressing by hash */
 static _Atomic(stack_record_t *) *depot_by_id;  /* id -> record */
@@ -58,8 +61,9 @@ static void *reserve(size_t bytes)
     return p == MAP_FAILED ? NULL : p;
 }
 
-void stacks_init(void)
+void stacks_init(int fast_unwind)
 {
+    use_fast_unwind = fast_unwind;
     dl_iterate_phdr(find_own_object, (void *)(uintptr_t)&stacks_init);
     unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
     depot_slots = reserve(sizeof *depot_slots * DEPOT_SLOTS);
@@ -74,7 +78,9 @@ int stacks_capture(uintptr_t *out, int max)
         return 0;
     uintptr_t buffer[STACKS_MAX_FRAMES + 16];
     int want = max + 16 > STACKS_MAX_FRAMES + 16 ? STACKS_MAX_FRAMES + 16 : max + 16;
-    int got = unw_backtrace((void **)buffer, want);
+    int got = use_fast_unwind ? unwind_capture(buffer, want) : -1;
+    if (got < 0)
+        got = unw_backtrace((void **)buffer, want);
     int skip = 0;
     while (skip < got && buffer[skip] >= shim_text_start && buffer[skip] < shim_text_end)
         skip++;

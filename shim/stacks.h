@@ -28,8 +28,10 @@ typedef struct stack_record {
 
 /* Finds the shim's own address range (its frames are dropped) and warms the
  * unwinder up, so the first allocation does not pay for loading unwind
- * tables inside a hook. Call once before any capture. */
-void stacks_init(void);
+ * tables inside a hook. fast_unwind 1 takes stacks with unwind.h's
+ * unwinder, falling back to libunwind's where it cannot; 0 with libunwind
+ * only. Call once before any capture. */
+void stacks_init(int fast_unwind);
 
 /* Captures the calling thread's return addresses, innermost first, leading
  * frames inside the shim dropped. Returns how many were written (<= max). */

@@ -24,6 +24,8 @@ TRAIN = [
     ("shim-python", "shim, Python frames only (DEPTH=0)", "plain-async"),
     ("shim-native", "shim, native frames only (PYTHON=0)", "plain-async"),
     ("shim-selftime", "shim, defaults with GPULEAK_SELF_TIME=1 (its own time timed)", "plain-async"),
+    ("shim-libunwind", "shim, defaults but GPULEAK_FAST_UNWIND=0 (libunwind only)", "plain-async"),
+    ("shim-selftime-libunwind", "shim, GPULEAK_FAST_UNWIND=0 and GPULEAK_SELF_TIME=1", "plain-async"),
     ("history", "_record_memory_history(stacks=\"all\"), caching allocator (no shim)", "plain-caching"),
     ("sanitizer", "compute-sanitizer --leak-check full, caching allocator", "plain-caching"),
 ]

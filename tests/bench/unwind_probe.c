@@ -10,7 +10,10 @@
  * libunwind's fast trace with its per-thread cache, which on a frame it
  * cannot trace starts again with an unw_step walk of the whole stack), and
  * that unw_step walk alone. When the two cost the same, the fast trace is
- * giving up on every call. It also counts the objects the frames are in.
+ * giving up on every call. It also times the shim's own unwinder
+ * (shim/unwind.c, built in: cc ... unwind_probe.c shim/unwind.c -Ishim),
+ * counts the calls where it gave up and where its frames differ from
+ * unw_backtrace's, and counts the objects the frames are in.
  * At exit it prints "PROBE ..." lines on stderr. */
 #define _GNU_SOURCE
 #define UNW_LOCAL_ONLY
@@ -23,6 +26,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "unwind.h"
+
 #define MAX_FRAMES 80
 #define OBJECTS 24
 #define SAMPLES 65536  /* unw_backtrace times kept, for the median */
@@ -32,7 +37,8 @@ typedef int (*malloc_async_fn)(void **, size_t, void *);
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t calls, frames_full, frames_slow, ns_full, ns_slow, ns_full_min = UINT64_MAX;
 static struct { const char *object; uint64_t frames; } objects[OBJECTS];
-static uint64_t samples[SAMPLES];
+static uint64_t samples[SAMPLES], own_samples[SAMPLES];
+static uint64_t own_ns, own_gave_up, own_differs;
 
 static uint64_t now_ns(void)
 {
@@ -81,20 +87,33 @@ static void note_object(uintptr_t ip)
 static void probe(void)
 {
     void *full[MAX_FRAMES], *slow[MAX_FRAMES];
+    uintptr_t own[MAX_FRAMES + 1];
     uint64_t t0 = now_ns();
     int n_full = unw_backtrace(full, MAX_FRAMES);
     uint64_t t1 = now_ns();
     int n_slow = slow_walk(slow, MAX_FRAMES);
     uint64_t t2 = now_ns();
+    int n_own = unwind_capture(own, MAX_FRAMES + 1);
+    uint64_t t3 = now_ns();
+    /* unwind_capture's first two frames are in itself and here, where
+     * unw_backtrace's first is here: from the caller on they must agree. */
+    int differs = n_own >= 0 && n_own - 2 != n_full - 1;
+    for (int i = 2; n_own >= 0 && !differs && i < n_own; i++)
+        differs = own[i] != (uintptr_t)full[i - 1];
     pthread_mutex_lock(&lock);
+    own_gave_up += n_own < 0;
+    own_differs += differs;
+    own_ns += t3 - t2;
     if (calls < 200)
         for (int i = 0; i < n_full; i++)
             note_object((uintptr_t)full[i]);
     calls++;
     ns_full += t1 - t0;
     ns_slow += t2 - t1;
-    if (calls <= SAMPLES)
+    if (calls <= SAMPLES) {
         samples[calls - 1] = t1 - t0;
+        own_samples[calls - 1] = t3 - t2;
+    }
     if (t1 - t0 < ns_full_min)
         ns_full_min = t1 - t0;
     frames_full += (uint64_t)n_full;
@@ -130,6 +149,12 @@ __attribute__((destructor)) static void report(void)
             "%.1f frames\n", (double)ns_full / (double)calls, (unsigned long long)ns_full_min,
             (unsigned long long)samples[kept / 2], (unsigned long long)samples[kept * 9 / 10],
             (double)frames_full / (double)calls);
+    qsort(own_samples, kept, sizeof own_samples[0], compare_u64);
+    fprintf(stderr, "PROBE shim unwinder: %.0f ns a call (median %llu, 90th %llu); gave up on "
+            "%llu calls, frames differ from unw_backtrace's on %llu\n",
+            (double)own_ns / (double)calls, (unsigned long long)own_samples[kept / 2],
+            (unsigned long long)own_samples[kept * 9 / 10], (unsigned long long)own_gave_up,
+            (unsigned long long)own_differs);
     fprintf(stderr, "PROBE unw_step walk: %.0f ns a call, %.1f frames\n",
             (double)ns_slow / (double)calls, (double)frames_slow / (double)calls);
     for (int i = 0; i < OBJECTS && objects[i].object; i++)

@@ -480,7 +480,7 @@ __attribute__((noinline)) int origin_test_user_frame(int x)
 START_TEST(test_site)
 {
     defaults();
-    stacks_init();
+    stacks_init(1);
     /* libc's own definition, not a sanitizer's interceptor of it. */
     void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
     ck_assert_ptr_nonnull(libc);

@@ -66,7 +66,7 @@ static __attribute__((noinline)) uint32_t intern_here(int depth)
 static void setup(void)
 {
     ck_assert_int_eq(tracker_init(tracker_sample), 0);
-    stacks_init();
+    stacks_init(1);
     origin_init();
     for (int i = 0; i < SITES; i++) {
         uint32_t site = intern_here(i);

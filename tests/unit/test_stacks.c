@@ -10,7 +10,7 @@ static void setup(void)
 {
     static int done;
     if (!done) {
-        stacks_init();
+        stacks_init(1);
         done = 1;
     }
 }

@@ -1,0 +1,665 @@
+#define _GNU_SOURCE
+#include "unwind.h"
+
+#if defined(__x86_64__)
+
+#include <link.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/mman.h>
+
+/* DWARF's numbers for the x86-64 registers the rules use. */
+enum { DW_RBP = 6, DW_RSP = 7, DW_RA = 16 };
+
+/* How a frame's CFA (the caller's stack pointer) is found. */
+enum { CFA_RSP, CFA_RBP, CFA_AT_RBP };  /* rsp + off, rbp + off, *(rbp + off) */
+
+/* How the caller's rbp is found. */
+enum { RBP_SAME, RBP_AT_CFA, RBP_AT_RBP, RBP_LOST };  /* kept, *(cfa + off), *(rbp + off), unknown */
+
+/* One address's rule, 8 bytes so that a table slot publishes it in one
+ * store. bad: this unwinder cannot step the frame; end: the outermost
+ * frame (its return address is undefined). */
+typedef struct rule {
+    int32_t cfa_offset;
+    int16_t ra_offset;      /* the return address is at cfa + ra_offset */
+    int8_t rbp_offset8;     /* in units of 8 bytes */
+    uint8_t cfa_kind : 2, rbp_kind : 2, end : 1, bad : 1, known : 1;
+} rule_t;
+_Static_assert(sizeof(rule_t) == 8, "a rule is one word");
+
+/* The rules seen so far, by address: open addressing, never removed (code
+ * addresses repeat; 64k of them is far more than a program's call sites).
+ * A slot's key is claimed with a compare-exchange, marked busy while its
+ * rule is written, and published with a release store. */
+#define RULE_SLOTS (1u << 16)
+#define RULE_PROBES 16
+#define KEY_BUSY (1ull << 63)
+
+typedef struct rule_slot {
+    _Atomic uint64_t key;
+    _Atomic uint64_t rule;
+} rule_slot_t;
+
+static rule_slot_t *rule_slots;
+static pthread_once_t rule_slots_once = PTHREAD_ONCE_INIT;
+
+static void make_rule_slots(void)
+{
+    void *p = mmap(NULL, sizeof *rule_slots * RULE_SLOTS, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    rule_slots = p == MAP_FAILED ? NULL : p;
+}
+
+static uint64_t rule_word(rule_t r)
+{
+    uint64_t w;
+    memcpy(&w, &r, sizeof w);
+    return w;
+}
+
+static rule_t word_rule(uint64_t w)
+{
+    rule_t r;
+    memcpy(&r, &w, sizeof r);
+    return r;
+}
+
+static size_t slot_of(uintptr_t address)
+{
+    return (size_t)((address * 0x9e3779b97f4a7c15ull) >> 48) & (RULE_SLOTS - 1);
+}
+
+/* --- reading .eh_frame ------------------------------------------------- */
+
+/* A cursor over unwind data that goes bad instead of reading past end. */
+typedef struct reader {
+    const uint8_t *p, *end;
+    int ok;
+} reader_t;
+
+static uint64_t read_bytes(reader_t *r, size_t n)
+{
+    uint64_t v = 0;
+    if (!r->ok || (size_t)(r->end - r->p) < n) {
+        r->ok = 0;
+        return 0;
+    }
+    memcpy(&v, r->p, n);  /* x86-64 is little-endian */
+    r->p += n;
+    return v;
+}
+
+static uint64_t read_uleb(reader_t *r)
+{
+    uint64_t v = 0;
+    for (unsigned shift = 0; r->ok; shift += 7) {
+        uint8_t b = (uint8_t)read_bytes(r, 1);
+        if (shift < 64)
+            v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80))
+            break;
+    }
+    return v;
+}
+
+static int64_t read_sleb(reader_t *r)
+{
+    uint64_t v = 0;
+    unsigned shift = 0;
+    uint8_t b = 0x80;
+    while (r->ok && (b & 0x80)) {
+        b = (uint8_t)read_bytes(r, 1);
+        if (shift < 64)
+            v |= (uint64_t)(b & 0x7f) << shift;
+        shift += 7;
+    }
+    if (shift < 64 && (b & 0x40))
+        v |= ~0ull << shift;
+    return (int64_t)v;
+}
+
+/* A pointer in DW_EH_PE encoding enc. pcrel is applied against the field's
+ * own address, datarel against data_base; any other application (and
+ * indirection) makes the reader bad, since the rules never need them. */
+static uintptr_t read_pointer(reader_t *r, uint8_t enc, uintptr_t data_base)
+{
+    if (enc == 0xff)  /* DW_EH_PE_omit */
+        return 0;
+    uintptr_t field = (uintptr_t)r->p;
+    uint64_t v;
+    switch (enc & 0x0f) {
+    case 0x00: v = read_bytes(r, 8); break;
+    case 0x01: v = read_uleb(r); break;
+    case 0x02: v = read_bytes(r, 2); break;
+    case 0x03: v = read_bytes(r, 4); break;
+    case 0x04: v = read_bytes(r, 8); break;
+    case 0x09: v = (uint64_t)read_sleb(r); break;
+    case 0x0a: v = (uint64_t)(int64_t)(int16_t)read_bytes(r, 2); break;
+    case 0x0b: v = (uint64_t)(int64_t)(int32_t)read_bytes(r, 4); break;
+    case 0x0c: v = read_bytes(r, 8); break;
+    default: r->ok = 0; return 0;
+    }
+    switch (enc & 0xf0) {
+    case 0x00: return (uintptr_t)v;
+    case 0x10: return field + (uintptr_t)v;
+    case 0x30: return data_base + (uintptr_t)v;
+    default: r->ok = 0; return 0;
+    }
+}
+
+/* What the CFA program says of the registers the rules need. */
+typedef struct cfa_state {
+    int cfa_register;       /* DW_RSP, DW_RBP, -1 for *(rbp + off), -2 unknown */
+    int64_t cfa_offset;
+    int rbp_kind;           /* RBP_* */
+    int64_t rbp_offset;
+    int ra_undefined, ra_known;
+    int64_t ra_offset;
+} cfa_state_t;
+
+#define REMEMBER_DEPTH 8
+
+/* Reads a DWARF expression block and says whether it is exactly
+ * "DW_OP_breg6 off" (then *deref says whether a DW_OP_deref follows). */
+static int rbp_expression(reader_t *r, int64_t *offset, int *deref)
+{
+    uint64_t length = read_uleb(r);
+    if (!r->ok || (uint64_t)(r->end - r->p) < length)
+        return r->ok = 0;
+    reader_t block = { r->p, r->p + length, 1 };
+    r->p += length;
+    if (read_bytes(&block, 1) != 0x76)  /* DW_OP_breg6 */
+        return 0;
+    *offset = read_sleb(&block);
+    *deref = block.p < block.end && read_bytes(&block, 1) == 0x06;  /* DW_OP_deref */
+    return block.ok && block.p == block.end;
+}
+
+/* Runs a CFA program from loc until the row that covers target, over
+ * state; initial is the CIE's state (for DW_CFA_restore). Returns 1 when it
+ * reached target or the program's end, 0 on something it does not read. */
+static int run_cfa(reader_t *r, uintptr_t loc, uintptr_t target, uint64_t code_align,
+                   int64_t data_align, cfa_state_t *state, const cfa_state_t *initial)
+{
+    cfa_state_t remembered[REMEMBER_DEPTH];
+    int depth = 0;
+    while (r->ok && r->p < r->end) {
+        uint8_t op = (uint8_t)read_bytes(r, 1);
+        uint64_t reg = op & 0x3f, delta = 0;
+        int64_t offset = 0;
+        int deref = 0;
+        switch (op & 0xc0) {
+        case 0x40:  /* DW_CFA_advance_loc */
+            delta = (op & 0x3f) * code_align;
+            goto advance;
+        case 0x80:  /* DW_CFA_offset */
+            offset = (int64_t)read_uleb(r) * data_align;
+            goto offset;
+        case 0xc0:  /* DW_CFA_restore */
+            goto restore;
+        }
+        switch (op) {
+        case 0x00: break;  /* DW_CFA_nop */
+        case 0x02: delta = read_bytes(r, 1) * code_align; goto advance;
+        case 0x03: delta = read_bytes(r, 2) * code_align; goto advance;
+        case 0x04: delta = read_bytes(r, 4) * code_align; goto advance;
+        case 0x05:  /* DW_CFA_offset_extended */
+            reg = read_uleb(r);
+            offset = (int64_t)read_uleb(r) * data_align;
+            goto offset;
+        case 0x11:  /* DW_CFA_offset_extended_sf */
+            reg = read_uleb(r);
+            offset = read_sleb(r) * data_align;
+            goto offset;
+        case 0x2f:  /* DW_CFA_GNU_negative_offset_extended */
+            reg = read_uleb(r);
+            offset = -(int64_t)read_uleb(r) * data_align;
+            goto offset;
+        case 0x06:  /* DW_CFA_restore_extended */
+            reg = read_uleb(r);
+            goto restore;
+        case 0x07:  /* DW_CFA_undefined */
+            reg = read_uleb(r);
+            if (reg == DW_RA)
+                state->ra_undefined = 1;
+            else if (reg == DW_RBP)
+                state->rbp_kind = RBP_LOST;
+            break;
+        case 0x08:  /* DW_CFA_same_value */
+            reg = read_uleb(r);
+            if (reg == DW_RBP)
+                state->rbp_kind = RBP_SAME;
+            else if (reg == DW_RA)
+                return 0;
+            break;
+        case 0x09:  /* DW_CFA_register */
+            reg = read_uleb(r);
+            (void)read_uleb(r);
+            if (reg == DW_RBP)
+                state->rbp_kind = RBP_LOST;
+            else if (reg == DW_RA)
+                return 0;
+            break;
+        case 0x0a:  /* DW_CFA_remember_state */
+            if (depth == REMEMBER_DEPTH)
+                return 0;
+            remembered[depth++] = *state;
+            break;
+        case 0x0b:  /* DW_CFA_restore_state */
+            if (depth == 0)
+                return 0;
+            *state = remembered[--depth];
+            break;
+        case 0x0c:  /* DW_CFA_def_cfa */
+            reg = read_uleb(r);
+            state->cfa_register = reg == DW_RSP || reg == DW_RBP ? (int)reg : -2;
+            state->cfa_offset = (int64_t)read_uleb(r);
+            break;
+        case 0x12:  /* DW_CFA_def_cfa_sf */
+            reg = read_uleb(r);
+            state->cfa_register = reg == DW_RSP || reg == DW_RBP ? (int)reg : -2;
+            state->cfa_offset = read_sleb(r) * data_align;
+            break;
+        case 0x0d:  /* DW_CFA_def_cfa_register */
+            reg = read_uleb(r);
+            state->cfa_register = (reg == DW_RSP || reg == DW_RBP) && state->cfa_register != -1
+                                  ? (int)reg : -2;
+            break;
+        case 0x0e:  /* DW_CFA_def_cfa_offset */
+            state->cfa_offset = (int64_t)read_uleb(r);
+            break;
+        case 0x13:  /* DW_CFA_def_cfa_offset_sf */
+            state->cfa_offset = read_sleb(r) * data_align;
+            break;
+        case 0x0f:  /* DW_CFA_def_cfa_expression: only a realigned frame's *(rbp + off) */
+            state->cfa_register = rbp_expression(r, &offset, &deref) && deref ? -1 : -2;
+            state->cfa_offset = offset;
+            break;
+        case 0x10:  /* DW_CFA_expression */
+            reg = read_uleb(r);
+            if (rbp_expression(r, &offset, &deref) && !deref && reg == DW_RBP) {
+                state->rbp_kind = RBP_AT_RBP;
+                state->rbp_offset = offset;
+            } else if (reg == DW_RBP) {
+                state->rbp_kind = RBP_LOST;
+            } else if (reg == DW_RA) {
+                return 0;
+            }
+            break;
+        case 0x14: case 0x15: case 0x16:  /* DW_CFA_val_offset(_sf), DW_CFA_val_expression */
+            reg = read_uleb(r);
+            if (op == 0x16) {
+                uint64_t length = read_uleb(r);
+                if ((uint64_t)(r->end - r->p) < length)
+                    return 0;
+                r->p += length;
+            } else if (op == 0x14) {
+                (void)read_uleb(r);
+            } else {
+                (void)read_sleb(r);
+            }
+            if (reg == DW_RBP)
+                state->rbp_kind = RBP_LOST;
+            else if (reg == DW_RA)
+                return 0;
+            break;
+        case 0x2e:  /* DW_CFA_GNU_args_size */
+            (void)read_uleb(r);
+            break;
+        default:
+            return 0;
+        }
+        continue;
+    advance:
+        if (loc + delta > target)
+            return r->ok;
+        loc += delta;
+        continue;
+    offset:
+        if (reg == DW_RBP) {
+            state->rbp_kind = RBP_AT_CFA;
+            state->rbp_offset = offset;
+        } else if (reg == DW_RA) {
+            state->ra_known = 1;
+            state->ra_undefined = 0;
+            state->ra_offset = offset;
+        }
+        continue;
+    restore:
+        if (initial == NULL)
+            return 0;
+        if (reg == DW_RBP) {
+            state->rbp_kind = initial->rbp_kind;
+            state->rbp_offset = initial->rbp_offset;
+        } else if (reg == DW_RA) {
+            state->ra_known = initial->ra_known;
+            state->ra_undefined = initial->ra_undefined;
+            state->ra_offset = initial->ra_offset;
+        }
+    }
+    return r->ok;
+}
+
+/* The rule at target from the FDE at fde, in the loaded segment
+ * [segment, segment_end) that no read may leave. */
+static rule_t rule_from_fde(const uint8_t *fde, const uint8_t *segment,
+                            const uint8_t *segment_end, uintptr_t target)
+{
+    rule_t bad = { .bad = 1, .known = 1 };
+    if (fde < segment || fde >= segment_end)
+        return bad;
+    reader_t f = { fde, segment_end, 1 };
+    uint64_t length = read_bytes(&f, 4);
+    if (!f.ok || length == 0 || length >= 0xfffffff0u || length > (uint64_t)(segment_end - f.p))
+        return bad;
+    f.end = f.p + length;
+    const uint8_t *cie_field = f.p;
+    uint64_t cie_back = read_bytes(&f, 4);
+    if (!f.ok || cie_back == 0 || cie_back > (uint64_t)(cie_field - segment))
+        return bad;
+
+    const uint8_t *cie = cie_field - cie_back;
+    reader_t c = { cie, segment_end, 1 };
+    uint64_t cie_length = read_bytes(&c, 4);
+    if (!c.ok || cie_length == 0 || cie_length >= 0xfffffff0u
+        || cie_length > (uint64_t)(segment_end - c.p))
+        return bad;
+    c.end = c.p + cie_length;
+    if (read_bytes(&c, 4) != 0)  /* CIE id */
+        return bad;
+    uint8_t version = (uint8_t)read_bytes(&c, 1);
+    const char *augmentation = (const char *)c.p;
+    while (c.ok && c.p < c.end && *c.p)
+        c.p++;
+    c.p++;
+    if (!c.ok || c.p > c.end || (version != 1 && version != 3))
+        return bad;
+    uint64_t code_align = read_uleb(&c);
+    int64_t data_align = read_sleb(&c);
+    uint64_t ra_register = version == 1 ? read_bytes(&c, 1) : read_uleb(&c);
+    uint8_t fde_encoding = 0;
+    int has_z = augmentation[0] == 'z';
+    if (has_z) {
+        uint64_t aug_length = read_uleb(&c);
+        const uint8_t *aug_end = c.p + aug_length;
+        for (const char *a = augmentation + 1; *a && c.ok; a++) {
+            if (*a == 'R') {
+                fde_encoding = (uint8_t)read_bytes(&c, 1);
+            } else if (*a == 'L') {
+                (void)read_bytes(&c, 1);
+            } else if (*a == 'P') {
+                uint8_t enc = (uint8_t)read_bytes(&c, 1);
+                (void)read_pointer(&c, enc & 0x0f, 0);  /* the personality routine: skipped */
+            } else {
+                return bad;  /* 'S' (a signal frame) and anything unknown */
+            }
+        }
+        c.p = aug_end;
+    } else if (augmentation[0] != '\0') {
+        return bad;
+    }
+    if (!c.ok || c.p > c.end || ra_register != DW_RA)
+        return bad;
+
+    uintptr_t pc_begin = read_pointer(&f, fde_encoding, 0);
+    uintptr_t pc_range = read_pointer(&f, fde_encoding & 0x0f, 0);
+    if (!f.ok || target < pc_begin || target - pc_begin >= pc_range)
+        return bad;
+    if (has_z) {
+        uint64_t aug_length = read_uleb(&f);
+        if (!f.ok || aug_length > (uint64_t)(f.end - f.p))
+            return bad;
+        f.p += aug_length;
+    }
+
+    cfa_state_t state = { .cfa_register = -2, .rbp_kind = RBP_SAME };
+    if (!run_cfa(&c, pc_begin, UINTPTR_MAX, code_align, data_align, &state, NULL))
+        return bad;
+    cfa_state_t initial = state;
+    if (!run_cfa(&f, pc_begin, target, code_align, data_align, &state, &initial))
+        return bad;
+
+    rule_t rule = { .known = 1 };
+    if (state.ra_undefined) {
+        rule.end = 1;
+        return rule;
+    }
+    if (!state.ra_known || state.ra_offset < INT16_MIN || state.ra_offset > INT16_MAX
+        || state.cfa_register == -2 || state.cfa_offset < INT32_MIN || state.cfa_offset > INT32_MAX)
+        return bad;
+    rule.cfa_kind = state.cfa_register == DW_RSP ? CFA_RSP
+                  : state.cfa_register == DW_RBP ? CFA_RBP : CFA_AT_RBP;
+    rule.cfa_offset = (int32_t)state.cfa_offset;
+    rule.ra_offset = (int16_t)state.ra_offset;
+    rule.rbp_kind = (uint8_t)state.rbp_kind;
+    if (state.rbp_kind == RBP_AT_CFA || state.rbp_kind == RBP_AT_RBP) {
+        if (state.rbp_offset % 8 != 0 || state.rbp_offset / 8 < INT8_MIN
+            || state.rbp_offset / 8 > INT8_MAX)
+            return bad;
+        rule.rbp_offset8 = (int8_t)(state.rbp_offset / 8);
+    }
+    return rule;
+}
+
+typedef struct rule_search {
+    uintptr_t target;
+    rule_t rule;
+    unsigned long long unloads;  /* the loader's count of objects unloaded */
+} rule_search_t;
+
+/* The loader's unload count when the table's rules were read: an object
+ * unloaded and another loaded at its addresses would make them wrong. */
+static _Atomic unsigned long long rules_unloads;
+
+/* dl_iterate_phdr callback: when the object holds target, finds its FDE
+ * through .eh_frame_hdr's table (sorted, datarel sdata4 pairs: what every
+ * linker writes) and reads the rule. Runs under the loader's lock, so the
+ * object cannot be unloaded meanwhile. */
+static int search_object(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    rule_search_t *search = data;
+    search->unloads = info->dlpi_subs;
+    const ElfW(Phdr) *eh_frame_hdr = NULL;
+    int holds = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t start = info->dlpi_addr + ph->p_vaddr;
+        if (ph->p_type == PT_LOAD && search->target >= start && search->target - start < ph->p_memsz)
+            holds = 1;
+        else if (ph->p_type == PT_GNU_EH_FRAME)
+            eh_frame_hdr = ph;
+    }
+    if (!holds)
+        return 0;
+    if (eh_frame_hdr == NULL)
+        return 1;  /* no unwind table: search->rule stays bad */
+    const uint8_t *hdr = (const uint8_t *)(info->dlpi_addr + eh_frame_hdr->p_vaddr);
+    const uint8_t *segment = NULL, *segment_end = NULL;  /* the one .eh_frame_hdr is in */
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        const uint8_t *start = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr);
+        if (ph->p_type == PT_LOAD && hdr >= start && hdr < start + ph->p_memsz) {
+            segment = start;
+            segment_end = start + ph->p_memsz;
+        }
+    }
+    if (segment == NULL)
+        return 1;
+    reader_t r = { hdr, segment_end, 1 };
+    uint8_t version = (uint8_t)read_bytes(&r, 1);
+    uint8_t eh_frame_encoding = (uint8_t)read_bytes(&r, 1);
+    uint8_t count_encoding = (uint8_t)read_bytes(&r, 1);
+    uint8_t table_encoding = (uint8_t)read_bytes(&r, 1);
+    (void)read_pointer(&r, eh_frame_encoding, (uintptr_t)hdr);
+    uint64_t count = read_pointer(&r, count_encoding, (uintptr_t)hdr);
+    if (!r.ok || version != 1 || table_encoding != 0x3b || count == 0
+        || count > (uint64_t)(r.end - r.p) / 8)
+        return 1;
+    const uint8_t *table = r.p;
+    intptr_t wanted = (intptr_t)(search->target - (uintptr_t)hdr);
+    uint64_t lo = 0, hi = count;  /* the last entry starting at or below target */
+    while (hi - lo > 1) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        int32_t start;
+        memcpy(&start, table + mid * 8, 4);
+        if ((intptr_t)start <= wanted)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    int32_t start, fde_offset;
+    memcpy(&start, table + lo * 8, 4);
+    memcpy(&fde_offset, table + lo * 8 + 4, 4);
+    if ((intptr_t)start > wanted)
+        return 1;
+    search->rule = rule_from_fde(hdr + fde_offset, segment, segment_end, search->target);
+    return 1;
+}
+
+/* Empties the table after an object was unloaded. A capture meanwhile may
+ * see a slot half cleared: a rule not known reads as a miss. */
+static void forget_rules(unsigned long long unloads)
+{
+    for (size_t i = 0; i < RULE_SLOTS; i++) {
+        atomic_store_explicit(&rule_slots[i].key, 0, memory_order_relaxed);
+        atomic_store_explicit(&rule_slots[i].rule, 0, memory_order_relaxed);
+    }
+    atomic_store_explicit(&rules_unloads, unloads, memory_order_release);
+}
+
+/* The rule for address, from the table or read and added to it. Unloads
+ * are noticed on a miss (the loader is asked then anyway), so a rule can be
+ * stale only until the next new address. */
+static rule_t rule_at(uintptr_t address)
+{
+    size_t first = slot_of(address);
+    size_t free_slot = RULE_SLOTS;
+    for (size_t i = 0; i < RULE_PROBES; i++) {
+        rule_slot_t *slot = &rule_slots[(first + i) & (RULE_SLOTS - 1)];
+        uint64_t key = atomic_load_explicit(&slot->key, memory_order_acquire);
+        if (key == address) {
+            rule_t rule = word_rule(atomic_load_explicit(&slot->rule, memory_order_relaxed));
+            if (rule.known)
+                return rule;
+            break;
+        }
+        if (key == 0) {
+            free_slot = (first + i) & (RULE_SLOTS - 1);
+            break;
+        }
+    }
+    rule_search_t search = { .target = address, .rule = { .bad = 1, .known = 1 } };
+    dl_iterate_phdr(search_object, &search);
+    if (search.unloads != atomic_load_explicit(&rules_unloads, memory_order_acquire)) {
+        forget_rules(search.unloads);
+        return search.rule;
+    }
+    if (free_slot < RULE_SLOTS) {
+        rule_slot_t *slot = &rule_slots[free_slot];
+        uint64_t expected = 0;
+        if (atomic_compare_exchange_strong(&slot->key, &expected, address | KEY_BUSY)) {
+            atomic_store_explicit(&slot->rule, rule_word(search.rule), memory_order_relaxed);
+            atomic_store_explicit(&slot->key, address, memory_order_release);
+        }
+    }
+    return search.rule;
+}
+
+/* --- stepping ------------------------------------------------------------ */
+
+/* The calling thread's stack, where every read of the unwinder must fall. */
+static __thread uintptr_t stack_low, stack_high;
+static __thread int stack_state;  /* 0 unknown, 1 known, -1 not to be had */
+
+static int thread_stack(void)
+{
+    if (stack_state != 0)
+        return stack_state;
+    pthread_attr_t attr;
+    void *base;
+    size_t size;
+    stack_state = -1;
+    if (pthread_getattr_np(pthread_self(), &attr) != 0)
+        return stack_state;
+    if (pthread_attr_getstack(&attr, &base, &size) == 0 && size > 0) {
+        stack_low = (uintptr_t)base;
+        stack_high = (uintptr_t)base + size;
+        stack_state = 1;
+    }
+    pthread_attr_destroy(&attr);
+    return stack_state;
+}
+
+/* Reads a word of the thread's stack. Saved registers are not what
+ * AddressSanitizer guards, but it cannot tell them from a frame's locals. */
+__attribute__((no_sanitize_address)) static int load(uintptr_t address, uintptr_t *value)
+{
+    if (address < stack_low || address > stack_high - sizeof *value)
+        return 0;
+    *value = *(const volatile uintptr_t *)address;
+    return 1;
+}
+
+__attribute__((noinline)) int unwind_capture(uintptr_t *out, int max)
+{
+    pthread_once(&rule_slots_once, make_rule_slots);
+    if (rule_slots == NULL || max <= 0 || thread_stack() != 1)
+        return -1;
+    uintptr_t ip, sp, bp;
+    __asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
+                     : "=r"(ip), "=r"(sp), "=r"(bp));
+    int bp_valid = 1, n = 0;
+    out[n++] = ip;
+    while (n < max) {
+        /* A return address is just past its call: the call's row is one
+         * byte before, which matters when the call was a function's last
+         * instruction. */
+        rule_t rule = rule_at(n == 1 ? ip : ip - 1);
+        if (rule.bad)
+            return -1;
+        if (rule.end)
+            return n;
+        uintptr_t cfa;
+        if (rule.cfa_kind == CFA_RSP) {
+            cfa = sp + (uintptr_t)(intptr_t)rule.cfa_offset;
+        } else if (!bp_valid) {
+            return -1;
+        } else if (rule.cfa_kind == CFA_RBP) {
+            cfa = bp + (uintptr_t)(intptr_t)rule.cfa_offset;
+        } else if (!load(bp + (uintptr_t)(intptr_t)rule.cfa_offset, &cfa)) {
+            return -1;
+        }
+        uintptr_t ra;
+        if (cfa <= sp || !load(cfa + (uintptr_t)(intptr_t)rule.ra_offset, &ra))
+            return -1;
+        uintptr_t rbp_offset = (uintptr_t)((intptr_t)rule.rbp_offset8 * 8);
+        if (rule.rbp_kind == RBP_AT_CFA) {
+            bp_valid = load(cfa + rbp_offset, &bp);
+        } else if (rule.rbp_kind == RBP_AT_RBP) {
+            bp_valid = bp_valid && load(bp + rbp_offset, &bp);
+        } else if (rule.rbp_kind == RBP_LOST) {
+            bp_valid = 0;
+        }
+        sp = cfa;
+        ip = ra;
+        if (ip == 0)
+            return n;
+        out[n++] = ip;
+    }
+    return n;
+}
+
+#else
+
+int unwind_capture(uintptr_t *out, int max)
+{
+    (void)out;
+    (void)max;
+    return -1;
+}
+
+#endif

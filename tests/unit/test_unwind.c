@@ -1,0 +1,166 @@
+/* The rule-cache unwinder against libunwind, frame for frame, on stacks of
+ * the shapes compilers make: frames addressed from rsp, from rbp (alloca),
+ * over-aligned locals, a thread's stack, a truncated capture, and a signal
+ * handler (whose frame it must refuse, so that libunwind takes it). */
+#define _GNU_SOURCE
+#include <alloca.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <string.h>
+
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+
+#include "suite.h"
+#include "unwind.h"
+
+#define MAX 256
+
+/* Takes the stack both ways from one frame. unwind_capture's first two
+ * entries are inside itself and this function; unw_backtrace's first is
+ * inside this function: from the caller on, both must agree. */
+__attribute__((noinline)) static int same_as_libunwind(int max, int *ours_count)
+{
+    uintptr_t ours[MAX], theirs[MAX + 1];
+    int n = unwind_capture(ours, max);
+    int m = unw_backtrace((void **)theirs, max + 1);
+    *ours_count = n;
+    if (n < 0)
+        return 0;
+    int compared = n - 2 < m - 1 ? n - 2 : m - 1;
+    if (n < max && n - 2 != m - 1)
+        return 0;
+    for (int i = 0; i < compared; i++)
+        if (ours[i + 2] != theirs[i + 1])
+            return 0;
+    return 1;
+}
+
+static int check_here(void)
+{
+    int n;
+    int same = same_as_libunwind(MAX, &n);
+    ck_assert_msg(same, "the stacks differ (ours: %d frames)", n);
+    return n;
+}
+
+__attribute__((noinline)) static int rsp_frames(int depth)
+{
+    if (depth == 0)
+        return check_here();
+    int r = rsp_frames(depth - 1);
+    __asm__ volatile("" ::: "memory");
+    return r + 1;
+}
+
+__attribute__((noinline)) static int rbp_frames(int depth)
+{
+    char *p = alloca((size_t)depth * 24 + 8);
+    memset(p, depth, (size_t)depth * 24 + 8);
+    __asm__ volatile("" : : "r"(p) : "memory");
+    if (depth == 0)
+        return check_here();
+    return rbp_frames(depth - 1) + (p[0] & 1);
+}
+
+__attribute__((noinline)) static int aligned_frames(int depth)
+{
+    char buf[96] __attribute__((aligned(64)));
+    memset(buf, depth, sizeof buf);
+    __asm__ volatile("" : : "r"(buf) : "memory");
+    if (depth == 0)
+        return check_here();
+    return aligned_frames(depth - 1) + (buf[5] & 1);
+}
+
+/* Alternates the shapes, so that each kind of frame has the others as
+ * caller and callee. */
+__attribute__((noinline)) static int mixed_frames(int depth)
+{
+    if (depth == 0)
+        return check_here();
+    switch (depth % 3) {
+    case 0: return rsp_frames(1) + mixed_frames(depth - 1);
+    case 1: return rbp_frames(1) + mixed_frames(depth - 1);
+    default: return aligned_frames(1) + mixed_frames(depth - 1);
+    }
+}
+
+START_TEST(agrees_with_libunwind_on_every_frame_shape)
+{
+    ck_assert_int_gt(rsp_frames(40), 40);
+    ck_assert_int_gt(rbp_frames(20), 20);
+    ck_assert_int_gt(aligned_frames(20), 20);
+    ck_assert_int_gt(mixed_frames(30), 30);
+}
+END_TEST
+
+static void *thread_body(void *arg)
+{
+    (void)arg;
+    return (void *)(intptr_t)mixed_frames(12);
+}
+
+START_TEST(agrees_on_a_thread_to_its_first_frame)
+{
+    pthread_t t;
+    void *got;
+    ck_assert_int_eq(pthread_create(&t, NULL, thread_body, NULL), 0);
+    ck_assert_int_eq(pthread_join(t, &got), 0);
+    ck_assert_int_gt((int)(intptr_t)got, 12);
+}
+END_TEST
+
+__attribute__((noinline)) static int truncated(int depth)
+{
+    if (depth > 0)
+        return truncated(depth - 1) + 1;
+    int n;
+    ck_assert(same_as_libunwind(7, &n));
+    ck_assert_int_eq(n, 7);
+    return 0;
+}
+
+START_TEST(a_capture_stops_at_max)
+{
+    truncated(20);
+    uintptr_t one[1];
+    ck_assert_int_eq(unwind_capture(one, 1), 1);
+    ck_assert_int_eq(unwind_capture(one, 0), -1);
+}
+END_TEST
+
+static volatile int in_handler_result = 99;
+
+static void handler(int sig)
+{
+    (void)sig;
+    uintptr_t frames[MAX];
+    in_handler_result = unwind_capture(frames, MAX);
+}
+
+START_TEST(a_signal_frame_is_left_to_libunwind)
+{
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = handler;
+    sigemptyset(&sa.sa_mask);
+    ck_assert_int_eq(sigaction(SIGUSR1, &sa, &old), 0);
+    raise(SIGUSR1);
+    sigaction(SIGUSR1, &old, NULL);
+    ck_assert_int_eq(in_handler_result, -1);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("unwind");
+    TCase *tc = tcase_create("rules");
+    tcase_add_test(tc, agrees_with_libunwind_on_every_frame_shape);
+    tcase_add_test(tc, agrees_on_a_thread_to_its_first_frame);
+    tcase_add_test(tc, a_capture_stops_at_max);
+    tcase_add_test(tc, a_signal_frame_is_left_to_libunwind);
+    suite_add_tcase(s, tc);
+    return suite_run(s, 1);
+}
