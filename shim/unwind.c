@@ -265,14 +265,18 @@ static int run_cfa(reader_t *r, uintptr_t loc, uintptr_t target, uint64_t code_a
             break;
         case 0x0d:  /* DW_CFA_def_cfa_register */
             reg = read_uleb(r);
-            state->cfa_register = (reg == DW_RSP || reg == DW_RBP) && state->cfa_register != -1
+            state->cfa_register = (reg == DW_RSP || reg == DW_RBP) && state->cfa_register >= 0
                                   ? (int)reg : -2;
             break;
-        case 0x0e:  /* DW_CFA_def_cfa_offset */
+        case 0x0e:  /* DW_CFA_def_cfa_offset: only valid after a register rule */
             state->cfa_offset = (int64_t)read_uleb(r);
+            if (state->cfa_register < 0)
+                state->cfa_register = -2;
             break;
         case 0x13:  /* DW_CFA_def_cfa_offset_sf */
             state->cfa_offset = read_sleb(r) * data_align;
+            if (state->cfa_register < 0)
+                state->cfa_register = -2;
             break;
         case 0x0f:  /* DW_CFA_def_cfa_expression: only a realigned frame's *(rbp + off) */
             state->cfa_register = rbp_expression(r, &offset, &deref) && deref ? -1 : -2;
@@ -384,6 +388,8 @@ static rule_t rule_from_fde(const uint8_t *fde, const uint8_t *segment,
     int has_z = augmentation[0] == 'z';
     if (has_z) {
         uint64_t aug_length = read_uleb(&c);
+        if (!c.ok || aug_length > (uint64_t)(c.end - c.p))
+            return bad;
         const uint8_t *aug_end = c.p + aug_length;
         for (const char *a = augmentation + 1; *a && c.ok; a++) {
             if (*a == 'R') {
@@ -520,13 +526,14 @@ static int search_object(struct dl_phdr_info *info, size_t size, void *data)
     return 1;
 }
 
-/* Empties the table after an object was unloaded. A capture meanwhile may
- * see a slot half cleared: a rule not known reads as a miss. */
+/* Empties the table after an object was unloaded, each slot's rule before
+ * its key. A reader meanwhile reads the key again after the rule (see
+ * rule_at), so a slot cleared or reused under it reads as a miss. */
 static void forget_rules(unsigned long long unloads)
 {
     for (size_t i = 0; i < RULE_SLOTS; i++) {
-        atomic_store_explicit(&rule_slots[i].key, 0, memory_order_relaxed);
         atomic_store_explicit(&rule_slots[i].rule, 0, memory_order_relaxed);
+        atomic_store_explicit(&rule_slots[i].key, 0, memory_order_release);
     }
     atomic_store_explicit(&rules_unloads, unloads, memory_order_release);
 }
@@ -538,13 +545,15 @@ static rule_t rule_at(uintptr_t address)
 {
     size_t first = slot_of(address);
     size_t free_slot = RULE_SLOTS;
+    rule_slot_t *own_slot = NULL;  /* address's slot, its rule lost to a clearing */
     for (size_t i = 0; i < RULE_PROBES; i++) {
         rule_slot_t *slot = &rule_slots[(first + i) & (RULE_SLOTS - 1)];
         uint64_t key = atomic_load_explicit(&slot->key, memory_order_acquire);
         if (key == address) {
-            rule_t rule = word_rule(atomic_load_explicit(&slot->rule, memory_order_relaxed));
-            if (rule.known)
+            rule_t rule = word_rule(atomic_load_explicit(&slot->rule, memory_order_acquire));
+            if (rule.known && atomic_load_explicit(&slot->key, memory_order_relaxed) == address)
                 return rule;
+            own_slot = slot;
             break;
         }
         if (key == 0) {
@@ -558,9 +567,12 @@ static rule_t rule_at(uintptr_t address)
         forget_rules(search.unloads);
         return search.rule;
     }
-    if (free_slot < RULE_SLOTS) {
-        rule_slot_t *slot = &rule_slots[free_slot];
-        uint64_t expected = 0;
+    rule_slot_t *slot = own_slot != NULL ? own_slot
+                      : free_slot < RULE_SLOTS ? &rule_slots[free_slot] : NULL;
+    if (slot != NULL) {
+        /* Claimed as it was seen (empty, or address's with its rule lost),
+         * so that a slot taken meanwhile for another address is left be. */
+        uint64_t expected = own_slot != NULL ? address : 0;
         if (atomic_compare_exchange_strong(&slot->key, &expected, address | KEY_BUSY)) {
             atomic_store_explicit(&slot->rule, rule_word(search.rule), memory_order_relaxed);
             atomic_store_explicit(&slot->key, address, memory_order_release);
@@ -594,11 +606,16 @@ static int thread_stack(void)
     return stack_state;
 }
 
-/* Reads a word of the thread's stack. Saved registers are not what
- * AddressSanitizer guards, but it cannot tell them from a frame's locals. */
-__attribute__((no_sanitize_address)) static int load(uintptr_t address, uintptr_t *value)
+/* Reads a word of the thread's stack at or above floor, the current frame's
+ * stack pointer: every saved register lies there, and the whole range is
+ * mapped, where the thread's reported stack below it may not be (a main
+ * thread's stack grows into it; runtimes guard pages inside it). Saved
+ * registers are not what AddressSanitizer guards, but it cannot tell them
+ * from a frame's locals. */
+__attribute__((no_sanitize_address)) static int load(uintptr_t address, uintptr_t floor,
+                                                     uintptr_t *value)
 {
-    if (address < stack_low || address > stack_high - sizeof *value)
+    if (address < floor || address < stack_low || address > stack_high - sizeof *value)
         return 0;
     *value = *(const volatile uintptr_t *)address;
     return 1;
@@ -630,17 +647,17 @@ __attribute__((noinline)) int unwind_capture(uintptr_t *out, int max)
             return -1;
         } else if (rule.cfa_kind == CFA_RBP) {
             cfa = bp + (uintptr_t)(intptr_t)rule.cfa_offset;
-        } else if (!load(bp + (uintptr_t)(intptr_t)rule.cfa_offset, &cfa)) {
+        } else if (!load(bp + (uintptr_t)(intptr_t)rule.cfa_offset, sp, &cfa)) {
             return -1;
         }
         uintptr_t ra;
-        if (cfa <= sp || !load(cfa + (uintptr_t)(intptr_t)rule.ra_offset, &ra))
+        if (cfa <= sp || !load(cfa + (uintptr_t)(intptr_t)rule.ra_offset, sp, &ra))
             return -1;
         uintptr_t rbp_offset = (uintptr_t)((intptr_t)rule.rbp_offset8 * 8);
         if (rule.rbp_kind == RBP_AT_CFA) {
-            bp_valid = load(cfa + rbp_offset, &bp);
+            bp_valid = load(cfa + rbp_offset, sp, &bp);
         } else if (rule.rbp_kind == RBP_AT_RBP) {
-            bp_valid = bp_valid && load(bp + rbp_offset, &bp);
+            bp_valid = bp_valid && load(bp + rbp_offset, sp, &bp);
         } else if (rule.rbp_kind == RBP_LOST) {
             bp_valid = 0;
         }

@@ -20,8 +20,12 @@
  * starting with an address inside unwind_capture itself (as unw_backtrace
  * starts inside its caller). Returns how many, or -1 when some frame could
  * not be stepped before the stack ended or max was reached: the caller
- * should then take the stack another way. Thread-safe; async-signal-unsafe
- * only on the first sight of an address (it asks dl_iterate_phdr). */
+ * should then take the stack another way. Thread-safe, not async-signal-
+ * safe: a thread's first call asks for its stack's bounds (which may
+ * allocate), and the first sight of an address asks dl_iterate_phdr.
+ * Rules are forgotten when the loader reports an unload, noticed at the
+ * next new address: a library unloaded and another loaded at its addresses
+ * meanwhile can give wrong frames until then, as libunwind's cache can. */
 int unwind_capture(uintptr_t *out, int max);
 
 #endif
