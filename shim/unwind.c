@@ -178,6 +178,32 @@ static int rbp_expression(reader_t *r, int64_t *offset, int *deref)
     return block.ok && block.p == block.end;
 }
 
+/* A register rule this unwinder does not follow (another register, an
+ * expression, a value rule): rbp is then unknown to the frames above, and
+ * a return address found that way makes the frame unsteppable (0). */
+static int unfollowed_rule(cfa_state_t *state, uint64_t reg)
+{
+    if (reg == DW_RBP)
+        state->rbp_kind = RBP_LOST;
+    return reg != DW_RA;
+}
+
+/* A CFA rule of register plus offset; any register but rsp and rbp is one
+ * the unwinder does not track. */
+static void cfa_register_rule(cfa_state_t *state, uint64_t reg, int64_t offset)
+{
+    state->cfa_register = reg == DW_RSP || reg == DW_RBP ? (int)reg : -2;
+    state->cfa_offset = offset;
+}
+
+/* A new CFA offset, which only a register rule can take. */
+static void cfa_offset_rule(cfa_state_t *state, int64_t offset)
+{
+    state->cfa_offset = offset;
+    if (state->cfa_register < 0)
+        state->cfa_register = -2;
+}
+
 /* Runs a CFA program from loc until the row that covers target, over
  * state; initial is the CIE's state (for DW_CFA_restore). Returns 1 when it
  * reached target or the program's end, 0 on something it does not read. */
@@ -238,9 +264,7 @@ static int run_cfa(reader_t *r, uintptr_t loc, uintptr_t target, uint64_t code_a
         case 0x09:  /* DW_CFA_register */
             reg = read_uleb(r);
             (void)read_uleb(r);
-            if (reg == DW_RBP)
-                state->rbp_kind = RBP_LOST;
-            else if (reg == DW_RA)
+            if (!unfollowed_rule(state, reg))
                 return 0;
             break;
         case 0x0a:  /* DW_CFA_remember_state */
@@ -255,28 +279,22 @@ static int run_cfa(reader_t *r, uintptr_t loc, uintptr_t target, uint64_t code_a
             break;
         case 0x0c:  /* DW_CFA_def_cfa */
             reg = read_uleb(r);
-            state->cfa_register = reg == DW_RSP || reg == DW_RBP ? (int)reg : -2;
-            state->cfa_offset = (int64_t)read_uleb(r);
+            cfa_register_rule(state, reg, (int64_t)read_uleb(r));
             break;
         case 0x12:  /* DW_CFA_def_cfa_sf */
             reg = read_uleb(r);
-            state->cfa_register = reg == DW_RSP || reg == DW_RBP ? (int)reg : -2;
-            state->cfa_offset = read_sleb(r) * data_align;
+            cfa_register_rule(state, reg, read_sleb(r) * data_align);
             break;
         case 0x0d:  /* DW_CFA_def_cfa_register */
             reg = read_uleb(r);
             state->cfa_register = (reg == DW_RSP || reg == DW_RBP) && state->cfa_register >= 0
                                   ? (int)reg : -2;
             break;
-        case 0x0e:  /* DW_CFA_def_cfa_offset: only valid after a register rule */
-            state->cfa_offset = (int64_t)read_uleb(r);
-            if (state->cfa_register < 0)
-                state->cfa_register = -2;
+        case 0x0e:  /* DW_CFA_def_cfa_offset */
+            cfa_offset_rule(state, (int64_t)read_uleb(r));
             break;
         case 0x13:  /* DW_CFA_def_cfa_offset_sf */
-            state->cfa_offset = read_sleb(r) * data_align;
-            if (state->cfa_register < 0)
-                state->cfa_register = -2;
+            cfa_offset_rule(state, read_sleb(r) * data_align);
             break;
         case 0x0f:  /* DW_CFA_def_cfa_expression: only a realigned frame's *(rbp + off) */
             state->cfa_register = rbp_expression(r, &offset, &deref) && deref ? -1 : -2;
@@ -287,9 +305,7 @@ static int run_cfa(reader_t *r, uintptr_t loc, uintptr_t target, uint64_t code_a
             if (rbp_expression(r, &offset, &deref) && !deref && reg == DW_RBP) {
                 state->rbp_kind = RBP_AT_RBP;
                 state->rbp_offset = offset;
-            } else if (reg == DW_RBP) {
-                state->rbp_kind = RBP_LOST;
-            } else if (reg == DW_RA) {
+            } else if (!unfollowed_rule(state, reg)) {
                 return 0;
             }
             break;
@@ -305,9 +321,7 @@ static int run_cfa(reader_t *r, uintptr_t loc, uintptr_t target, uint64_t code_a
             } else {
                 (void)read_sleb(r);
             }
-            if (reg == DW_RBP)
-                state->rbp_kind = RBP_LOST;
-            else if (reg == DW_RA)
+            if (!unfollowed_rule(state, reg))
                 return 0;
             break;
         case 0x2e:  /* DW_CFA_GNU_args_size */
