@@ -74,6 +74,20 @@ void tally_add_first(unsigned row, tally_field_t field, uint64_t n)
     tally_add(row, field, n);
 }
 
+tally_block_t *tally_block_first(void)
+{
+    tally_block_t *b = claim();
+    return b ? b : &shared_block;
+}
+
+void tally_each(void (*fn)(tally_block_t *block, void *arg), void *arg)
+{
+    for (tally_block_t *b = atomic_load_explicit(&all_blocks, memory_order_acquire); b != NULL;
+         b = b->next)
+        fn(b, arg);
+    fn(&shared_block, arg);
+}
+
 uint64_t tally_sum(unsigned row, tally_field_t field)
 {
     uint64_t sum = atomic_load_explicit(&shared_block.counts[row][field], memory_order_relaxed);

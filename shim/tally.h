@@ -5,14 +5,17 @@
  * and a reader sums every block. On the allocation path that replaces a
  * locked read-modify-write (tens of ns when another core owns the line) with
  * a store to memory only this thread touches. A sum read while threads count
- * is some moment's value, never a torn one; values that must be exact at
- * every moment (live bytes, peaks) stay shared atomics in the tracker. */
+ * is some moment's value, never a torn one. A block also holds the thread's
+ * shares of the live bytes, which live.c keeps exact at every peak; a site's
+ * live bytes stay shared atomics in the tracker. */
 #ifndef GPULEAK_TALLY_H
 #define GPULEAK_TALLY_H
 
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "live.h"
 
 #define TALLY_ROWS 72  /* the tracker's rows: kinds, then devices */
 #define TALLY_SITES ((1u << 20) + 1)   /* site ids 0 to 2^20, as the depot's */
@@ -42,6 +45,7 @@ typedef struct tally_block {
     _Atomic uint64_t shim_time[TALLY_TIME_FIELDS];  /* the shim's own time (selftime.h) */
     _Atomic int in_use;               /* claimed by a live thread */
     struct tally_block *next;         /* every block ever made, never freed */
+    live_block_t live;                /* this thread's shares of the live bytes (live.h) */
 } tally_block_t;
 
 extern __thread tally_block_t *tally_mine __attribute__((tls_model("initial-exec")));
@@ -63,6 +67,21 @@ static inline void tally_add(unsigned row, tally_field_t field, uint64_t n)
     atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
                           memory_order_relaxed);
 }
+
+/* Claims this thread's block; returns it, or the shared block, which every
+ * thread without one uses, when none can be had. */
+tally_block_t *tally_block_first(void);
+
+/* This thread's block, claimed when it has none, or the shared block.
+ * Never NULL. */
+static inline tally_block_t *tally_block(void)
+{
+    tally_block_t *b = tally_mine;
+    return __builtin_expect(b != NULL, 1) ? b : tally_block_first();
+}
+
+/* Calls fn on every block, finished threads' and the shared one included. */
+void tally_each(void (*fn)(tally_block_t *block, void *arg), void *arg);
 
 /* The sum over every thread, finished ones included. */
 uint64_t tally_sum(unsigned row, tally_field_t field);

@@ -1,12 +1,13 @@
 #define _GNU_SOURCE
 #include "tracker.h"
 #include "growth.h"
+#include "live.h"
+#include "spin.h"
 #include "stacks.h"
 #include "tally.h"
 #include "timeline.h"
 
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -34,15 +35,13 @@ typedef struct shard {
     size_t records;           /* records carved, live or spare */
 } __attribute__((aligned(64))) shard_t;  /* a line each: threads on neighbouring shards */
 
-/* A kind's or a device's row; its allocations, frees and bytes allocated
- * are tallies, in the tally row given by row_of. */
+/* A kind's, a device's or the GPU's row. Its allocations, frees and bytes
+ * allocated are tallies and its live bytes and peak are live.h's, both in
+ * row number row; what is here changes only on rare events. */
 typedef struct atomic_totals {
-    _Atomic uint64_t *live;   /* its live bytes in hot_live, or NULL: own_live */
-    _Atomic uint64_t own_live;
     _Atomic uint64_t failures;
-    _Atomic uint64_t peak_bytes, peak_time_ns;
     _Atomic uint64_t teardown_bytes, teardown_allocations;
-    unsigned tally_row;
+    unsigned row;
 } __attribute__((aligned(64))) atomic_totals_t;  /* a line each: rows are written by every thread */
 
 /* A site's shared counters. What every allocation and free of the site
@@ -67,18 +66,14 @@ static atomic_totals_t device_totals[TRACKER_MAX_DEVICES];
 static _Atomic uint64_t devices_seen;  /* bit per device */
 static atomic_totals_t gpu_totals;     /* every kind but host */
 
-/* The live bytes an allocation on device 0 moves (its kind's, the GPU's and
- * the device's) share one cache line: with threads allocating at once, each
- * line an event writes is a transfer between cores, and the exact peak needs
- * these to be shared. Other devices' rows keep their own. */
-static struct {
-    _Atomic uint64_t kind[KIND_COUNT], gpu, device0;
-} __attribute__((aligned(64))) hot_live;
-static pthread_mutex_t peak_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Rows 0 to KIND_COUNT - 1 are the kinds', then the devices', then the
+ * GPU's; the GPU row's counts are sums of the kinds' (tracker_totals). */
+#define GPU_ROW (KIND_COUNT + TRACKER_MAX_DEVICES)
 static _Atomic uint64_t unknown_frees, map_count, unmap_count;
 static _Atomic uint64_t peak_epoch;    /* bumped at every new GPU peak */
 
 _Static_assert(KIND_COUNT + TRACKER_MAX_DEVICES <= TALLY_ROWS, "a tally row per kind and device");
+_Static_assert(GPU_ROW < LIVE_ROWS, "a live row per kind and device, and the GPU's");
 _Static_assert(STACKS_CAPACITY + 1 <= TALLY_SITES, "a tally slot per site id");
 
 /* The first out-of-memory failure, with what was live then, by site. */
@@ -113,17 +108,22 @@ const char *tracker_kind_name(alloc_kind_t kind)
     return (unsigned)kind < KIND_COUNT ? kind_names[kind] : "unknown";
 }
 
+/* A new GPU peak: sites stamp what they held at it (stamp_site). Called
+ * under the GPU row's lock, so the peak's value and epoch move together. */
+static void note_peak(unsigned row)
+{
+    if (row == GPU_ROW)
+        atomic_fetch_add(&peak_epoch, 1);
+}
+
 int tracker_init(void (*sampler)(struct timeline_point *point))
 {
-    for (int k = 0; k < KIND_COUNT; k++) {
-        kind_totals[k].tally_row = (unsigned)k;
-        kind_totals[k].live = &hot_live.kind[k];
-    }
-    for (int d = 0; d < TRACKER_MAX_DEVICES; d++) {
-        device_totals[d].tally_row = (unsigned)(KIND_COUNT + d);
-        device_totals[d].live = d == 0 ? &hot_live.device0 : NULL;
-    }
-    gpu_totals.live = &hot_live.gpu;
+    for (int k = 0; k < KIND_COUNT; k++)
+        kind_totals[k].row = (unsigned)k;
+    for (int d = 0; d < TRACKER_MAX_DEVICES; d++)
+        device_totals[d].row = (unsigned)(KIND_COUNT + d);
+    gpu_totals.row = GPU_ROW;
+    live_init(note_peak);
     void *p = mmap(NULL, sizeof *sites * (STACKS_CAPACITY + 1), PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED)
@@ -135,46 +135,21 @@ int tracker_init(void (*sampler)(struct timeline_point *point))
     return 0;
 }
 
-/* A shard's lock guards a hash lookup and a pointer swap or two, so it is a
- * spinlock: taking it is one exchange and releasing it a plain store, where
- * a mutex costs a locked instruction each way. A holder that is descheduled
- * (or a teardown walking the whole shard) makes the others yield rather
- * than burn their time slice, and then sleep: under SCHED_FIFO a yield
- * never lets a lower-priority holder on the same core run, a sleep does. */
+/* A shard's lock (spin.h) guards a hash lookup and a pointer swap or two. */
 static void shard_lock(shard_t *sh)
 {
-    for (unsigned spins = 0;
-         atomic_exchange_explicit(&sh->lock, 1, memory_order_acquire) != 0;) {
-        while (atomic_load_explicit(&sh->lock, memory_order_relaxed) != 0) {
-            if (++spins < 100) {
-#if defined(__x86_64__) || defined(__i386__)
-                __builtin_ia32_pause();
-#endif
-            } else if (spins < 200) {
-                sched_yield();
-            } else {
-                nanosleep(&(struct timespec){ .tv_nsec = 50000 }, NULL);
-            }
-        }
-    }
+    spin_lock(&sh->lock);
 }
 
 static void shard_unlock(shard_t *sh)
 {
-    atomic_store_explicit(&sh->lock, 0, memory_order_release);
+    spin_unlock(&sh->lock);
 }
 
 static shard_t *shard_of(key_space_t space, uint64_t key)
 {
     uint64_t h = (key >> 4) * 0xff51afd7ed558ccdull;
     return &shards[space][h >> 58];
-}
-
-/* A row's live bytes; a row tracker_init has not placed in hot_live (or
- * read before it ran) keeps its own. */
-static _Atomic uint64_t *live_of(const atomic_totals_t *t)
-{
-    return t->live != NULL ? t->live : (_Atomic uint64_t *)&t->own_live;
 }
 
 /* Raises *peak to value when value is higher; a lost race retries, so the
@@ -193,43 +168,17 @@ static void raise_peak(_Atomic uint64_t *peak, uint64_t value)
  * read, so an event costs as few atomic operations as the counters allow:
  * the hot path pays for each one. */
 
-/* One event on a totals row: an allocation counts it and its bytes, a free
- * counts it, both move the live bytes; the peak is raised when passed. */
-static void row_event(atomic_totals_t *t, uint64_t size, int event)
+/* Counts one event in a row's tallies (an allocation and its bytes, or a
+ * free) and returns the row's number, for its live bytes to move. */
+static unsigned count_row(const atomic_totals_t *t, uint64_t size, int event)
 {
     if (event == EVENT_ALLOC) {
-        tally_add(t->tally_row, TALLY_ALLOCATIONS, 1);
-        tally_add(t->tally_row, TALLY_BYTES_ALLOCATED, size);
-        uint64_t live = atomic_fetch_add_explicit(live_of(t), size, memory_order_relaxed) + size;
-        raise_peak(&t->peak_bytes, live);
-        return;
+        tally_add(t->row, TALLY_ALLOCATIONS, 1);
+        tally_add(t->row, TALLY_BYTES_ALLOCATED, size);
+    } else if (event == EVENT_FREE) {
+        tally_add(t->row, TALLY_FREES, 1);
     }
-    if (event == EVENT_FREE)
-        tally_add(t->tally_row, TALLY_FREES, 1);
-    atomic_fetch_sub_explicit(live_of(t), size, memory_order_relaxed);
-}
-
-/* The process-wide GPU peak keeps its time too, so value and time must move
- * together: a short lock, taken only when a new high is reached. The GPU
- * row's counts are sums of the kinds' (tracker_totals), so only its live
- * bytes move here. */
-static void move_gpu_live(uint64_t size, int event)
-{
-    if (event != EVENT_ALLOC) {
-        atomic_fetch_sub_explicit(live_of(&gpu_totals), size, memory_order_relaxed);
-        return;
-    }
-    uint64_t live = atomic_fetch_add_explicit(live_of(&gpu_totals), size,
-                                              memory_order_relaxed) + size;
-    if (live <= atomic_load_explicit(&gpu_totals.peak_bytes, memory_order_relaxed))
-        return;
-    pthread_mutex_lock(&peak_lock);
-    if (live > atomic_load(&gpu_totals.peak_bytes)) {
-        atomic_store(&gpu_totals.peak_bytes, live);
-        atomic_store(&gpu_totals.peak_time_ns, tracker_now_ns());
-        atomic_fetch_add(&peak_epoch, 1);
-    }
-    pthread_mutex_unlock(&peak_lock);
+    return t->row;
 }
 
 /* Keeps the exact peak composition without a snapshot at every peak: a
@@ -299,14 +248,16 @@ static void apply(const tracker_record_t *a, int event, uint64_t now_ns)
             count_site(id, TALLY_FREES, &s->frees, 1);
         atomic_fetch_sub_explicit(&s->live_bytes, a->size, memory_order_relaxed);
     }
-    row_event(&kind_totals[a->kind], a->size, event);
+    unsigned moved[3], n = 0;
+    moved[n++] = count_row(&kind_totals[a->kind], a->size, event);
     if (a->kind != KIND_HOST) {
-        move_gpu_live(a->size, event);
+        moved[n++] = GPU_ROW;
         atomic_totals_t *dev = device_row(a->device);
         if (dev != NULL)
-            row_event(dev, a->size, event);
+            moved[n++] = count_row(dev, a->size, event);
     }
-    timeline_note(now_ns, atomic_load_explicit(live_of(&gpu_totals), memory_order_relaxed));
+    live_move(moved, n, a->size, event == EVENT_ALLOC, now_ns);
+    timeline_note(now_ns, live_estimate(GPU_ROW));
     growth_note(now_ns, tracker_allocation_count,
                 atomic_load_explicit(&site_high, memory_order_relaxed));
 }
@@ -515,7 +466,7 @@ static void snapshot_oom(alloc_kind_t kind, size_t size, int device, uint32_t si
         oom.kind = kind;
         oom.device = device;
         oom.site = site;
-        oom.live_bytes = atomic_load(live_of(&gpu_totals));
+        oom.live_bytes = live_bytes(GPU_ROW);
         uint32_t high = atomic_load(&site_high);
         oom.sites = calloc((size_t)high + 1, sizeof *oom.sites);
         for (uint32_t i = 0; oom.sites != NULL && i <= high; i++) {
@@ -658,13 +609,12 @@ uint32_t tracker_site_count(void)
 
 static void read_totals(const atomic_totals_t *t, totals_t *out)
 {
-    out->frees = tally_sum(t->tally_row, TALLY_FREES);
-    out->allocations = tally_sum(t->tally_row, TALLY_ALLOCATIONS);
+    out->frees = tally_sum(t->row, TALLY_FREES);
+    out->allocations = tally_sum(t->row, TALLY_ALLOCATIONS);
     out->failures = atomic_load(&t->failures);
-    out->bytes_allocated = tally_sum(t->tally_row, TALLY_BYTES_ALLOCATED);
-    out->live_bytes = atomic_load(live_of(t));
-    out->peak_bytes = atomic_load(&t->peak_bytes);
-    out->peak_time_ns = atomic_load(&t->peak_time_ns);
+    out->bytes_allocated = tally_sum(t->row, TALLY_BYTES_ALLOCATED);
+    out->live_bytes = live_bytes(t->row);
+    out->peak_bytes = live_peak(t->row, &out->peak_time_ns);
     out->teardown_bytes = atomic_load(&t->teardown_bytes);
     out->teardown_allocations = atomic_load(&t->teardown_allocations);
     out->live_allocations = live_count(out->allocations, out->frees, out->teardown_allocations);
@@ -674,9 +624,7 @@ static void read_totals(const atomic_totals_t *t, totals_t *out)
  * the GPU kinds' (read_totals' are replaced). */
 void tracker_totals(totals_t *out)
 {
-    pthread_mutex_lock(&peak_lock);
     read_totals(&gpu_totals, out);
-    pthread_mutex_unlock(&peak_lock);
     out->allocations = out->frees = out->failures = out->bytes_allocated = 0;
     for (int k = 0; k < KIND_COUNT; k++) {
         if (k == KIND_HOST)
@@ -740,15 +688,15 @@ uint64_t tracker_allocation_count(void)
 {
     uint64_t all = 0;
     for (int k = 0; k < KIND_COUNT; k++)
-        all += tally_sum(kind_totals[k].tally_row, TALLY_ALLOCATIONS);
+        all += tally_sum(kind_totals[k].row, TALLY_ALLOCATIONS);
     return all;
 }
 
 void tracker_sample(timeline_point_t *point)
 {
-    point->bytes = atomic_load(live_of(&gpu_totals));
+    point->bytes = live_bytes(GPU_ROW);
     for (int k = 0; k < KIND_COUNT; k++)
-        point->kind_bytes[k] = atomic_load(live_of(&kind_totals[k]));
+        point->kind_bytes[k] = live_bytes(kind_totals[k].row);
     for (int d = 0; d < TIMELINE_DEVICES; d++)
-        point->device_bytes[d] = atomic_load(live_of(&device_totals[d]));
+        point->device_bytes[d] = live_bytes(device_totals[d].row);
 }

@@ -5,7 +5,8 @@
 #
 # An experiment, not a benchmark of the shipped shim: it builds the shim
 # five ways in a scratch copy of shim/, each with the writes to one group
-# of shared live-byte counters in tracker.c taken out (the report those
+# of live-byte counters in tracker.c taken out: a site's shared ones, the
+# kinds', devices' and GPU's (live.c), the timeline's (the report those
 # builds write is wrong, which is why they are never built otherwise), and
 # times bench_pairs over the bookless fake on 1, 2 and 8 threads, REPS
 # (default 5) interleaved repetitions. Prints a markdown table of medians.
@@ -24,7 +25,7 @@ fi
 make -j"$J" build/fakecuda/libcuda.so.1 build/bench/bench_pairs >"$WORK/build.log" 2>&1 ||
     { tail -n 20 "$WORK/build.log"; exit 1; }
 
-VARIANTS="shipped no-site-live no-totals-live no-timeline none"
+VARIANTS="shipped no-site-live no-rows-live no-timeline none"
 for v in $VARIANTS; do
     mkdir -p "$WORK/$v"
     cp -r "$REPO/shim" "$REPO/Makefile" "$REPO/scripts" "$WORK/$v/"
@@ -38,20 +39,12 @@ edits = {
          "uint64_t live = a->size;"),
         ("        atomic_fetch_sub_explicit(&s->live_bytes, a->size, memory_order_relaxed);\n    }",
          "    }")],
-    "no-totals-live": [
-        ("uint64_t live = atomic_fetch_add_explicit(live_of(t), size, memory_order_relaxed) + size;",
-         "uint64_t live = size;"),
-        ("    atomic_fetch_sub_explicit(live_of(t), size, memory_order_relaxed);\n}", "}"),
-        ("        atomic_fetch_sub_explicit(live_of(&gpu_totals), size, memory_order_relaxed);\n"
-         "        return;", "        return;"),
-        ("uint64_t live = atomic_fetch_add_explicit(live_of(&gpu_totals), size,\n"
-         "                                              memory_order_relaxed) + size;",
-         "uint64_t live = size;")],
+    "no-rows-live": [
+        ("    live_move(moved, n, a->size, event == EVENT_ALLOC, now_ns);\n", "")],
     "no-timeline": [
-        ("    timeline_note(now_ns, atomic_load_explicit(live_of(&gpu_totals), "
-         "memory_order_relaxed));\n", "")],
+        ("    timeline_note(now_ns, live_estimate(GPU_ROW));\n", "")],
 }
-edits["none"] = edits["no-site-live"] + edits["no-totals-live"] + edits["no-timeline"]
+edits["none"] = edits["no-site-live"] + edits["no-rows-live"] + edits["no-timeline"]
 source = open(path).read()
 for old, new in edits.get(variant, []):
     if source.count(old) != 1:

@@ -1,0 +1,284 @@
+/* test_live.c: live bytes moved per thread within reservations keep every
+ * row's peak exact: a new high is never missed nor overstated, whichever
+ * thread's moves make it, and no byte is lost to a fold or a thread's exit. */
+#include "suite.h"
+#include "live.h"
+#include "tally.h"
+
+#include <pthread.h>
+
+#define THREADS 8
+
+static unsigned peaks_seen[LIVE_ROWS];
+
+static void count_peak(unsigned row)
+{
+    peaks_seen[row]++;
+}
+
+static void up(unsigned row, uint64_t size) { live_move(&row, 1, size, 1, 0); }
+static void down(unsigned row, uint64_t size) { live_move(&row, 1, size, 0, 0); }
+
+/* One thread, a walk up and down of mixed sizes: after every move the live
+ * bytes, the estimate and the peak equal what a plain sum gives, and the
+ * hook runs once per new high. */
+START_TEST(one_thread_follows_a_plain_sum)
+{
+    live_init(count_peak);
+    const unsigned row = 3;
+    uint64_t live = 0, peak = 0, highs = 0, held[64] = {0};
+    unsigned seed = 12345, n = 0;
+    for (int step = 0; step < 20000; step++) {
+        seed = seed * 1103515245u + 12345u;
+        if (n < 64 && ((seed >> 16) % 3 != 0 || n == 0)) {
+            uint64_t size = 1 + (seed >> 8) % 5000;
+            held[n++] = size;
+            up(row, size);
+            live += size;
+        } else {
+            unsigned i = (seed >> 12) % n;
+            down(row, held[i]);
+            live -= held[i];
+            held[i] = held[--n];
+        }
+        if (live > peak) {
+            peak = live;
+            highs++;
+        }
+        ck_assert_uint_eq(live_bytes(row), live);
+        ck_assert_uint_eq(live_estimate(row), live);
+        ck_assert_uint_eq(live_peak(row, NULL), peak);
+    }
+    ck_assert_uint_eq(peaks_seen[row], highs);
+    ck_assert_uint_eq(live_bytes(row + 1), 0);  /* a neighbour row is untouched */
+}
+END_TEST
+
+static void *claim_block(void *arg)
+{
+    (void)arg;
+    return tally_block();
+}
+
+/* Many threads' blocks, moved in one thread in a random order, so that
+ * every interleaving of grants, folds and moves past the peak is checked
+ * against a plain sum after each move; frees often come from another
+ * block than the allocation's, as on a thread that frees what another
+ * allocated. */
+START_TEST(interleaved_blocks_follow_a_plain_sum)
+{
+    enum { BLOCKS = 6, HELD = 256 };
+    live_init(count_peak);
+    tally_block_t *blocks[BLOCKS], *own = tally_mine;
+    for (int i = 0; i < BLOCKS; i++) {
+        pthread_t t;
+        ck_assert_int_eq(pthread_create(&t, NULL, claim_block, NULL), 0);
+        ck_assert_int_eq(pthread_join(t, (void **)&blocks[i]), 0);
+    }
+    const unsigned row = 4;
+    uint64_t live = 0, peak = 0, highs = 0, held[HELD];
+    unsigned seed = 99, n = 0, owner[HELD];
+    for (int step = 0; step < 400000; step++) {
+        seed = seed * 1103515245u + 12345u;
+        unsigned b = (seed >> 24) % BLOCKS;
+        tally_mine = blocks[b];
+        /* Phases of climbing and falling, so the peak is passed again and
+         * again from below with reservations handed out. */
+        int climbing = (step / 3000) % 2 == 0;
+        if (n < HELD && (n == 0 || (seed >> 8) % 8 < (climbing ? 5u : 3u))) {
+            held[n] = 1 + (seed >> 4) % 3000;
+            owner[n] = b;
+            up(row, held[n]);
+            live += held[n++];
+        } else {
+            /* Mostly the block's own allocation, at times another's. */
+            unsigned i = (seed >> 12) % n;
+            for (unsigned k = 0; k < n && (seed >> 20) % 4 != 0 && owner[i] != b; k++)
+                i = (i + 1) % n;
+            down(row, held[i]);
+            live -= held[i];
+            held[i] = held[n - 1];
+            owner[i] = owner[--n];
+        }
+        if (live > peak) {
+            peak = live;
+            highs++;
+        }
+        ck_assert_uint_eq(live_bytes(row), live);
+        ck_assert_uint_eq(live_peak(row, NULL), peak);
+        ck_assert_uint_le(live_estimate(row), peak);
+    }
+    tally_mine = own;
+    ck_assert_uint_eq(peaks_seen[row], highs);
+}
+END_TEST
+
+static pthread_barrier_t barrier;
+static const unsigned shared_rows[2] = { 5, 70 };
+
+/* Thread i warms up below its share (which hands it reservations), then
+ * all threads hold a larger amount at once, then warm up again. */
+static void *warm_then_climb(void *arg)
+{
+    uint64_t i = (uintptr_t)arg, small = 1000 * (i + 1), big = 7000 * (i + 1);
+    for (int rep = 0; rep < 3; rep++) {
+        for (int k = 0; k < 20000; k++) {
+            live_move(shared_rows, 2, small, 1, 0);
+            live_move(shared_rows, 2, small, 0, 0);
+        }
+        pthread_barrier_wait(&barrier);
+        pthread_barrier_wait(&barrier);   /* the main thread has read the peak */
+        live_move(shared_rows, 2, big, 1, 0);
+        pthread_barrier_wait(&barrier);   /* every thread holds its big share */
+        pthread_barrier_wait(&barrier);   /* the main thread has read the rows */
+        live_move(shared_rows, 2, big, 0, 0);
+    }
+    return NULL;
+}
+
+/* The moment every thread holds its big share is the only time the rows
+ * reach sum(big); the peak must be exactly that, although each thread
+ * moved its own share without a shared write for most of the run. */
+START_TEST(a_peak_all_threads_make_together_is_exact)
+{
+    live_init(count_peak);
+    pthread_t t[THREADS];
+    uint64_t all_big = 0, all_small = 0;
+    for (uint64_t i = 0; i < THREADS; i++) {
+        all_big += 7000 * (i + 1);
+        all_small += 1000 * (i + 1);
+    }
+    ck_assert_int_eq(pthread_barrier_init(&barrier, NULL, THREADS + 1), 0);
+    for (uintptr_t i = 0; i < THREADS; i++)
+        ck_assert_int_eq(pthread_create(&t[i], NULL, warm_then_climb, (void *)i), 0);
+    for (int rep = 0; rep < 3; rep++) {
+        pthread_barrier_wait(&barrier);
+        ck_assert_uint_le(live_peak(shared_rows[0], NULL), (rep ? all_big : all_small));
+        pthread_barrier_wait(&barrier);
+        pthread_barrier_wait(&barrier);
+        for (int r = 0; r < 2; r++) {
+            ck_assert_uint_eq(live_bytes(shared_rows[r]), all_big);
+            ck_assert_uint_eq(live_peak(shared_rows[r], NULL), all_big);
+        }
+        pthread_barrier_wait(&barrier);
+    }
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(t[i], NULL);
+    for (int r = 0; r < 2; r++) {
+        ck_assert_uint_eq(live_bytes(shared_rows[r]), 0);
+        ck_assert_uint_eq(live_peak(shared_rows[r], NULL), all_big);
+    }
+}
+END_TEST
+
+static void *climb(void *arg)
+{
+    for (int k = 0; k < 1000; k++)
+        up(9, (uintptr_t)arg);
+    return NULL;
+}
+
+static void *descend(void *arg)
+{
+    for (int k = 0; k < 1000; k++)
+        down(9, (uintptr_t)arg);
+    return NULL;
+}
+
+static void run_one(void *(*fn)(void *), uintptr_t size)
+{
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, fn, (void *)size), 0);
+    pthread_join(t, NULL);
+}
+
+/* Bytes one thread adds and another, later, takes away balance, and what a
+ * finished thread left in its block still counts (as allocations a thread
+ * made and never freed do). */
+START_TEST(other_threads_frees_and_finished_threads_count)
+{
+    live_init(count_peak);
+    run_one(climb, 64);
+    ck_assert_uint_eq(live_bytes(9), 64000);
+    ck_assert_uint_eq(live_peak(9, NULL), 64000);
+    run_one(climb, 64);
+    ck_assert_uint_eq(live_bytes(9), 128000);
+    run_one(descend, 64);
+    run_one(descend, 64);
+    ck_assert_uint_eq(live_bytes(9), 0);
+    up(9, 100);  /* this thread, with blocks left by the others */
+    ck_assert_uint_eq(live_bytes(9), 100);
+    ck_assert_uint_eq(live_peak(9, NULL), 128000);
+}
+END_TEST
+
+/* Threads moving at random, each within its own bound and back to zero:
+ * nothing is lost or counted twice, and the peak stays within the bounds. */
+static void *wander(void *arg)
+{
+    uint64_t i = (uintptr_t)arg, bound = 4096 * (i + 1), held = 0;
+    unsigned seed = (unsigned)i * 7919u + 1;
+    for (int k = 0; k < 50000; k++) {
+        seed = seed * 1103515245u + 12345u;
+        uint64_t size = 1 + (seed >> 10) % 1024;
+        if ((seed >> 20) & 1 && held + size <= bound) {
+            up(11, size);
+            held += size;
+        } else if (held >= size) {
+            down(11, size);
+            held -= size;
+        }
+    }
+    down(11, held);
+    return NULL;
+}
+
+START_TEST(wandering_threads_lose_nothing)
+{
+    live_init(count_peak);
+    pthread_t t[THREADS];
+    uint64_t bounds = 0;
+    for (uintptr_t i = 0; i < THREADS; i++) {
+        bounds += 4096 * (i + 1);
+        ck_assert_int_eq(pthread_create(&t[i], NULL, wander, (void *)i), 0);
+    }
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(t[i], NULL);
+    ck_assert_uint_eq(live_bytes(11), 0);
+    ck_assert_uint_le(live_peak(11, NULL), bounds);
+    ck_assert_uint_ge(live_peak(11, NULL), 4096);
+    ck_assert_uint_ge(peaks_seen[11], 1);
+}
+END_TEST
+
+/* The peak's time is the time of the move that made it. */
+START_TEST(the_peak_keeps_its_time)
+{
+    live_init(count_peak);
+    unsigned row = 2;
+    live_move(&row, 1, 10, 1, 111);
+    live_move(&row, 1, 10, 0, 222);
+    live_move(&row, 1, 5, 1, 333);    /* below the peak: the time stays */
+    uint64_t when = 0;
+    ck_assert_uint_eq(live_peak(row, &when), 10);
+    ck_assert_uint_eq(when, 111);
+    live_move(&row, 1, 6, 1, 444);    /* 11: a new peak */
+    ck_assert_uint_eq(live_peak(row, &when), 11);
+    ck_assert_uint_eq(when, 444);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("live");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, one_thread_follows_a_plain_sum);
+    tcase_add_test(tc, interleaved_blocks_follow_a_plain_sum);
+    tcase_add_test(tc, a_peak_all_threads_make_together_is_exact);
+    tcase_add_test(tc, other_threads_frees_and_finished_threads_count);
+    tcase_add_test(tc, wandering_threads_lose_nothing);
+    tcase_add_test(tc, the_peak_keeps_its_time);
+    suite_add_tcase(s, tc);
+    return suite_run(s, 1);
+}
