@@ -3,27 +3,33 @@
 #include "tally.h"
 
 #include <stddef.h>
+#include <sys/mman.h>
 
-/* A row's shared part: written only under its lock, by a move past its
+/* A row's shared part: written only under its lock, by a move past a
  * reservation or a fold; read by live_estimate without it. */
 typedef struct live_row {
     _Atomic int lock;
     _Atomic int64_t committed;  /* live bytes, less every thread's delta */
     int64_t reserved;           /* the sum of every thread's reserve */
     _Atomic uint64_t peak, peak_time_ns;
+    _Atomic int64_t at_peak;    /* committed at the last peak, when epoch is that peak's */
+    _Atomic uint64_t epoch;
 } __attribute__((aligned(64))) live_row_t;  /* a line each: rows move independently */
 
-static live_row_t rows[LIVE_ROWS];
-static void (*peak_hook)(unsigned row);
+static live_row_t fixed_rows[LIVE_ROWS];
+static live_row_t *site_rows;          /* LIVE_SITES of them, touched as used */
+static uint32_t epoch_row_id = UINT32_MAX;
+static _Atomic uint64_t epoch;         /* the epoch row's new peaks so far */
 
-void live_init(void (*on_peak)(unsigned row))
+int live_init(uint32_t epoch_row)
 {
-    peak_hook = on_peak;
-}
-
-static live_block_t *my_block(void)
-{
-    return &tally_block()->live;
+    void *p = mmap(NULL, sizeof *site_rows * LIVE_SITES, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+        return -1;
+    site_rows = p;
+    epoch_row_id = epoch_row;
+    return 0;
 }
 
 static int64_t load(_Atomic int64_t *v)
@@ -36,17 +42,69 @@ static void store(_Atomic int64_t *v, int64_t value)
     atomic_store_explicit(v, value, memory_order_relaxed);
 }
 
-/* Lets delta rise by size under reserve when the row's headroom covers the
- * shortfall, granting half of what is left beside it so that the next
- * moves stay local: a lone thread soon holds most of the headroom, and
- * threads that share it are cut back to what they use at the next fold.
- * Caller holds the row's lock. Returns 1 when granted (and moved). */
-static int grant(live_row_t *row, live_block_t *b, unsigned index, int64_t size)
+/* A site's row exists once live_init succeeded; the tracker moves no site
+ * before (it stays off when its init fails). */
+static live_row_t *row_of(uint32_t id)
 {
-    live_share_t *share = &b->rows[index];
-    spin_lock(&b->lock);
+    return id < LIVE_ROWS ? &fixed_rows[id] : &site_rows[id - LIVE_ROWS];
+}
+
+/* Block b's share of row id; for a site, made on first use when b is this
+ * thread's block. NULL when it has none (the row's moves are then made
+ * under the row's lock). */
+static live_share_t *share_of(tally_block_t *b, uint32_t id, int make)
+{
+    if (id < LIVE_ROWS)
+        return &b->live.rows[id];
+    return tally_site_share(b, id - LIVE_ROWS, make);
+}
+
+/* Saves a part's value as it was at the last peak, before its first change
+ * since: the part is then known at that peak without a snapshot of all. */
+static void stamp(_Atomic int64_t *value, _Atomic int64_t *at_peak, _Atomic uint64_t *part_epoch,
+                  uint64_t now_epoch)
+{
+    if (atomic_load_explicit(part_epoch, memory_order_relaxed) == now_epoch)
+        return;
+    store(at_peak, load(value));
+    atomic_store_explicit(part_epoch, now_epoch, memory_order_relaxed);
+}
+
+static void stamp_share(live_share_t *share, uint64_t now_epoch)
+{
+    stamp(&share->delta, &share->at_peak, &share->epoch, now_epoch);
+}
+
+static void stamp_row(live_row_t *row)
+{
+    stamp(&row->committed, &row->at_peak, &row->epoch,
+          atomic_load_explicit(&epoch, memory_order_acquire));
+}
+
+/* Moves a share by size (stamped first); delta's high is kept for folds. */
+static void move_share(live_share_t *share, int64_t size, uint64_t now_epoch)
+{
+    stamp_share(share, now_epoch);
     int64_t delta = load(&share->delta) + size;
-    int64_t want = delta - share->reserve;
+    store(&share->delta, delta);
+    if (delta > share->high)
+        share->high = delta;
+}
+
+/* Lets the share rise by size under its reserve when the row's headroom
+ * covers the shortfall, granting half of what is left beside it so that
+ * the next moves stay local: a lone thread soon holds most of the
+ * headroom, and threads that share it are cut back to what they use at the
+ * next fold. Caller holds the row's lock. Returns 1 when granted (and
+ * moved). */
+static int grant(live_row_t *row, live_block_t *b, live_share_t *share, int64_t size)
+{
+    if (share == NULL)
+        return 0;
+    spin_lock(&b->lock);
+    int64_t want = load(&share->delta) + size - share->reserve;
+    if (want < 0)  /* a fold left more reserve than the move needs */
+        want = 0;
     int64_t headroom = (int64_t)atomic_load_explicit(&row->peak, memory_order_relaxed)
                      - load(&row->committed) - row->reserved;
     int granted = want <= headroom;
@@ -54,9 +112,7 @@ static int grant(live_row_t *row, live_block_t *b, unsigned index, int64_t size)
         int64_t given = want + (headroom - want) / 2;
         share->reserve += given;
         row->reserved += given;
-        store(&share->delta, delta);
-        if (delta > share->high)
-            share->high = delta;
+        move_share(share, size, atomic_load_explicit(&epoch, memory_order_acquire));
     }
     spin_unlock(&b->lock);
     return granted;
@@ -64,21 +120,24 @@ static int grant(live_row_t *row, live_block_t *b, unsigned index, int64_t size)
 
 typedef struct fold {
     live_row_t *row;
-    unsigned index;
+    uint32_t id;
     int keep;  /* 1: reserve what was used since the last fold; 0: nothing */
 } fold_t;
 
 /* Moves one block's delta into the committed bytes and resets its
  * reservation. A reserve of high - delta is what lets the thread climb
  * back to its recent high from where it now stands; it never exceeds the
- * reserve it replaces (high never passed it), so the headroom never
- * shrinks by a fold. */
+ * reserve it replaces (high never passed it), so a fold never shrinks the
+ * headroom. Caller holds the row's lock and has stamped the row. */
 static void fold_block(tally_block_t *tb, void *arg)
 {
     const fold_t *f = arg;
+    live_share_t *share = share_of(tb, f->id, 0);
+    if (share == NULL)
+        return;
     live_block_t *b = &tb->live;
-    live_share_t *share = &b->rows[f->index];
     spin_lock(&b->lock);
+    stamp_share(share, atomic_load_explicit(&epoch, memory_order_acquire));
     int64_t delta = load(&share->delta);
     int64_t reserve = f->keep ? share->high - delta : 0;
     if (reserve < 0)
@@ -91,91 +150,154 @@ static void fold_block(tally_block_t *tb, void *arg)
     spin_unlock(&b->lock);
 }
 
-static void fold(live_row_t *row, unsigned index, int keep)
+static void fold(live_row_t *row, uint32_t id, int keep)
 {
-    fold_t f = { row, index, keep };
+    fold_t f = { row, id, keep };
+    stamp_row(row);
     tally_each(fold_block, &f);
 }
 
-/* A move up the thread's reservation does not cover: granted more, or
- * made exact after the folds, raising the peak when it passes it. */
-static void move_past_reserve(unsigned index, live_block_t *b, int64_t size, uint64_t now_ns)
+/* Adds size to the committed bytes (stamped first); returns the new value.
+ * Caller holds the row's lock. */
+static int64_t commit(live_row_t *row, int64_t size)
 {
-    live_row_t *row = &rows[index];
-    spin_lock(&row->lock);
-    if (grant(row, b, index, size))
-        goto out;
-    if (row->reserved > 0) {
-        fold(row, index, 1);
-        if (grant(row, b, index, size))
-            goto out;
-    }
-    fold(row, index, 0);
+    stamp_row(row);
     int64_t live = load(&row->committed) + size;
     store(&row->committed, live);
-    if (live > 0 && (uint64_t)live > atomic_load_explicit(&row->peak, memory_order_relaxed)) {
-        atomic_store_explicit(&row->peak, (uint64_t)live, memory_order_relaxed);
-        atomic_store_explicit(&row->peak_time_ns, now_ns, memory_order_relaxed);
-        if (peak_hook != NULL)
-            peak_hook(index);
+    return live;
+}
+
+/* Raises the row's peak to live when it passes it; a new peak of the epoch
+ * row starts a new epoch, after the peak is stored. Caller holds the row's
+ * lock, so a peak's value and time move together. */
+static void raise_peak(live_row_t *row, uint32_t id, int64_t live, uint64_t now_ns)
+{
+    if (live <= 0 || (uint64_t)live <= atomic_load_explicit(&row->peak, memory_order_relaxed))
+        return;
+    atomic_store_explicit(&row->peak, (uint64_t)live, memory_order_relaxed);
+    atomic_store_explicit(&row->peak_time_ns, now_ns, memory_order_relaxed);
+    if (id == epoch_row_id)
+        atomic_fetch_add_explicit(&epoch, 1, memory_order_release);
+}
+
+/* A move the thread's share cannot make alone: up past its reserve (or
+ * with no share), granted more, or made on the committed bytes once every
+ * share is folded in and every reservation taken back, which makes them the
+ * row's exact live bytes; or down with no share. */
+static void move_locked(uint32_t id, tally_block_t *tb, live_share_t *share, int64_t size,
+                        uint64_t now_ns)
+{
+    live_row_t *row = row_of(id);
+    spin_lock(&row->lock);
+    if (size < 0) {
+        commit(row, size);
+    } else if (!grant(row, &tb->live, share, size)) {
+        int granted = 0;
+        if (share != NULL && row->reserved > 0) {
+            fold(row, id, 1);
+            granted = grant(row, &tb->live, share, size);
+        }
+        if (!granted) {
+            fold(row, id, 0);
+            raise_peak(row, id, commit(row, size), now_ns);
+        }
     }
-out:
     spin_unlock(&row->lock);
 }
 
-/* A move down is always local: it cannot make a peak, and a delta below
- * zero only makes the headroom look smaller until the next fold. */
-void live_move(const unsigned *indexes, unsigned n, uint64_t size, int up, uint64_t now_ns)
+/* A move down with a share is always local: it cannot make a peak, and a
+ * delta below zero only makes the headroom look smaller until the next
+ * fold. Shares are found (a site's page made) before the block's lock is
+ * taken, so no allocation happens under it. */
+void live_move(const uint32_t *ids, unsigned n, uint64_t size, int up, uint64_t now_ns)
 {
-    live_block_t *b = my_block();
-    int64_t bytes = (int64_t)size;
-    unsigned past = 0;  /* bit i: indexes[i] needs the row's lock */
+    tally_block_t *tb = tally_block();
+    live_block_t *b = &tb->live;
+    int64_t bytes = up ? (int64_t)size : -(int64_t)size;
+    live_share_t *shares[8];
+    unsigned locked = 0;  /* bit i: ids[i] moves under its row's lock */
+    for (unsigned i = 0; i < n; i++) {
+        shares[i] = share_of(tb, ids[i], 1);
+        if (shares[i] == NULL)
+            locked |= 1u << i;
+    }
+    uint64_t now_epoch = atomic_load_explicit(&epoch, memory_order_acquire);
     spin_lock(&b->lock);
     for (unsigned i = 0; i < n; i++) {
-        live_share_t *share = &b->rows[indexes[i]];
-        int64_t delta = load(&share->delta) + (up ? bytes : -bytes);
-        if (up && delta > share->reserve) {
-            past |= 1u << i;
+        live_share_t *share = shares[i];
+        if (share == NULL)
+            continue;
+        if (up && load(&share->delta) + bytes > share->reserve) {
+            locked |= 1u << i;
             continue;
         }
-        store(&share->delta, delta);
-        if (delta > share->high)
-            share->high = delta;
+        move_share(share, bytes, now_epoch);
     }
     spin_unlock(&b->lock);
-    for (unsigned i = 0; past != 0; i++, past >>= 1)
-        if (past & 1)
-            move_past_reserve(indexes[i], b, bytes, now_ns);
+    for (unsigned i = 0; locked != 0; i++, locked >>= 1)
+        if (locked & 1)
+            move_locked(ids[i], tb, shares[i], bytes, now_ns);
 }
 
-static void add_delta(tally_block_t *tb, void *arg)
+typedef struct sum {
+    uint32_t id;
+    int at_peak;        /* 1: each part's value at the last peak */
+    uint64_t now_epoch;
+    int64_t total;
+} sum_t;
+
+/* The value of a part (of its delta, or of the committed bytes): now, or
+ * at the last peak, which a part unchanged since still holds. */
+static int64_t part(_Atomic int64_t *value, _Atomic int64_t *at_peak, _Atomic uint64_t *part_epoch,
+                    const sum_t *s)
 {
-    int64_t *sum = arg;
-    sum[0] += load(&tb->live.rows[sum[1]].delta);
+    if (s->at_peak && atomic_load_explicit(part_epoch, memory_order_relaxed) == s->now_epoch)
+        return load(at_peak);
+    return load(value);
+}
+
+static void add_share(tally_block_t *tb, void *arg)
+{
+    sum_t *s = arg;
+    live_share_t *share = share_of(tb, s->id, 0);
+    if (share != NULL)
+        s->total += part(&share->delta, &share->at_peak, &share->epoch, s);
 }
 
 /* Under the row's lock so that no fold moves a delta into the committed
  * bytes while it is summed (it would count twice or not at all). */
-uint64_t live_bytes(unsigned index)
+static uint64_t sum_parts(uint32_t id, int at_peak)
 {
-    live_row_t *row = &rows[index];
-    int64_t sum[2] = { 0, (int64_t)index };
+    live_row_t *row = row_of(id);
+    sum_t s = { id, at_peak, 0, 0 };
     spin_lock(&row->lock);
-    sum[0] = load(&row->committed);
-    tally_each(add_delta, sum);
+    s.now_epoch = atomic_load_explicit(&epoch, memory_order_acquire);
+    s.total = part(&row->committed, &row->at_peak, &row->epoch, &s);
+    tally_each(add_share, &s);
     spin_unlock(&row->lock);
-    return sum[0] > 0 ? (uint64_t)sum[0] : 0;
+    return s.total > 0 ? (uint64_t)s.total : 0;
 }
 
-uint64_t live_estimate(unsigned index)
+uint64_t live_bytes(uint32_t id)
 {
-    int64_t v = load(&rows[index].committed) + load(&my_block()->rows[index].delta);
+    return sum_parts(id, 0);
+}
+
+uint64_t live_at_peak(uint32_t id)
+{
+    return sum_parts(id, 1);
+}
+
+uint64_t live_estimate(uint32_t id)
+{
+    live_share_t *mine = share_of(tally_block(), id, 0);
+    int64_t v = load(&row_of(id)->committed) + (mine ? load(&mine->delta) : 0);
     return v > 0 ? (uint64_t)v : 0;
 }
 
-uint64_t live_peak(unsigned index, uint64_t *time_ns)
+uint64_t live_peak(uint32_t id, uint64_t *time_ns)
 {
-    live_row_t *row = &rows[index];
+    live_row_t *row = row_of(id);
     spin_lock(&row->lock);
     uint64_t peak = atomic_load_explicit(&row->peak, memory_order_relaxed);
     if (time_ns != NULL)

@@ -1,5 +1,6 @@
-/* live.h: the live bytes of the tracker's rows (the GPU, each kind, each
- * device) and their exact peaks, moved by each thread in its own block.
+/* live.h: live bytes and their exact peaks, for the tracker's rows (the
+ * GPU, each kind, each device) and for every site, moved by each thread in
+ * its own block.
  *
  * An exact peak seems to need one shared sum that every event moves, and a
  * sum every thread writes is a cache line that crosses between cores at
@@ -14,50 +15,65 @@
  * it used since the last fold; when that still leaves too little, every
  * reservation is taken back, the committed bytes are then the row's exact
  * live bytes, and the move raises the peak under the lock as one shared
- * counter would. A program below its peak moves locally; one climbing past
- * it pays a walk over the threads' blocks per new peak. */
+ * counter would. A row below its peak moves locally; one climbing past it
+ * pays a walk over the threads' blocks per new peak.
+ *
+ * What each row held at the epoch row's (the GPU's) last peak is kept too,
+ * without a snapshot at every peak: each part of a row (its committed
+ * bytes, each thread's share) saves its value at its first change after a
+ * peak, so the sum of what the parts saved, or hold when unchanged since,
+ * is the row's value at that peak. */
 #ifndef GPULEAK_LIVE_H
 #define GPULEAK_LIVE_H
 
 #include <stdatomic.h>
 #include <stdint.h>
 
-#define LIVE_ROWS 72
+#define LIVE_ROWS 72                    /* the tracker's fixed rows */
+#define LIVE_SITES ((1u << 20) + 1)     /* site ids 0 to 2^20, as the stack depot's */
+#define LIVE_SITE(site) (LIVE_ROWS + (uint32_t)(site))  /* a site's row id */
 
 /* One thread's share of one row. Only the block's lock holder writes it;
  * readers of the row's live bytes read delta without the lock. */
 typedef struct live_share {
-    _Atomic int64_t delta;  /* bytes moved since the last fold (frees make it negative) */
-    int64_t reserve;        /* delta may rise to this without the row's lock */
-    int64_t high;           /* highest delta since the last fold */
+    _Atomic int64_t delta;    /* bytes moved since the last fold (frees make it negative) */
+    int64_t reserve;          /* delta may rise to this without the row's lock */
+    int64_t high;             /* highest delta since the last fold */
+    _Atomic int64_t at_peak;  /* delta at the last peak, when epoch is that peak's */
+    _Atomic uint64_t epoch;
 } live_share_t;
 
-/* A thread's shares of every row (inside its tally block, tally.h). */
+/* A thread's lock and its shares of the fixed rows (inside its tally
+ * block, tally.h; its shares of sites are in its tally pages). */
 typedef struct live_block {
     _Atomic int lock;  /* the owner's moves, a fold's visit */
     live_share_t rows[LIVE_ROWS];
 } live_block_t;
 
-/* on_peak is called, under the row's lock, each time a row reaches a new
- * peak (the tracker stamps its sites there); it must not call back in. */
-void live_init(void (*on_peak)(unsigned row));
+/* Sets up the sites' rows; epoch_row is the row whose peaks live_at_peak
+ * reports the moment of. Returns 0, or -1 when memory for them is lacking. */
+int live_init(uint32_t epoch_row);
 
-/* Moves each of rows[0..n) (n <= 8, each below LIVE_ROWS) up, for an
- * allocation, or down by size bytes (below 2^62); now_ns is kept as the
- * time of a peak the move makes. */
-void live_move(const unsigned *rows, unsigned n, uint64_t size, int up, uint64_t now_ns);
+/* Moves each of the rows ids[0..n) (n <= 8, each a fixed row or a
+ * LIVE_SITE) up, for an allocation, or down by size bytes (below 2^62);
+ * now_ns is kept as the time of a peak the move makes. The rows move in
+ * order: a peak of a later row finds the earlier ones moved. */
+void live_move(const uint32_t *ids, unsigned n, uint64_t size, int up, uint64_t now_ns);
 
 /* The row's live bytes: its committed bytes and every thread's share. Exact
  * when no thread moves it meanwhile; otherwise some moment's value. */
-uint64_t live_bytes(unsigned row);
+uint64_t live_bytes(uint32_t id);
 
 /* The committed bytes and this thread's share only: no lock and no walk,
  * for the timeline, which needs a value at every event. Exact with one
  * thread moving the row, never above the peak, and at a new peak the peak
  * itself. */
-uint64_t live_estimate(unsigned row);
+uint64_t live_estimate(uint32_t id);
 
 /* The row's peak, and in *time_ns (when not NULL) when it was reached. */
-uint64_t live_peak(unsigned row, uint64_t *time_ns);
+uint64_t live_peak(uint32_t id, uint64_t *time_ns);
+
+/* The row's live bytes at the epoch row's last peak (0 before its first). */
+uint64_t live_at_peak(uint32_t id);
 
 #endif

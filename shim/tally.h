@@ -18,7 +18,7 @@
 #include "live.h"
 
 #define TALLY_ROWS 72  /* the tracker's rows: kinds, then devices */
-#define TALLY_SITES ((1u << 20) + 1)   /* site ids 0 to 2^20, as the depot's */
+#define TALLY_SITES LIVE_SITES
 #define TALLY_SITES_PER_PAGE 512
 
 typedef enum tally_field {
@@ -28,10 +28,11 @@ typedef enum tally_field {
     TALLY_FIELDS
 } tally_field_t;
 
-/* A thread's counts for 512 consecutive sites, made when it first counts
- * one of them. */
+/* A thread's counts and live-byte shares (live.h) for 512 consecutive
+ * sites, made when it first counts one of them. */
 typedef struct tally_page {
     _Atomic uint64_t counts[TALLY_SITES_PER_PAGE][TALLY_FIELDS];
+    live_share_t shares[TALLY_SITES_PER_PAGE];
 } tally_page_t;
 
 /* What the shim's own time is counted in (selftime.h): clock ticks, the
@@ -108,6 +109,11 @@ static inline int tally_site_add(uint32_t site, tally_field_t field, uint64_t n)
                           memory_order_relaxed);
     return 0;
 }
+
+/* Block b's share of site's live bytes, or NULL when it has none. With make
+ * (only for b, this thread's own block), its page is made when missing; the
+ * shared block has no pages, so NULL there too. */
+live_share_t *tally_site_share(tally_block_t *b, uint32_t site, int make);
 
 /* Claims this thread's block and adds one interval of the shim's own time
  * to it; when memory is out, adds atomically to a shared block. */

@@ -44,14 +44,13 @@ typedef struct atomic_totals {
     unsigned row;
 } __attribute__((aligned(64))) atomic_totals_t;  /* a line each: rows are written by every thread */
 
-/* A site's shared counters. What every allocation and free of the site
- * touches fills the first cache line, the rest the second; aligned, so that
- * two sites never share a line two threads write. Allocations, frees and
- * bytes allocated are per-thread tallies (tally_site_add); the fields here
- * take them only when a thread has no memory for its tally page. */
+/* A site's shared counters, for what is rare. Its live bytes and peaks are
+ * live.h's (row LIVE_SITE(id)), and its allocations, frees and bytes
+ * allocated per-thread tallies (tally_site_add); the fields here take those
+ * only when a thread has no memory for its tally page. Kind and device,
+ * read at every allocation, come first; aligned, so that two sites never
+ * share a line two threads write. */
 typedef struct atomic_site {
-    _Atomic uint64_t live_bytes, peak_live_bytes;
-    _Atomic uint64_t at_peak_bytes, epoch;   /* live at the last GPU peak, see stamp_site */
     _Atomic int kind, device;
     _Atomic uint64_t allocations, frees, bytes_allocated;
     _Atomic uint64_t failures, failed_bytes, teardown_bytes, teardown_allocations;
@@ -70,7 +69,6 @@ static atomic_totals_t gpu_totals;     /* every kind but host */
  * GPU's; the GPU row's counts are sums of the kinds' (tracker_totals). */
 #define GPU_ROW (KIND_COUNT + TRACKER_MAX_DEVICES)
 static _Atomic uint64_t unknown_frees, map_count, unmap_count;
-static _Atomic uint64_t peak_epoch;    /* bumped at every new GPU peak */
 
 _Static_assert(KIND_COUNT + TRACKER_MAX_DEVICES <= TALLY_ROWS, "a tally row per kind and device");
 _Static_assert(GPU_ROW < LIVE_ROWS, "a live row per kind and device, and the GPU's");
@@ -108,14 +106,6 @@ const char *tracker_kind_name(alloc_kind_t kind)
     return (unsigned)kind < KIND_COUNT ? kind_names[kind] : "unknown";
 }
 
-/* A new GPU peak: sites stamp what they held at it (stamp_site). Called
- * under the GPU row's lock, so the peak's value and epoch move together. */
-static void note_peak(unsigned row)
-{
-    if (row == GPU_ROW)
-        atomic_fetch_add(&peak_epoch, 1);
-}
-
 int tracker_init(void (*sampler)(struct timeline_point *point))
 {
     for (int k = 0; k < KIND_COUNT; k++)
@@ -123,7 +113,8 @@ int tracker_init(void (*sampler)(struct timeline_point *point))
     for (int d = 0; d < TRACKER_MAX_DEVICES; d++)
         device_totals[d].row = (unsigned)(KIND_COUNT + d);
     gpu_totals.row = GPU_ROW;
-    live_init(note_peak);
+    if (live_init(GPU_ROW) != 0)
+        return -1;
     void *p = mmap(NULL, sizeof *sites * (STACKS_CAPACITY + 1), PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED)
@@ -152,18 +143,6 @@ static shard_t *shard_of(key_space_t space, uint64_t key)
     return &shards[space][h >> 58];
 }
 
-/* Raises *peak to value when value is higher; a lost race retries, so the
- * highest value any thread saw wins. */
-static void raise_peak(_Atomic uint64_t *peak, uint64_t value)
-{
-    uint64_t seen = atomic_load_explicit(peak, memory_order_relaxed);
-    while (value > seen
-           && !atomic_compare_exchange_weak_explicit(peak, &seen, value,
-                                                     memory_order_relaxed,
-                                                     memory_order_relaxed)) {
-    }
-}
-
 /* Live counts are derived (allocations - frees - teardown allocations) when
  * read, so an event costs as few atomic operations as the counters allow:
  * the hot path pays for each one. */
@@ -181,21 +160,9 @@ static unsigned count_row(const atomic_totals_t *t, uint64_t size, int event)
     return t->row;
 }
 
-/* Keeps the exact peak composition without a snapshot at every peak: a
- * site unchanged since the last GPU peak still holds what it held then, so
- * only the first change after a peak needs to save the old value. */
-static void stamp_site(atomic_site_t *s)
-{
-    uint64_t epoch = atomic_load_explicit(&peak_epoch, memory_order_acquire);
-    if (atomic_load_explicit(&s->epoch, memory_order_relaxed) == epoch)
-        return;
-    atomic_store_explicit(&s->at_peak_bytes, atomic_load(&s->live_bytes), memory_order_relaxed);
-    atomic_store_explicit(&s->epoch, epoch, memory_order_release);
-}
-
 static uint64_t site_live_bytes(uint32_t site)
 {
-    return atomic_load_explicit(&sites[site].live_bytes, memory_order_relaxed);
+    return live_bytes(LIVE_SITE(site));
 }
 
 static atomic_site_t *site_of(uint32_t site)
@@ -230,25 +197,19 @@ static void count_site(uint32_t site, tally_field_t field, _Atomic uint64_t *sha
 /* Applies one event to every counter row the allocation belongs to: its
  * site, its kind, its device and the GPU total, then lets the timeline and
  * the growth checkpoints see the change. The site moves first so that a
- * peak this change makes finds the site already updated. */
+ * GPU peak this change makes finds the site already moved. */
 static void apply(const tracker_record_t *a, int event, uint64_t now_ns)
 {
     atomic_site_t *s = site_of(a->site);
     uint32_t id = (uint32_t)(s - sites);
-    if (a->kind != KIND_HOST)
-        stamp_site(s);
     if (event == EVENT_ALLOC) {
         count_site(id, TALLY_ALLOCATIONS, &s->allocations, 1);
         count_site(id, TALLY_BYTES_ALLOCATED, &s->bytes_allocated, a->size);
-        uint64_t live = atomic_fetch_add_explicit(&s->live_bytes, a->size,
-                                                  memory_order_relaxed) + a->size;
-        raise_peak(&s->peak_live_bytes, live);
-    } else {
-        if (event == EVENT_FREE)
-            count_site(id, TALLY_FREES, &s->frees, 1);
-        atomic_fetch_sub_explicit(&s->live_bytes, a->size, memory_order_relaxed);
+    } else if (event == EVENT_FREE) {
+        count_site(id, TALLY_FREES, &s->frees, 1);
     }
-    unsigned moved[3], n = 0;
+    uint32_t moved[4], n = 0;
+    moved[n++] = LIVE_SITE(id);
     moved[n++] = count_row(&kind_totals[a->kind], a->size, event);
     if (a->kind != KIND_HOST) {
         moved[n++] = GPU_ROW;
@@ -470,7 +431,7 @@ static void snapshot_oom(alloc_kind_t kind, size_t size, int device, uint32_t si
         uint32_t high = atomic_load(&site_high);
         oom.sites = calloc((size_t)high + 1, sizeof *oom.sites);
         for (uint32_t i = 0; oom.sites != NULL && i <= high; i++) {
-            uint64_t live = atomic_load(&sites[i].live_bytes);
+            uint64_t live = site_live_bytes(i);
             if (live > 0 && atomic_load(&sites[i].kind) != KIND_HOST) {
                 oom.sites[oom.site_count].site = i;
                 oom.sites[oom.site_count].bytes = live;
@@ -586,13 +547,12 @@ int tracker_site(uint32_t site, site_stats_t *out)
     out->bytes_allocated = atomic_load(&s->bytes_allocated)
                          + tally_site_sum(site, TALLY_BYTES_ALLOCATED);
     out->failed_bytes = atomic_load(&s->failed_bytes);
-    out->live_bytes = atomic_load(&s->live_bytes);
-    out->peak_live_bytes = atomic_load(&s->peak_live_bytes);
+    out->live_bytes = site_live_bytes(site);
+    out->peak_live_bytes = live_peak(LIVE_SITE(site), NULL);
     out->teardown_bytes = atomic_load(&s->teardown_bytes);
     out->teardown_allocations = atomic_load(&s->teardown_allocations);
     out->live_allocations = live_count(out->allocations, out->frees, out->teardown_allocations);
-    out->at_peak_bytes = atomic_load(&s->epoch) == atomic_load(&peak_epoch)
-                       ? atomic_load(&s->at_peak_bytes) : out->live_bytes;
+    out->at_peak_bytes = live_at_peak(LIVE_SITE(site));
     if (atomic_load(&s->kind) == KIND_HOST)
         out->at_peak_bytes = 0;
     out->kind = atomic_load(&s->kind);

@@ -4,10 +4,10 @@
 #   bash tests/bench/contention.sh [REPS]     (from the repository root)
 #
 # An experiment, not a benchmark of the shipped shim: it builds the shim
-# five ways in a scratch copy of shim/, each with the writes to one group
-# of live-byte counters in tracker.c taken out: a site's shared ones, the
-# kinds', devices' and GPU's (live.c), the timeline's (the report those
-# builds write is wrong, which is why they are never built otherwise), and
+# five ways in a scratch copy of shim/, each with one group of live-byte
+# moves in tracker.c taken out: the site's, the kind's, device's and GPU's
+# (both live.c's), the timeline's, or all (the report those builds write is
+# wrong, which is why they are never built otherwise), and
 # times bench_pairs over the bookless fake on 1, 2 and 8 threads, REPS
 # (default 5) interleaved repetitions. Prints a markdown table of medians.
 # An edit that no longer matches tracker.c stops the script: it says which.
@@ -33,18 +33,13 @@ for v in $VARIANTS; do
 import sys
 path, variant = sys.argv[1], sys.argv[2]
 edits = {
-    "no-site-live": [
-        ("uint64_t live = atomic_fetch_add_explicit(&s->live_bytes, a->size,\n"
-         "                                                  memory_order_relaxed) + a->size;",
-         "uint64_t live = a->size;"),
-        ("        atomic_fetch_sub_explicit(&s->live_bytes, a->size, memory_order_relaxed);\n    }",
-         "    }")],
-    "no-rows-live": [
-        ("    live_move(moved, n, a->size, event == EVENT_ALLOC, now_ns);\n", "")],
-    "no-timeline": [
-        ("    timeline_note(now_ns, live_estimate(GPU_ROW));\n", "")],
+    "no-site-live": [("    moved[n++] = LIVE_SITE(id);\n", "")],
+    "no-rows-live": [("    live_move(moved, n, a->size, event == EVENT_ALLOC, now_ns);",
+                      "    live_move(moved, 1, a->size, event == EVENT_ALLOC, now_ns);")],
+    "no-timeline": [("    timeline_note(now_ns, live_estimate(GPU_ROW));\n", "")],
+    "none": [("    live_move(moved, n, a->size, event == EVENT_ALLOC, now_ns);\n", ""),
+             ("    timeline_note(now_ns, live_estimate(GPU_ROW));\n", "")],
 }
-edits["none"] = edits["no-site-live"] + edits["no-rows-live"] + edits["no-timeline"]
 source = open(path).read()
 for old, new in edits.get(variant, []):
     if source.count(old) != 1:

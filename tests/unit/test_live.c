@@ -9,48 +9,71 @@
 
 #define THREADS 8
 
-static unsigned peaks_seen[LIVE_ROWS];
+static void up(uint32_t row, uint64_t size) { live_move(&row, 1, size, 1, 0); }
+static void down(uint32_t row, uint64_t size) { live_move(&row, 1, size, 0, 0); }
 
-static void count_peak(unsigned row)
+/* What a plain sum gives for the epoch row and two sites beside it, each
+ * allocation in one of the sites and in the row, as the tracker moves
+ * them: values, peaks, and the sites' values at the row's last peak. */
+typedef struct model {
+    uint64_t row, row_peak;
+    uint64_t site[2], site_peak[2], site_at_peak[2];
+} model_t;
+
+enum { ROW = 3, SITE0 = 7 };  /* the epoch row; the sites are SITE0 and SITE0 + 1 */
+
+static void model_move(model_t *m, unsigned site, uint64_t size, int up_move)
 {
-    peaks_seen[row]++;
+    uint32_t ids[2] = { LIVE_SITE(SITE0 + site), ROW };
+    live_move(ids, 2, size, up_move, 0);
+    m->row = up_move ? m->row + size : m->row - size;
+    m->site[site] = up_move ? m->site[site] + size : m->site[site] - size;
+    if (m->site[site] > m->site_peak[site])
+        m->site_peak[site] = m->site[site];
+    if (m->row > m->row_peak) {
+        m->row_peak = m->row;
+        m->site_at_peak[0] = m->site[0];
+        m->site_at_peak[1] = m->site[1];
+    }
 }
 
-static void up(unsigned row, uint64_t size) { live_move(&row, 1, size, 1, 0); }
-static void down(unsigned row, uint64_t size) { live_move(&row, 1, size, 0, 0); }
+static void model_check(const model_t *m)
+{
+    ck_assert_uint_eq(live_bytes(ROW), m->row);
+    ck_assert_uint_eq(live_peak(ROW, NULL), m->row_peak);
+    ck_assert_uint_le(live_estimate(ROW), m->row_peak);
+    for (unsigned i = 0; i < 2; i++) {
+        ck_assert_uint_eq(live_bytes(LIVE_SITE(SITE0 + i)), m->site[i]);
+        ck_assert_uint_eq(live_peak(LIVE_SITE(SITE0 + i), NULL), m->site_peak[i]);
+        ck_assert_uint_eq(live_at_peak(LIVE_SITE(SITE0 + i)), m->site_at_peak[i]);
+    }
+}
 
-/* One thread, a walk up and down of mixed sizes: after every move the live
- * bytes, the estimate and the peak equal what a plain sum gives, and the
- * hook runs once per new high. */
+/* One thread, a walk up and down of mixed sizes: after every move what the
+ * rows hold equals the plain sum, and the estimate is exact. */
 START_TEST(one_thread_follows_a_plain_sum)
 {
-    live_init(count_peak);
-    const unsigned row = 3;
-    uint64_t live = 0, peak = 0, highs = 0, held[64] = {0};
-    unsigned seed = 12345, n = 0;
+    ck_assert_int_eq(live_init(ROW), 0);
+    model_t m = {0};
+    uint64_t held[64] = {0};
+    unsigned seed = 12345, n = 0, site_of[64];
     for (int step = 0; step < 20000; step++) {
         seed = seed * 1103515245u + 12345u;
         if (n < 64 && ((seed >> 16) % 3 != 0 || n == 0)) {
-            uint64_t size = 1 + (seed >> 8) % 5000;
-            held[n++] = size;
-            up(row, size);
-            live += size;
+            held[n] = 1 + (seed >> 8) % 5000;
+            site_of[n] = (seed >> 28) & 1;
+            model_move(&m, site_of[n], held[n], 1);
+            n++;
         } else {
             unsigned i = (seed >> 12) % n;
-            down(row, held[i]);
-            live -= held[i];
-            held[i] = held[--n];
+            model_move(&m, site_of[i], held[i], 0);
+            held[i] = held[n - 1];
+            site_of[i] = site_of[--n];
         }
-        if (live > peak) {
-            peak = live;
-            highs++;
-        }
-        ck_assert_uint_eq(live_bytes(row), live);
-        ck_assert_uint_eq(live_estimate(row), live);
-        ck_assert_uint_eq(live_peak(row, NULL), peak);
+        model_check(&m);
+        ck_assert_uint_eq(live_estimate(ROW), m.row);
     }
-    ck_assert_uint_eq(peaks_seen[row], highs);
-    ck_assert_uint_eq(live_bytes(row + 1), 0);  /* a neighbour row is untouched */
+    ck_assert_uint_eq(live_bytes(ROW + 1), 0);  /* a neighbour row is untouched */
 }
 END_TEST
 
@@ -68,16 +91,16 @@ static void *claim_block(void *arg)
 START_TEST(interleaved_blocks_follow_a_plain_sum)
 {
     enum { BLOCKS = 6, HELD = 256 };
-    live_init(count_peak);
+    ck_assert_int_eq(live_init(ROW), 0);
     tally_block_t *blocks[BLOCKS], *own = tally_mine;
     for (int i = 0; i < BLOCKS; i++) {
         pthread_t t;
         ck_assert_int_eq(pthread_create(&t, NULL, claim_block, NULL), 0);
         ck_assert_int_eq(pthread_join(t, (void **)&blocks[i]), 0);
     }
-    const unsigned row = 4;
-    uint64_t live = 0, peak = 0, highs = 0, held[HELD];
-    unsigned seed = 99, n = 0, owner[HELD];
+    model_t m = {0};
+    uint64_t held[HELD];
+    unsigned seed = 99, n = 0, owner[HELD], site_of[HELD];
     for (int step = 0; step < 400000; step++) {
         seed = seed * 1103515245u + 12345u;
         unsigned b = (seed >> 24) % BLOCKS;
@@ -88,33 +111,27 @@ START_TEST(interleaved_blocks_follow_a_plain_sum)
         if (n < HELD && (n == 0 || (seed >> 8) % 8 < (climbing ? 5u : 3u))) {
             held[n] = 1 + (seed >> 4) % 3000;
             owner[n] = b;
-            up(row, held[n]);
-            live += held[n++];
+            site_of[n] = (seed >> 2) & 1;
+            model_move(&m, site_of[n], held[n], 1);
+            n++;
         } else {
             /* Mostly the block's own allocation, at times another's. */
             unsigned i = (seed >> 12) % n;
             for (unsigned k = 0; k < n && (seed >> 20) % 4 != 0 && owner[i] != b; k++)
                 i = (i + 1) % n;
-            down(row, held[i]);
-            live -= held[i];
+            model_move(&m, site_of[i], held[i], 0);
             held[i] = held[n - 1];
-            owner[i] = owner[--n];
+            owner[i] = owner[n - 1];
+            site_of[i] = site_of[--n];
         }
-        if (live > peak) {
-            peak = live;
-            highs++;
-        }
-        ck_assert_uint_eq(live_bytes(row), live);
-        ck_assert_uint_eq(live_peak(row, NULL), peak);
-        ck_assert_uint_le(live_estimate(row), peak);
+        model_check(&m);
     }
     tally_mine = own;
-    ck_assert_uint_eq(peaks_seen[row], highs);
 }
 END_TEST
 
 static pthread_barrier_t barrier;
-static const unsigned shared_rows[2] = { 5, 70 };
+static const uint32_t shared_rows[2] = { LIVE_SITE(5), 70 };
 
 /* Thread i warms up below its share (which hands it reservations), then
  * all threads hold a larger amount at once, then warm up again. */
@@ -141,7 +158,7 @@ static void *warm_then_climb(void *arg)
  * moved its own share without a shared write for most of the run. */
 START_TEST(a_peak_all_threads_make_together_is_exact)
 {
-    live_init(count_peak);
+    ck_assert_int_eq(live_init(70), 0);
     pthread_t t[THREADS];
     uint64_t all_big = 0, all_small = 0;
     for (uint64_t i = 0; i < THREADS; i++) {
@@ -160,6 +177,7 @@ START_TEST(a_peak_all_threads_make_together_is_exact)
             ck_assert_uint_eq(live_bytes(shared_rows[r]), all_big);
             ck_assert_uint_eq(live_peak(shared_rows[r], NULL), all_big);
         }
+        ck_assert_uint_eq(live_at_peak(shared_rows[0]), all_big);
         pthread_barrier_wait(&barrier);
     }
     for (int i = 0; i < THREADS; i++)
@@ -197,7 +215,7 @@ static void run_one(void *(*fn)(void *), uintptr_t size)
  * made and never freed do). */
 START_TEST(other_threads_frees_and_finished_threads_count)
 {
-    live_init(count_peak);
+    ck_assert_int_eq(live_init(9), 0);
     run_one(climb, 64);
     ck_assert_uint_eq(live_bytes(9), 64000);
     ck_assert_uint_eq(live_peak(9, NULL), 64000);
@@ -212,8 +230,9 @@ START_TEST(other_threads_frees_and_finished_threads_count)
 }
 END_TEST
 
-/* Threads moving at random, each within its own bound and back to zero:
- * nothing is lost or counted twice, and the peak stays within the bounds. */
+/* Threads moving a site at random (each making its page of shares), each
+ * within its own bound and back to zero: nothing is lost or counted twice,
+ * and the peak stays within the bounds. */
 static void *wander(void *arg)
 {
     uint64_t i = (uintptr_t)arg, bound = 4096 * (i + 1), held = 0;
@@ -222,20 +241,20 @@ static void *wander(void *arg)
         seed = seed * 1103515245u + 12345u;
         uint64_t size = 1 + (seed >> 10) % 1024;
         if ((seed >> 20) & 1 && held + size <= bound) {
-            up(11, size);
+            up(LIVE_SITE(11), size);
             held += size;
         } else if (held >= size) {
-            down(11, size);
+            down(LIVE_SITE(11), size);
             held -= size;
         }
     }
-    down(11, held);
+    down(LIVE_SITE(11), held);
     return NULL;
 }
 
 START_TEST(wandering_threads_lose_nothing)
 {
-    live_init(count_peak);
+    ck_assert_int_eq(live_init(11), 0);
     pthread_t t[THREADS];
     uint64_t bounds = 0;
     for (uintptr_t i = 0; i < THREADS; i++) {
@@ -244,18 +263,17 @@ START_TEST(wandering_threads_lose_nothing)
     }
     for (int i = 0; i < THREADS; i++)
         pthread_join(t[i], NULL);
-    ck_assert_uint_eq(live_bytes(11), 0);
-    ck_assert_uint_le(live_peak(11, NULL), bounds);
-    ck_assert_uint_ge(live_peak(11, NULL), 4096);
-    ck_assert_uint_ge(peaks_seen[11], 1);
+    ck_assert_uint_eq(live_bytes(LIVE_SITE(11)), 0);
+    ck_assert_uint_le(live_peak(LIVE_SITE(11), NULL), bounds);
+    ck_assert_uint_ge(live_peak(LIVE_SITE(11), NULL), 4096);
 }
 END_TEST
 
 /* The peak's time is the time of the move that made it. */
 START_TEST(the_peak_keeps_its_time)
 {
-    live_init(count_peak);
-    unsigned row = 2;
+    ck_assert_int_eq(live_init(2), 0);
+    uint32_t row = 2;
     live_move(&row, 1, 10, 1, 111);
     live_move(&row, 1, 10, 0, 222);
     live_move(&row, 1, 5, 1, 333);    /* below the peak: the time stays */
