@@ -4,10 +4,11 @@
 #   bash tests/bench/contention.sh [REPS]     (from the repository root)
 #
 # An experiment, not a benchmark of the shipped shim: it builds the shim
-# five ways in a scratch copy of shim/, each with one group of live-byte
-# moves in tracker.c taken out: the site's, the kind's, device's and GPU's
-# (both live.c's), the timeline's, or all (the report those builds write is
-# wrong, which is why they are never built otherwise), and
+# in a scratch copy of shim/ as shipped, then four ways with live-byte moves
+# in tracker.c taken out (the site's; the kind's, device's and GPU's; the
+# timeline's; all of them: the reports those builds write are wrong, which
+# is why they are never built otherwise), and once with the live-allocation
+# table's shards chosen per 1 MiB of addresses instead of per address, and
 # times bench_pairs over the bookless fake on 1, 2 and 8 threads, REPS
 # (default 5) interleaved repetitions. Prints a markdown table of medians.
 # An edit that no longer matches tracker.c stops the script: it says which.
@@ -25,7 +26,7 @@ fi
 make -j"$J" build/fakecuda/libcuda.so.1 build/bench/bench_pairs >"$WORK/build.log" 2>&1 ||
     { tail -n 20 "$WORK/build.log"; exit 1; }
 
-VARIANTS="shipped no-site-live no-rows-live no-timeline none"
+VARIANTS="shipped no-site-live no-rows-live no-timeline none shards-by-1MiB"
 for v in $VARIANTS; do
     mkdir -p "$WORK/$v"
     cp -r "$REPO/shim" "$REPO/Makefile" "$REPO/scripts" "$WORK/$v/"
@@ -39,6 +40,10 @@ edits = {
     "no-timeline": [("    timeline_note(now_ns, live_estimate(GPU_ROW));\n", "")],
     "none": [("    live_move(moved, n, a->size, event == EVENT_ALLOC, now_ns);\n", ""),
              ("    timeline_note(now_ns, live_estimate(GPU_ROW));\n", "")],
+    # Not a counter: a shard per 1 MiB of addresses instead of per address,
+    # so that a thread whose addresses cluster keeps to its own shards.
+    "shards-by-1MiB": [("uint64_t h = (key >> 4) * 0xff51afd7ed558ccdull;",
+                        "uint64_t h = (key >> 20) * 0xff51afd7ed558ccdull;")],
 }
 source = open(path).read()
 for old, new in edits.get(variant, []):
