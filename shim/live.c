@@ -52,7 +52,7 @@ static live_row_t *row_of(uint32_t id)
 /* Block b's share of row id; for a site, made on first use when b is this
  * thread's block. NULL when it has none (the row's moves are then made
  * under the row's lock). */
-static live_share_t *share_of(tally_block_t *b, uint32_t id, int make)
+static inline live_share_t *share_of(tally_block_t *b, uint32_t id, int make)
 {
     if (id < LIVE_ROWS)
         return &b->live.rows[id];
@@ -61,7 +61,7 @@ static live_share_t *share_of(tally_block_t *b, uint32_t id, int make)
 
 /* Saves a part's value as it was at the last peak, before its first change
  * since: the part is then known at that peak without a snapshot of all. */
-static void stamp(_Atomic int64_t *value, _Atomic int64_t *at_peak, _Atomic uint64_t *part_epoch,
+static inline void stamp(_Atomic int64_t *value, _Atomic int64_t *at_peak, _Atomic uint64_t *part_epoch,
                   uint64_t now_epoch)
 {
     if (atomic_load_explicit(part_epoch, memory_order_relaxed) == now_epoch)
@@ -70,7 +70,7 @@ static void stamp(_Atomic int64_t *value, _Atomic int64_t *at_peak, _Atomic uint
     atomic_store_explicit(part_epoch, now_epoch, memory_order_relaxed);
 }
 
-static void stamp_share(live_share_t *share, uint64_t now_epoch)
+static inline void stamp_share(live_share_t *share, uint64_t now_epoch)
 {
     stamp(&share->delta, &share->at_peak, &share->epoch, now_epoch);
 }
@@ -81,11 +81,12 @@ static void stamp_row(live_row_t *row)
           atomic_load_explicit(&epoch, memory_order_acquire));
 }
 
-/* Moves a share by size (stamped first); delta's high is kept for folds. */
-static void move_share(live_share_t *share, int64_t size, uint64_t now_epoch)
+/* Moves a share to delta (a site's stamped first: only sites report what
+ * they held at the peak); its high is kept for folds. */
+static inline void move_share(uint32_t id, live_share_t *share, int64_t delta, uint64_t now_epoch)
 {
-    stamp_share(share, now_epoch);
-    int64_t delta = load(&share->delta) + size;
+    if (id >= LIVE_ROWS)
+        stamp_share(share, now_epoch);
     store(&share->delta, delta);
     if (delta > share->high)
         share->high = delta;
@@ -97,7 +98,7 @@ static void move_share(live_share_t *share, int64_t size, uint64_t now_epoch)
  * headroom, and threads that share it are cut back to what they use at the
  * next fold. Caller holds the row's lock. Returns 1 when granted (and
  * moved). */
-static int grant(live_row_t *row, live_block_t *b, live_share_t *share, int64_t size)
+static int grant(live_row_t *row, uint32_t id, live_block_t *b, live_share_t *share, int64_t size)
 {
     if (share == NULL)
         return 0;
@@ -112,7 +113,8 @@ static int grant(live_row_t *row, live_block_t *b, live_share_t *share, int64_t 
         int64_t given = want + (headroom - want) / 2;
         share->reserve += given;
         row->reserved += given;
-        move_share(share, size, atomic_load_explicit(&epoch, memory_order_acquire));
+        move_share(id, share, load(&share->delta) + size,
+                   atomic_load_explicit(&epoch, memory_order_acquire));
     }
     spin_unlock(&b->lock);
     return granted;
@@ -191,11 +193,11 @@ static void move_locked(uint32_t id, tally_block_t *tb, live_share_t *share, int
     spin_lock(&row->lock);
     if (size < 0) {
         commit(row, size);
-    } else if (!grant(row, &tb->live, share, size)) {
+    } else if (!grant(row, id, &tb->live, share, size)) {
         int granted = 0;
         if (share != NULL && row->reserved > 0) {
             fold(row, id, 1);
-            granted = grant(row, &tb->live, share, size);
+            granted = grant(row, id, &tb->live, share, size);
         }
         if (!granted) {
             fold(row, id, 0);
@@ -207,36 +209,29 @@ static void move_locked(uint32_t id, tally_block_t *tb, live_share_t *share, int
 
 /* A move down with a share is always local: it cannot make a peak, and a
  * delta below zero only makes the headroom look smaller until the next
- * fold. Shares are found (a site's page made) before the block's lock is
- * taken, so no allocation happens under it. */
+ * fold. A site's first move makes its page of shares after the block's
+ * lock is released (no allocation happens under a spinlock), and is made
+ * under the row's lock. */
 void live_move(const uint32_t *ids, unsigned n, uint64_t size, int up, uint64_t now_ns)
 {
     tally_block_t *tb = tally_block();
     live_block_t *b = &tb->live;
     int64_t bytes = up ? (int64_t)size : -(int64_t)size;
-    live_share_t *shares[8];
     unsigned locked = 0;  /* bit i: ids[i] moves under its row's lock */
-    for (unsigned i = 0; i < n; i++) {
-        shares[i] = share_of(tb, ids[i], 1);
-        if (shares[i] == NULL)
-            locked |= 1u << i;
-    }
     uint64_t now_epoch = atomic_load_explicit(&epoch, memory_order_acquire);
     spin_lock(&b->lock);
     for (unsigned i = 0; i < n; i++) {
-        live_share_t *share = shares[i];
-        if (share == NULL)
-            continue;
-        if (up && load(&share->delta) + bytes > share->reserve) {
+        live_share_t *share = share_of(tb, ids[i], 0);
+        int64_t delta = share ? load(&share->delta) + bytes : 0;
+        if (share == NULL || (up && delta > share->reserve))
             locked |= 1u << i;
-            continue;
-        }
-        move_share(share, bytes, now_epoch);
+        else
+            move_share(ids[i], share, delta, now_epoch);
     }
     spin_unlock(&b->lock);
     for (unsigned i = 0; locked != 0; i++, locked >>= 1)
         if (locked & 1)
-            move_locked(ids[i], tb, shares[i], bytes, now_ns);
+            move_locked(ids[i], tb, share_of(tb, ids[i], 1), bytes, now_ns);
 }
 
 typedef struct sum {
@@ -288,10 +283,9 @@ uint64_t live_at_peak(uint32_t id)
     return sum_parts(id, 1);
 }
 
-uint64_t live_estimate(uint32_t id)
+uint64_t live_estimate(uint32_t row)
 {
-    live_share_t *mine = share_of(tally_block(), id, 0);
-    int64_t v = load(&row_of(id)->committed) + (mine ? load(&mine->delta) : 0);
+    int64_t v = load(&fixed_rows[row].committed) + load(&tally_block()->live.rows[row].delta);
     return v > 0 ? (uint64_t)v : 0;
 }
 

@@ -18,11 +18,11 @@
  * counter would. A row below its peak moves locally; one climbing past it
  * pays a walk over the threads' blocks per new peak.
  *
- * What each row held at the epoch row's (the GPU's) last peak is kept too,
+ * What each site held at the epoch row's (the GPU's) last peak is kept too,
  * without a snapshot at every peak: each part of a row (its committed
  * bytes, each thread's share) saves its value at its first change after a
  * peak, so the sum of what the parts saved, or hold when unchanged since,
- * is the row's value at that peak. */
+ * is the site's value at that peak. */
 #ifndef GPULEAK_LIVE_H
 #define GPULEAK_LIVE_H
 
@@ -64,16 +64,17 @@ void live_move(const uint32_t *ids, unsigned n, uint64_t size, int up, uint64_t 
  * when no thread moves it meanwhile; otherwise some moment's value. */
 uint64_t live_bytes(uint32_t id);
 
-/* The committed bytes and this thread's share only: no lock and no walk,
- * for the timeline, which needs a value at every event. Exact with one
- * thread moving the row, never above the peak, and at a new peak the peak
- * itself. */
-uint64_t live_estimate(uint32_t id);
+/* A fixed row's committed bytes and this thread's share only: no lock and
+ * no walk, for the timeline, which needs a value at every event. Exact with
+ * one thread moving the row, never above the peak, and at a new peak the
+ * peak itself. */
+uint64_t live_estimate(uint32_t row);
 
 /* The row's peak, and in *time_ns (when not NULL) when it was reached. */
 uint64_t live_peak(uint32_t id, uint64_t *time_ns);
 
-/* The row's live bytes at the epoch row's last peak (0 before its first). */
-uint64_t live_at_peak(uint32_t id);
+/* A site's live bytes at the epoch row's last peak (0 before its first);
+ * fixed rows keep no such value. */
+uint64_t live_at_peak(uint32_t site_id);
 
 #endif

@@ -152,19 +152,9 @@ int tally_site_add_first(uint32_t site, tally_field_t field, uint64_t n)
     return tally_site_add(site, field, n);
 }
 
-/* b's page that holds site, or NULL when it has none (yet). */
-static tally_page_t *find_page(tally_block_t *b, uint32_t site)
+live_share_t *tally_site_share_first(tally_block_t *b, uint32_t site)
 {
-    tally_page_t *_Atomic *dir = atomic_load_explicit(&b->pages, memory_order_acquire);
-    return dir && site < TALLY_SITES
-        ? atomic_load_explicit(&dir[site / TALLY_SITES_PER_PAGE], memory_order_acquire) : NULL;
-}
-
-live_share_t *tally_site_share(tally_block_t *b, uint32_t site, int make)
-{
-    tally_page_t *page = find_page(b, site);
-    if (page == NULL && make && b == tally_mine && site < TALLY_SITES)
-        page = site_page(b, site);
+    tally_page_t *page = b == tally_mine && site < TALLY_SITES ? site_page(b, site) : NULL;
     return page ? &page->shares[site % TALLY_SITES_PER_PAGE] : NULL;
 }
 
@@ -173,7 +163,7 @@ uint64_t tally_site_sum(uint32_t site, tally_field_t field)
     uint64_t sum = 0;
     for (tally_block_t *b = atomic_load_explicit(&all_blocks, memory_order_acquire); b != NULL;
          b = b->next) {
-        tally_page_t *page = find_page(b, site);
+        tally_page_t *page = site < TALLY_SITES ? tally_page(b, site) : NULL;
         if (page != NULL)
             sum += atomic_load_explicit(&page->counts[site % TALLY_SITES_PER_PAGE][field],
                                         memory_order_relaxed);

@@ -96,12 +96,18 @@ int tally_site_add_first(uint32_t site, tally_field_t field, uint64_t n);
  * tally_site_add_first. Per-site counts that only grow take the site's
  * cache line, which every thread allocating from that call path writes,
  * off the hot path. */
+/* b's page that holds site (< TALLY_SITES), or NULL when b is NULL or has
+ * none yet. Acquire loads: another thread's reader sees a page zeroed. */
+static inline tally_page_t *tally_page(tally_block_t *b, uint32_t site)
+{
+    tally_page_t *_Atomic *dir = b ? atomic_load_explicit(&b->pages, memory_order_acquire) : NULL;
+    return dir ? atomic_load_explicit(&dir[site / TALLY_SITES_PER_PAGE], memory_order_acquire)
+               : NULL;
+}
+
 static inline int tally_site_add(uint32_t site, tally_field_t field, uint64_t n)
 {
-    tally_block_t *b = tally_mine;
-    tally_page_t *_Atomic *dir = b ? atomic_load_explicit(&b->pages, memory_order_relaxed) : NULL;
-    tally_page_t *page = dir ? atomic_load_explicit(&dir[site / TALLY_SITES_PER_PAGE],
-                                                    memory_order_relaxed) : NULL;
+    tally_page_t *page = tally_page(tally_mine, site);
     if (__builtin_expect(page == NULL, 0))
         return tally_site_add_first(site, field, n);
     _Atomic uint64_t *c = &page->counts[site % TALLY_SITES_PER_PAGE][field];
@@ -110,10 +116,20 @@ static inline int tally_site_add(uint32_t site, tally_field_t field, uint64_t n)
     return 0;
 }
 
+/* Makes this thread's block's page for site and returns its share of the
+ * site's live bytes; NULL when memory is out, site is out of range, or b is
+ * not this thread's block (the shared block has no pages). */
+live_share_t *tally_site_share_first(tally_block_t *b, uint32_t site);
+
 /* Block b's share of site's live bytes, or NULL when it has none. With make
- * (only for b, this thread's own block), its page is made when missing; the
- * shared block has no pages, so NULL there too. */
-live_share_t *tally_site_share(tally_block_t *b, uint32_t site, int make);
+ * (only for b, this thread's own block), its page is made when missing. */
+static inline live_share_t *tally_site_share(tally_block_t *b, uint32_t site, int make)
+{
+    tally_page_t *page = site < TALLY_SITES ? tally_page(b, site) : NULL;
+    if (__builtin_expect(page != NULL, 1))
+        return &page->shares[site % TALLY_SITES_PER_PAGE];
+    return make ? tally_site_share_first(b, site) : NULL;
+}
 
 /* Claims this thread's block and adds one interval of the shim's own time
  * to it; when memory is out, adds atomically to a shared block. */
