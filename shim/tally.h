@@ -5,9 +5,9 @@
  * and a reader sums every block. On the allocation path that replaces a
  * locked read-modify-write (tens of ns when another core owns the line) with
  * a store to memory only this thread touches. A sum read while threads count
- * is some moment's value, never a torn one. A block also holds the thread's
- * shares of the live bytes, which live.c keeps exact at every peak; a site's
- * live bytes stay shared atomics in the tracker. */
+ * is some moment's value, never a torn one. A block (and its site pages)
+ * also holds the thread's shares of the live bytes, which live.c keeps
+ * exact at every peak. */
 #ifndef GPULEAK_TALLY_H
 #define GPULEAK_TALLY_H
 
