@@ -75,10 +75,14 @@ static inline void stamp_share(live_share_t *share, uint64_t now_epoch)
     stamp(&share->delta, &share->at_peak, &share->epoch, now_epoch);
 }
 
-static void stamp_row(live_row_t *row)
+static void stamp_row(live_row_t *row, uint64_t now_epoch)
 {
-    stamp(&row->committed, &row->at_peak, &row->epoch,
-          atomic_load_explicit(&epoch, memory_order_acquire));
+    stamp(&row->committed, &row->at_peak, &row->epoch, now_epoch);
+}
+
+static uint64_t epoch_now(void)
+{
+    return atomic_load_explicit(&epoch, memory_order_acquire);
 }
 
 /* Moves a share to delta (a site's stamped first: only sites report what
@@ -114,7 +118,7 @@ static int grant(live_row_t *row, uint32_t id, live_block_t *b, live_share_t *sh
         share->reserve += given;
         row->reserved += given;
         move_share(id, share, load(&share->delta) + size,
-                   atomic_load_explicit(&epoch, memory_order_acquire));
+                   epoch_now());
     }
     spin_unlock(&b->lock);
     return granted;
@@ -130,7 +134,9 @@ typedef struct fold {
  * reservation. A reserve of high - delta is what lets the thread climb
  * back to its recent high from where it now stands; it never exceeds the
  * reserve it replaces (high never passed it), so a fold never shrinks the
- * headroom. Caller holds the row's lock and has stamped the row. */
+ * headroom. Both parts are stamped with one reading of the epoch: a GPU
+ * peak made while the fold walks must find the delta in exactly one of
+ * them. Caller holds the row's lock. */
 static void fold_block(tally_block_t *tb, void *arg)
 {
     const fold_t *f = arg;
@@ -139,7 +145,9 @@ static void fold_block(tally_block_t *tb, void *arg)
         return;
     live_block_t *b = &tb->live;
     spin_lock(&b->lock);
-    stamp_share(share, atomic_load_explicit(&epoch, memory_order_acquire));
+    uint64_t now_epoch = epoch_now();
+    stamp_row(f->row, now_epoch);
+    stamp_share(share, now_epoch);
     int64_t delta = load(&share->delta);
     int64_t reserve = f->keep ? share->high - delta : 0;
     if (reserve < 0)
@@ -155,7 +163,6 @@ static void fold_block(tally_block_t *tb, void *arg)
 static void fold(live_row_t *row, uint32_t id, int keep)
 {
     fold_t f = { row, id, keep };
-    stamp_row(row);
     tally_each(fold_block, &f);
 }
 
@@ -163,7 +170,7 @@ static void fold(live_row_t *row, uint32_t id, int keep)
  * Caller holds the row's lock. */
 static int64_t commit(live_row_t *row, int64_t size)
 {
-    stamp_row(row);
+    stamp_row(row, epoch_now());
     int64_t live = load(&row->committed) + size;
     store(&row->committed, live);
     return live;
@@ -218,8 +225,8 @@ void live_move(const uint32_t *ids, unsigned n, uint64_t size, int up, uint64_t 
     live_block_t *b = &tb->live;
     int64_t bytes = up ? (int64_t)size : -(int64_t)size;
     unsigned locked = 0;  /* bit i: ids[i] moves under its row's lock */
-    uint64_t now_epoch = atomic_load_explicit(&epoch, memory_order_acquire);
     spin_lock(&b->lock);
+    uint64_t now_epoch = epoch_now();  /* under the lock: a fold's stamps read it there too */
     for (unsigned i = 0; i < n; i++) {
         live_share_t *share = share_of(tb, ids[i], 0);
         int64_t delta = share ? load(&share->delta) + bytes : 0;
@@ -266,7 +273,7 @@ static uint64_t sum_parts(uint32_t id, int at_peak)
     live_row_t *row = row_of(id);
     sum_t s = { id, at_peak, 0, 0 };
     spin_lock(&row->lock);
-    s.now_epoch = atomic_load_explicit(&epoch, memory_order_acquire);
+    s.now_epoch = epoch_now();
     s.total = part(&row->committed, &row->at_peak, &row->epoch, &s);
     tally_each(add_share, &s);
     spin_unlock(&row->lock);

@@ -65,9 +65,11 @@ void live_move(const uint32_t *ids, unsigned n, uint64_t size, int up, uint64_t 
 uint64_t live_bytes(uint32_t id);
 
 /* A fixed row's committed bytes and this thread's share only: no lock and
- * no walk, for the timeline, which needs a value at every event. Exact with
- * one thread moving the row, never above the peak, and at a new peak the
- * peak itself. */
+ * no walk, for the timeline, which needs a value at every event. Never
+ * above the peak, and at a new peak the peak itself; otherwise off by what
+ * other blocks moved since their last fold (low by their allocations, high
+ * by their frees, a finished thread's block included), so exact only when
+ * this thread is the one that ever moved the row. */
 uint64_t live_estimate(uint32_t row);
 
 /* The row's peak, and in *time_ns (when not NULL) when it was reached. */

@@ -73,6 +73,11 @@ void timeline_note(uint64_t now_ns, uint64_t live)
     pthread_mutex_unlock(&timeline_lock);
 }
 
+uint64_t timeline_interval_high(void)
+{
+    return atomic_load_explicit(&interval_max, memory_order_relaxed);
+}
+
 size_t timeline_points(uint64_t now_ns, timeline_point_t *out, size_t max)
 {
     pthread_mutex_lock(&timeline_lock);

@@ -36,6 +36,10 @@ void timeline_init(uint64_t start_ns, uint64_t interval_ns, timeline_sampler_t s
  * point is due; then one thread takes it and others go on. */
 void timeline_note(uint64_t now_ns, uint64_t live);
 
+/* The highest live bytes noted since the last point: a caller whose cheap
+ * reading would raise it can read exactly first. */
+uint64_t timeline_interval_high(void);
+
 /* Copies the points, oldest first, into out (up to max), taking a last
  * point at now_ns first. Returns how many were written. */
 size_t timeline_points(uint64_t now_ns, timeline_point_t *out, size_t max);

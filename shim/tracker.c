@@ -218,7 +218,13 @@ static void apply(const tracker_record_t *a, int event, uint64_t now_ns)
             moved[n++] = count_row(dev, a->size, event);
     }
     live_move(moved, n, a->size, event == EVENT_ALLOC, now_ns);
-    timeline_note(now_ns, live_estimate(GPU_ROW));
+    /* The estimate misses other threads' shares; before it raises the
+     * interval's high, the sum is read (a walk over the threads' blocks,
+     * rare once the interval has seen its high). */
+    uint64_t gpu_live = live_estimate(GPU_ROW);
+    if (gpu_live > timeline_interval_high())
+        gpu_live = live_bytes(GPU_ROW);
+    timeline_note(now_ns, gpu_live);
     growth_note(now_ns, tracker_allocation_count,
                 atomic_load_explicit(&site_high, memory_order_relaxed));
 }

@@ -37,9 +37,9 @@ edits = {
     "no-site-live": [("    moved[n++] = LIVE_SITE(id);\n", "")],
     "no-rows-live": [("    live_move(moved, n, a->size, event == EVENT_ALLOC, now_ns);",
                       "    live_move(moved, 1, a->size, event == EVENT_ALLOC, now_ns);")],
-    "no-timeline": [("    timeline_note(now_ns, live_estimate(GPU_ROW));\n", "")],
+    "no-timeline": [("    timeline_note(now_ns, gpu_live);\n", "")],
     "none": [("    live_move(moved, n, a->size, event == EVENT_ALLOC, now_ns);\n", ""),
-             ("    timeline_note(now_ns, live_estimate(GPU_ROW));\n", "")],
+             ("    timeline_note(now_ns, gpu_live);\n", "")],
     # Not a counter: a shard per 1 MiB of addresses instead of per address,
     # so that a thread whose addresses cluster keeps to its own shards.
     "shards-by-1MiB": [("uint64_t h = (key >> 4) * 0xff51afd7ed558ccdull;",

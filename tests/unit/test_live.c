@@ -83,6 +83,70 @@ static void *claim_block(void *arg)
     return tally_block();
 }
 
+/* A block of its own for each call: the claiming thread has finished, and
+ * the block is kept marked in use so that the next thread makes a new one
+ * instead of taking this one back. */
+static tally_block_t *new_block(void)
+{
+    pthread_t t;
+    tally_block_t *b;
+    ck_assert_int_eq(pthread_create(&t, NULL, claim_block, NULL), 0);
+    ck_assert_int_eq(pthread_join(t, (void **)&b), 0);
+    atomic_store(&b->in_use, 1);
+    return b;
+}
+
+/* Every fold walks the blocks through tally_each (linked with
+ * --wrap=tally_each): when armed, another thread makes a GPU peak just as
+ * the walk starts, the moment a fold's stamps must agree on. */
+void __real_tally_each(void (*fn)(tally_block_t *block, void *arg), void *arg);
+static int peak_armed;
+
+static void *make_gpu_peak(void *arg)
+{
+    (void)arg;
+    up(ROW, 1u << 30);
+    return NULL;
+}
+
+void __wrap_tally_each(void (*fn)(tally_block_t *block, void *arg), void *arg)
+{
+    if (peak_armed) {
+        peak_armed = 0;
+        pthread_t t;
+        ck_assert_int_eq(pthread_create(&t, NULL, make_gpu_peak, NULL), 0);
+        pthread_join(t, NULL);
+    }
+    __real_tally_each(fn, arg);
+}
+
+/* A site holds 40 bytes (10 committed, 30 in one block's share) when the
+ * GPU peaks during the fold another block's move starts: its value at that
+ * peak is 40, each share counted once, in the committed bytes or in the
+ * share, never both. */
+START_TEST(a_peak_during_a_fold_counts_each_share_once)
+{
+    ck_assert_int_eq(live_init(ROW), 0);
+    tally_block_t *own = tally_mine, *b1 = new_block(), *b2 = new_block();
+    const uint32_t site = LIVE_SITE(SITE0);
+    tally_mine = b1;
+    up(site, 100);
+    down(site, 100);
+    tally_mine = b2;
+    up(site, 10);    /* committed 10, the site's peak 100 */
+    tally_mine = b1;
+    up(site, 30);    /* granted: b1's share holds 30 */
+    peak_armed = 1;
+    tally_mine = b2;
+    up(site, 80);    /* past every reservation: the folds walk, the GPU peaks */
+    tally_mine = own;
+    ck_assert_int_eq(peak_armed, 0);
+    ck_assert_uint_eq(live_peak(ROW, NULL), 1u << 30);
+    ck_assert_uint_eq(live_bytes(site), 120);
+    ck_assert_uint_eq(live_at_peak(site), 40);
+}
+END_TEST
+
 /* Many threads' blocks, moved in one thread in a random order, so that
  * every interleaving of grants, folds and moves past the peak is checked
  * against a plain sum after each move; frees often come from another
@@ -94,9 +158,9 @@ START_TEST(interleaved_blocks_follow_a_plain_sum)
     ck_assert_int_eq(live_init(ROW), 0);
     tally_block_t *blocks[BLOCKS], *own = tally_mine;
     for (int i = 0; i < BLOCKS; i++) {
-        pthread_t t;
-        ck_assert_int_eq(pthread_create(&t, NULL, claim_block, NULL), 0);
-        ck_assert_int_eq(pthread_join(t, (void **)&blocks[i]), 0);
+        blocks[i] = new_block();
+        for (int j = 0; j < i; j++)
+            ck_assert_ptr_ne(blocks[i], blocks[j]);
     }
     model_t m = {0};
     uint64_t held[HELD];
@@ -293,6 +357,7 @@ int main(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, one_thread_follows_a_plain_sum);
     tcase_add_test(tc, interleaved_blocks_follow_a_plain_sum);
+    tcase_add_test(tc, a_peak_during_a_fold_counts_each_share_once);
     tcase_add_test(tc, a_peak_all_threads_make_together_is_exact);
     tcase_add_test(tc, other_threads_frees_and_finished_threads_count);
     tcase_add_test(tc, wandering_threads_lose_nothing);

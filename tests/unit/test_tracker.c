@@ -3,6 +3,7 @@
 #include "suite.h"
 #include <pthread.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "timeline.h"
 #include "tracker.h"
@@ -233,6 +234,52 @@ static void *churn(void *arg)
     return NULL;
 }
 
+static void *free_three(void *arg)
+{
+    for (uint64_t k = 0; k < 3; k++)
+        free_key(SPACE_DEVICE, (uintptr_t)arg + 0x100 * k, 1);
+    return NULL;
+}
+
+/* Sleeps past the timeline's interval, so that the next event takes a point. */
+static void sleep_past_interval(void)
+{
+    uint64_t ns = timeline_interval_ns() + 10000000;  /* the coarse clock ticks every 1-4 ms */
+    nanosleep(&(struct timespec){ .tv_sec = (time_t)(ns / 1000000000),
+                                  .tv_nsec = (long)(ns % 1000000000) }, NULL);
+}
+
+/* Another thread's frees leave a negative share in its block, which this
+ * thread's cheap estimate of the GPU's live bytes does not see: a high in
+ * the timeline must come from the live bytes themselves, never from that
+ * estimate (which here reads 60 bytes over what is live). */
+START_TEST(timeline_highs_are_never_above_what_was_live)
+{
+    const uint64_t key = 0x7000000;
+    sleep_past_interval();
+    free_key(SPACE_DEVICE, key, 1);  /* an unknown free: takes no point, moves nothing */
+    totals_t t;
+    tracker_totals(&t);
+    uint64_t base = t.live_bytes;
+    ck_assert_int_eq(tracker_alloc(KIND_DEVICE, key, 100, 9, NULL, 40), 0);
+    free_key(SPACE_DEVICE, key, 1);
+    sleep_past_interval();    /* the next event starts a new interval */
+    for (uint64_t k = 0; k < 3; k++)
+        ck_assert_int_eq(tracker_alloc(KIND_DEVICE, key + 0x10 + 0x100 * k, 20, 9, NULL, 40), 0);
+    pthread_t other;
+    ck_assert_int_eq(pthread_create(&other, NULL, free_three, (void *)(uintptr_t)(key + 0x10)), 0);
+    pthread_join(other, NULL);
+    sleep_past_interval();    /* this allocation ends that interval, whose high was base + 60 */
+    ck_assert_int_eq(tracker_alloc(KIND_DEVICE, key + 0x20, 10, 9, NULL, 40), 0);
+    timeline_point_t points[TIMELINE_POINTS];
+    size_t n = timeline_points(tracker_now_ns(), points, TIMELINE_POINTS);
+    ck_assert_uint_ge(n, 3);
+    ck_assert_uint_le(points[n - 2].max_bytes, base + 60);
+    ck_assert_uint_eq(points[n - 2].bytes, base + 10);
+    free_key(SPACE_DEVICE, key + 0x20, 1);
+}
+END_TEST
+
 START_TEST(concurrent_counts_are_exact)
 {
     pthread_t threads[THREADS];
@@ -269,6 +316,7 @@ int main(void)
     tcase_add_test(tc, gpu_peak_is_exact_and_excludes_host);
     tcase_add_test(tc, tables_grow_and_keep_every_record);
     tcase_add_test(tc, concurrent_counts_are_exact);
+    tcase_add_test(tc, timeline_highs_are_never_above_what_was_live);
     suite_add_tcase(suite, tc);
     return suite_run(suite, 0);
 }
