@@ -117,8 +117,7 @@ static int grant(live_row_t *row, uint32_t id, live_block_t *b, live_share_t *sh
         int64_t given = want + (headroom - want) / 2;
         share->reserve += given;
         row->reserved += given;
-        move_share(id, share, load(&share->delta) + size,
-                   epoch_now());
+        move_share(id, share, load(&share->delta) + size, epoch_now());
     }
     spin_unlock(&b->lock);
     return granted;
