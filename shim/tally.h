@@ -17,7 +17,7 @@
 
 #include "live.h"
 
-#define TALLY_ROWS 72  /* the tracker's rows: kinds, then devices */
+#define TALLY_ROWS LIVE_ROWS  /* the tracker's rows: kinds, then devices, then the GPU */
 #define TALLY_SITES LIVE_SITES
 #define TALLY_SITES_PER_PAGE 512
 
@@ -92,10 +92,6 @@ uint64_t tally_sum(unsigned row, tally_field_t field);
  * event in a shared atomic instead). */
 int tally_site_add_first(uint32_t site, tally_field_t field, uint64_t n);
 
-/* Adds n to field of site (< TALLY_SITES) for this thread; returns as
- * tally_site_add_first. Per-site counts that only grow take the site's
- * cache line, which every thread allocating from that call path writes,
- * off the hot path. */
 /* b's page that holds site (< TALLY_SITES), or NULL when b is NULL or has
  * none yet. Acquire loads: another thread's reader sees a page zeroed. */
 static inline tally_page_t *tally_page(tally_block_t *b, uint32_t site)
@@ -105,6 +101,10 @@ static inline tally_page_t *tally_page(tally_block_t *b, uint32_t site)
                : NULL;
 }
 
+/* Adds n to field of site (< TALLY_SITES) for this thread; returns as
+ * tally_site_add_first. Per-site counts that only grow take the site's
+ * cache line, which every thread allocating from that call path writes,
+ * off the hot path. */
 static inline int tally_site_add(uint32_t site, tally_field_t field, uint64_t n)
 {
     tally_page_t *page = tally_page(tally_mine, site);

@@ -27,7 +27,7 @@ typedef struct live_alloc {
 } live_alloc_t;
 
 typedef struct shard {
-    _Atomic int lock;         /* see shard_lock */
+    _Atomic int lock;         /* spin.h: guards a lookup and a pointer swap or two */
     live_alloc_t **buckets;   /* bucket_count chains, a power of two */
     size_t bucket_count;
     size_t live;              /* records in the table */
@@ -42,7 +42,7 @@ typedef struct atomic_totals {
     _Atomic uint64_t failures;
     _Atomic uint64_t teardown_bytes, teardown_allocations;
     unsigned row;
-} __attribute__((aligned(64))) atomic_totals_t;  /* a line each: rows are written by every thread */
+} __attribute__((aligned(64))) atomic_totals_t;  /* a line each: any thread may write a row */
 
 /* A site's shared counters, for what is rare. Its live bytes and peaks are
  * live.h's (row LIVE_SITE(id)), and its allocations, frees and bytes
@@ -124,17 +124,6 @@ int tracker_init(void (*sampler)(struct timeline_point *point))
     timeline_init(now, 1000000, sampler);
     growth_init(now, 1000000, site_live_bytes);
     return 0;
-}
-
-/* A shard's lock (spin.h) guards a hash lookup and a pointer swap or two. */
-static void shard_lock(shard_t *sh)
-{
-    spin_lock(&sh->lock);
-}
-
-static void shard_unlock(shard_t *sh)
-{
-    spin_unlock(&sh->lock);
 }
 
 static shard_t *shard_of(key_space_t space, uint64_t key)
@@ -338,7 +327,7 @@ int tracker_alloc(alloc_kind_t kind, uint64_t key, size_t size, int device,
     uint64_t now = tracker_now_ns();
     tracker_record_t stale;
     int had_stale = 0;
-    shard_lock(sh);
+    spin_lock(&sh->lock);
     live_alloc_t *r = unlink_record(sh, key);
     if (r != NULL) {
         stale = r->r;
@@ -353,7 +342,7 @@ int tracker_alloc(alloc_kind_t kind, uint64_t key, size_t size, int device,
             r = NULL;
         }
     }
-    shard_unlock(sh);
+    spin_unlock(&sh->lock);
 
     if (had_stale)
         apply(&stale, EVENT_FREE, now);
@@ -378,14 +367,14 @@ void tracker_free_begin(key_space_t space, uint64_t key, tracker_pending_t *pend
     shard_t *sh = shard_of(space, key);
     pending->space = space;
     pending->found = 0;
-    shard_lock(sh);
+    spin_lock(&sh->lock);
     live_alloc_t *r = unlink_record(sh, key);
     if (r != NULL) {
         pending->record = r->r;
         pending->found = 1;
         give_record(sh, r);
     }
-    shard_unlock(sh);
+    spin_unlock(&sh->lock);
     if (!pending->found)
         pending->record.key = key;
 }
@@ -406,7 +395,7 @@ void tracker_free_end(tracker_pending_t *pending, int freed)
      * no record left to free them). */
     uint64_t key = pending->record.key;
     shard_t *sh = shard_of(pending->space, key);
-    shard_lock(sh);
+    spin_lock(&sh->lock);
     int newer = sh->buckets != NULL && *find_link(sh, key) != NULL;
     live_alloc_t *r = newer ? NULL : take_record(sh);
     if (r != NULL) {
@@ -416,7 +405,7 @@ void tracker_free_end(tracker_pending_t *pending, int freed)
             r = NULL;
         }
     }
-    shard_unlock(sh);
+    spin_unlock(&sh->lock);
     if (r == NULL)  /* newer, or no memory for the slot: count it gone */
         apply(&pending->record, EVENT_FREE, tracker_now_ns());
 }
@@ -503,7 +492,7 @@ uint64_t tracker_teardown(const void *context, int device, teardown_reason_t rea
         for (int i = 0; i < SHARDS; i++) {
             shard_t *sh = &shards[space][i];
             live_alloc_t *gone = NULL, *last = NULL;
-            shard_lock(sh);
+            spin_lock(&sh->lock);
             for (size_t b = 0; b < sh->bucket_count; b++) {
                 live_alloc_t **link = &sh->buckets[b];
                 while (*link != NULL) {
@@ -520,15 +509,15 @@ uint64_t tracker_teardown(const void *context, int device, teardown_reason_t rea
                         last = r;
                 }
             }
-            shard_unlock(sh);
+            spin_unlock(&sh->lock);
             if (gone == NULL)
                 continue;
             for (live_alloc_t *r = gone; r != NULL; r = r->next, moved++)
                 count_teardown(&r->r, reason, now);
-            shard_lock(sh);
+            spin_lock(&sh->lock);
             last->next = sh->spare;
             sh->spare = gone;
-            shard_unlock(sh);
+            spin_unlock(&sh->lock);
         }
     }
     return moved;
@@ -634,10 +623,10 @@ size_t tracker_memory_bytes(void)
     size_t bytes = 0;
     for (int s = 0; s < SPACE_COUNT; s++)
         for (int i = 0; i < SHARDS; i++) {
-            shard_lock(&shards[s][i]);
+            spin_lock(&shards[s][i].lock);
             bytes += shards[s][i].records * sizeof(live_alloc_t)
                    + shards[s][i].bucket_count * sizeof(live_alloc_t *);
-            shard_unlock(&shards[s][i]);
+            spin_unlock(&shards[s][i].lock);
         }
     return bytes + tally_memory_bytes();
 }

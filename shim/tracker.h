@@ -5,8 +5,7 @@
  * live bytes and peaks of sites, kinds, devices and the GPU are kept per
  * thread within reservations that keep the peaks exact (live.h), and
  * counts that only grow are per-thread tallies (tally.h). Nothing here
- * unwinds or symbolizes: the
- * caller captures the stack before it calls in. */
+ * unwinds or symbolizes: the caller captures the stack before it calls in. */
 #ifndef GPULEAK_TRACKER_H
 #define GPULEAK_TRACKER_H
 
