@@ -2,23 +2,13 @@
 #include "log.h"
 
 #include <errno.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
-config_t config = {
-    .output = "./gpuleak-%p.json",
-    .stack_depth = 64,
-    .python_frames = 1,
-    .python_depth = 32,
-    .summary = 1,
-    .summary_sites = 5,
-    .summary_frames = 6,
-    .enabled = 1,
-    .redact_argv = 0,
-    .flush_interval_s = 60,
-    .dump_signal = SIGUSR2,
-};
+/* Zero until config_load gives every field its default from the table
+ * below, which is the one place a default is written (the unwinder's was
+ * once set there and not here, so it never ran). */
+config_t config;
 
 /* OPTION_MODULE: read and checked by the module that uses it (at report
  * time, or in a test that sets it per case); listed here so that the table
@@ -36,18 +26,18 @@ typedef struct option_spec {
     config_option_t doc;
     enum option_type type;
     void *field;
-    long min, max;
+    long min, max, def;
 } option_spec_t;
 
 #define INT_OPTION(name, field, def, lo, hi, text) \
-    { { name, #def, text }, OPTION_INT, &config.field, lo, hi }
+    { { name, #def, text }, OPTION_INT, &config.field, lo, hi, def }
 #define BOOL_OPTION(name, field, def, text) \
-    { { name, #def, text }, OPTION_BOOL, &config.field, 0, 1 }
+    { { name, #def, text }, OPTION_BOOL, &config.field, 0, 1, def }
 
 static const option_spec_t options[] = {
     { { "GPULEAK_OUTPUT", "./gpuleak-%p.json",
         "Report path; %p is the pid, %h the host name, %r the rank (RANK or LOCAL_RANK)." },
-      OPTION_STRING, &config.output, 0, 0 },
+      OPTION_STRING, &config.output, 0, 0, 0 },
     INT_OPTION("GPULEAK_STACK_DEPTH", stack_depth, 64, 0, 256,
                "Native frames recorded per allocation; 0 records no stacks."),
     BOOL_OPTION("GPULEAK_PYTHON", python_frames, 1,
@@ -77,17 +67,17 @@ static const option_spec_t options[] = {
     { { "GPULEAK_TORCH_ALLOCATOR", "async",
         "async sets PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync when unset, so each "
         "tensor is one allocation; native keeps PyTorch's caching allocator." },
-      OPTION_TORCH, NULL, 0, 0 },
+      OPTION_TORCH, NULL, 0, 0, 0 },
     { { "GPULEAK_ORIGIN_SKIP", "(empty)",
         "Extra globs, colon-separated, for frames that are never a site's origin; "
         "a leading ! keeps a frame instead (docs/origin-rules.md)." },
-      OPTION_MODULE, NULL, 0, 0 },
+      OPTION_MODULE, NULL, 0, 0, 0 },
     { { "GPULEAK_ORIGIN_RULES", "default",
         "none drops the built-in origin rules, keeping only GPULEAK_ORIGIN_SKIP." },
-      OPTION_MODULE, NULL, 0, 0 },
+      OPTION_MODULE, NULL, 0, 0, 0 },
     { { "GPULEAK_NO_LIBDW", "0",
         "1 symbolizes without libdw (no source lines), as on a machine without elfutils." },
-      OPTION_MODULE, NULL, 0, 0 },
+      OPTION_MODULE, NULL, 0, 0, 0 },
 };
 
 const config_option_t *config_options(size_t *count)
@@ -118,6 +108,10 @@ int config_load(void)
     int invalid = 0;
     for (size_t i = 0; i < sizeof options / sizeof options[0]; i++) {
         const option_spec_t *spec = &options[i];
+        if (spec->type == OPTION_STRING)
+            *(const char **)spec->field = spec->doc.default_text;
+        else if (spec->type == OPTION_INT || spec->type == OPTION_BOOL)
+            *(int *)spec->field = (int)spec->def;
         const char *text = getenv(spec->doc.name);
         if (text == NULL || spec->type == OPTION_MODULE)
             continue;

@@ -23,7 +23,8 @@ typedef struct config {
     int fast_unwind;      /* 1: step frames by cached rules (unwind.h) before libunwind */
 } config_t;
 
-/* The values in force; defaults until config_load has run. */
+/* The values in force: zero until config_load has run, then each option's
+ * default or its variable's value. */
 extern config_t config;
 
 /* Reads every GPULEAK_* variable. An invalid value gets one line on stderr

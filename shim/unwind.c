@@ -635,53 +635,263 @@ __attribute__((no_sanitize_address)) static int load(uintptr_t address, uintptr_
     return 1;
 }
 
+/* A frame's registers as far as the rules need them; bp is 0 unless
+ * bp_valid, so that two states compare by value. */
+typedef struct unwind_state {
+    uintptr_t ip, sp, bp, bp_valid;
+} unwind_state_t;
+
+/* A frame as a capture stepped it: its state, and the stack words it read
+ * to find its caller's (0: none read). */
+typedef struct frame_memo {
+    unwind_state_t at;
+    uintptr_t cfa_at, ra_at, bp_at;
+} frame_memo_t;
+
+/* Steps f->at to its caller's state, noting in f where it read. Returns 1,
+ * 0 when the stack ends there (next then holds what the last step read, ip
+ * 0), or -1 when this unwinder cannot step the frame. */
+static int step(frame_memo_t *f, int innermost, unwind_state_t *next)
+{
+    const unwind_state_t *s = &f->at;
+    f->cfa_at = f->ra_at = f->bp_at = 0;
+    /* A return address is just past its call: the call's row is one byte
+     * before, which matters when the call was a function's last
+     * instruction. */
+    rule_t rule = rule_at(innermost ? s->ip : s->ip - 1);
+    if (rule.bad)
+        return -1;
+    if (rule.end)
+        return 0;
+    uintptr_t cfa;
+    if (rule.cfa_kind == CFA_RSP) {
+        cfa = s->sp + (uintptr_t)(intptr_t)rule.cfa_offset;
+    } else if (!s->bp_valid) {
+        return -1;
+    } else if (rule.cfa_kind == CFA_RBP) {
+        cfa = s->bp + (uintptr_t)(intptr_t)rule.cfa_offset;
+    } else {
+        f->cfa_at = s->bp + (uintptr_t)(intptr_t)rule.cfa_offset;
+        if (!load(f->cfa_at, s->sp, &cfa))
+            return -1;
+    }
+    f->ra_at = cfa + (uintptr_t)(intptr_t)rule.ra_offset;
+    if (cfa <= s->sp || !load(f->ra_at, s->sp, &next->ip))
+        return -1;
+    next->sp = cfa;
+    next->bp = s->bp;
+    next->bp_valid = s->bp_valid;
+    uintptr_t rbp_offset = (uintptr_t)((intptr_t)rule.rbp_offset8 * 8);
+    if (rule.rbp_kind == RBP_AT_CFA || (rule.rbp_kind == RBP_AT_RBP && s->bp_valid)) {
+        uintptr_t at = (rule.rbp_kind == RBP_AT_CFA ? cfa : s->bp) + rbp_offset;
+        next->bp_valid = load(at, s->sp, &next->bp);
+        if (next->bp_valid)
+            f->bp_at = at;
+    } else if (rule.rbp_kind == RBP_LOST) {
+        next->bp_valid = 0;
+    }
+    if (!next->bp_valid)
+        next->bp = 0;
+    return next->ip == 0 ? 0 : 1;
+}
+
+/* --- the last stack, remembered ------------------------------------------ */
+
+/* Consecutive captures of a thread share their outer frames (the program's
+ * main loop, the interpreter), and stepping them again costs a rule lookup
+ * and dependent loads per frame: the lines a training step evicted between
+ * two allocations. A step is a function of the frame's state, its rule and
+ * the words it reads, so a frame in a remembered state whose words, and
+ * those of every remembered frame outside it, still hold the values the
+ * remembered callers were made of, unwinds to the remembered frames. Those
+ * checks are loads from addresses known in advance, not a chain. */
+#define MEMO_FRAMES 288   /* more than stacks.c asks for (256 + 16) */
+
+/* frame[1] is the outermost remembered frame, frame[count] the innermost;
+ * frame[0].at is what frame[1]'s last step read when the stack ended on a
+ * zero return address. */
+typedef struct memo {
+    int count;
+    int truncated;   /* the capture stopped at its max, not the stack's end */
+    int busy;        /* a capture is under way (a signal handler's is not remembered) */
+    unsigned long long unloads;
+    uint64_t reused;
+    frame_memo_t frame[MEMO_FRAMES + 1];
+    frame_memo_t fresh[MEMO_FRAMES];   /* this capture's stepped frames, innermost first */
+} memo_t;
+
+static __thread memo_t *memo_mine __attribute__((tls_model("initial-exec")));
+static __thread int memo_state __attribute__((tls_model("initial-exec")));  /* 0 untried, 1 made, -1 none */
+static pthread_key_t memo_key;
+static pthread_once_t memo_key_once = PTHREAD_ONCE_INIT;
+static int memo_key_ready;
+
+/* A finishing thread's memo goes; captures later in its exit do without. */
+static void drop_memo(void *memo)
+{
+    memo_mine = NULL;
+    memo_state = -1;
+    munmap(memo, sizeof(memo_t));
+}
+
+static void make_memo_key(void)
+{
+    memo_key_ready = pthread_key_create(&memo_key, drop_memo) == 0;
+}
+
+/* The calling thread's memo, made on first use, marked busy; NULL when none
+ * can be had or one is in use further up this thread (a signal handler). */
+static memo_t *take_memo(void)
+{
+    if (memo_state == 0) {
+        memo_state = -1;
+        pthread_once(&memo_key_once, make_memo_key);
+        void *p = memo_key_ready ? mmap(NULL, sizeof(memo_t), PROT_READ | PROT_WRITE,
+                                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+                                 : MAP_FAILED;
+        if (p != MAP_FAILED && pthread_setspecific(memo_key, p) != 0) {
+            munmap(p, sizeof(memo_t));
+            p = MAP_FAILED;
+        }
+        if (p != MAP_FAILED) {
+            memo_mine = p;
+            memo_state = 1;
+        }
+    }
+    memo_t *m = memo_mine;
+    if (m == NULL || m->busy)
+        return NULL;
+    m->busy = 1;
+    return m;
+}
+
+static int same_state(const unwind_state_t *a, const unwind_state_t *b)
+{
+    return a->ip == b->ip && a->sp == b->sp && a->bp == b->bp && a->bp_valid == b->bp_valid;
+}
+
+/* Whether f's reads still give the caller state next. */
+static int still_steps_to(const frame_memo_t *f, const unwind_state_t *next)
+{
+    uintptr_t v;
+    if (f->cfa_at != 0 && (!load(f->cfa_at, f->at.sp, &v) || v != next->sp))
+        return 0;
+    if (f->ra_at != 0 && (!load(f->ra_at, f->at.sp, &v) || v != next->ip))
+        return 0;
+    if (f->bp_at != 0 && (!load(f->bp_at, f->at.sp, &v) || v != next->bp))
+        return 0;
+    return 1;
+}
+
+/* 0 when every remembered frame from position out still steps as it did;
+ * else the outermost that does not, below which a join may still hold. */
+static int stale_step(const memo_t *m, int position)
+{
+    for (int q = 1; q <= position; q++)
+        if (!still_steps_to(&m->frame[q], &m->frame[q - 1].at))
+            return q;
+    return 0;
+}
+
+/* Remembers a capture that joined no remembered frame: its n frames, the
+ * last of them (fresh[n - 1]) stepped to tail or not at all. */
+static void remember(memo_t *m, int n, int truncated, const unwind_state_t *tail,
+                     unsigned long long unloads)
+{
+    m->frame[0].at = *tail;
+    for (int i = 0; i < n; i++)
+        m->frame[n - i] = m->fresh[i];
+    m->count = n;
+    m->truncated = truncated;
+    m->unloads = unloads;
+}
+
+/* Remembers a capture that joined the remembered frame at position after
+ * stepping its first fresh_count frames itself. */
+static void rebase(memo_t *m, int position, int fresh_count)
+{
+    if (position + fresh_count > MEMO_FRAMES) {
+        m->count = 0;
+        return;
+    }
+    for (int i = 0; i < fresh_count; i++)
+        m->frame[position + fresh_count - i] = m->fresh[i];
+    m->count = position + fresh_count;
+}
+
+/* Unwinds from s into out[1...] (out[0] is s.ip), joining the memo's frames
+ * where the stack still holds them. */
+static int capture(uintptr_t *out, int max, unwind_state_t s, memo_t *m)
+{
+    unsigned long long unloads = atomic_load_explicit(&rules_unloads, memory_order_acquire);
+    int below = m != NULL && m->unloads == unloads ? m->count : 0;  /* positions left to join */
+    int lost = 0;  /* frames stepped past a truncated memo: remember nothing */
+    frame_memo_t scratch;
+    int n = 0;
+    out[n++] = s.ip;
+    for (;;) {
+        while (below > 0 && m->frame[below].at.sp < s.sp)
+            below--;
+        if (below > 0 && same_state(&m->frame[below].at, &s) && (n == 1) == (below == m->count)) {
+            int stale = stale_step(m, below);
+            if (stale != 0) {
+                below = stale - 1;
+            } else {
+                int total = n + below - 1;
+                int take = total > max ? max - n : below - 1;
+                for (int i = 0; i < take; i++)
+                    out[n + i] = m->frame[below - 1 - i].at.ip;
+                m->reused += (uint64_t)take;
+                if (total >= max || !m->truncated) {
+                    rebase(m, below, n - 1);
+                    return total > max ? max : total;
+                }
+                /* The remembered stack was cut at a max this capture has
+                 * room past: step on from its outermost frame. */
+                n = total;
+                s = m->frame[1].at;
+                below = 0;
+                lost = 1;
+            }
+        }
+        frame_memo_t *f = m != NULL && !lost ? &m->fresh[n - 1] : &scratch;
+        *f = (frame_memo_t){ .at = s };
+        unwind_state_t next = { 0, 0, 0, 0 };
+        int stepped = n < max ? step(f, n == 1, &next) : 0;
+        if (stepped == 1) {
+            s = next;
+            out[n++] = s.ip;
+            continue;
+        }
+        if (m != NULL) {
+            if (stepped < 0 || lost)
+                m->count = 0;
+            else
+                remember(m, n, n >= max, &next, unloads);
+        }
+        return stepped < 0 ? -1 : n;
+    }
+}
+
 __attribute__((noinline)) int unwind_capture(uintptr_t *out, int max)
 {
     pthread_once(&rule_slots_once, make_rule_slots);
     if (rule_slots == NULL || max <= 0 || thread_stack() != 1)
         return -1;
-    uintptr_t ip, sp, bp;
+    unwind_state_t s;
     __asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
-                     : "=r"(ip), "=r"(sp), "=r"(bp));
-    int bp_valid = 1, n = 0;
-    out[n++] = ip;
-    while (n < max) {
-        /* A return address is just past its call: the call's row is one
-         * byte before, which matters when the call was a function's last
-         * instruction. */
-        rule_t rule = rule_at(n == 1 ? ip : ip - 1);
-        if (rule.bad)
-            return -1;
-        if (rule.end)
-            return n;
-        uintptr_t cfa;
-        if (rule.cfa_kind == CFA_RSP) {
-            cfa = sp + (uintptr_t)(intptr_t)rule.cfa_offset;
-        } else if (!bp_valid) {
-            return -1;
-        } else if (rule.cfa_kind == CFA_RBP) {
-            cfa = bp + (uintptr_t)(intptr_t)rule.cfa_offset;
-        } else if (!load(bp + (uintptr_t)(intptr_t)rule.cfa_offset, sp, &cfa)) {
-            return -1;
-        }
-        uintptr_t ra;
-        if (cfa <= sp || !load(cfa + (uintptr_t)(intptr_t)rule.ra_offset, sp, &ra))
-            return -1;
-        uintptr_t rbp_offset = (uintptr_t)((intptr_t)rule.rbp_offset8 * 8);
-        if (rule.rbp_kind == RBP_AT_CFA) {
-            bp_valid = load(cfa + rbp_offset, sp, &bp);
-        } else if (rule.rbp_kind == RBP_AT_RBP) {
-            bp_valid = bp_valid && load(bp + rbp_offset, sp, &bp);
-        } else if (rule.rbp_kind == RBP_LOST) {
-            bp_valid = 0;
-        }
-        sp = cfa;
-        ip = ra;
-        if (ip == 0)
-            return n;
-        out[n++] = ip;
-    }
+                     : "=r"(s.ip), "=r"(s.sp), "=r"(s.bp));
+    s.bp_valid = 1;
+    memo_t *m = max <= MEMO_FRAMES ? take_memo() : NULL;
+    int n = capture(out, max, s, m);
+    if (m != NULL)
+        m->busy = 0;
     return n;
+}
+
+uint64_t unwind_reused_frames(void)
+{
+    return memo_mine != NULL ? memo_mine->reused : 0;
 }
 
 #else
@@ -691,6 +901,11 @@ int unwind_capture(uintptr_t *out, int max)
     (void)out;
     (void)max;
     return -1;
+}
+
+uint64_t unwind_reused_frames(void)
+{
+    return 0;
 }
 
 #endif

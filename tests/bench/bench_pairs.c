@@ -9,7 +9,11 @@
  * others, and does PAIRS pairs of SIZE bytes (default 256). PATHS "shared"
  * (the default) gives every thread the same call path, so one site; "own"
  * gives each thread its own (levels 2-9 pick one of two functions by a bit
- * of the thread's number), as threads doing different work have. Run with and
+ * of the thread's number), as threads doing different work have;
+ * "alternating" makes each pair through 8 more frames under one of two
+ * callers, taken in turn, so that a capture must step those frames again
+ * where the outer ones stay (the way a training step's allocations differ
+ * in their inner frames only). Run with and
  * without LD_PRELOAD=libgpuleak.so over the fake driver; tests/bench/run.py
  * takes the difference.
  *
@@ -31,6 +35,7 @@ typedef struct worker {
     int async;
     int depth;
     unsigned path;        /* bits choosing the function at levels 2 to 9 */
+    int alternating;      /* each pair under 8 more frames, their caller alternating */
     long pairs;
     size_t size;
     CUcontext ctx;
@@ -48,17 +53,47 @@ static uint64_t now_ns(void)
 
 #define DIE(...) do { fprintf(stderr, "bench_pairs: " __VA_ARGS__); exit(1); } while (0)
 
+static int one_pair(worker_t *w, CUstream s)
+{
+    CUdeviceptr p = 0;
+    if (w->async)
+        return cuMemAllocAsync(&p, w->size, s) != CUDA_SUCCESS || cuMemFreeAsync(p, s) != CUDA_SUCCESS;
+    return cuMemAlloc(&p, w->size) != CUDA_SUCCESS || cuMemFree(p) != CUDA_SUCCESS;
+}
+
+#define ALTERNATING_FRAMES 8
+
+/* Real frames, as recurse_a and recurse_b below; under_a and under_b are
+ * the two callers, the same frame apart from their return addresses. */
+static volatile int inner_marks[3];
+
+static __attribute__((noinline)) int inner(worker_t *w, CUstream s, int level)
+{
+    int rc = level <= 1 ? one_pair(w, s) : inner(w, s, level - 1);
+    inner_marks[0] = level;
+    return rc;
+}
+
+static __attribute__((noinline)) int under_a(worker_t *w, CUstream s)
+{
+    int rc = inner(w, s, ALTERNATING_FRAMES - 1);
+    inner_marks[1] = 1;
+    return rc;
+}
+
+static __attribute__((noinline)) int under_b(worker_t *w, CUstream s)
+{
+    int rc = inner(w, s, ALTERNATING_FRAMES - 1);
+    inner_marks[2] = 2;
+    return rc;
+}
+
 static int pairs(worker_t *w, CUstream s, long n)
 {
     for (long i = 0; i < n; i++) {
-        CUdeviceptr p = 0;
-        if (w->async) {
-            if (cuMemAllocAsync(&p, w->size, s) != CUDA_SUCCESS || cuMemFreeAsync(p, s) != CUDA_SUCCESS)
-                return -1;
-        } else {
-            if (cuMemAlloc(&p, w->size) != CUDA_SUCCESS || cuMemFree(p) != CUDA_SUCCESS)
-                return -1;
-        }
+        int failed = !w->alternating ? one_pair(w, s) : (i & 1) ? under_b(w, s) : under_a(w, s);
+        if (failed)
+            return -1;
     }
     return 0;
 }
@@ -125,7 +160,7 @@ static void *run_worker(void *arg)
 int main(int argc, char **argv)
 {
     if (argc < 5)
-        DIE("usage: bench_pairs sync|async DEPTH PAIRS THREADS [SIZE [shared|own]]\n");
+        DIE("usage: bench_pairs sync|async DEPTH PAIRS THREADS [SIZE [shared|own|alternating]]\n");
     int async = strcmp(argv[1], "async") == 0;
     if (!async && strcmp(argv[1], "sync") != 0)
         DIE("unknown mode %s\n", argv[1]);
@@ -134,7 +169,8 @@ int main(int argc, char **argv)
     int nthreads = atoi(argv[4]);
     size_t size = argc > 5 ? (size_t)atol(argv[5]) : 256;
     int own_paths = argc > 6 && strcmp(argv[6], "own") == 0;
-    if (argc > 6 && !own_paths && strcmp(argv[6], "shared") != 0)
+    int alternating = argc > 6 && strcmp(argv[6], "alternating") == 0;
+    if (argc > 6 && !own_paths && !alternating && strcmp(argv[6], "shared") != 0)
         DIE("unknown paths %s\n", argv[6]);
     if (depth < 1 || npairs < 1 || nthreads < 1 || nthreads > 256 || size == 0)
         DIE("bad arguments\n");
@@ -149,7 +185,8 @@ int main(int argc, char **argv)
         DIE("out of memory\n");
     for (int i = 0; i < nthreads; i++) {
         w[i] = (worker_t){ .async = async, .depth = depth, .pairs = npairs, .size = size,
-                           .ctx = ctx, .start = &start, .path = own_paths ? (unsigned)i : 0 };
+                           .ctx = ctx, .start = &start, .path = own_paths ? (unsigned)i : 0,
+                           .alternating = alternating };
         /* Deep recursion at 256 frames fits easily in the default stack. */
         if (pthread_create(&w[i].thread, NULL, run_worker, &w[i]) != 0)
             DIE("pthread_create failed\n");

@@ -163,21 +163,26 @@ def bench_pairs(b, pairs):
         for d in (8, 32, 64):
             configs["native%d" % d] = ([prog, mode, str(d), str(pairs), "1"], True,
                                        {"GPULEAK_STACK_DEPTH": str(d), "GPULEAK_PYTHON": "0"})
+        # 24 levels of recursion and the 8 alternating frames: 32 in all.
+        alternating = [prog, mode, "24", str(pairs), "1", "256", "alternating"]
+        configs["basealt"] = (alternating, False, {})
+        configs["alt32"] = (alternating, True, {"GPULEAK_STACK_DEPTH": "32", "GPULEAK_PYTHON": "0"})
         got = b.interleave(configs)
         ns = {n: [r["ns_per_pair"] for r in rs] for n, rs in got.items()}
         b.emit("### Pairs: %s (%d pairs a run, 256 B, 1 thread)" % (title, pairs))
         b.emit()
         b.emit("| stacks | program depth | baseline ns/pair | with shim ns/pair | added ns/pair | target |")
         b.emit("| --- | --- | --- | --- | --- | --- |")
-        rows = [("off (DEPTH=0, PYTHON=0)", "off", 32)] + \
-               [("native %d frames" % d, "native%d" % d, d) for d in (8, 32, 64)]
-        for label, key, d in rows:
-            added = paired(ns["base%d" % d], ns[key])
+        rows = [("off (DEPTH=0, PYTHON=0)", "off", "32", 32)] + \
+               [("native %d frames" % d, "native%d" % d, str(d), d) for d in (8, 32, 64)] + \
+               [("native 32, the inner 8 under alternating callers", "alt32", "24 + 8", "alt")]
+        for label, key, depth, base in rows:
+            added = paired(ns["base%s" % base], ns[key])
             target = ""
             if key == "off":
                 target = "<= 150: %s" % verdict(statistics.median(added), 150)
-            b.emit("| %s | %d | %s | %s | %s | %s |" % (
-                label, d, spread(ns["base%d" % d]), spread(ns[key]), spread(added), target))
+            b.emit("| %s | %s | %s | %s | %s | %s |" % (
+                label, depth, spread(ns["base%s" % base]), spread(ns[key]), spread(added), target))
         b.emit()
 
 

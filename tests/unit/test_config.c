@@ -66,6 +66,46 @@ START_TEST(invalid_values_name_variable_and_default)
 }
 END_TEST
 
+/* With no variable set, every option holds the default its documentation
+ * gives (the unwinder's once read 0 where its line said 1). */
+START_TEST(unset_options_hold_their_documented_defaults)
+{
+    char err[1024];
+    const struct { const char *name; const int *field; } fields[] = {
+        { "GPULEAK_STACK_DEPTH", &config.stack_depth },
+        { "GPULEAK_PYTHON", &config.python_frames },
+        { "GPULEAK_PYTHON_DEPTH", &config.python_depth },
+        { "GPULEAK_SUMMARY", &config.summary },
+        { "GPULEAK_SUMMARY_SITES", &config.summary_sites },
+        { "GPULEAK_SUMMARY_FRAMES", &config.summary_frames },
+        { "GPULEAK_ENABLE", &config.enabled },
+        { "GPULEAK_REDACT_ARGV", &config.redact_argv },
+        { "GPULEAK_FLUSH_INTERVAL", &config.flush_interval_s },
+        { "GPULEAK_DUMP_SIGNAL", &config.dump_signal },
+        { "GPULEAK_FAST_UNWIND", &config.fast_unwind },
+        { "GPULEAK_SELF_TIME", &config.self_time },
+    };
+    size_t count, checked = 0;
+    const config_option_t *docs = config_options(&count);
+    for (size_t f = 0; f < sizeof fields / sizeof fields[0]; f++)
+        unsetenv(fields[f].name);
+    unsetenv("GPULEAK_OUTPUT");
+    ck_assert_int_eq(load_capturing(err, sizeof err), 0);
+    for (size_t i = 0; i < count; i++) {
+        if (strcmp(docs[i].name, "GPULEAK_OUTPUT") == 0)
+            ck_assert_str_eq(config.output, docs[i].default_text);
+        for (size_t f = 0; f < sizeof fields / sizeof fields[0]; f++) {
+            if (strcmp(docs[i].name, fields[f].name) != 0)
+                continue;
+            ck_assert_msg(*fields[f].field == atoi(docs[i].default_text), "%s is %d, documented %s",
+                          docs[i].name, *fields[f].field, docs[i].default_text);
+            checked++;
+        }
+    }
+    ck_assert_uint_eq(checked, sizeof fields / sizeof fields[0]);
+}
+END_TEST
+
 START_TEST(every_option_is_in_the_readme)
 {
     static char text[1 << 20];
@@ -85,6 +125,7 @@ int main(void)
     TCase *tc = tcase_create("parse");
     tcase_add_test(tc, valid_values_are_taken);
     tcase_add_test(tc, invalid_values_name_variable_and_default);
+    tcase_add_test(tc, unset_options_hold_their_documented_defaults);
     tcase_add_test(tc, every_option_is_in_the_readme);
     suite_add_tcase(suite, tc);
     return suite_run(suite, 0);

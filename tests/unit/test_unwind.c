@@ -1,7 +1,9 @@
 /* The rule-cache unwinder against libunwind, frame for frame, on stacks of
  * the shapes compilers make: frames addressed from rsp, from rbp (alloca),
  * over-aligned locals, a thread's stack, a truncated capture, and a signal
- * handler (whose frame it must refuse, so that libunwind takes it). */
+ * handler (whose frame it must refuse, so that libunwind takes it); and the
+ * remembered last stack, which must be reused where the stack still holds
+ * it and nowhere else. */
 #define _GNU_SOURCE
 #include <alloca.h>
 #include <pthread.h>
@@ -131,6 +133,64 @@ START_TEST(a_capture_stops_at_max)
 }
 END_TEST
 
+/* via_a and via_b have the same frame, so the chain under them sits at the
+ * same addresses in the same states whichever called it: only the return
+ * address into via_a or via_b tells the two stacks apart. */
+__attribute__((noinline)) static int common_chain(int depth)
+{
+    if (depth == 0)
+        return check_here();
+    int r = common_chain(depth - 1);
+    __asm__ volatile("" ::: "memory");
+    return r + 1;
+}
+
+__attribute__((noinline)) static int via_a(int depth)
+{
+    int r = common_chain(depth);
+    __asm__ volatile("" ::: "memory");
+    return r + 1;
+}
+
+__attribute__((noinline)) static int via_b(int depth)
+{
+    int r = common_chain(depth);
+    __asm__ volatile("" ::: "memory");
+    return r + 2;
+}
+
+START_TEST(a_changed_caller_is_not_taken_from_the_last_stack)
+{
+    int (*const callers[2])(int) = { via_a, via_b };
+    uint64_t before = unwind_reused_frames();
+    for (int i = 0; i < 20; i++)
+        ck_assert_int_gt(callers[(i / 2) & 1](6), 6);
+    ck_assert_msg(unwind_reused_frames() - before >= 19 * 6,
+                  "the outer frames were stepped again (%llu reused)",
+                  (unsigned long long)(unwind_reused_frames() - before));
+}
+END_TEST
+
+/* A capture cut at a small max, then a full one from the same frame: the
+ * second joins the first's frames and must step on past where it stopped. */
+__attribute__((noinline)) static int short_then_full(void)
+{
+    int n;
+    ck_assert(same_as_libunwind(7, &n));
+    ck_assert_int_eq(n, 7);
+    ck_assert(same_as_libunwind(MAX, &n));
+    ck_assert_int_gt(n, 7);
+    ck_assert(same_as_libunwind(MAX, &n));
+    return n;
+}
+
+START_TEST(a_truncated_stack_is_stepped_on_past_its_cut)
+{
+    ck_assert_int_gt(short_then_full(), 7);
+    ck_assert_int_gt(rsp_frames(12), 12);
+}
+END_TEST
+
 static volatile int in_handler_result = 99;
 
 static void handler(int sig)
@@ -161,6 +221,8 @@ int main(void)
     tcase_add_test(tc, agrees_on_a_thread_to_its_first_frame);
     tcase_add_test(tc, a_capture_stops_at_max);
     tcase_add_test(tc, a_signal_frame_is_left_to_libunwind);
+    tcase_add_test(tc, a_changed_caller_is_not_taken_from_the_last_stack);
+    tcase_add_test(tc, a_truncated_stack_is_stepped_on_past_its_cut);
     suite_add_tcase(s, tc);
     return suite_run(s, 1);
 }
