@@ -268,6 +268,9 @@ if [ "$TORCH_OK" = 1 ] && step 2; then
         echo "$line" | awk -v own="$own" -v calls="$calls" -v ms="$ms" -v it="$ITERS" -v clock="${clock:-?}" -v f="$(basename "$lg" .log)" \
             '{ printf "- %s: shim own time %.1f ms over %d calls (%.0f an iteration), %.1f us an iteration = %.2f%% of its %.3f ms/iter (clock reads of %s ns left out)\n", f, own, calls, calls / it, own * 1000 / it, 100 * own / it / ms, ms, clock }' \
             | tee -a "$HEADER" | sed 's/^/    /'
+        # Where it went: the stacks' part of it.
+        grep -o 'of it, [0-9]* stack(s) taken: .*' "$lg" | tail -n 1 | sed "s/^/- $(basename "$lg" .log): /" \
+            | tee -a "$HEADER" | sed 's/^/    /'
     done
     # Did the shim's runs really use the async backend, and see the tensors?
     grep -h -o 'backend=[A-Za-z]*' "$WORK"/train-shim-default-*.log 2>/dev/null | sort | uniq -c | sed 's/^/    shim-default /'

@@ -644,11 +644,18 @@ static void write_body(FILE *f, const report_view_t *view)
     put_u64(f, "sites", view->sites.count, 1);
     put_u64(f, "stacks", stacks_count(), 1);
     put_u64(f, "shim_bytes", tracker_memory_bytes() + stacks_memory_bytes(), 0);
-    if (selftime_calls() > 0) {
+    selftime_totals_t own;
+    selftime_read(&own);
+    if (own.calls > 0) {
         fputc_unlocked(',', f);
-        put_u64(f, "shim_time_ns", selftime_ns(), 1);
-        put_u64(f, "shim_timed_calls", selftime_calls(), 1);
-        put_u64(f, "shim_clock_read_ns", (uint64_t)(selftime_clock_ns() + 0.5), 0);
+        put_u64(f, "shim_time_ns", own.ns, 1);
+        put_u64(f, "shim_timed_calls", own.calls, 1);
+        put_u64(f, "shim_clock_read_ns", (uint64_t)(own.clock_ns + 0.5), 1);
+        put_u64(f, "shim_captures", own.captures, 1);
+        put_u64(f, "shim_native_stack_ns", own.native_ns, 1);
+        put_u64(f, "shim_python_frames_ns", own.python_ns, 1);
+        put_u64(f, "shim_native_frames", own.native_frames, 1);
+        put_u64(f, "shim_reused_frames", own.reused_frames, 0);
     }
     fputs_unlocked("},\n\"kinds\":{", f);
     for (int k = 0; k < KIND_COUNT; k++) {

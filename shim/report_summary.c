@@ -249,13 +249,23 @@ void report_summary_print(const report_view_t *view, const char *path)
     if (lifecycle_stop_reason() != NULL)
         fprintf(f, "gpuleak: tracking stopped early (%s); counts cover the run until then.\n",
                 lifecycle_stop_reason());
-    uint64_t timed = selftime_calls();
-    if (timed > 0) {
-        uint64_t ns = selftime_ns();
+    selftime_totals_t own;
+    selftime_read(&own);
+    if (own.calls > 0) {
         double run_s = (double)(view->now_ns - lifecycle_started_ns()) / 1e9;
         fprintf(f, "gpuleak: its own time was %.3f ms over %llu call(s), %.0f ns a call, "
                 "%.2f%% of the %.2f s it tracked (the clock's %.0f ns a read left out).\n",
-                (double)ns / 1e6, (unsigned long long)timed, (double)ns / (double)timed,
-                run_s > 0 ? 100.0 * (double)ns / 1e9 / run_s : 0.0, run_s, selftime_clock_ns());
+                (double)own.ns / 1e6, (unsigned long long)own.calls,
+                (double)own.ns / (double)own.calls,
+                run_s > 0 ? 100.0 * (double)own.ns / 1e9 / run_s : 0.0, run_s, own.clock_ns);
+    }
+    if (own.captures > 0) {
+        double captures = (double)own.captures;
+        fprintf(f, "gpuleak: of it, %llu stack(s) taken: native %.0f ns a stack (%.1f frames, "
+                "%.0f%% reused from the thread's last stack), Python frames %.0f ns a stack.\n",
+                (unsigned long long)own.captures, (double)own.native_ns / captures,
+                (double)own.native_frames / captures,
+                own.native_frames > 0 ? 100.0 * (double)own.reused_frames / (double)own.native_frames : 0.0,
+                (double)own.python_ns / captures);
     }
 }

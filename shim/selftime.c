@@ -55,21 +55,28 @@ static long double ticks_to_ns(long double ticks)
     return elapsed_ticks == 0 ? 0 : ticks * (long double)elapsed_ns / (long double)elapsed_ticks;
 }
 
-uint64_t selftime_ns(void)
+/* ticks less reads clock reads, as nanoseconds; 0 when the reads cover it. */
+static uint64_t clock_free_ns(uint64_t ticks, uint64_t reads)
 {
-    if (!selftime_on)
-        return 0;
-    uint64_t ticks = tally_time_sum(TALLY_TIME_TICKS);
-    uint64_t clock = tally_time_sum(TALLY_TIME_INTERVALS) * read_ticks;
+    uint64_t clock = reads * read_ticks;
     return ticks > clock ? (uint64_t)ticks_to_ns((long double)(ticks - clock)) : 0;
 }
 
-uint64_t selftime_calls(void)
+void selftime_read(selftime_totals_t *out)
 {
-    return selftime_on ? tally_time_sum(TALLY_TIME_CALLS) : 0;
-}
-
-double selftime_clock_ns(void)
-{
-    return selftime_on ? (double)ticks_to_ns((long double)read_ticks) : 0.0;
+    *out = (selftime_totals_t){ 0 };
+    if (!selftime_on)
+        return;
+    uint64_t sums[TALLY_TIME_FIELDS];
+    for (int i = 0; i < TALLY_TIME_FIELDS; i++)
+        sums[i] = tally_time_sum((tally_time_t)i);
+    uint64_t captures = sums[TALLY_TIME_CAPTURES];
+    out->ns = clock_free_ns(sums[TALLY_TIME_TICKS], sums[TALLY_TIME_INTERVALS] + 3 * captures);
+    out->calls = sums[TALLY_TIME_CALLS];
+    out->captures = captures;
+    out->native_ns = clock_free_ns(sums[TALLY_TIME_NATIVE_TICKS], captures);
+    out->python_ns = clock_free_ns(sums[TALLY_TIME_PYTHON_TICKS], captures);
+    out->native_frames = sums[TALLY_TIME_NATIVE_FRAMES];
+    out->reused_frames = sums[TALLY_TIME_REUSED_FRAMES];
+    out->clock_ns = (double)ticks_to_ns((long double)read_ticks);
 }

@@ -8,7 +8,9 @@
  * nanoseconds when read. Each interval between two reads holds about one
  * read's own cost, which is 10 ns on bare metal but can be hundreds in a
  * virtual machine that traps the TSC; selftime_init measures it and the
- * total leaves it out (selftime_clock_ns says how much). The report then says what the run
+ * total leaves it out (selftime_read says how much). Each stack capture
+ * is timed too, split into its native stack and its Python frames, with
+ * the native frames it reused from the thread's last stack (unwind.h). The report then says what the run
  * paid, which a comparison of whole runs on a noisy host cannot resolve.
  * Off (the default), each point is a load and a branch. Not counted: the
  * shim's start, the report at exit, and what its memory traffic costs the
@@ -24,6 +26,7 @@
 #endif
 
 #include "tally.h"
+#include "unwind.h"
 
 extern int selftime_on;
 extern __thread uint64_t selftime_mark __attribute__((tls_model("initial-exec")));
@@ -57,18 +60,74 @@ static inline void selftime_pause(uint64_t calls)
 {
     if (__builtin_expect(selftime_on, 0)) {
         int saved = errno;  /* a thread's first count may allocate its block */
-        tally_time_add(selftime_ticks() - selftime_mark, calls);
+        const uint64_t add[TALLY_TIME_FIELDS] = {
+            [TALLY_TIME_TICKS] = selftime_ticks() - selftime_mark,
+            [TALLY_TIME_CALLS] = calls,
+            [TALLY_TIME_INTERVALS] = 1,
+        };
+        tally_time_add(add);
         errno = saved;
     }
 }
 
-/* The shim's own time so far in nanoseconds, less one clock read per
- * interval, and the calls it was taken over; both 0 when timing is off. */
-uint64_t selftime_ns(void);
-uint64_t selftime_calls(void);
+/* A stack capture's clock readings: where the time of a call goes. */
+typedef struct {
+    uint64_t start, native_end;
+    uint64_t reused_before;  /* unwind_reused_frames() at the start */
+} selftime_capture_t;
 
-/* What one read of the clock costs, in nanoseconds, as selftime_init
- * measured it: what selftime_ns left out for each interval. */
-double selftime_clock_ns(void);
+/* A capture starts with its native stack. */
+static inline void selftime_capture_begin(selftime_capture_t *c)
+{
+    if (__builtin_expect(selftime_on, 0)) {
+        c->reused_before = unwind_reused_frames();
+        c->start = selftime_ticks();
+    }
+}
+
+/* The native stack is taken; the Python frames come next. */
+static inline void selftime_capture_native_done(selftime_capture_t *c)
+{
+    if (__builtin_expect(selftime_on, 0))
+        c->native_end = selftime_ticks();
+}
+
+/* The capture is done, with native_frames native frames kept. The frames
+ * the unwinder reused are counted up to those kept (it unwinds a few more,
+ * its own among them, and may reuse those). */
+static inline void selftime_capture_end(const selftime_capture_t *c, int native_frames)
+{
+    if (__builtin_expect(selftime_on, 0)) {
+        uint64_t end = selftime_ticks();
+        uint64_t reused = unwind_reused_frames() - c->reused_before;
+        uint64_t kept = native_frames > 0 ? (uint64_t)native_frames : 0;
+        int saved = errno;
+        const uint64_t add[TALLY_TIME_FIELDS] = {
+            [TALLY_TIME_CAPTURES] = 1,
+            [TALLY_TIME_NATIVE_TICKS] = c->native_end - c->start,
+            [TALLY_TIME_PYTHON_TICKS] = end - c->native_end,
+            [TALLY_TIME_NATIVE_FRAMES] = kept,
+            [TALLY_TIME_REUSED_FRAMES] = reused < kept ? reused : kept,
+        };
+        tally_time_add(add);
+        errno = saved;
+    }
+}
+
+/* The shim's own time over the run, summed over every thread; all zero
+ * when timing is off. Times are in nanoseconds with one clock read per
+ * interval left out (the three reads a capture adds are left out of the
+ * total too); what timing costs beyond its reads (a few loads and stores a
+ * call) is not. */
+typedef struct {
+    uint64_t ns, calls;             /* own time, and the calls it was taken over */
+    uint64_t captures;              /* stacks captured in those calls */
+    uint64_t native_ns, python_ns;  /* of ns: taking native stacks, Python frames */
+    uint64_t native_frames;         /* native frames kept */
+    uint64_t reused_frames;         /* of them, reused from the thread's last stack */
+    double clock_ns;                /* one read of the clock, as selftime_init measured it */
+} selftime_totals_t;
+
+void selftime_read(selftime_totals_t *out);
 
 #endif

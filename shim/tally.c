@@ -97,15 +97,14 @@ uint64_t tally_sum(unsigned row, tally_field_t field)
     return sum;
 }
 
-void tally_time_add_first(uint64_t ticks, uint64_t calls)
+void tally_time_add_first(const uint64_t add[TALLY_TIME_FIELDS])
 {
     if (claim() == NULL) {
-        const uint64_t add[TALLY_TIME_FIELDS] = {ticks, calls, 1};
         for (int i = 0; i < TALLY_TIME_FIELDS; i++)
             atomic_fetch_add_explicit(&shared_block.shim_time[i], add[i], memory_order_relaxed);
         return;
     }
-    tally_time_add(ticks, calls);
+    tally_time_add(add);
 }
 
 uint64_t tally_time_sum(tally_time_t field)

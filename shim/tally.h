@@ -36,8 +36,15 @@ typedef struct tally_page {
 } tally_page_t;
 
 /* What the shim's own time is counted in (selftime.h): clock ticks, the
- * calls they were taken over, and the intervals (clock reading pairs). */
-typedef enum { TALLY_TIME_TICKS, TALLY_TIME_CALLS, TALLY_TIME_INTERVALS, TALLY_TIME_FIELDS } tally_time_t;
+ * calls they were taken over, and the intervals (clock reading pairs); and,
+ * of the stacks it captured, their number, the ticks taking native stacks
+ * and Python frames, and the native frames taken and those of them reused
+ * from the thread's last stack (unwind.h). */
+typedef enum {
+    TALLY_TIME_TICKS, TALLY_TIME_CALLS, TALLY_TIME_INTERVALS,
+    TALLY_TIME_CAPTURES, TALLY_TIME_NATIVE_TICKS, TALLY_TIME_PYTHON_TICKS,
+    TALLY_TIME_NATIVE_FRAMES, TALLY_TIME_REUSED_FRAMES, TALLY_TIME_FIELDS
+} tally_time_t;
 
 typedef struct tally_block {
     _Atomic uint64_t counts[TALLY_ROWS][TALLY_FIELDS];
@@ -131,20 +138,19 @@ static inline live_share_t *tally_site_share(tally_block_t *b, uint32_t site, in
     return make ? tally_site_share_first(b, site) : NULL;
 }
 
-/* Claims this thread's block and adds one interval of the shim's own time
- * to it; when memory is out, adds atomically to a shared block. */
-void tally_time_add_first(uint64_t ticks, uint64_t calls);
+/* Claims this thread's block and adds add (one value per tally_time_t
+ * field) to its shim time; when memory is out, adds atomically to a shared
+ * block. */
+void tally_time_add_first(const uint64_t add[TALLY_TIME_FIELDS]);
 
-/* Adds one interval, ticks long, of the shim's own time for this thread,
- * and calls (0 or 1) to the calls it was taken over. */
-static inline void tally_time_add(uint64_t ticks, uint64_t calls)
+/* Adds add, one value per tally_time_t field, to this thread's shim time. */
+static inline void tally_time_add(const uint64_t add[TALLY_TIME_FIELDS])
 {
     tally_block_t *b = tally_mine;
     if (__builtin_expect(b == NULL, 0)) {
-        tally_time_add_first(ticks, calls);
+        tally_time_add_first(add);
         return;
     }
-    const uint64_t add[TALLY_TIME_FIELDS] = {ticks, calls, 1};
     for (int i = 0; i < TALLY_TIME_FIELDS; i++)
         atomic_store_explicit(&b->shim_time[i],
                               atomic_load_explicit(&b->shim_time[i], memory_order_relaxed) + add[i],

@@ -38,7 +38,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t calls, frames_full, frames_slow, ns_full, ns_slow, ns_full_min = UINT64_MAX;
 static struct { const char *object; uint64_t frames; } objects[OBJECTS];
 static uint64_t samples[SAMPLES], own_samples[SAMPLES];
-static uint64_t own_ns, own_gave_up, own_differs;
+static uint64_t own_ns, own_gave_up, own_differs, own_frames, own_reused;
 
 static uint64_t now_ns(void)
 {
@@ -92,9 +92,11 @@ static void probe(void)
     int n_full = unw_backtrace(full, MAX_FRAMES);
     uint64_t t1 = now_ns();
     int n_slow = slow_walk(slow, MAX_FRAMES);
+    uint64_t reused_before = unwind_reused_frames();
     uint64_t t2 = now_ns();
     int n_own = unwind_capture(own, MAX_FRAMES + 1);
     uint64_t t3 = now_ns();
+    uint64_t reused = unwind_reused_frames() - reused_before;
     /* unwind_capture's first two frames are in itself and here, where
      * unw_backtrace's first is here: from the caller on they must agree. */
     int differs = n_own >= 0 && n_own - 2 != n_full - 1;
@@ -104,6 +106,8 @@ static void probe(void)
     own_gave_up += n_own < 0;
     own_differs += differs;
     own_ns += t3 - t2;
+    own_frames += n_own > 0 ? (uint64_t)n_own : 0;
+    own_reused += reused;
     if (calls < 200)
         for (int i = 0; i < n_full; i++)
             note_object((uintptr_t)full[i]);
@@ -155,6 +159,9 @@ __attribute__((destructor)) static void report(void)
             (double)own_ns / (double)calls, (unsigned long long)own_samples[kept / 2],
             (unsigned long long)own_samples[kept * 9 / 10], (unsigned long long)own_gave_up,
             (unsigned long long)own_differs);
+    fprintf(stderr, "PROBE shim unwinder: %.1f frames a call, %.1f of them reused from the "
+            "thread's last stack\n", (double)own_frames / (double)calls,
+            (double)own_reused / (double)calls);
     fprintf(stderr, "PROBE unw_step walk: %.0f ns a call, %.1f frames\n",
             (double)ns_slow / (double)calls, (double)frames_slow / (double)calls);
     for (int i = 0; i < OBJECTS && objects[i].object; i++)

@@ -519,6 +519,27 @@ class ShimTest(Base):
                 self.assertLess(t["shim_clock_read_ns"], 1e5, key)
                 self.assertRegex(r.stderr, r"gpuleak: its own time was [0-9.]+ ms over %d call"
                                  % calls)
+            # Every allocation call, failed or not, takes one stack, and
+            # its parts are parts of the call's own time.
+            captures = t["allocations"] + t["failed_allocations"]
+            self.assertEqual(t["shim_captures"], captures, key)
+            if captures:
+                self.assertLessEqual(t["shim_native_stack_ns"] + t["shim_python_frames_ns"],
+                                     t["shim_time_ns"], key)
+                self.assertGreater(t["shim_native_stack_ns"], 0, key)
+                self.assertGreaterEqual(t["shim_native_frames"], 2 * captures, key)
+                self.assertLessEqual(t["shim_reused_frames"], t["shim_native_frames"], key)
+                self.assertRegex(r.stderr, r"gpuleak: of it, %d stack\(s\) taken: native [0-9]+ ns "
+                                 r"a stack \([0-9.]+ frames, [0-9]+%% reused" % captures)
+            if key == ("threads",):
+                # 1.6M allocations from one line per thread: the own
+                # unwinder's memory takes most of each stack from the last.
+                self.assertGreater(t["shim_reused_frames"], t["shim_native_frames"] // 2, key)
+        self.tmp = tempfile.mkdtemp(prefix="gpuleak-it-")
+        self.addCleanup(shutil.rmtree, self.tmp, ignore_errors=True)
+        r = self.run_shim(("threads",), env_extra={"GPULEAK_SELF_TIME": "1",
+                                                   "GPULEAK_FAST_UNWIND": "0"}, timeout=600)
+        self.assertEqual(r.report["totals"]["shim_reused_frames"], 0)  # libunwind reuses none
 
     # ---- failures -----------------------------------------------------------
 
