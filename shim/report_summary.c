@@ -261,11 +261,12 @@ void report_summary_print(const report_view_t *view, const char *path)
     }
     if (own.captures > 0) {
         double captures = (double)own.captures;
-        fprintf(f, "gpuleak: of it, %llu stack(s) taken: native %.0f ns a stack (%.1f frames, "
-                "%.0f%% reused from the thread's last stack), Python frames %.0f ns a stack.\n",
+        fprintf(f, "gpuleak: of it, %llu stack(s) taken: native %.0f ns a stack (%.1f frames; "
+                "%.0f%% of those its unwinder gave taken from recent stacks), Python frames "
+                "%.0f ns a stack.\n",
                 (unsigned long long)own.captures, (double)own.native_ns / captures,
                 (double)own.native_frames / captures,
-                own.native_frames > 0 ? 100.0 * (double)own.reused_frames / (double)own.native_frames : 0.0,
+                own.unwound_frames > 0 ? 100.0 * (double)own.reused_frames / (double)own.unwound_frames : 0.0,
                 (double)own.python_ns / captures);
     }
 }

@@ -77,6 +77,7 @@ void selftime_read(selftime_totals_t *out)
     out->native_ns = clock_free_ns(sums[TALLY_TIME_NATIVE_TICKS], captures);
     out->python_ns = clock_free_ns(sums[TALLY_TIME_PYTHON_TICKS], captures);
     out->native_frames = sums[TALLY_TIME_NATIVE_FRAMES];
+    out->unwound_frames = sums[TALLY_TIME_UNWOUND_FRAMES];
     out->reused_frames = sums[TALLY_TIME_REUSED_FRAMES];
     out->clock_ns = (double)ticks_to_ns((long double)read_ticks);
 }

@@ -10,7 +10,7 @@
  * virtual machine that traps the TSC; selftime_init measures it and the
  * total leaves it out (selftime_read says how much). Each stack capture
  * is timed too, split into its native stack and its Python frames, with
- * the native frames it reused from the thread's last stack (unwind.h). The report then says what the run
+ * the frames the unwinder took from the thread's recent stacks (unwind.h). The report then says what the run
  * paid, which a comparison of whole runs on a noisy host cannot resolve.
  * Off (the default), each point is a load and a branch. Not counted: the
  * shim's start, the report at exit, and what its memory traffic costs the
@@ -73,14 +73,14 @@ static inline void selftime_pause(uint64_t calls)
 /* A stack capture's clock readings: where the time of a call goes. */
 typedef struct {
     uint64_t start, native_end;
-    uint64_t reused_before;  /* unwind_reused_frames() at the start */
+    unwind_counts_t before;  /* the thread's unwinder counts at the start */
 } selftime_capture_t;
 
 /* A capture starts with its native stack. */
 static inline void selftime_capture_begin(selftime_capture_t *c)
 {
     if (__builtin_expect(selftime_on, 0)) {
-        c->reused_before = unwind_reused_frames();
+        c->before = unwind_counts();
         c->start = selftime_ticks();
     }
 }
@@ -92,22 +92,22 @@ static inline void selftime_capture_native_done(selftime_capture_t *c)
         c->native_end = selftime_ticks();
 }
 
-/* The capture is done, with native_frames native frames kept. The frames
- * the unwinder reused are counted up to those kept (it unwinds a few more,
- * its own among them, and may reuse those). */
+/* The capture is done, with native_frames native frames kept (the
+ * unwinder's own count is of every frame it gave, its own and those past
+ * the depth included). */
 static inline void selftime_capture_end(const selftime_capture_t *c, int native_frames)
 {
     if (__builtin_expect(selftime_on, 0)) {
         uint64_t end = selftime_ticks();
-        uint64_t reused = unwind_reused_frames() - c->reused_before;
-        uint64_t kept = native_frames > 0 ? (uint64_t)native_frames : 0;
+        unwind_counts_t after = unwind_counts();
         int saved = errno;
         const uint64_t add[TALLY_TIME_FIELDS] = {
             [TALLY_TIME_CAPTURES] = 1,
             [TALLY_TIME_NATIVE_TICKS] = c->native_end - c->start,
             [TALLY_TIME_PYTHON_TICKS] = end - c->native_end,
-            [TALLY_TIME_NATIVE_FRAMES] = kept,
-            [TALLY_TIME_REUSED_FRAMES] = reused < kept ? reused : kept,
+            [TALLY_TIME_NATIVE_FRAMES] = native_frames > 0 ? (uint64_t)native_frames : 0,
+            [TALLY_TIME_UNWOUND_FRAMES] = after.frames - c->before.frames,
+            [TALLY_TIME_REUSED_FRAMES] = after.reused - c->before.reused,
         };
         tally_time_add(add);
         errno = saved;
@@ -124,7 +124,8 @@ typedef struct {
     uint64_t captures;              /* stacks captured in those calls */
     uint64_t native_ns, python_ns;  /* of ns: taking native stacks, Python frames */
     uint64_t native_frames;         /* native frames kept */
-    uint64_t reused_frames;         /* of them, reused from the thread's last stack */
+    uint64_t unwound_frames;        /* frames the shim's own unwinder gave */
+    uint64_t reused_frames;         /* of them, taken from the thread's recent stacks */
     double clock_ns;                /* one read of the clock, as selftime_init measured it */
 } selftime_totals_t;
 

@@ -38,12 +38,13 @@ typedef struct tally_page {
 /* What the shim's own time is counted in (selftime.h): clock ticks, the
  * calls they were taken over, and the intervals (clock reading pairs); and,
  * of the stacks it captured, their number, the ticks taking native stacks
- * and Python frames, and the native frames taken and those of them reused
- * from the thread's last stack (unwind.h). */
+ * and Python frames, the native frames kept, those the own unwinder gave
+ * and those of them it took from the thread's recent stacks (unwind.h). */
 typedef enum {
     TALLY_TIME_TICKS, TALLY_TIME_CALLS, TALLY_TIME_INTERVALS,
     TALLY_TIME_CAPTURES, TALLY_TIME_NATIVE_TICKS, TALLY_TIME_PYTHON_TICKS,
-    TALLY_TIME_NATIVE_FRAMES, TALLY_TIME_REUSED_FRAMES, TALLY_TIME_FIELDS
+    TALLY_TIME_NATIVE_FRAMES, TALLY_TIME_UNWOUND_FRAMES, TALLY_TIME_REUSED_FRAMES,
+    TALLY_TIME_FIELDS
 } tally_time_t;
 
 typedef struct tally_block {

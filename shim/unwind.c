@@ -641,11 +641,15 @@ typedef struct unwind_state {
     uintptr_t ip, sp, bp, bp_valid;
 } unwind_state_t;
 
-/* A frame as a capture stepped it: its state, and the stack words it read
- * to find its caller's (0: none read). */
+/* A frame as a capture stepped it: its state, the stack words it read to
+ * find its caller's (0: none read), and how its step used rbp: read it
+ * (uses_bp: the CFA, or where rbp was saved, is rbp-relative) or passed it
+ * on unchanged to the caller (passes_bp). bp_live, set once the frame is
+ * remembered, says whether the frames outside it can depend on its rbp. */
 typedef struct frame_memo {
     unwind_state_t at;
     uintptr_t cfa_at, ra_at, bp_at;
+    unsigned char uses_bp, passes_bp, bp_live;
 } frame_memo_t;
 
 /* Steps f->at to its caller's state, noting in f where it read. Returns 1,
@@ -655,6 +659,7 @@ static int step(frame_memo_t *f, int innermost, unwind_state_t *next)
 {
     const unwind_state_t *s = &f->at;
     f->cfa_at = f->ra_at = f->bp_at = 0;
+    f->uses_bp = f->passes_bp = 0;
     /* A return address is just past its call: the call's row is one byte
      * before, which matters when the call was a function's last
      * instruction. */
@@ -663,6 +668,8 @@ static int step(frame_memo_t *f, int innermost, unwind_state_t *next)
         return -1;
     if (rule.end)
         return 0;
+    f->uses_bp = rule.cfa_kind != CFA_RSP || rule.rbp_kind == RBP_AT_RBP;
+    f->passes_bp = rule.rbp_kind == RBP_SAME;
     uintptr_t cfa;
     if (rule.cfa_kind == CFA_RSP) {
         cfa = s->sp + (uintptr_t)(intptr_t)rule.cfa_offset;
@@ -695,29 +702,45 @@ static int step(frame_memo_t *f, int innermost, unwind_state_t *next)
     return next->ip == 0 ? 0 : 1;
 }
 
-/* --- the last stack, remembered ------------------------------------------ */
+/* --- recent stacks, remembered ------------------------------------------- */
 
 /* Consecutive captures of a thread share their outer frames (the program's
- * main loop, the interpreter), and stepping them again costs a rule lookup
- * and dependent loads per frame: the lines a training step evicted between
- * two allocations. A step is a function of the frame's state, its rule and
- * the words it reads, so a frame in a remembered state whose words, and
- * those of every remembered frame outside it, still hold the values the
- * remembered callers were made of, unwinds to the remembered frames. Those
- * checks are loads from addresses known in advance, not a chain. */
-#define MEMO_FRAMES 288   /* more than stacks.c asks for (256 + 16) */
+ * main loop, the interpreter), and a training loop's allocations repeat
+ * their whole stacks every step; stepping those frames again costs a rule
+ * lookup and dependent loads per frame, the lines the step evicted since.
+ * A step is a function of the frame's state, its rule and the words it
+ * reads, so a frame in a remembered state whose words, and those of every
+ * remembered frame outside it, still hold the values the remembered
+ * callers were made of, unwinds to the remembered frames. Those checks are
+ * loads from addresses known in advance, not a chain. A thread keeps its
+ * recent stacks in slots, found by the stack pointer the capture starts
+ * at; a capture that finds none there joins the last capture's stack where
+ * the two meet (their outer frames). Only the parts of a state the outer
+ * frames can read are compared: code built without frame pointers keeps
+ * data in rbp, which differs call to call and matters to no caller. */
+#define MEMO_SETS 16
+#define MEMO_WAYS 4
+#define SLOT_FRAMES 288   /* more than stacks.c asks for (256 + 16); only as deep as a stack goes is touched */
 
-/* frame[1] is the outermost remembered frame, frame[count] the innermost;
- * frame[0].at is what frame[1]'s last step read when the stack ended on a
- * zero return address. */
-typedef struct memo {
-    int count;
+/* One remembered stack: frame[1] is the outermost frame, frame[count] the
+ * innermost; frame[0].at is what frame[1]'s last step read when the stack
+ * ended on a zero return address, and frame[0].bp_live says whether frames
+ * past the end can read frame[1]'s rbp (they can when the capture stopped at
+ * its max, not the stack's end). */
+typedef struct memo_slot {
+    int count;       /* 0: empty */
     int truncated;   /* the capture stopped at its max, not the stack's end */
-    int busy;        /* a capture is under way (a signal handler's is not remembered) */
     unsigned long long unloads;
-    uint64_t reused;
-    frame_memo_t frame[MEMO_FRAMES + 1];
-    frame_memo_t fresh[MEMO_FRAMES];   /* this capture's stepped frames, innermost first */
+    frame_memo_t frame[SLOT_FRAMES + 1];
+} memo_slot_t;
+
+typedef struct memo {
+    int busy;        /* a capture is under way (a signal handler's is not remembered) */
+    int last;        /* the slot the last capture left its stack in */
+    uint64_t frames, reused;   /* frames captured, and of them taken from memory */
+    unsigned char victim[MEMO_SETS];   /* the way each set replaces next */
+    frame_memo_t fresh[SLOT_FRAMES];   /* this capture's stepped frames, innermost first */
+    memo_slot_t slot[MEMO_SETS * MEMO_WAYS];
 } memo_t;
 
 static __thread memo_t *memo_mine __attribute__((tls_model("initial-exec")));
@@ -739,15 +762,16 @@ static void make_memo_key(void)
     memo_key_ready = pthread_key_create(&memo_key, drop_memo) == 0;
 }
 
-/* The calling thread's memo, made on first use, marked busy; NULL when none
- * can be had or one is in use further up this thread (a signal handler). */
+/* The calling thread's memo, made on first use (its pages are touched only
+ * as its slots fill), marked busy; NULL when none can be had or one is in
+ * use further up this thread (a signal handler). */
 static memo_t *take_memo(void)
 {
     if (memo_state == 0) {
         memo_state = -1;
         pthread_once(&memo_key_once, make_memo_key);
         void *p = memo_key_ready ? mmap(NULL, sizeof(memo_t), PROT_READ | PROT_WRITE,
-                                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+                                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
                                  : MAP_FAILED;
         if (p != MAP_FAILED && pthread_setspecific(memo_key, p) != 0) {
             munmap(p, sizeof(memo_t));
@@ -765,91 +789,168 @@ static memo_t *take_memo(void)
     return m;
 }
 
-static int same_state(const unwind_state_t *a, const unwind_state_t *b)
+/* Whether s is remembered frame f's state, as far as the frames outside f
+ * can tell: rbp counts only where one of them may read it. */
+static int same_state(const frame_memo_t *f, const unwind_state_t *s)
 {
-    return a->ip == b->ip && a->sp == b->sp && a->bp == b->bp && a->bp_valid == b->bp_valid;
+    return f->at.ip == s->ip && f->at.sp == s->sp &&
+           (!f->bp_live || (f->at.bp == s->bp && f->at.bp_valid == s->bp_valid));
 }
 
-/* Whether f's reads still give the caller state next. */
-static int still_steps_to(const frame_memo_t *f, const unwind_state_t *next)
+/* A word a remembered frame read, read again. No bounds to check: a
+ * remembered frame is only checked from a state at its own stack pointer
+ * or inside it, and every word it read lies at or above that pointer, in
+ * the thread's live stack. */
+__attribute__((no_sanitize_address)) static uintptr_t word_at(uintptr_t address)
 {
-    uintptr_t v;
-    if (f->cfa_at != 0 && (!load(f->cfa_at, f->at.sp, &v) || v != next->sp))
-        return 0;
-    if (f->ra_at != 0 && (!load(f->ra_at, f->at.sp, &v) || v != next->ip))
-        return 0;
-    if (f->bp_at != 0 && (!load(f->bp_at, f->at.sp, &v) || v != next->bp))
-        return 0;
-    return 1;
+    return *(const volatile uintptr_t *)address;
+}
+
+/* Whether f's reads still give its caller outer's state (as same_state
+ * compares it). */
+static int still_steps_to(const frame_memo_t *f, const frame_memo_t *outer)
+{
+    return (f->cfa_at == 0 || word_at(f->cfa_at) == outer->at.sp) &&
+           (f->ra_at == 0 || word_at(f->ra_at) == outer->at.ip) &&
+           (f->bp_at == 0 || !outer->bp_live || word_at(f->bp_at) == outer->at.bp);
 }
 
 /* 0 when every remembered frame from position out still steps as it did;
  * else the outermost that does not, below which a join may still hold. */
-static int stale_step(const memo_t *m, int position)
+static int stale_step(const memo_slot_t *slot, int position)
 {
     for (int q = 1; q <= position; q++)
-        if (!still_steps_to(&m->frame[q], &m->frame[q - 1].at))
+        if (!still_steps_to(&slot->frame[q], &slot->frame[q - 1]))
             return q;
     return 0;
 }
 
-/* Remembers a capture that joined no remembered frame: its n frames, the
- * last of them (fresh[n - 1]) stepped to tail or not at all. */
-static void remember(memo_t *m, int n, int truncated, const unwind_state_t *tail,
-                     unsigned long long unloads)
+/* Works out bp_live for frames from..to of slot, outward in: a frame's rbp
+ * matters when its own step reads it, or passes it to a caller to which it
+ * matters. */
+static void mark_live(memo_slot_t *slot, int from, int to)
 {
-    m->frame[0].at = *tail;
-    for (int i = 0; i < n; i++)
-        m->frame[n - i] = m->fresh[i];
-    m->count = n;
-    m->truncated = truncated;
-    m->unloads = unloads;
+    for (int q = from; q <= to; q++) {
+        frame_memo_t *f = &slot->frame[q];
+        f->bp_live = f->uses_bp || (f->passes_bp && slot->frame[q - 1].bp_live);
+    }
 }
 
-/* Remembers a capture that joined the remembered frame at position after
- * stepping its first fresh_count frames itself. */
-static void rebase(memo_t *m, int position, int fresh_count)
+/* The set of slots a stack whose capture starts at stack pointer sp goes
+ * in. */
+static int set_of(uintptr_t sp)
 {
-    if (position + fresh_count > MEMO_FRAMES) {
-        m->count = 0;
+    return (int)(((uint64_t)(sp >> 4) * 0x9e3779b97f4a7c15ull) >> 60);
+}
+
+/* Whether every frame of slot still steps as it did: checked innermost
+ * first, where two stacks that start alike differ. */
+static int still_whole(const memo_slot_t *slot)
+{
+    for (int q = slot->count; q >= 1; q--)
+        if (!still_steps_to(&slot->frame[q], &slot->frame[q - 1]))
+            return 0;
+    return 1;
+}
+
+/* A slot holding the very stack that starts in state s, or NULL. Stacks
+ * that start alike (a caller's frames of the same size) can share a set. */
+static memo_slot_t *find_whole(memo_t *m, const unwind_state_t *s, unsigned long long unloads)
+{
+    memo_slot_t *set = &m->slot[set_of(s->sp) * MEMO_WAYS];
+    for (int w = 0; w < MEMO_WAYS; w++)
+        if (set[w].count > 0 && set[w].unloads == unloads &&
+            same_state(&set[w].frame[set[w].count], s) && still_whole(&set[w]))
+            return &set[w];
+    return NULL;
+}
+
+/* The slot a new stack starting at stack pointer sp is to be kept in: the
+ * next its set replaces. */
+static memo_slot_t *slot_for(memo_t *m, uintptr_t sp)
+{
+    int set = set_of(sp);
+    int way = m->victim[set];
+    m->victim[set] = (unsigned char)((way + 1) % MEMO_WAYS);
+    return &m->slot[set * MEMO_WAYS + way];
+}
+
+/* Keeps in dst a capture that joined no remembered frame: its n frames, the
+ * last of them (fresh[n - 1]) stepped to tail or not at all. */
+static void remember(memo_t *m, memo_slot_t *dst, int n, int truncated,
+                     const unwind_state_t *tail, unsigned long long unloads)
+{
+    dst->frame[0] = (frame_memo_t){ .at = *tail, .bp_live = (unsigned char)truncated };
+    for (int i = 0; i < n; i++)
+        dst->frame[n - i] = m->fresh[i];
+    dst->count = n;
+    dst->truncated = truncated;
+    dst->unloads = unloads;
+    mark_live(dst, 1, n);
+}
+
+/* Keeps in dst a capture that joined src's frame at position after
+ * stepping its first fresh_count frames itself: src's frames out from the
+ * join (dst may be src), then the fresh ones. */
+static void rebase(memo_t *m, memo_slot_t *dst, const memo_slot_t *src, int position,
+                   int fresh_count)
+{
+    if (position + fresh_count > SLOT_FRAMES) {
+        dst->count = 0;
         return;
     }
+    if (dst != src) {
+        memcpy(dst->frame, src->frame, sizeof src->frame[0] * (size_t)(position + 1));
+        dst->truncated = src->truncated;
+        dst->unloads = src->unloads;
+    }
     for (int i = 0; i < fresh_count; i++)
-        m->frame[position + fresh_count - i] = m->fresh[i];
-    m->count = position + fresh_count;
+        dst->frame[position + fresh_count - i] = m->fresh[i];
+    dst->count = position + fresh_count;
+    mark_live(dst, position + 1, position + fresh_count);
 }
 
-/* Unwinds from s into out[1...] (out[0] is s.ip), joining the memo's frames
- * where the stack still holds them. */
+/* Unwinds from s into out[1...] (out[0] is s.ip), joining remembered frames
+ * where the stack still holds them: a stack that starts as s did before, or
+ * else the last capture's. */
 static int capture(uintptr_t *out, int max, unwind_state_t s, memo_t *m)
 {
     unsigned long long unloads = atomic_load_explicit(&rules_unloads, memory_order_acquire);
-    int below = m != NULL && m->unloads == unloads ? m->count : 0;  /* positions left to join */
-    int lost = 0;  /* frames stepped past a truncated memo: remember nothing */
+    const uintptr_t start_sp = s.sp;
+    memo_slot_t *join = NULL, *whole = NULL;
+    int below = 0;  /* join's positions left to join */
+    if (m != NULL) {
+        whole = find_whole(m, &s, unloads);
+        join = whole != NULL ? whole : &m->slot[m->last];
+        below = join->unloads == unloads ? join->count : 0;
+    }
+    int lost = 0;  /* frames stepped past a truncated memory: remember nothing */
     frame_memo_t scratch;
     int n = 0;
     out[n++] = s.ip;
     for (;;) {
-        while (below > 0 && m->frame[below].at.sp < s.sp)
+        while (below > 0 && join->frame[below].at.sp < s.sp)
             below--;
-        if (below > 0 && same_state(&m->frame[below].at, &s) && (n == 1) == (below == m->count)) {
-            int stale = stale_step(m, below);
+        if (below > 0 && same_state(&join->frame[below], &s) && (n == 1) == (below == join->count)) {
+            int stale = join == whole && n == 1 ? 0 : stale_step(join, below);
             if (stale != 0) {
                 below = stale - 1;
             } else {
                 int total = n + below - 1;
                 int take = total > max ? max - n : below - 1;
                 for (int i = 0; i < take; i++)
-                    out[n + i] = m->frame[below - 1 - i].at.ip;
+                    out[n + i] = join->frame[below - 1 - i].at.ip;
                 m->reused += (uint64_t)take;
-                if (total >= max || !m->truncated) {
-                    rebase(m, below, n - 1);
+                if (total >= max || !join->truncated) {
+                    memo_slot_t *dst = join == whole ? whole : slot_for(m, start_sp);
+                    rebase(m, dst, join, below, n - 1);
+                    m->last = (int)(dst - m->slot);
                     return total > max ? max : total;
                 }
                 /* The remembered stack was cut at a max this capture has
                  * room past: step on from its outermost frame. */
                 n = total;
-                s = m->frame[1].at;
+                s = join->frame[1].at;
                 below = 0;
                 lost = 1;
             }
@@ -864,10 +965,12 @@ static int capture(uintptr_t *out, int max, unwind_state_t s, memo_t *m)
             continue;
         }
         if (m != NULL) {
+            memo_slot_t *dst = whole != NULL ? whole : slot_for(m, start_sp);
             if (stepped < 0 || lost)
-                m->count = 0;
+                dst->count = 0;
             else
-                remember(m, n, n >= max, &next, unloads);
+                remember(m, dst, n, n >= max, &next, unloads);
+            m->last = (int)(dst - m->slot);
         }
         return stepped < 0 ? -1 : n;
     }
@@ -882,16 +985,19 @@ __attribute__((noinline)) int unwind_capture(uintptr_t *out, int max)
     __asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
                      : "=r"(s.ip), "=r"(s.sp), "=r"(s.bp));
     s.bp_valid = 1;
-    memo_t *m = max <= MEMO_FRAMES ? take_memo() : NULL;
+    memo_t *m = max <= SLOT_FRAMES ? take_memo() : NULL;
     int n = capture(out, max, s, m);
-    if (m != NULL)
+    if (m != NULL) {
+        m->frames += n > 0 ? (uint64_t)n : 0;
         m->busy = 0;
+    }
     return n;
 }
 
-uint64_t unwind_reused_frames(void)
+unwind_counts_t unwind_counts(void)
 {
-    return memo_mine != NULL ? memo_mine->reused : 0;
+    const memo_t *m = memo_mine;
+    return m != NULL ? (unwind_counts_t){ m->frames, m->reused } : (unwind_counts_t){ 0, 0 };
 }
 
 #else
@@ -903,9 +1009,9 @@ int unwind_capture(uintptr_t *out, int max)
     return -1;
 }
 
-uint64_t unwind_reused_frames(void)
+unwind_counts_t unwind_counts(void)
 {
-    return 0;
+    return (unwind_counts_t){ 0, 0 };
 }
 
 #endif

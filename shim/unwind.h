@@ -26,13 +26,19 @@
  * Rules are forgotten when the loader reports an unload, noticed at the
  * next new address: a library unloaded and another loaded at its addresses
  * meanwhile can give wrong frames until then, as libunwind's cache can.
- * Each thread remembers its last stack and reuses the frames of it that the
- * stack still holds (checked word by word), so a capture steps only the
- * frames that changed. */
+ * Each thread remembers its recent stacks (64, found by the stack pointer
+ * a capture starts at) and reuses the frames of them that the stack still
+ * holds, checked word by word: a stack seen before is taken whole, and
+ * another steps only its frames inside those it shares with the last. */
 int unwind_capture(uintptr_t *out, int max);
 
-/* How many frames the calling thread's captures took from its remembered
- * stack instead of stepping them: for tests and benchmarks. */
-uint64_t unwind_reused_frames(void);
+/* The frames the calling thread's captures gave (those that fell back to
+ * libunwind aside), and how many of them were taken from its remembered
+ * stacks instead of stepped: for tests and benchmarks. */
+typedef struct {
+    uint64_t frames, reused;
+} unwind_counts_t;
+
+unwind_counts_t unwind_counts(void);
 
 #endif

@@ -93,7 +93,7 @@ static uint32_t capture_site(alloc_kind_t kind)
 {
     uintptr_t native[STACKS_MAX_FRAMES];
     python_frame_t python[STACKS_MAX_FRAMES];
-    selftime_capture_t timing = { 0, 0, 0 };  /* read only when timing is on */
+    selftime_capture_t timing = { 0 };  /* read only when timing is on */
     selftime_capture_begin(&timing);
     int native_count = config.stack_depth > 0 ? stacks_capture(native, config.stack_depth) : 0;
     selftime_capture_native_done(&timing);

@@ -92,11 +92,11 @@ static void probe(void)
     int n_full = unw_backtrace(full, MAX_FRAMES);
     uint64_t t1 = now_ns();
     int n_slow = slow_walk(slow, MAX_FRAMES);
-    uint64_t reused_before = unwind_reused_frames();
+    uint64_t reused_before = unwind_counts().reused;
     uint64_t t2 = now_ns();
     int n_own = unwind_capture(own, MAX_FRAMES + 1);
     uint64_t t3 = now_ns();
-    uint64_t reused = unwind_reused_frames() - reused_before;
+    uint64_t reused = unwind_counts().reused - reused_before;
     /* unwind_capture's first two frames are in itself and here, where
      * unw_backtrace's first is here: from the caller on they must agree. */
     int differs = n_own >= 0 && n_own - 2 != n_full - 1;

@@ -2,8 +2,8 @@
  * the shapes compilers make: frames addressed from rsp, from rbp (alloca),
  * over-aligned locals, a thread's stack, a truncated capture, and a signal
  * handler (whose frame it must refuse, so that libunwind takes it); and the
- * remembered last stack, which must be reused where the stack still holds
- * it and nowhere else. */
+ * remembered recent stacks, which must be reused where the stack still
+ * holds them and nowhere else. */
 #define _GNU_SOURCE
 #include <alloca.h>
 #include <pthread.h>
@@ -39,11 +39,14 @@ __attribute__((noinline)) static int same_as_libunwind(int max, int *ours_count)
     return 1;
 }
 
+static int captured_frames;  /* of check_here's last capture */
+
 static int check_here(void)
 {
     int n;
     int same = same_as_libunwind(MAX, &n);
     ck_assert_msg(same, "the stacks differ (ours: %d frames)", n);
+    captured_frames = n;
     return n;
 }
 
@@ -162,12 +165,12 @@ __attribute__((noinline)) static int via_b(int depth)
 START_TEST(a_changed_caller_is_not_taken_from_the_last_stack)
 {
     int (*const callers[2])(int) = { via_a, via_b };
-    uint64_t before = unwind_reused_frames();
+    uint64_t before = unwind_counts().reused;
     for (int i = 0; i < 20; i++)
         ck_assert_int_gt(callers[(i / 2) & 1](6), 6);
-    ck_assert_msg(unwind_reused_frames() - before >= 19 * 6,
+    ck_assert_msg(unwind_counts().reused - before >= 19 * 6,
                   "the outer frames were stepped again (%llu reused)",
-                  (unsigned long long)(unwind_reused_frames() - before));
+                  (unsigned long long)(unwind_counts().reused - before));
 }
 END_TEST
 
@@ -188,6 +191,71 @@ START_TEST(a_truncated_stack_is_stepped_on_past_its_cut)
 {
     ck_assert_int_gt(short_then_full(), 7);
     ck_assert_int_gt(rsp_frames(12), 12);
+}
+END_TEST
+
+/* Three stacks in turn: each is found again whole (every frame but the
+ * capture's own first one taken from memory), where the last stack alone
+ * would share only the frames outside the three. */
+START_TEST(stacks_that_recur_are_taken_whole)
+{
+    for (int i = 0; i < 30; i++) {
+        uint64_t before = unwind_counts().reused;
+        switch (i % 3) {
+        case 0: ck_assert_int_gt(rsp_frames(4), 4); break;
+        case 1: ck_assert_int_gt(rbp_frames(5), 5); break;
+        default: ck_assert_int_gt(aligned_frames(6), 6); break;
+        }
+        uint64_t reused = unwind_counts().reused - before;
+        if (i >= 3)
+            ck_assert_msg(reused == (uint64_t)(captured_frames - 1),
+                          "capture %d reused %llu of its %d frames", i,
+                          (unsigned long long)reused, captured_frames);
+    }
+}
+END_TEST
+
+/* call_with_rbp(fn, value) calls fn with rbp set to value, having saved
+ * its caller's rbp where its unwind rule says: as code built without frame
+ * pointers keeps data in rbp, which its callees pass on untouched and which
+ * no frame outside reads before it is restored. */
+__asm__(".text\n"
+        ".globl call_with_rbp\n"
+        ".hidden call_with_rbp\n"
+        ".type call_with_rbp, @function\n"
+        "call_with_rbp:\n"
+        ".cfi_startproc\n"
+        "push %rbp\n"
+        ".cfi_def_cfa_offset 16\n"
+        ".cfi_offset %rbp, -16\n"
+        "mov %rsi, %rbp\n"
+        "call *%rdi\n"
+        "pop %rbp\n"
+        ".cfi_def_cfa_offset 8\n"
+        "ret\n"
+        ".cfi_endproc\n"
+        ".size call_with_rbp, .-call_with_rbp\n");
+int call_with_rbp(int (*fn)(void), uintptr_t rbp);
+
+__attribute__((noinline)) static int rbp_leaf(void)
+{
+    int n = check_here();
+    __asm__ volatile("" ::: "memory");
+    return n;
+}
+
+START_TEST(a_changed_rbp_that_no_caller_reads_changes_no_stack)
+{
+    static uintptr_t data[16];  /* what rbp points at: readable, in case anything follows it */
+    for (int i = 0; i < 16; i++) {
+        uint64_t before = unwind_counts().reused;
+        ck_assert_int_gt(call_with_rbp(rbp_leaf, (uintptr_t)&data[i]), 3);
+        uint64_t reused = unwind_counts().reused - before;
+        if (i > 0)
+            ck_assert_msg(reused == (uint64_t)(captured_frames - 1),
+                          "capture %d reused %llu of its %d frames", i,
+                          (unsigned long long)reused, captured_frames);
+    }
 }
 END_TEST
 
@@ -223,6 +291,8 @@ int main(void)
     tcase_add_test(tc, a_signal_frame_is_left_to_libunwind);
     tcase_add_test(tc, a_changed_caller_is_not_taken_from_the_last_stack);
     tcase_add_test(tc, a_truncated_stack_is_stepped_on_past_its_cut);
+    tcase_add_test(tc, stacks_that_recur_are_taken_whole);
+    tcase_add_test(tc, a_changed_rbp_that_no_caller_reads_changes_no_stack);
     suite_add_tcase(s, tc);
     return suite_run(s, 1);
 }
