@@ -958,7 +958,11 @@ static int capture(uintptr_t *out, int max, unwind_state_t s, memo_t *m)
         frame_memo_t *f = m != NULL && !lost ? &m->fresh[n - 1] : &scratch;
         *f = (frame_memo_t){ .at = s };
         unwind_state_t next = { 0, 0, 0, 0 };
-        int stepped = n < max ? step(f, n == 1, &next) : 0;
+        int stepped = 0;
+        if (n < max)
+            stepped = step(f, n == 1, &next);
+        else
+            f->uses_bp = 1;  /* not stepped: a capture that steps on from it may read its rbp */
         if (stepped == 1) {
             s = next;
             out[n++] = s.ip;

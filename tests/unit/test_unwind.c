@@ -259,6 +259,98 @@ START_TEST(a_changed_rbp_that_no_caller_reads_changes_no_stack)
 }
 END_TEST
 
+/* Random walks over four frame shapes (rsp-addressed, alloca'd and so
+ * rbp-addressed, over-aligned, and under call_with_rbp with rbp set to
+ * one of 16 addresses), drawn from a few paths and their mutations so
+ * that stacks recur whole, share outer frames, start at the same stack
+ * pointer while differing further out, and are cut at different maxima:
+ * every capture must agree with libunwind. */
+static const unsigned char *cont_path;
+static int cont_len, cont_max;
+static uintptr_t walk_data[16];
+static unsigned walk_calls;
+
+static int walk(const unsigned char *path, int len, int max);
+
+__attribute__((noinline)) static int walk_rsp(const unsigned char *path, int len, int max)
+{
+    int r = walk(path, len, max);
+    __asm__ volatile("" ::: "memory");
+    return r + 1;
+}
+
+__attribute__((noinline)) static int walk_alloca(const unsigned char *path, int len, int max)
+{
+    size_t bytes = 16 + (size_t)(path[-1] >> 2) * 8;
+    char *p = alloca(bytes);
+    memset(p, len, bytes);
+    __asm__ volatile("" : : "r"(p) : "memory");
+    return walk(path, len, max) + (p[0] & 1);
+}
+
+__attribute__((noinline)) static int walk_aligned(const unsigned char *path, int len, int max)
+{
+    char buf[96] __attribute__((aligned(64)));
+    memset(buf, len, sizeof buf);
+    __asm__ volatile("" : : "r"(buf) : "memory");
+    return walk(path, len, max) + (buf[3] & 1);
+}
+
+__attribute__((noinline)) static int walk_on(void)
+{
+    int r = walk(cont_path, cont_len, cont_max);
+    __asm__ volatile("" ::: "memory");
+    return r;
+}
+
+static int walk(const unsigned char *path, int len, int max)
+{
+    if (len == 0) {
+        int n;
+        ck_assert_msg(same_as_libunwind(max, &n), "capture %u differs (max %d, ours %d frames)",
+                      walk_calls, max, n);
+        walk_calls++;
+        return n;
+    }
+    switch (path[0] & 3) {
+    case 0: return walk_rsp(path + 1, len - 1, max);
+    case 1: return walk_alloca(path + 1, len - 1, max);
+    case 2: return walk_aligned(path + 1, len - 1, max);
+    default:
+        cont_path = path + 1;
+        cont_len = len - 1;
+        cont_max = max;
+        return call_with_rbp(walk_on, (uintptr_t)&walk_data[walk_calls % 16]);
+    }
+}
+
+START_TEST(random_walks_agree_with_libunwind)
+{
+    static const int maxima[] = { 7, 16, MAX };
+    unsigned char paths[6][24];
+    uint64_t seed = 0x2545f4914f6cdd1dull;
+    for (int i = 0; i < 6; i++)
+        for (int j = 0; j < 24; j++) {
+            seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+            paths[i][j] = (unsigned char)(seed >> 56);
+        }
+    uint64_t before = unwind_counts().reused;
+    for (int i = 0; i < 3000; i++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        unsigned char *path = paths[(seed >> 40) % 6];
+        if ((seed >> 20) % 8 == 0)  /* mutate a step: the paths drift */
+            path[(seed >> 8) % 24] = (unsigned char)(seed >> 32);
+        int len = 1 + (int)((seed >> 48) % 24);
+        int max = (seed >> 12) % 4 == 0 ? maxima[(seed >> 4) % 3] : MAX;
+        ck_assert_int_gt(walk(path, len, max), 0);
+    }
+    ck_assert_uint_eq(walk_calls, 3000);
+    ck_assert_msg(unwind_counts().reused - before > 3000 * 5,
+                  "few frames were taken from memory (%llu)",
+                  (unsigned long long)(unwind_counts().reused - before));
+}
+END_TEST
+
 static volatile int in_handler_result = 99;
 
 static void handler(int sig)
@@ -293,6 +385,7 @@ int main(void)
     tcase_add_test(tc, a_truncated_stack_is_stepped_on_past_its_cut);
     tcase_add_test(tc, stacks_that_recur_are_taken_whole);
     tcase_add_test(tc, a_changed_rbp_that_no_caller_reads_changes_no_stack);
+    tcase_add_test(tc, random_walks_agree_with_libunwind);
     suite_add_tcase(s, tc);
     return suite_run(s, 1);
 }
