@@ -654,6 +654,7 @@ static void write_body(FILE *f, const report_view_t *view)
         put_u64(f, "shim_captures", own.captures, 1);
         put_u64(f, "shim_native_stack_ns", own.native_ns, 1);
         put_u64(f, "shim_python_frames_ns", own.python_ns, 1);
+        put_u64(f, "shim_intern_ns", own.intern_ns, 1);
         put_u64(f, "shim_native_frames", own.native_frames, 1);
         put_u64(f, "shim_unwound_frames", own.unwound_frames, 1);
         put_u64(f, "shim_reused_frames", own.reused_frames, 0);

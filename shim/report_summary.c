@@ -263,10 +263,10 @@ void report_summary_print(const report_view_t *view, const char *path)
         double captures = (double)own.captures;
         fprintf(f, "gpuleak: of it, %llu stack(s) taken: native %.0f ns a stack (%.1f frames; "
                 "%.0f%% of those its unwinder gave taken from recent stacks), Python frames "
-                "%.0f ns a stack.\n",
+                "%.0f ns, interning %.0f ns a stack.\n",
                 (unsigned long long)own.captures, (double)own.native_ns / captures,
                 (double)own.native_frames / captures,
                 own.unwound_frames > 0 ? 100.0 * (double)own.reused_frames / (double)own.unwound_frames : 0.0,
-                (double)own.python_ns / captures);
+                (double)own.python_ns / captures, (double)own.intern_ns / captures);
     }
 }

@@ -71,11 +71,12 @@ void selftime_read(selftime_totals_t *out)
     for (int i = 0; i < TALLY_TIME_FIELDS; i++)
         sums[i] = tally_time_sum((tally_time_t)i);
     uint64_t captures = sums[TALLY_TIME_CAPTURES];
-    out->ns = clock_free_ns(sums[TALLY_TIME_TICKS], sums[TALLY_TIME_INTERVALS] + 3 * captures);
+    out->ns = clock_free_ns(sums[TALLY_TIME_TICKS], sums[TALLY_TIME_INTERVALS] + 4 * captures);
     out->calls = sums[TALLY_TIME_CALLS];
     out->captures = captures;
     out->native_ns = clock_free_ns(sums[TALLY_TIME_NATIVE_TICKS], captures);
     out->python_ns = clock_free_ns(sums[TALLY_TIME_PYTHON_TICKS], captures);
+    out->intern_ns = clock_free_ns(sums[TALLY_TIME_INTERN_TICKS], captures);
     out->native_frames = sums[TALLY_TIME_NATIVE_FRAMES];
     out->unwound_frames = sums[TALLY_TIME_UNWOUND_FRAMES];
     out->reused_frames = sums[TALLY_TIME_REUSED_FRAMES];

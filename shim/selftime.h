@@ -9,7 +9,8 @@
  * read's own cost, which is 10 ns on bare metal but can be hundreds in a
  * virtual machine that traps the TSC; selftime_init measures it and the
  * total leaves it out (selftime_read says how much). Each stack capture
- * is timed too, split into its native stack and its Python frames, with
+ * is timed too, split into its native stack, its Python frames and its
+ * interning in the stack depot, with
  * the frames the unwinder took from the thread's recent stacks (unwind.h). The report then says what the run
  * paid, which a comparison of whole runs on a noisy host cannot resolve.
  * Off (the default), each point is a load and a branch. Not counted: the
@@ -72,7 +73,7 @@ static inline void selftime_pause(uint64_t calls)
 
 /* A stack capture's clock readings: where the time of a call goes. */
 typedef struct {
-    uint64_t start, native_end;
+    uint64_t start, native_end, python_end;
     unwind_counts_t before;  /* the thread's unwinder counts at the start */
 } selftime_capture_t;
 
@@ -85,16 +86,17 @@ static inline void selftime_capture_begin(selftime_capture_t *c)
     }
 }
 
-/* The native stack is taken; the Python frames come next. */
-static inline void selftime_capture_native_done(selftime_capture_t *c)
+/* One part of the capture is done (the native stack, then the Python
+ * frames): notes when in *at. */
+static inline void selftime_capture_mark(uint64_t *at)
 {
     if (__builtin_expect(selftime_on, 0))
-        c->native_end = selftime_ticks();
+        *at = selftime_ticks();
 }
 
-/* The capture is done, with native_frames native frames kept (the
- * unwinder's own count is of every frame it gave, its own and those past
- * the depth included). */
+/* The capture is done, its stack interned, with native_frames native
+ * frames kept (the unwinder's own count is of every frame it gave, its own
+ * and those past the depth included). */
 static inline void selftime_capture_end(const selftime_capture_t *c, int native_frames)
 {
     if (__builtin_expect(selftime_on, 0)) {
@@ -104,7 +106,8 @@ static inline void selftime_capture_end(const selftime_capture_t *c, int native_
         const uint64_t add[TALLY_TIME_FIELDS] = {
             [TALLY_TIME_CAPTURES] = 1,
             [TALLY_TIME_NATIVE_TICKS] = c->native_end - c->start,
-            [TALLY_TIME_PYTHON_TICKS] = end - c->native_end,
+            [TALLY_TIME_PYTHON_TICKS] = c->python_end - c->native_end,
+            [TALLY_TIME_INTERN_TICKS] = end - c->python_end,
             [TALLY_TIME_NATIVE_FRAMES] = native_frames > 0 ? (uint64_t)native_frames : 0,
             [TALLY_TIME_UNWOUND_FRAMES] = after.frames - c->before.frames,
             [TALLY_TIME_REUSED_FRAMES] = after.reused - c->before.reused,
@@ -116,13 +119,14 @@ static inline void selftime_capture_end(const selftime_capture_t *c, int native_
 
 /* The shim's own time over the run, summed over every thread; all zero
  * when timing is off. Times are in nanoseconds with one clock read per
- * interval left out (the three reads a capture adds are left out of the
+ * interval left out (the four reads a capture adds are left out of the
  * total too); what timing costs beyond its reads (a few loads and stores a
  * call) is not. */
 typedef struct {
     uint64_t ns, calls;             /* own time, and the calls it was taken over */
     uint64_t captures;              /* stacks captured in those calls */
-    uint64_t native_ns, python_ns;  /* of ns: taking native stacks, Python frames */
+    uint64_t native_ns, python_ns;  /* of ns: taking native stacks, Python frames, */
+    uint64_t intern_ns;             /* and finding or adding them in the stack depot */
     uint64_t native_frames;         /* native frames kept */
     uint64_t unwound_frames;        /* frames the shim's own unwinder gave */
     uint64_t reused_frames;         /* of them, taken from the thread's recent stacks */

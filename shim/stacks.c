@@ -69,16 +69,20 @@ void stacks_init(int fast_unwind)
     depot_slots = reserve(sizeof *depot_slots * DEPOT_SLOTS);
     depot_by_id = reserve(sizeof *depot_by_id * (DEPOT_CAPACITY + 1));
     uintptr_t warm[8];
-    (void)stacks_capture(warm, 8);
+    (void)stacks_capture(warm, 8, NULL);
 }
 
-int stacks_capture(uintptr_t *out, int max)
+int stacks_capture(uintptr_t *out, int max, int *hint)
 {
+    if (hint != NULL)
+        *hint = -1;
     if (max <= 0)
         return 0;
     uintptr_t buffer[STACKS_MAX_FRAMES + 16];
     int want = max + 16 > STACKS_MAX_FRAMES + 16 ? STACKS_MAX_FRAMES + 16 : max + 16;
     int got = use_fast_unwind ? unwind_capture(buffer, want) : -1;
+    if (got >= 0 && hint != NULL)
+        *hint = unwind_last_slot();
     if (got < 0)
         got = unw_backtrace((void **)buffer, want);
     int skip = 0;
@@ -109,17 +113,23 @@ static uint64_t hash_frames(uint32_t tag, const uintptr_t *native, int native_co
     return h;
 }
 
-static int record_matches(const stack_record_t *r, uint64_t hash, uint32_t tag,
-                          const uintptr_t *native, int native_count,
-                          const python_frame_t *python, int python_count)
+static int same_stack(const stack_record_t *r, uint32_t tag, const uintptr_t *native,
+                      int native_count, const python_frame_t *python, int python_count)
 {
-    return r->hash == hash && r->tag == tag && r->native_count == native_count
+    return r->tag == tag && r->native_count == native_count
         && r->python_count == python_count
         && (native_count == 0
             || memcmp(r->frames, native, sizeof(uint64_t) * (size_t)native_count) == 0)
         && (python_count == 0
             || memcmp(r->frames + native_count, python,
                       sizeof(uint64_t) * (size_t)python_count) == 0);
+}
+
+static int record_matches(const stack_record_t *r, uint64_t hash, uint32_t tag,
+                          const uintptr_t *native, int native_count,
+                          const python_frame_t *python, int python_count)
+{
+    return r->hash == hash && same_stack(r, tag, native, native_count, python, python_count);
 }
 
 /* Bump-allocates from the depot's arena; caller holds depot_insert_lock.
@@ -139,6 +149,22 @@ static void *arena_take(size_t bytes)
     arena_next += bytes;
     arena_used += bytes;
     return p;
+}
+
+/* Per thread, the id last interned under each hint from stacks_capture. */
+static __thread uint32_t hinted_ids[UNWIND_SLOTS] __attribute__((tls_model("initial-exec")));
+
+uint32_t stacks_intern_hinted(int hint, uint32_t tag, const uintptr_t *native, int native_count,
+                              const python_frame_t *python, int python_count)
+{
+    if (hint < 0 || hint >= UNWIND_SLOTS)
+        return stacks_intern(tag, native, native_count, python, python_count);
+    const stack_record_t *r = stacks_get(hinted_ids[hint]);
+    if (r != NULL && same_stack(r, tag, native, native_count, python, python_count))
+        return r->id;
+    uint32_t id = stacks_intern(tag, native, native_count, python, python_count);
+    hinted_ids[hint] = id;
+    return id;
 }
 
 uint32_t stacks_intern(uint32_t tag, const uintptr_t *native, int native_count,

@@ -34,8 +34,10 @@ typedef struct stack_record {
 void stacks_init(int fast_unwind);
 
 /* Captures the calling thread's return addresses, innermost first, leading
- * frames inside the shim dropped. Returns how many were written (<= max). */
-int stacks_capture(uintptr_t *out, int max);
+ * frames inside the shim dropped. Returns how many were written (<= max).
+ * When hint is not NULL it receives a hint for stacks_intern_hinted: where
+ * the unwinder keeps this stack (unwind_last_slot), or -1. */
+int stacks_capture(uintptr_t *out, int max, int *hint);
 
 /* Returns the id of the stack (tag, native frames, Python frames), adding it
  * to the depot on first sight. Lookups are lock-free; only an insert takes
@@ -43,6 +45,13 @@ int stacks_capture(uintptr_t *out, int max);
  * stacks_overflowed) or out of memory. */
 uint32_t stacks_intern(uint32_t tag, const uintptr_t *native, int native_count,
                        const python_frame_t *python, int python_count);
+
+/* stacks_intern, first trying the id this thread last interned with the
+ * same hint from stacks_capture (-1: none): a stack the unwinder found
+ * again whole is then compared with its record, not hashed and looked up.
+ * The id returned is the same either way. */
+uint32_t stacks_intern_hinted(int hint, uint32_t tag, const uintptr_t *native, int native_count,
+                              const python_frame_t *python, int python_count);
 
 /* The record of an id from stacks_intern, or NULL for 0 or an unknown id. */
 const stack_record_t *stacks_get(uint32_t id);

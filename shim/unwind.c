@@ -719,7 +719,7 @@ static int step(frame_memo_t *f, int innermost, unwind_state_t *next)
  * frames can read are compared: code built without frame pointers keeps
  * data in rbp, which differs call to call and matters to no caller. */
 #define MEMO_SETS 16
-#define MEMO_WAYS 4
+#define MEMO_WAYS (UNWIND_SLOTS / MEMO_SETS)
 #define SLOT_FRAMES 288   /* more than stacks.c asks for (256 + 16); only as deep as a stack goes is touched */
 
 /* One remembered stack: frame[1] is the outermost frame, frame[count] the
@@ -1004,6 +1004,12 @@ unwind_counts_t unwind_counts(void)
     return m != NULL ? (unwind_counts_t){ m->frames, m->reused } : (unwind_counts_t){ 0, 0 };
 }
 
+int unwind_last_slot(void)
+{
+    const memo_t *m = memo_mine;
+    return m != NULL ? m->last : -1;
+}
+
 #else
 
 int unwind_capture(uintptr_t *out, int max)
@@ -1016,6 +1022,11 @@ int unwind_capture(uintptr_t *out, int max)
 unwind_counts_t unwind_counts(void)
 {
     return (unwind_counts_t){ 0, 0 };
+}
+
+int unwind_last_slot(void)
+{
+    return -1;
 }
 
 #endif

@@ -41,4 +41,12 @@ typedef struct {
 
 unwind_counts_t unwind_counts(void);
 
+/* Where the calling thread's last capture left its stack among its
+ * remembered ones (0 to UNWIND_SLOTS - 1), or -1 when it has none: a hint
+ * for the stack depot (stacks.c), which finds a stack seen again there
+ * without hashing it. Captures that fell back to libunwind leave a stale
+ * value; users must check what they find. */
+#define UNWIND_SLOTS 64
+int unwind_last_slot(void);
+
 #endif

@@ -524,8 +524,9 @@ class ShimTest(Base):
             captures = t["allocations"] + t["failed_allocations"]
             self.assertEqual(t["shim_captures"], captures, key)
             if captures:
-                self.assertLessEqual(t["shim_native_stack_ns"] + t["shim_python_frames_ns"],
-                                     t["shim_time_ns"], key)
+                self.assertLessEqual(t["shim_native_stack_ns"] + t["shim_python_frames_ns"]
+                                     + t["shim_intern_ns"], t["shim_time_ns"], key)
+                self.assertGreater(t["shim_intern_ns"], 0, key)
                 self.assertGreater(t["shim_native_stack_ns"], 0, key)
                 self.assertGreaterEqual(t["shim_native_frames"], 2 * captures, key)
                 self.assertGreaterEqual(t["shim_unwound_frames"], t["shim_native_frames"], key)

@@ -59,7 +59,7 @@ static __attribute__((noinline)) uint32_t intern_here(int depth)
         return id;
     }
     uintptr_t frames[64];
-    int n = stacks_capture(frames, 64);
+    int n = stacks_capture(frames, 64, NULL);
     return stacks_intern(KIND_DEVICE, frames, n, NULL, 0);
 }
 

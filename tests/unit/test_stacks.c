@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "stacks.h"
+#include "unwind.h"
 
 static void setup(void)
 {
@@ -54,6 +55,33 @@ START_TEST(any_difference_makes_a_new_id)
 }
 END_TEST
 
+/* A hint names where the unwinder keeps a stack; the id under it is only a
+ * guess to check. Whatever the hint, the id is the unhinted one: the same
+ * stack, or stacks differing in a frame, kind or Python frame, under one
+ * hint in turn. */
+START_TEST(a_hint_never_changes_the_id)
+{
+    uintptr_t frames[] = { 0x7000, 0x8000, 0x9000 };
+    uintptr_t other[] = { 0x7000, 0x8000, 0x9001 };
+    python_frame_t py[] = { (2ull << 32) | 7 };
+    const struct { uint32_t tag; const uintptr_t *native; int n; const python_frame_t *python; int pn; } stacks[] = {
+        { 0, frames, 3, NULL, 0 }, { 0, other, 3, NULL, 0 }, { 1, frames, 3, NULL, 0 },
+        { 0, frames, 2, NULL, 0 }, { 0, frames, 3, py, 1 },
+    };
+    uint32_t want[5];
+    for (int i = 0; i < 5; i++)
+        want[i] = stacks_intern(stacks[i].tag, stacks[i].native, stacks[i].n, stacks[i].python,
+                                stacks[i].pn);
+    for (int round = 0; round < 3; round++)
+        for (int i = 0; i < 5; i++)
+            for (int hint = -1; hint < 2; hint++)
+                ck_assert_uint_eq(stacks_intern_hinted(hint, stacks[i].tag, stacks[i].native,
+                                                       stacks[i].n, stacks[i].python, stacks[i].pn),
+                                  want[i]);
+    ck_assert_uint_eq(stacks_intern_hinted(UNWIND_SLOTS, 0, frames, 3, NULL, 0), want[0]);
+}
+END_TEST
+
 START_TEST(empty_stack_is_valid)
 {
     uint32_t a = stacks_intern(4, NULL, 0, NULL, 0);
@@ -66,7 +94,7 @@ END_TEST
 
 __attribute__((noinline)) static int capture_here(uintptr_t *out, int max)
 {
-    return stacks_capture(out, max);
+    return stacks_capture(out, max, NULL);
 }
 
 START_TEST(capture_respects_max)
@@ -77,7 +105,7 @@ START_TEST(capture_respects_max)
     int n = capture_here(frames, 4);
     ck_assert_int_ge(n, 0);
     ck_assert_int_le(n, 4);
-    ck_assert_int_eq(stacks_capture(frames, 0), 0);
+    ck_assert_int_eq(stacks_capture(frames, 0, NULL), 0);
 }
 END_TEST
 
@@ -120,6 +148,7 @@ int main(void)
     tcase_add_test(tc, same_stack_same_id);
     tcase_add_test(tc, any_difference_makes_a_new_id);
     tcase_add_test(tc, empty_stack_is_valid);
+    tcase_add_test(tc, a_hint_never_changes_the_id);
     tcase_add_test(tc, capture_respects_max);
     tcase_add_test(tc, threads_agree_on_ids);
     suite_add_tcase(suite, tc);
