@@ -786,6 +786,7 @@ static memo_t *take_memo(void)
     if (m == NULL || m->busy)
         return NULL;
     m->busy = 1;
+    atomic_signal_fence(memory_order_seq_cst);  /* set before the memo is touched */
     return m;
 }
 
@@ -931,7 +932,10 @@ static int capture(uintptr_t *out, int max, unwind_state_t s, memo_t *m)
     for (;;) {
         while (below > 0 && join->frame[below].at.sp < s.sp)
             below--;
-        if (below > 0 && same_state(&join->frame[below], &s) && (n == 1) == (below == join->count)) {
+        /* A step of this capture may have met a new address and found an
+         * unload, forgetting the rules the memory was stepped with. */
+        if (below > 0 && same_state(&join->frame[below], &s) && (n == 1) == (below == join->count)
+            && atomic_load_explicit(&rules_unloads, memory_order_acquire) == unloads) {
             int stale = join == whole && n == 1 ? 0 : stale_step(join, below);
             if (stale != 0) {
                 below = stale - 1;
@@ -993,6 +997,7 @@ __attribute__((noinline)) int unwind_capture(uintptr_t *out, int max)
     int n = capture(out, max, s, m);
     if (m != NULL) {
         m->frames += n > 0 ? (uint64_t)n : 0;
+        atomic_signal_fence(memory_order_seq_cst);  /* cleared after the memo is left */
         m->busy = 0;
     }
     return n;
