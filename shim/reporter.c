@@ -62,15 +62,14 @@ static int take_if_default(int sig, void (*handler)(int))
     return sigaction(sig, &ours, NULL) == 0;
 }
 
-/* The thread: never tracked, deaf to signals (handlers run on program
- * threads), waking for a request or when a snapshot is due. */
+/* The thread: never tracked, deaf to signals from its first instruction
+ * (reporter_start creates it with every signal blocked: a fatal signal's
+ * handler run here would wait for the report this thread is to write),
+ * waking for a request or when a snapshot is due. */
 static void *reporter_main(void *unused)
 {
     (void)unused;
     guard_depth = 1;
-    sigset_t all;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, NULL);
     for (;;) {
         int woke;
         if (config.flush_interval_s > 0) {
@@ -109,7 +108,12 @@ int reporter_start(void)
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    sigset_t all, old;
+    sigfillset(&all);
+    int masked = pthread_sigmask(SIG_BLOCK, &all, &old) == 0;  /* the thread inherits it */
     int rc = pthread_create(&thread, &attr, reporter_main, NULL);
+    if (masked)
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
     pthread_attr_destroy(&attr);
     if (rc != 0) {
         log_line("cannot start the reporter thread; only the report at exit will be written");
