@@ -10,9 +10,10 @@
  * virtual machine that traps the TSC; selftime_init measures it and the
  * total leaves it out (selftime_read says how much). Each stack capture
  * is timed too, split into its native stack, its Python frames and its
- * interning in the stack depot, with
- * the frames the unwinder took from the thread's recent stacks (unwind.h). The report then says what the run
- * paid, which a comparison of whole runs on a noisy host cannot resolve.
+ * interning in the stack depot, with the frames the unwinder took from
+ * the thread's recent stacks (unwind.h). The report then says what the
+ * run paid, which a comparison of whole runs on a noisy host cannot
+ * resolve.
  * Off (the default), each point is a load and a branch. Not counted: the
  * shim's start, the report at exit, and what its memory traffic costs the
  * program's own caches. */

@@ -38,8 +38,9 @@ typedef struct tally_page {
 /* What the shim's own time is counted in (selftime.h): clock ticks, the
  * calls they were taken over, and the intervals (clock reading pairs); and,
  * of the stacks it captured, their number, the ticks taking native stacks
- * and Python frames and interning them, the native frames kept, those the own unwinder gave
- * and those of them it took from the thread's recent stacks (unwind.h). */
+ * and Python frames and interning them, the native frames kept, those the
+ * own unwinder gave and those of them it took from the thread's recent
+ * stacks (unwind.h). */
 typedef enum {
     TALLY_TIME_TICKS, TALLY_TIME_CALLS, TALLY_TIME_INTERVALS,
     TALLY_TIME_CAPTURES, TALLY_TIME_NATIVE_TICKS, TALLY_TIME_PYTHON_TICKS, TALLY_TIME_INTERN_TICKS,

@@ -720,7 +720,9 @@ static int step(frame_memo_t *f, int innermost, unwind_state_t *next)
  * data in rbp, which differs call to call and matters to no caller. */
 #define MEMO_SETS 16
 #define MEMO_WAYS (UNWIND_SLOTS / MEMO_SETS)
-#define SLOT_FRAMES 288   /* more than stacks.c asks for (256 + 16); only as deep as a stack goes is touched */
+/* More than stacks.c asks for (256 + 16); a slot's pages are touched only as
+ * deep as its stack goes. */
+#define SLOT_FRAMES 288
 
 /* One remembered stack: frame[1] is the outermost frame, frame[count] the
  * innermost; frame[0].at is what frame[1]'s last step read when the stack
@@ -845,7 +847,8 @@ static int set_of(uintptr_t sp)
 }
 
 /* Whether every frame of slot still steps as it did: checked innermost
- * first, where two stacks that start alike differ. */
+ * first, where two stacks that start alike differ (stale_step checks
+ * outermost first, for the outermost frame that changed). */
 static int still_whole(const memo_slot_t *slot)
 {
     for (int q = slot->count; q >= 1; q--)
@@ -866,10 +869,12 @@ static memo_slot_t *find_whole(memo_t *m, const unwind_state_t *s, unsigned long
     return NULL;
 }
 
-/* The slot a new stack starting at stack pointer sp is to be kept in: the
- * next its set replaces. */
-static memo_slot_t *slot_for(memo_t *m, uintptr_t sp)
+/* The slot a capture that started at stack pointer sp keeps its stack in:
+ * the one it was found whole in, or else the next its set replaces. */
+static memo_slot_t *keep_in(memo_t *m, memo_slot_t *whole, uintptr_t sp)
 {
+    if (whole != NULL)
+        return whole;
     int set = set_of(sp);
     int way = m->victim[set];
     m->victim[set] = (unsigned char)((way + 1) % MEMO_WAYS);
@@ -946,7 +951,7 @@ static int capture(uintptr_t *out, int max, unwind_state_t s, memo_t *m)
                     out[n + i] = join->frame[below - 1 - i].at.ip;
                 m->reused += (uint64_t)take;
                 if (total >= max || !join->truncated) {
-                    memo_slot_t *dst = join == whole ? whole : slot_for(m, start_sp);
+                    memo_slot_t *dst = keep_in(m, whole, start_sp);
                     rebase(m, dst, join, below, n - 1);
                     m->last = (int)(dst - m->slot);
                     return total > max ? max : total;
@@ -973,7 +978,7 @@ static int capture(uintptr_t *out, int max, unwind_state_t s, memo_t *m)
             continue;
         }
         if (m != NULL) {
-            memo_slot_t *dst = whole != NULL ? whole : slot_for(m, start_sp);
+            memo_slot_t *dst = keep_in(m, whole, start_sp);
             if (stepped < 0 || lost)
                 dst->count = 0;
             else
