@@ -13,8 +13,9 @@
 #include <sys/mman.h>
 #include <time.h>
 
-#define SHARDS 64
-#define RECORDS_PER_CHUNK 256
+#define SHARDS 256               /* per key space */
+#define SHARD_REGION_SHIFT 12    /* keys share a shard by 4 KiB region */
+#define RECORDS_PER_CHUNK 128
 #define FIRST_BUCKETS 64
 
 /* A live allocation in its shard's table: a chained hash of single links.
@@ -126,10 +127,21 @@ int tracker_init(void (*sampler)(struct timeline_point *point))
     return 0;
 }
 
+/* A key's shard: one per 4 KiB region of keys, the region's number mixed
+ * so that regions spread evenly over the shards. By region, not by key:
+ * a thread's consecutive allocations mostly fall in one region (a pool
+ * carves them side by side, or hands the one just freed back), so the
+ * shard's lock, buckets and spare records stay in that core's cache where
+ * a shard per key made each event take those lines from whichever core
+ * last touched them. The mixing is two rounds of xor-shift and multiply:
+ * a single multiply (as before) sent the regions of threads whose
+ * addresses differ only in high bits through the same shards in step. */
 static shard_t *shard_of(key_space_t space, uint64_t key)
 {
-    uint64_t h = (key >> 4) * 0xff51afd7ed558ccdull;
-    return &shards[space][h >> 58];
+    uint64_t h = key >> SHARD_REGION_SHIFT;
+    h = (h ^ (h >> 31)) * 0x7fb5d329728ea185ull;
+    h = (h ^ (h >> 27)) * 0x81dadef4bc2dd44dull;
+    return &shards[space][(h ^ (h >> 33)) & (SHARDS - 1)];
 }
 
 /* Live counts are derived (allocations - frees - teardown allocations) when
@@ -218,9 +230,9 @@ static void apply(const tracker_record_t *a, int event, uint64_t now_ns)
                 atomic_load_explicit(&site_high, memory_order_relaxed));
 }
 
-/* The shard's bucket for key among count buckets. Keys (addresses,
- * handles) are already spread; a multiply mixes the bits shard_of did not
- * use into the top ones. */
+/* The shard's bucket for key among count buckets. A shard's keys come
+ * from a few regions, mostly side by side; a multiply spreads neighbours
+ * (16 bytes apart or more) over the buckets. */
 static size_t bucket_of(uint64_t key, size_t count)
 {
     return (size_t)(((key >> 4) * 0x9e3779b97f4a7c15ull) >> 32) & (count - 1);

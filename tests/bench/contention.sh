@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# contention.sh: which shared counter stops the shim's thread scaling.
+# contention.sh: what stops the shim's thread scaling.
 #
 #   bash tests/bench/contention.sh [REPS]     (from the repository root)
 #
@@ -7,10 +7,12 @@
 # in a scratch copy of shim/ as shipped, then four ways with live-byte moves
 # in tracker.c taken out (the site's; the kind's, device's and GPU's; the
 # timeline's; all of them: the reports those builds write are wrong, which
-# is why they are never built otherwise), and once with the live-allocation
-# table's shards chosen per 1 MiB of addresses instead of per address, and
-# times bench_pairs over the bookless fake on 1, 2 and 8 threads, REPS
-# (default 5) interleaved repetitions. Prints a markdown table of medians.
+# is why they are never built otherwise), and three with the
+# live-allocation table's shards chosen otherwise (per address, per 64 KiB
+# of addresses instead of per 4 KiB, and as at ae066fd: 64 shards, one
+# multiply per address); a name joined with + makes both edits. It times
+# bench_pairs over the bookless fake on 1, 2 and 8 threads, REPS (default
+# 5) interleaved repetitions, and prints a markdown table of medians.
 # An edit that no longer matches tracker.c stops the script: it says which.
 # On a machine without libunwind, carry .deps (scripts/gpu-common.sh).
 set -u
@@ -26,7 +28,7 @@ fi
 make -j"$J" build/fakecuda/libcuda.so.1 build/bench/bench_pairs >"$WORK/build.log" 2>&1 ||
     { tail -n 20 "$WORK/build.log"; exit 1; }
 
-VARIANTS="shipped no-site-live no-rows-live no-timeline none shards-by-1MiB"
+VARIANTS="shipped no-site-live no-rows-live no-timeline none shards-per-key shards-per-64KiB shards-as-before none+shards-as-before"
 for v in $VARIANTS; do
     mkdir -p "$WORK/$v"
     cp -r "$REPO/shim" "$REPO/Makefile" "$REPO/scripts" "$WORK/$v/"
@@ -40,13 +42,21 @@ edits = {
     "no-timeline": [("    timeline_note(now_ns, gpu_live);\n", "")],
     "none": [("    live_move(moved, n, a->size, event == EVENT_ALLOC, now_ns);\n", ""),
              ("    timeline_note(now_ns, gpu_live);\n", "")],
-    # Not a counter: a shard per 1 MiB of addresses instead of per address,
-    # so that a thread whose addresses cluster keeps to its own shards.
-    "shards-by-1MiB": [("uint64_t h = (key >> 4) * 0xff51afd7ed558ccdull;",
-                        "uint64_t h = (key >> 20) * 0xff51afd7ed558ccdull;")],
+    # Not counters: the live-allocation table's shards, by a key's region
+    # of 16 bytes (a shard per address) or 64 KiB instead of 4 KiB, or the
+    # table as it was (64 shards per key space, one multiply per address).
+    "shards-per-key": [("#define SHARD_REGION_SHIFT 12", "#define SHARD_REGION_SHIFT 4")],
+    "shards-per-64KiB": [("#define SHARD_REGION_SHIFT 12", "#define SHARD_REGION_SHIFT 16")],
+    "shards-as-before": [
+        ("#define SHARDS 256 ", "#define SHARDS 64 "),
+        ("    h = (h ^ (h >> 31)) * 0x7fb5d329728ea185ull;\n"
+         "    h = (h ^ (h >> 27)) * 0x81dadef4bc2dd44dull;\n"
+         "    return &shards[space][(h ^ (h >> 33)) & (SHARDS - 1)];",
+         "    h = (key >> 4) * 0xff51afd7ed558ccdull;\n"
+         "    return &shards[space][h >> 58];")],
 }
 source = open(path).read()
-for old, new in edits.get(variant, []):
+for old, new in sum((edits[part] for part in variant.split("+") if part in edits), []):
     if source.count(old) != 1:
         sys.exit("contention.sh: tracker.c no longer has, once, the line the %s build edits: %r"
                  % (variant, old.strip().splitlines()[0]))
@@ -70,7 +80,7 @@ for rep in $(seq 1 "$REPS"); do
     for v in $VARIANTS; do
         for t in 1 2 8; do echo "off,one-path $v $t $(run "$v" "$t" shared 0)"; done
     done
-    for v in shipped none; do
+    for v in shipped none shards-as-before; do
         for t in 1 2 8; do echo "native-32,own-paths $v $t $(run "$v" "$t" own 32)"; done
     done
 done >"$WORK/runs.txt"
