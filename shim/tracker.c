@@ -195,6 +195,33 @@ static void count_site(uint32_t site, tally_field_t field, _Atomic uint64_t *sha
         atomic_fetch_add_explicit(shared, n, memory_order_relaxed);
 }
 
+/* Lets the timeline see the GPU's live bytes after an event. This thread's
+ * estimate misses the other threads' shares, so before it raises the
+ * interval's high the sum is read: a walk over every thread's block under
+ * the GPU row's lock. With one thread the estimate is the sum and a walk
+ * comes only with a new high. With several, an estimate can stay above
+ * the high while the sum is not (their frees not yet folded in), and a walk
+ * at every event made that lock the wall of 8 threads; so a thread whose
+ * estimate a walk found too high walks again only at the next clock tick,
+ * noting nothing higher until then: the high can read low, never high
+ * (docs/report-format.md). */
+static void note_timeline(uint64_t now_ns)
+{
+    static __thread uint64_t estimate_high_at_ns;
+    uint64_t gpu_live = live_estimate(GPU_ROW);
+    if (gpu_live > timeline_interval_high()) {
+        if (estimate_high_at_ns == now_ns) {
+            gpu_live = timeline_interval_high();
+        } else {
+            uint64_t sum = live_bytes(GPU_ROW);
+            if (sum < gpu_live)
+                estimate_high_at_ns = now_ns;
+            gpu_live = sum;
+        }
+    }
+    timeline_note(now_ns, gpu_live);
+}
+
 /* Applies one event to every counter row the allocation belongs to: its
  * site, its kind, its device and the GPU total, then lets the timeline and
  * the growth checkpoints see the change. The site moves first so that a
@@ -219,13 +246,7 @@ static void apply(const tracker_record_t *a, int event, uint64_t now_ns)
             moved[n++] = count_row(dev, a->size, event);
     }
     live_move(moved, n, a->size, event == EVENT_ALLOC, now_ns);
-    /* The estimate misses other threads' shares; before it raises the
-     * interval's high, the sum is read (a walk over the threads' blocks,
-     * rare once the interval has seen its high). */
-    uint64_t gpu_live = live_estimate(GPU_ROW);
-    if (gpu_live > timeline_interval_high())
-        gpu_live = live_bytes(GPU_ROW);
-    timeline_note(now_ns, gpu_live);
+    note_timeline(now_ns);
     growth_note(now_ns, tracker_allocation_count,
                 atomic_load_explicit(&site_high, memory_order_relaxed));
 }

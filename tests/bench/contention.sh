@@ -7,13 +7,12 @@
 # in a scratch copy of shim/ as shipped, then four ways with live-byte moves
 # in tracker.c taken out (the site's; the kind's, device's and GPU's; the
 # timeline's; all of them: the reports those builds write are wrong, which
-# is why they are never built otherwise), and three with the
-# live-allocation table's shards chosen otherwise (per address, per 64 KiB
-# of addresses instead of per 4 KiB, and as at ae066fd: 64 shards, one
-# multiply per address); a name joined with + makes both edits. It times
-# bench_pairs over the bookless fake on 1, 2 and 8 threads, REPS (default
-# 5) interleaved repetitions, and prints a markdown table of medians.
-# An edit that no longer matches tracker.c stops the script: it says which.
+# is why they are never built otherwise), and others that undo one choice
+# each (listed above the edits below); a name joined with + makes both. It
+# times bench_pairs over the bookless fake on 1, 2 and 8 threads, REPS
+# (default 5) interleaved repetitions, and prints a markdown table of
+# medians. An edit that no longer matches its file stops the script: it
+# says which.
 # On a machine without libunwind, carry .deps (scripts/gpu-common.sh).
 set -u
 REPS=${1:-5}
@@ -28,40 +27,45 @@ fi
 make -j"$J" build/fakecuda/libcuda.so.1 build/bench/bench_pairs >"$WORK/build.log" 2>&1 ||
     { tail -n 20 "$WORK/build.log"; exit 1; }
 
-VARIANTS="shipped no-site-live no-rows-live no-timeline none shards-per-key shards-per-64KiB shards-as-before none+shards-as-before"
+VARIANTS="shipped no-site-live no-rows-live no-timeline none timeline-sum-every-event
+spin-sleeps-early shards-as-before none+shards-per-key none+shards-per-64KiB none+shards-as-before"
 for v in $VARIANTS; do
     mkdir -p "$WORK/$v"
     cp -r "$REPO/shim" "$REPO/Makefile" "$REPO/scripts" "$WORK/$v/"
-    python3 - "$WORK/$v/shim/tracker.c" "$v" <<'EOF' || exit 1
-import sys
-path, variant = sys.argv[1], sys.argv[2]
-edits = {
-    "no-site-live": [("    moved[n++] = LIVE_SITE(id);\n", "")],
-    "no-rows-live": [("    live_move(moved, n, a->size, event == EVENT_ALLOC, now_ns);",
+    python3 - "$WORK/$v/shim" "$v" <<'EOF' || exit 1
+import os, sys
+shim, variant = sys.argv[1], sys.argv[2]
+edits = {  # a variant's edits: (file in shim/, text, its replacement)
+    "no-site-live": [("tracker.c", "    moved[n++] = LIVE_SITE(id);\n", "")],
+    "no-rows-live": [("tracker.c", "    live_move(moved, n, a->size, event == EVENT_ALLOC, now_ns);",
                       "    live_move(moved, 1, a->size, event == EVENT_ALLOC, now_ns);")],
-    "no-timeline": [("    timeline_note(now_ns, gpu_live);\n", "")],
-    "none": [("    live_move(moved, n, a->size, event == EVENT_ALLOC, now_ns);\n", ""),
-             ("    timeline_note(now_ns, gpu_live);\n", "")],
-    # Not counters: the live-allocation table's shards, by a key's region
-    # of 16 bytes (a shard per address) or 64 KiB instead of 4 KiB, or the
-    # table as it was (64 shards per key space, one multiply per address).
-    "shards-per-key": [("#define SHARD_REGION_SHIFT 12", "#define SHARD_REGION_SHIFT 4")],
-    "shards-per-64KiB": [("#define SHARD_REGION_SHIFT 12", "#define SHARD_REGION_SHIFT 16")],
+    "no-timeline": [("tracker.c", "    note_timeline(now_ns);\n", "")],
+    "none": [("tracker.c", "    live_move(moved, n, a->size, event == EVENT_ALLOC, now_ns);\n", ""),
+             ("tracker.c", "    note_timeline(now_ns);\n", "")],
+    # Not counters: the timeline's sum read whenever an estimate reads
+    # above the interval's high (as at ae066fd), the spin lock's sleeps
+    # after 100 yields (as at ae066fd), and the live-allocation table's
+    # shards by a key's region of 16 bytes (a shard per address) or 64 KiB
+    # instead of 4 KiB, or as at ae066fd (64 shards, one multiply per address).
+    "timeline-sum-every-event": [("tracker.c", "if (estimate_high_at_ns == now_ns) {", "if (0) {")],
+    "spin-sleeps-early": [("spin.h", "} else if (spins < 1100) {", "} else if (spins < 200) {")],
+    "shards-per-key": [("tracker.c", "#define SHARD_REGION_SHIFT 12", "#define SHARD_REGION_SHIFT 4")],
+    "shards-per-64KiB": [("tracker.c", "#define SHARD_REGION_SHIFT 12", "#define SHARD_REGION_SHIFT 16")],
     "shards-as-before": [
-        ("#define SHARDS 256 ", "#define SHARDS 64 "),
-        ("    h = (h ^ (h >> 31)) * 0x7fb5d329728ea185ull;\n"
+        ("tracker.c", "#define SHARDS 256 ", "#define SHARDS 64 "),
+        ("tracker.c", "    h = (h ^ (h >> 31)) * 0x7fb5d329728ea185ull;\n"
          "    h = (h ^ (h >> 27)) * 0x81dadef4bc2dd44dull;\n"
          "    return &shards[space][(h ^ (h >> 33)) & (SHARDS - 1)];",
          "    h = (key >> 4) * 0xff51afd7ed558ccdull;\n"
          "    return &shards[space][h >> 58];")],
 }
-source = open(path).read()
-for old, new in sum((edits[part] for part in variant.split("+") if part in edits), []):
+for name, old, new in sum((edits[part] for part in variant.split("+") if part in edits), []):
+    path = os.path.join(shim, name)
+    source = open(path).read()
     if source.count(old) != 1:
-        sys.exit("contention.sh: tracker.c no longer has, once, the line the %s build edits: %r"
-                 % (variant, old.strip().splitlines()[0]))
-    source = source.replace(old, new)
-open(path, "w").write(source)
+        sys.exit("contention.sh: %s no longer has, once, the line the %s build edits: %r"
+                 % (name, variant, old.strip().splitlines()[0]))
+    open(path, "w").write(source.replace(old, new))
 EOF
     make -C "$WORK/$v" -j"$J" BUILD="$WORK/$v/build" "$WORK/$v/build/libgpuleak.so" \
         EXTRA_LDFLAGS="-L$REPO/.deps/lib" >>"$WORK/build.log" 2>&1 ||
@@ -80,7 +84,7 @@ for rep in $(seq 1 "$REPS"); do
     for v in $VARIANTS; do
         for t in 1 2 8; do echo "off,one-path $v $t $(run "$v" "$t" shared 0)"; done
     done
-    for v in shipped none shards-as-before; do
+    for v in shipped none timeline-sum-every-event; do
         for t in 1 2 8; do echo "native-32,own-paths $v $t $(run "$v" "$t" own 32)"; done
     done
 done >"$WORK/runs.txt"
