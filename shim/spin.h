@@ -5,10 +5,7 @@
  * way. A holder that is descheduled (or a walk of a whole shard) makes the
  * others yield rather than burn their time slice, and then sleep: under
  * SCHED_FIFO a yield never lets a lower-priority holder on the same core
- * run, a sleep does. The yields go on a thousand times (a millisecond or
- * so) before the first sleep: a live row's lock is held across a walk of
- * every thread's block, 8 threads queued on it wait tens of microseconds,
- * and a sleep (50 us and the timer's slack) there cost more than the wait. */
+ * run, a sleep does. */
 #ifndef GPULEAK_SPIN_H
 #define GPULEAK_SPIN_H
 
@@ -25,7 +22,7 @@ static inline void spin_lock(_Atomic int *lock)
 #if defined(__x86_64__) || defined(__i386__)
                 __builtin_ia32_pause();
 #endif
-            } else if (spins < 1100) {
+            } else if (spins < 200) {
                 sched_yield();
             } else {
                 nanosleep(&(struct timespec){ .tv_nsec = 50000 }, NULL);

@@ -28,7 +28,7 @@ make -j"$J" build/fakecuda/libcuda.so.1 build/bench/bench_pairs >"$WORK/build.lo
     { tail -n 20 "$WORK/build.log"; exit 1; }
 
 VARIANTS="shipped no-site-live no-rows-live no-timeline none timeline-sum-every-event
-spin-sleeps-early shards-as-before none+shards-per-key none+shards-per-64KiB none+shards-as-before"
+shards-as-before none+shards-per-key none+shards-per-64KiB none+shards-as-before"
 for v in $VARIANTS; do
     mkdir -p "$WORK/$v"
     cp -r "$REPO/shim" "$REPO/Makefile" "$REPO/scripts" "$WORK/$v/"
@@ -43,12 +43,11 @@ edits = {  # a variant's edits: (file in shim/, text, its replacement)
     "none": [("tracker.c", "    live_move(moved, n, a->size, event == EVENT_ALLOC, now_ns);\n", ""),
              ("tracker.c", "    note_timeline(now_ns);\n", "")],
     # Not counters: the timeline's sum read whenever an estimate reads
-    # above the interval's high (as at ae066fd), the spin lock's sleeps
-    # after 100 yields (as at ae066fd), and the live-allocation table's
-    # shards by a key's region of 16 bytes (a shard per address) or 64 KiB
-    # instead of 4 KiB, or as at ae066fd (64 shards, one multiply per address).
+    # above the interval's high (as at ae066fd), and the live-allocation
+    # table's shards by a key's region of 16 bytes (a shard per address) or
+    # 64 KiB instead of 4 KiB, or as at ae066fd (64 shards, one multiply per
+    # address).
     "timeline-sum-every-event": [("tracker.c", "if (estimate_high_at_ns == now_ns) {", "if (0) {")],
-    "spin-sleeps-early": [("spin.h", "} else if (spins < 1100) {", "} else if (spins < 200) {")],
     "shards-per-key": [("tracker.c", "#define SHARD_REGION_SHIFT 12", "#define SHARD_REGION_SHIFT 4")],
     "shards-per-64KiB": [("tracker.c", "#define SHARD_REGION_SHIFT 12", "#define SHARD_REGION_SHIFT 16")],
     "shards-as-before": [
