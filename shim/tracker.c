@@ -207,7 +207,7 @@ static void count_site(uint32_t site, tally_field_t field, _Atomic uint64_t *sha
  * (docs/report-format.md). */
 static void note_timeline(uint64_t now_ns)
 {
-    static __thread uint64_t estimate_high_at_ns;
+    static __thread uint64_t estimate_high_at_ns __attribute__((tls_model("initial-exec")));
     uint64_t gpu_live = live_estimate(GPU_ROW);
     if (gpu_live > timeline_interval_high()) {
         if (estimate_high_at_ns == now_ns) {
