@@ -469,6 +469,16 @@ class ShimTest(Base):
                 self.assert_site(self.leak_site(rep, function), kind, nbytes, 1)
         self.assertEqual(len(rep["leaks"]), 6)
 
+    def test_stacks_off_one_site_per_kind(self):
+        """With no frames to tell call paths apart, a kind's allocations
+        share one site: its leaks add up there, with an empty stack."""
+        rep = self.run_shim(("kinds",), env_extra={"GPULEAK_STACK_DEPTH": "0",
+                                                   "GPULEAK_PYTHON": "0"}).report
+        got = {(s["kind"], s["bytes"], s["allocations"], len(s["stack"])) for s in rep["leaks"]}
+        self.assertEqual(got, {("managed", 6000, 1, 0), ("host", 14100, 2, 0),
+                               ("array", 32768 + 2048 + 200, 3, 0)})
+        self.assertEqual(len(rep["leaks"]), 3)
+
     def test_context_teardown(self):
         rep = self.run_shim(("teardown",)).report
         self.assert_site(self.leak_site(rep, "leak_after_reset"), "device", 1000, 1)
