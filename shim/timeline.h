@@ -32,8 +32,9 @@ typedef void (*timeline_sampler_t)(timeline_point_t *point);
 /* Starts the timeline at start_ns with the first interval of interval_ns. */
 void timeline_init(uint64_t start_ns, uint64_t interval_ns, timeline_sampler_t sampler);
 
-/* Called after live GPU bytes changed to live at now_ns. Lock-free unless a
- * point is due; then one thread takes it and others go on. */
+/* Called after live GPU bytes changed to live at now_ns (0: a change with no
+ * reading, which raises no high). Lock-free unless a point is due; then one
+ * thread takes it and others go on. */
 void timeline_note(uint64_t now_ns, uint64_t live);
 
 /* The highest live bytes noted since the last point: a caller whose cheap

@@ -14,7 +14,7 @@
 #include <time.h>
 
 #define SHARDS 256               /* per key space */
-#define SHARD_REGION_SHIFT 12    /* keys share a shard by 4 KiB region */
+#define SHARD_REGION_SHIFT 12    /* addresses share a shard by 4 KiB region */
 #define RECORDS_PER_CHUNK 128
 #define FIRST_BUCKETS 64
 
@@ -127,18 +127,27 @@ int tracker_init(void (*sampler)(struct timeline_point *point))
     return 0;
 }
 
-/* A key's shard: one per 4 KiB region of keys, the region's number mixed
- * so that regions spread evenly over the shards. By region, not by key:
- * a thread's consecutive allocations mostly fall in one region (a pool
- * carves them side by side, or hands the one just freed back), so the
+/* The bits of a key below its shard's region: addresses share a shard by
+ * region; handles (VMM allocations, arrays) are numbers or pointers to the
+ * driver's objects, which a region would crowd onto one shard. */
+static const unsigned region_shift[SPACE_COUNT] = {
+    [SPACE_DEVICE] = SHARD_REGION_SHIFT, [SPACE_HOST] = SHARD_REGION_SHIFT,
+    [SPACE_VMM] = 0, [SPACE_ARRAY] = 0,
+};
+
+/* A key's shard: for addresses, one per 4 KiB region, the region's number
+ * mixed so that regions spread evenly over the shards. By region, not by
+ * address: a thread's consecutive allocations mostly fall in one region (a
+ * pool carves them side by side, or hands the one just freed back), so the
  * shard's lock, buckets and spare records stay in that core's cache where
- * a shard per key made each event take those lines from whichever core
- * last touched them. The mixing is two rounds of xor-shift and multiply:
- * a single multiply (as before) sent the regions of threads whose
- * addresses differ only in high bits through the same shards in step. */
+ * a shard per address made each event take those lines from whichever
+ * core last touched them. The mixing is two rounds of xor-shift and
+ * multiply: a single multiply (as before) sent the regions of threads
+ * whose addresses differ only in high bits through the same shards in
+ * step. */
 static shard_t *shard_of(key_space_t space, uint64_t key)
 {
-    uint64_t h = key >> SHARD_REGION_SHIFT;
+    uint64_t h = key >> region_shift[space];
     h = (h ^ (h >> 31)) * 0x7fb5d329728ea185ull;
     h = (h ^ (h >> 27)) * 0x81dadef4bc2dd44dull;
     return &shards[space][(h ^ (h >> 33)) & (SHARDS - 1)];
@@ -211,7 +220,9 @@ static void note_timeline(uint64_t now_ns)
     uint64_t gpu_live = live_estimate(GPU_ROW);
     if (gpu_live > timeline_interval_high()) {
         if (estimate_high_at_ns == now_ns) {
-            gpu_live = timeline_interval_high();
+            /* 0 raises nothing: noting the high read here could carry it
+             * into a new interval that another thread starts meanwhile. */
+            gpu_live = 0;
         } else {
             uint64_t sum = live_bytes(GPU_ROW);
             if (sum < gpu_live)

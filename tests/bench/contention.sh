@@ -58,7 +58,11 @@ edits = {  # a variant's edits: (file in shim/, text, its replacement)
          "    h = (key >> 4) * 0xff51afd7ed558ccdull;\n"
          "    return &shards[space][h >> 58];")],
 }
-for name, old, new in sum((edits[part] for part in variant.split("+") if part in edits), []):
+parts = [part for part in variant.split("+") if part != "shipped"]
+unknown = [part for part in parts if part not in edits]
+if unknown:
+    sys.exit("contention.sh: no edits for variant %s" % ", ".join(unknown))
+for name, old, new in sum((edits[part] for part in parts), []):
     path = os.path.join(shim, name)
     source = open(path).read()
     if source.count(old) != 1:

@@ -276,8 +276,9 @@ START_TEST(timeline_highs_are_never_above_what_was_live)
     ck_assert_uint_ge(n, 3);
     ck_assert_uint_le(points[n - 2].max_bytes, base + 60);
     ck_assert_uint_eq(points[n - 2].bytes, base + 10);
-    /* The estimate still reads 60 high: the first of these sums and finds
-     * it so, the next (within the clock tick) notes no high of its own. */
+    /* The estimate still reads 60 high, as the allocation above found by
+     * its sum: within that clock tick these two note no high of their own
+     * (in the next, one sums again); either way none above what was live. */
     ck_assert_int_eq(tracker_alloc(KIND_DEVICE, key + 0x30, 5, 9, NULL, 40), 0);
     ck_assert_int_eq(tracker_alloc(KIND_DEVICE, key + 0x40, 5, 9, NULL, 40), 0);
     sleep_past_interval();
