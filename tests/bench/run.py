@@ -244,18 +244,25 @@ def bench_threads(b, pairs):
                cores, "" if cores >= 8 else
                ": fewer than 8, so 8 threads measure contention (locks, shared cache lines), "
                "not scaling"))
+    b.emit("The target is judged against the fastest single-thread run, not the median: a "
+           "machine whose single thread runs at two speeds from run to run (the H200 host's "
+           "does) would otherwise pass or fail by how many runs landed fast.")
     b.emit()
-    b.emit("| run | threads | pairs/s (all threads) | scaling vs 1 thread | target |")
-    b.emit("| --- | --- | --- | --- | --- |")
+    b.emit("| run | threads | pairs/s (all threads) | scaling vs 1 thread (median) "
+           "| vs the fastest 1-thread run | target |")
+    b.emit("| --- | --- | --- | --- | --- | --- |")
     for key, _, _, _, label in settings:
         one = statistics.median(tput["%s-1" % key])
+        fastest = max(tput["%s-1" % key])
         for t in (1, 2, 8):
             v = tput["%s-%d" % (key, t)]
             target = ""
             if t == 8 and key != "base":
-                target = ">= 4x: %s%s" % (verdict(statistics.median(v) / one, 4, "higher"),
+                target = ">= 4x: %s%s" % (verdict(statistics.median(v) / fastest, 4, "higher"),
                                           "" if cores >= 8 else " (needs >= 8 cores)")
-            b.emit("| %s | %d | %s | %.2fx | %s |" % (label, t, spread(v), statistics.median(v) / one, target))
+            b.emit("| %s | %d | %s | %.2fx | %.2fx | %s |" % (
+                label, t, spread(v), statistics.median(v) / one, statistics.median(v) / fastest,
+                target))
     b.emit()
 
 
