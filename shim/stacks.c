@@ -54,6 +54,12 @@ static int find_own_object(struct dl_phdr_info *info, size_t size, void *data)
     return 0;
 }
 
+/* Per tag below FRAMELESS_TAGS (the tracker's kinds), the id of its stack
+ * with no frames, 0 until interned: with stacks off every allocation
+ * interns one, and hashing and probing the depot for it was 6% of a pair. */
+#define FRAMELESS_TAGS 16
+static _Atomic uint32_t frameless_ids[FRAMELESS_TAGS];
+
 static void *reserve(size_t bytes)
 {
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
@@ -68,6 +74,8 @@ void stacks_init(int fast_unwind)
     unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
     depot_slots = reserve(sizeof *depot_slots * DEPOT_SLOTS);
     depot_by_id = reserve(sizeof *depot_by_id * (DEPOT_CAPACITY + 1));
+    for (int t = 0; t < FRAMELESS_TAGS; t++)  /* their ids were the old depot's */
+        atomic_store(&frameless_ids[t], 0);
     uintptr_t warm[8];
     (void)stacks_capture(warm, 8, NULL);
 }
@@ -167,8 +175,26 @@ uint32_t stacks_intern_hinted(int hint, uint32_t tag, const uintptr_t *native, i
     return id;
 }
 
+static uint32_t intern_frames(uint32_t tag, const uintptr_t *native, int native_count,
+                              const python_frame_t *python, int python_count);
+
 uint32_t stacks_intern(uint32_t tag, const uintptr_t *native, int native_count,
                        const python_frame_t *python, int python_count)
+{
+    if (native_count != 0 || python_count != 0 || tag >= FRAMELESS_TAGS)
+        return intern_frames(tag, native, native_count, python, python_count);
+    uint32_t id = atomic_load_explicit(&frameless_ids[tag], memory_order_relaxed);
+    if (id == 0) {
+        id = intern_frames(tag, NULL, 0, NULL, 0);
+        atomic_store_explicit(&frameless_ids[tag], id, memory_order_relaxed);
+    }
+    return id;
+}
+
+/* Looks the stack up in the depot, adding it on first sight (stacks_intern's
+ * contract). */
+static uint32_t intern_frames(uint32_t tag, const uintptr_t *native, int native_count,
+                              const python_frame_t *python, int python_count)
 {
     if (depot_slots == NULL || depot_by_id == NULL)
         return 0;

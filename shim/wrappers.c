@@ -86,20 +86,6 @@ static int current_device(const void **context_out)
     return cached_device;
 }
 
-/* The site of a kind's allocations with no frames (stacks off, or a capture
- * that got none), interned once: with stacks off every allocation asks, and
- * hashing and probing the depot for an empty stack was 6% of a pair. */
-static uint32_t frameless_site(alloc_kind_t kind)
-{
-    static _Atomic uint32_t known[KIND_COUNT];
-    uint32_t site = atomic_load_explicit(&known[kind], memory_order_relaxed);
-    if (site == 0) {
-        site = stacks_intern((uint32_t)kind, NULL, 0, NULL, 0);
-        atomic_store_explicit(&known[kind], site, memory_order_relaxed);
-    }
-    return site;
-}
-
 /* Captures the allocating thread's stack (native, then Python) and returns
  * its site id. The kind is part of the site, so one call path allocating two
  * kinds makes two sites. */
@@ -114,9 +100,7 @@ static uint32_t capture_site(alloc_kind_t kind)
     selftime_capture_mark(&timing.native_end);
     int python_count = config.python_frames ? python_capture(python, config.python_depth) : 0;
     selftime_capture_mark(&timing.python_end);
-    uint32_t site = native_count == 0 && python_count == 0
-                  ? frameless_site(kind)
-                  : stacks_intern_hinted(hint, (uint32_t)kind, native, native_count, python,
+    uint32_t site = stacks_intern_hinted(hint, (uint32_t)kind, native, native_count, python,
                                          python_count);
     selftime_capture_end(&timing, native_count);
     return site;

@@ -256,13 +256,13 @@ def bench_threads(b, pairs):
         fastest = max(tput["%s-1" % key])
         for t in (1, 2, 8):
             v = tput["%s-%d" % (key, t)]
+            median = statistics.median(v)
             target = ""
             if t == 8 and key != "base":
-                target = ">= 4x: %s%s" % (verdict(statistics.median(v) / fastest, 4, "higher"),
+                target = ">= 4x: %s%s" % (verdict(median / fastest, 4, "higher"),
                                           "" if cores >= 8 else " (needs >= 8 cores)")
             b.emit("| %s | %d | %s | %.2fx | %.2fx | %s |" % (
-                label, t, spread(v), statistics.median(v) / one, statistics.median(v) / fastest,
-                target))
+                label, t, spread(v), median / one, median / fastest, target))
     b.emit()
 
 
