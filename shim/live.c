@@ -14,7 +14,8 @@ typedef struct live_row {
     _Atomic uint64_t peak, peak_time_ns;
     _Atomic int64_t at_peak;    /* committed at the last peak, when epoch is that peak's */
     _Atomic uint64_t epoch;
-} __attribute__((aligned(64))) live_row_t;  /* a line each: rows move independently */
+    _Atomic uint64_t counts[LIVE_COUNTS];  /* events of threads with no share of the row */
+} __attribute__((aligned(64))) live_row_t;  /* its own lines: rows move independently */
 
 static live_row_t fixed_rows[LIVE_ROWS];
 static live_row_t *site_rows;          /* LIVE_SITES of them, touched as used */
@@ -188,26 +189,59 @@ static void raise_peak(live_row_t *row, uint32_t id, int64_t live, uint64_t now_
         atomic_fetch_add_explicit(&epoch, 1, memory_order_release);
 }
 
+/* Adds n to a count: a relaxed load and store where shared is 0, for a
+ * share, which only its block's lock holder writes; a read-modify-write
+ * where it is 1, for a row's counts, which any thread may add to. */
+static inline void bump(_Atomic uint64_t *count, uint64_t n, int shared)
+{
+    if (shared)
+        atomic_fetch_add_explicit(count, n, memory_order_relaxed);
+    else
+        atomic_store_explicit(count, atomic_load_explicit(count, memory_order_relaxed) + n,
+                              memory_order_relaxed);
+}
+
+static inline void count_event(_Atomic uint64_t *counts, live_event_t event, uint64_t size,
+                               int shared)
+{
+    if (event == LIVE_ALLOC) {
+        bump(&counts[LIVE_ALLOCATIONS], 1, shared);
+        bump(&counts[LIVE_BYTES_ALLOCATED], size, shared);
+    } else if (event == LIVE_FREE) {
+        bump(&counts[LIVE_FREES], 1, shared);
+    }
+}
+
 /* A move the thread's share cannot make alone: up past its reserve (or
  * with no share), granted more, or made on the committed bytes once every
  * share is folded in and every reservation taken back, which makes them the
- * row's exact live bytes; or down with no share. */
-static void move_locked(uint32_t id, tally_block_t *tb, live_share_t *share, int64_t size,
-                        uint64_t now_ns)
+ * row's exact live bytes; or down with no share. The event is counted here
+ * when uncounted (a site's first move in this thread, its share made just
+ * now, or a thread with no share of the row). */
+static void move_locked(uint32_t id, tally_block_t *tb, live_share_t *share, live_event_t event,
+                        uint64_t size, int uncounted, uint64_t now_ns)
 {
     live_row_t *row = row_of(id);
+    int64_t bytes = event == LIVE_ALLOC ? (int64_t)size : -(int64_t)size;
+    if (uncounted && share != NULL) {
+        spin_lock(&tb->live.lock);
+        count_event(share->counts, event, size, 0);
+        spin_unlock(&tb->live.lock);
+    } else if (uncounted) {
+        count_event(row->counts, event, size, 1);
+    }
     spin_lock(&row->lock);
-    if (size < 0) {
-        commit(row, size);
-    } else if (!grant(row, id, &tb->live, share, size)) {
+    if (bytes < 0) {
+        commit(row, bytes);
+    } else if (!grant(row, id, &tb->live, share, bytes)) {
         int granted = 0;
         if (share != NULL && row->reserved > 0) {
             fold(row, id, 1);
-            granted = grant(row, id, &tb->live, share, size);
+            granted = grant(row, id, &tb->live, share, bytes);
         }
         if (!granted) {
             fold(row, id, 0);
-            raise_peak(row, id, commit(row, size), now_ns);
+            raise_peak(row, id, commit(row, bytes), now_ns);
         }
     }
     spin_unlock(&row->lock);
@@ -218,26 +252,38 @@ static void move_locked(uint32_t id, tally_block_t *tb, live_share_t *share, int
  * fold. A site's first move makes its page of shares after the block's
  * lock is released (no allocation happens under a spinlock), and is made
  * under the row's lock. */
-void live_move(const uint32_t *ids, unsigned n, uint64_t size, int up, uint64_t now_ns)
+uint64_t live_move(const uint32_t *ids, unsigned n, uint64_t size, live_event_t event,
+                   uint64_t now_ns)
 {
     tally_block_t *tb = tally_block();
     live_block_t *b = &tb->live;
+    int up = event == LIVE_ALLOC;
     int64_t bytes = up ? (int64_t)size : -(int64_t)size;
-    unsigned locked = 0;  /* bit i: ids[i] moves under its row's lock */
+    unsigned locked = 0, uncounted = 0;  /* bit i: ids[i] moves under its row's lock, is not yet counted */
     spin_lock(&b->lock);
     uint64_t now_epoch = epoch_now();  /* under the lock: a fold's stamps read it there too */
     for (unsigned i = 0; i < n; i++) {
         live_share_t *share = share_of(tb, ids[i], 0);
-        int64_t delta = share ? load(&share->delta) + bytes : 0;
-        if (share == NULL || (up && delta > share->reserve))
+        if (share == NULL) {
+            locked |= 1u << i;
+            uncounted |= 1u << i;
+            continue;
+        }
+        count_event(share->counts, event, size, 0);
+        int64_t delta = load(&share->delta) + bytes;
+        if (up && delta > share->reserve)
             locked |= 1u << i;
         else
             move_share(ids[i], share, delta, now_epoch);
     }
     spin_unlock(&b->lock);
-    for (unsigned i = 0; locked != 0; i++, locked >>= 1)
+    for (unsigned i = 0; locked != 0; i++, locked >>= 1, uncounted >>= 1)
         if (locked & 1)
-            move_locked(ids[i], tb, share_of(tb, ids[i], 1), bytes, now_ns);
+            move_locked(ids[i], tb, share_of(tb, ids[i], 1), event, size, uncounted & 1, now_ns);
+    if (epoch_row_id >= LIVE_ROWS)
+        return 0;
+    int64_t v = load(&fixed_rows[epoch_row_id].committed) + load(&b->rows[epoch_row_id].delta);
+    return v > 0 ? (uint64_t)v : 0;
 }
 
 typedef struct sum {
@@ -289,10 +335,25 @@ uint64_t live_at_peak(uint32_t id)
     return sum_parts(id, 1);
 }
 
-uint64_t live_estimate(uint32_t row)
+typedef struct count_sum {
+    uint32_t id;
+    live_count_t field;
+    uint64_t total;
+} count_sum_t;
+
+static void add_count(tally_block_t *tb, void *arg)
 {
-    int64_t v = load(&fixed_rows[row].committed) + load(&tally_block()->live.rows[row].delta);
-    return v > 0 ? (uint64_t)v : 0;
+    count_sum_t *c = arg;
+    live_share_t *share = share_of(tb, c->id, 0);
+    if (share != NULL)
+        c->total += atomic_load_explicit(&share->counts[c->field], memory_order_relaxed);
+}
+
+uint64_t live_count(uint32_t id, live_count_t field)
+{
+    count_sum_t c = { id, field, atomic_load_explicit(&row_of(id)->counts[field], memory_order_relaxed) };
+    tally_each(add_count, &c);
+    return c.total;
 }
 
 uint64_t live_peak(uint32_t id, uint64_t *time_ns)

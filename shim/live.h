@@ -1,6 +1,6 @@
-/* live.h: live bytes and their exact peaks, for the tracker's rows (the
- * GPU, each kind, each device) and for every site, moved by each thread in
- * its own block.
+/* live.h: live bytes and their exact peaks, and the event counts, for the
+ * tracker's rows (the GPU, each kind, each device) and for every site, moved
+ * by each thread in its own block.
  *
  * An exact peak seems to need one shared sum that every event moves, and a
  * sum every thread writes is a cache line that crosses between cores at
@@ -18,6 +18,11 @@
  * counter would. A row below its peak moves locally; one climbing past it
  * pays a walk over the threads' blocks per new peak.
  *
+ * A share also counts the row's allocations, frees and bytes allocated
+ * that its thread made: counts that only grow need no shared line either,
+ * and kept beside the share's live bytes they cost no second lookup. A
+ * reader sums every thread's.
+ *
  * What each site held at the epoch row's (the GPU's) last peak is kept too,
  * without a snapshot at every peak: each part of a row (its committed
  * bytes, each thread's share) saves its value at its first change after a
@@ -33,15 +38,28 @@
 #define LIVE_SITES ((1u << 20) + 1)     /* site ids 0 to 2^20, as the stack depot's */
 #define LIVE_SITE(site) (LIVE_ROWS + (uint32_t)(site))  /* a site's row id */
 
-/* One thread's share of one row. Only the block's lock holder writes it;
- * readers of the row's live bytes read delta without the lock. */
+/* What an event does to a row: an allocation counts and moves up, a free
+ * counts and moves down, a drop (memory gone with its context, never
+ * freed) only moves down. */
+typedef enum live_event { LIVE_FREE, LIVE_ALLOC, LIVE_DROP } live_event_t;
+
+typedef enum live_count {
+    LIVE_ALLOCATIONS,
+    LIVE_FREES,
+    LIVE_BYTES_ALLOCATED,
+    LIVE_COUNTS
+} live_count_t;
+
+/* One thread's share of one row, a cache line. Only the block's lock
+ * holder writes it; readers read delta and counts without the lock. */
 typedef struct live_share {
     _Atomic int64_t delta;    /* bytes moved since the last fold (frees make it negative) */
     int64_t reserve;          /* delta may rise to this without the row's lock */
     int64_t high;             /* highest delta since the last fold */
     _Atomic int64_t at_peak;  /* delta at the last peak, when epoch is that peak's */
     _Atomic uint64_t epoch;
-} live_share_t;
+    _Atomic uint64_t counts[LIVE_COUNTS];  /* this thread's events of the row */
+} __attribute__((aligned(64))) live_share_t;
 
 /* A thread's lock and its shares of the fixed rows (inside its tally
  * block, tally.h; its shares of sites are in its tally pages). */
@@ -54,23 +72,26 @@ typedef struct live_block {
  * reports the moment of. Returns 0, or -1 when memory for them is lacking. */
 int live_init(uint32_t epoch_row);
 
-/* Moves each of the rows ids[0..n) (n <= 8, each a fixed row or a
- * LIVE_SITE) up, for an allocation, or down by size bytes (below 2^62);
- * now_ns is kept as the time of a peak the move makes. The rows move in
- * order: a peak of a later row finds the earlier ones moved. */
-void live_move(const uint32_t *ids, unsigned n, uint64_t size, int up, uint64_t now_ns);
+/* Applies event, of size bytes (below 2^62), to each of the rows ids[0..n)
+ * (n <= 8, each a fixed row or a LIVE_SITE); now_ns is kept as the time of
+ * a peak the move makes. The rows move in order: a peak of a later row
+ * finds the earlier ones moved. Returns the epoch row's live bytes as this
+ * thread sees them after the move, its committed bytes and this thread's
+ * share, with no lock and no walk (the timeline needs a value at every
+ * event): never above the peak, at a new peak the peak itself, otherwise
+ * off by what other threads moved since their last fold (low by their
+ * allocations, high by their frees, a finished thread's block included),
+ * so exact only when this thread is the one that ever moved the row. */
+uint64_t live_move(const uint32_t *ids, unsigned n, uint64_t size, live_event_t event,
+                   uint64_t now_ns);
 
 /* The row's live bytes: its committed bytes and every thread's share. Exact
  * when no thread moves it meanwhile; otherwise some moment's value. */
 uint64_t live_bytes(uint32_t id);
 
-/* A fixed row's committed bytes and this thread's share only: no lock and
- * no walk, for the timeline, which needs a value at every event. Never
- * above the peak, and at a new peak the peak itself; otherwise off by what
- * other blocks moved since their last fold (low by their allocations, high
- * by their frees, a finished thread's block included), so exact only when
- * this thread is the one that ever moved the row. */
-uint64_t live_estimate(uint32_t row);
+/* The row's count of field, every thread's together: some moment's value
+ * while threads count. */
+uint64_t live_count(uint32_t id, live_count_t field);
 
 /* The row's peak, and in *time_ns (when not NULL) when it was reached. */
 uint64_t live_peak(uint32_t id, uint64_t *time_ns);

@@ -77,16 +77,6 @@ static tally_block_t *claim(void)
     return b;
 }
 
-void tally_add_first(unsigned row, tally_field_t field, uint64_t n)
-{
-    tally_block_t *b = claim();
-    if (b == NULL) {
-        atomic_fetch_add_explicit(&shared_block.counts[row][field], n, memory_order_relaxed);
-        return;
-    }
-    tally_add(row, field, n);
-}
-
 tally_block_t *tally_block_first(void)
 {
     tally_block_t *b = claim();
@@ -99,15 +89,6 @@ void tally_each(void (*fn)(tally_block_t *block, void *arg), void *arg)
          b = b->next)
         fn(b, arg);
     fn(&shared_block, arg);
-}
-
-uint64_t tally_sum(unsigned row, tally_field_t field)
-{
-    uint64_t sum = atomic_load_explicit(&shared_block.counts[row][field], memory_order_relaxed);
-    for (tally_block_t *b = atomic_load_explicit(&all_blocks, memory_order_acquire); b != NULL;
-         b = b->next)
-        sum += atomic_load_explicit(&b->counts[row][field], memory_order_relaxed);
-    return sum;
 }
 
 void tally_time_add_first(const uint64_t add[TALLY_TIME_FIELDS])
@@ -156,31 +137,10 @@ static tally_page_t *site_page(tally_block_t *b, uint32_t site)
     return page;
 }
 
-int tally_site_add_first(uint32_t site, tally_field_t field, uint64_t n)
-{
-    tally_block_t *b = tally_mine ? tally_mine : claim();
-    if (b == NULL || site >= TALLY_SITES || site_page(b, site) == NULL)
-        return -1;
-    return tally_site_add(site, field, n);
-}
-
 live_share_t *tally_site_share_first(tally_block_t *b, uint32_t site)
 {
     tally_page_t *page = b == tally_mine && site < TALLY_SITES ? site_page(b, site) : NULL;
     return page ? &page->shares[site % TALLY_SITES_PER_PAGE] : NULL;
-}
-
-uint64_t tally_site_sum(uint32_t site, tally_field_t field)
-{
-    uint64_t sum = 0;
-    for (tally_block_t *b = atomic_load_explicit(&all_blocks, memory_order_acquire); b != NULL;
-         b = b->next) {
-        tally_page_t *page = site < TALLY_SITES ? tally_page(b, site) : NULL;
-        if (page != NULL)
-            sum += atomic_load_explicit(&page->counts[site % TALLY_SITES_PER_PAGE][field],
-                                        memory_order_relaxed);
-    }
-    return sum;
 }
 
 size_t tally_memory_bytes(void)

@@ -1,13 +1,14 @@
-/* tally.h: event counts kept per thread, summed when read.
+/* tally.h: each thread's block of counts, summed when read.
  *
  * A count that only grows (allocations, frees, bytes allocated) needs no
  * shared cache line: each thread adds to its own block with plain stores,
  * and a reader sums every block. On the allocation path that replaces a
  * locked read-modify-write (tens of ns when another core owns the line) with
  * a store to memory only this thread touches. A sum read while threads count
- * is some moment's value, never a torn one. A block (and its site pages)
- * also holds the thread's shares of the live bytes, which live.c keeps
- * exact at every peak. */
+ * is some moment's value, never a torn one. A block holds the thread's
+ * shares of the tracker's rows and, in pages made as sites are first used,
+ * of its sites (live.h: their live bytes, kept exact at every peak, and
+ * their counts), and the shim's own time (selftime.h). */
 #ifndef GPULEAK_TALLY_H
 #define GPULEAK_TALLY_H
 
@@ -17,21 +18,12 @@
 
 #include "live.h"
 
-#define TALLY_ROWS LIVE_ROWS  /* the tracker's rows: kinds, then devices, then the GPU */
 #define TALLY_SITES LIVE_SITES
 #define TALLY_SITES_PER_PAGE 512
 
-typedef enum tally_field {
-    TALLY_ALLOCATIONS,
-    TALLY_FREES,
-    TALLY_BYTES_ALLOCATED,
-    TALLY_FIELDS
-} tally_field_t;
-
-/* A thread's counts and live-byte shares (live.h) for 512 consecutive
- * sites, made when it first counts one of them. */
+/* A thread's shares (live.h) of 512 consecutive sites, made when it first
+ * moves one of them. */
 typedef struct tally_page {
-    _Atomic uint64_t counts[TALLY_SITES_PER_PAGE][TALLY_FIELDS];
     live_share_t shares[TALLY_SITES_PER_PAGE];
 } tally_page_t;
 
@@ -49,34 +41,15 @@ typedef enum {
 } tally_time_t;
 
 typedef struct tally_block {
-    _Atomic uint64_t counts[TALLY_ROWS][TALLY_FIELDS];
     tally_page_t *_Atomic *_Atomic pages;  /* a page per 512 sites, or NULL */
     _Atomic size_t page_bytes;             /* of the pages and their directory */
     _Atomic uint64_t shim_time[TALLY_TIME_FIELDS];  /* the shim's own time (selftime.h) */
     _Atomic int in_use;               /* claimed by a live thread */
     struct tally_block *next;         /* every block ever made, never freed */
-    live_block_t live;                /* this thread's shares of the live bytes (live.h) */
+    live_block_t live;                /* this thread's shares of the tracker's rows (live.h) */
 } tally_block_t;
 
 extern __thread tally_block_t *tally_mine __attribute__((tls_model("initial-exec")));
-
-/* Claims this thread's block (one a finished thread left, or a new one) and
- * adds n there; when memory is out, adds atomically to a shared block. */
-void tally_add_first(unsigned row, tally_field_t field, uint64_t n);
-
-/* Adds n to field of row for this thread: a relaxed load and store, not a
- * read-modify-write, since only this thread writes its block. */
-static inline void tally_add(unsigned row, tally_field_t field, uint64_t n)
-{
-    tally_block_t *b = tally_mine;
-    if (__builtin_expect(b == NULL, 0)) {
-        tally_add_first(row, field, n);
-        return;
-    }
-    _Atomic uint64_t *c = &b->counts[row][field];
-    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
-                          memory_order_relaxed);
-}
 
 /* Claims this thread's block; returns it, or the shared block, which every
  * thread without one uses, when none can be had. */
@@ -93,14 +66,6 @@ static inline tally_block_t *tally_block(void)
 /* Calls fn on every block, finished threads' and the shared one included. */
 void tally_each(void (*fn)(tally_block_t *block, void *arg), void *arg);
 
-/* The sum over every thread, finished ones included. */
-uint64_t tally_sum(unsigned row, tally_field_t field);
-
-/* Claims this thread's block and site page when needed and adds n there.
- * Returns 0, or -1 when memory for them is out (the caller counts the
- * event in a shared atomic instead). */
-int tally_site_add_first(uint32_t site, tally_field_t field, uint64_t n);
-
 /* b's page that holds site (< TALLY_SITES), or NULL when b is NULL or has
  * none yet. Acquire loads: another thread's reader sees a page zeroed. */
 static inline tally_page_t *tally_page(tally_block_t *b, uint32_t site)
@@ -110,27 +75,12 @@ static inline tally_page_t *tally_page(tally_block_t *b, uint32_t site)
                : NULL;
 }
 
-/* Adds n to field of site (< TALLY_SITES) for this thread; returns as
- * tally_site_add_first. Per-site counts that only grow take the site's
- * cache line, which every thread allocating from that call path writes,
- * off the hot path. */
-static inline int tally_site_add(uint32_t site, tally_field_t field, uint64_t n)
-{
-    tally_page_t *page = tally_page(tally_mine, site);
-    if (__builtin_expect(page == NULL, 0))
-        return tally_site_add_first(site, field, n);
-    _Atomic uint64_t *c = &page->counts[site % TALLY_SITES_PER_PAGE][field];
-    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
-                          memory_order_relaxed);
-    return 0;
-}
-
 /* Makes this thread's block's page for site and returns its share of the
- * site's live bytes; NULL when memory is out, site is out of range, or b is
+ * site; NULL when memory is out, site is out of range, or b is
  * not this thread's block (the shared block has no pages). */
 live_share_t *tally_site_share_first(tally_block_t *b, uint32_t site);
 
-/* Block b's share of site's live bytes, or NULL when it has none. With make
+/* Block b's share of site, or NULL when it has none. With make
  * (only for b, this thread's own block), its page is made when missing. */
 static inline live_share_t *tally_site_share(tally_block_t *b, uint32_t site, int make)
 {
@@ -161,9 +111,6 @@ static inline void tally_time_add(const uint64_t add[TALLY_TIME_FIELDS])
 
 /* One field of the shim's own time, summed over every thread. */
 uint64_t tally_time_sum(tally_time_t field);
-
-/* A site's count summed over every thread. */
-uint64_t tally_site_sum(uint32_t site, tally_field_t field);
 
 /* Bytes the blocks and site pages use. */
 size_t tally_memory_bytes(void);

@@ -36,24 +36,21 @@ typedef struct shard {
     size_t records;           /* records carved, live or spare */
 } __attribute__((aligned(64))) shard_t;  /* a line each: threads on neighbouring shards */
 
-/* A kind's, a device's or the GPU's row. Its allocations, frees and bytes
- * allocated are tallies and its live bytes and peak are live.h's, both in
- * row number row; what is here changes only on rare events. */
+/* A kind's, a device's or the GPU's row. Its allocations, frees, bytes
+ * allocated, live bytes and peak are live.h's, in row number row; what is
+ * here changes only on rare events. */
 typedef struct atomic_totals {
     _Atomic uint64_t failures;
     _Atomic uint64_t teardown_bytes, teardown_allocations;
     unsigned row;
 } __attribute__((aligned(64))) atomic_totals_t;  /* a line each: any thread may write a row */
 
-/* A site's shared counters, for what is rare. Its live bytes and peaks are
- * live.h's (row LIVE_SITE(id)), and its allocations, frees and bytes
- * allocated per-thread tallies (tally_site_add); the fields here take those
- * only when a thread has no memory for its tally page. Kind and device,
- * read at every allocation, come first; aligned, so that two sites never
- * share a line two threads write. */
+/* A site's shared counters, for what is rare. Its allocations, frees,
+ * bytes allocated, live bytes and peaks are live.h's (row LIVE_SITE(id)).
+ * Kind and device, read at every allocation, come first; aligned, so that
+ * two sites never share a line two threads write. */
 typedef struct atomic_site {
     _Atomic int kind, device;
-    _Atomic uint64_t allocations, frees, bytes_allocated;
     _Atomic uint64_t failures, failed_bytes, teardown_bytes, teardown_allocations;
     _Atomic int last_failure, teardown_reason;
 } __attribute__((aligned(64))) atomic_site_t;
@@ -67,19 +64,16 @@ static _Atomic uint64_t devices_seen;  /* bit per device */
 static atomic_totals_t gpu_totals;     /* every kind but host */
 
 /* Rows 0 to KIND_COUNT - 1 are the kinds', then the devices', then the
- * GPU's; the GPU row's counts are sums of the kinds' (tracker_totals). */
+ * GPU's. */
 #define GPU_ROW (KIND_COUNT + TRACKER_MAX_DEVICES)
 static _Atomic uint64_t unknown_frees, map_count, unmap_count;
 
-_Static_assert(KIND_COUNT + TRACKER_MAX_DEVICES <= TALLY_ROWS, "a tally row per kind and device");
 _Static_assert(GPU_ROW < LIVE_ROWS, "a live row per kind and device, and the GPU's");
-_Static_assert(STACKS_CAPACITY + 1 <= TALLY_SITES, "a tally slot per site id");
+_Static_assert(STACKS_CAPACITY + 1 <= LIVE_SITES, "a live row per site id");
 
 /* The first out-of-memory failure, with what was live then, by site. */
 static pthread_mutex_t oom_lock = PTHREAD_MUTEX_INITIALIZER;
 static tracker_oom_t oom;
-
-enum event { EVENT_ALLOC, EVENT_FREE, EVENT_TEARDOWN };
 
 static const char *const kind_names[KIND_COUNT] = {
     "device", "pool", "vmm", "managed", "host", "array",
@@ -153,23 +147,6 @@ static shard_t *shard_of(key_space_t space, uint64_t key)
     return &shards[space][(h ^ (h >> 33)) & (SHARDS - 1)];
 }
 
-/* Live counts are derived (allocations - frees - teardown allocations) when
- * read, so an event costs as few atomic operations as the counters allow:
- * the hot path pays for each one. */
-
-/* Counts one event in a row's tallies (an allocation and its bytes, or a
- * free) and returns the row's number, for its live bytes to move. */
-static unsigned count_row(const atomic_totals_t *t, uint64_t size, int event)
-{
-    if (event == EVENT_ALLOC) {
-        tally_add(t->row, TALLY_ALLOCATIONS, 1);
-        tally_add(t->row, TALLY_BYTES_ALLOCATED, size);
-    } else if (event == EVENT_FREE) {
-        tally_add(t->row, TALLY_FREES, 1);
-    }
-    return t->row;
-}
-
 static uint64_t site_live_bytes(uint32_t site)
 {
     return live_bytes(LIVE_SITE(site));
@@ -196,14 +173,6 @@ static atomic_totals_t *device_row(int device)
     return &device_totals[device];
 }
 
-/* Counts n in a site's field: in this thread's tally, or (no memory for
- * it) in the site's shared atomic. Readers add the two. */
-static void count_site(uint32_t site, tally_field_t field, _Atomic uint64_t *shared, uint64_t n)
-{
-    if (tally_site_add(site, field, n) != 0)
-        atomic_fetch_add_explicit(shared, n, memory_order_relaxed);
-}
-
 /* Lets the timeline see the GPU's live bytes after an event. This thread's
  * estimate misses the other threads' shares, so before it raises the
  * interval's high the sum is read: a walk over every thread's block under
@@ -214,10 +183,9 @@ static void count_site(uint32_t site, tally_field_t field, _Atomic uint64_t *sha
  * estimate a walk found too high walks again only at the next clock tick,
  * noting nothing higher until then: the high can read low, never high
  * (docs/report-format.md). */
-static void note_timeline(uint64_t now_ns)
+static void note_timeline(uint64_t now_ns, uint64_t gpu_live)
 {
     static __thread uint64_t estimate_high_at_ns __attribute__((tls_model("initial-exec")));
-    uint64_t gpu_live = live_estimate(GPU_ROW);
     if (gpu_live > timeline_interval_high()) {
         if (estimate_high_at_ns == now_ns) {
             /* 0 raises nothing: noting the high read here could carry it
@@ -237,27 +205,18 @@ static void note_timeline(uint64_t now_ns)
  * site, its kind, its device and the GPU total, then lets the timeline and
  * the growth checkpoints see the change. The site moves first so that a
  * GPU peak this change makes finds the site already moved. */
-static void apply(const tracker_record_t *a, int event, uint64_t now_ns)
+static void apply(const tracker_record_t *a, live_event_t event, uint64_t now_ns)
 {
-    atomic_site_t *s = site_of(a->site);
-    uint32_t id = (uint32_t)(s - sites);
-    if (event == EVENT_ALLOC) {
-        count_site(id, TALLY_ALLOCATIONS, &s->allocations, 1);
-        count_site(id, TALLY_BYTES_ALLOCATED, &s->bytes_allocated, a->size);
-    } else if (event == EVENT_FREE) {
-        count_site(id, TALLY_FREES, &s->frees, 1);
-    }
     uint32_t moved[4], n = 0;
-    moved[n++] = LIVE_SITE(id);
-    moved[n++] = count_row(&kind_totals[a->kind], a->size, event);
+    moved[n++] = LIVE_SITE(site_of(a->site) - sites);
+    moved[n++] = kind_totals[a->kind].row;
     if (a->kind != KIND_HOST) {
         moved[n++] = GPU_ROW;
         atomic_totals_t *dev = device_row(a->device);
         if (dev != NULL)
-            moved[n++] = count_row(dev, a->size, event);
+            moved[n++] = dev->row;
     }
-    live_move(moved, n, a->size, event == EVENT_ALLOC, now_ns);
-    note_timeline(now_ns);
+    note_timeline(now_ns, live_move(moved, n, a->size, event, now_ns));
     growth_note(now_ns, tracker_allocation_count,
                 atomic_load_explicit(&site_high, memory_order_relaxed));
 }
@@ -389,7 +348,7 @@ int tracker_alloc(alloc_kind_t kind, uint64_t key, size_t size, int device,
     spin_unlock(&sh->lock);
 
     if (had_stale)
-        apply(&stale, EVENT_FREE, now);
+        apply(&stale, LIVE_FREE, now);
     if (r == NULL)
         return -1;
     /* Stored only when they change: a store to the site's line on every
@@ -399,7 +358,7 @@ int tracker_alloc(alloc_kind_t kind, uint64_t key, size_t size, int device,
         atomic_store_explicit(&s->kind, kind, memory_order_relaxed);
     if (atomic_load_explicit(&s->device, memory_order_relaxed) != device)
         atomic_store_explicit(&s->device, device, memory_order_relaxed);
-    apply(&fresh, EVENT_ALLOC, now);
+    apply(&fresh, LIVE_ALLOC, now);
     return 0;
 }
 
@@ -430,7 +389,7 @@ void tracker_free_end(tracker_pending_t *pending, int freed)
         return;
     }
     if (freed) {
-        apply(&pending->record, EVENT_FREE, tracker_now_ns());
+        apply(&pending->record, LIVE_FREE, tracker_now_ns());
         return;
     }
     /* Refused: the allocation is still live, unless the address was handed
@@ -451,7 +410,7 @@ void tracker_free_end(tracker_pending_t *pending, int freed)
     }
     spin_unlock(&sh->lock);
     if (r == NULL)  /* newer, or no memory for the slot: count it gone */
-        apply(&pending->record, EVENT_FREE, tracker_now_ns());
+        apply(&pending->record, LIVE_FREE, tracker_now_ns());
 }
 
 /* Saves what was live, by site, at the first out-of-memory failure: what
@@ -492,6 +451,8 @@ void tracker_failure(alloc_kind_t kind, size_t size, int result, int device, uin
     atomic_store(&s->kind, kind);
     atomic_store(&s->device, device);
     atomic_fetch_add(&kind_totals[kind].failures, 1);
+    if (kind != KIND_HOST)
+        atomic_fetch_add(&gpu_totals.failures, 1);
     atomic_totals_t *dev = device_row(device);
     if (dev != NULL)
         atomic_fetch_add(&dev->failures, 1);
@@ -507,7 +468,7 @@ void tracker_map(size_t size, int is_unmap)
  * kind, its device and the GPU row. */
 static void count_teardown(const tracker_record_t *gone, teardown_reason_t reason, uint64_t now)
 {
-    apply(gone, EVENT_TEARDOWN, now);
+    apply(gone, LIVE_DROP, now);
     atomic_site_t *s = site_of(gone->site);
     atomic_fetch_add(&s->teardown_allocations, 1);
     atomic_fetch_add(&s->teardown_bytes, gone->size);
@@ -567,10 +528,11 @@ uint64_t tracker_teardown(const void *context, int device, teardown_reason_t rea
     return moved;
 }
 
-/* Allocations still live: allocations - frees - teardowns. Read while other
- * threads count, a free may be seen before its allocation (frees are read
- * first to make that rare), so the difference is clamped at zero. */
-static uint64_t live_count(uint64_t allocations, uint64_t frees, uint64_t torn_down)
+/* Allocations still live: allocations - frees - teardowns, derived when
+ * read so that an event counts nothing more. Read while other threads
+ * count, a free may be seen before its allocation (frees are read first to
+ * make that rare), so the difference is clamped at zero. */
+static uint64_t live_allocations(uint64_t allocations, uint64_t frees, uint64_t torn_down)
 {
     return allocations > frees + torn_down ? allocations - frees - torn_down : 0;
 }
@@ -580,17 +542,16 @@ int tracker_site(uint32_t site, site_stats_t *out)
     if (sites == NULL || site > atomic_load(&site_high))
         return -1;
     const atomic_site_t *s = &sites[site];
-    out->frees = atomic_load(&s->frees) + tally_site_sum(site, TALLY_FREES); /* first: see live_count */
-    out->allocations = atomic_load(&s->allocations) + tally_site_sum(site, TALLY_ALLOCATIONS);
+    out->frees = live_count(LIVE_SITE(site), LIVE_FREES); /* first: see live_allocations */
+    out->allocations = live_count(LIVE_SITE(site), LIVE_ALLOCATIONS);
     out->failures = atomic_load(&s->failures);
-    out->bytes_allocated = atomic_load(&s->bytes_allocated)
-                         + tally_site_sum(site, TALLY_BYTES_ALLOCATED);
+    out->bytes_allocated = live_count(LIVE_SITE(site), LIVE_BYTES_ALLOCATED);
     out->failed_bytes = atomic_load(&s->failed_bytes);
     out->live_bytes = site_live_bytes(site);
     out->peak_live_bytes = live_peak(LIVE_SITE(site), NULL);
     out->teardown_bytes = atomic_load(&s->teardown_bytes);
     out->teardown_allocations = atomic_load(&s->teardown_allocations);
-    out->live_allocations = live_count(out->allocations, out->frees, out->teardown_allocations);
+    out->live_allocations = live_allocations(out->allocations, out->frees, out->teardown_allocations);
     out->at_peak_bytes = live_at_peak(LIVE_SITE(site));
     if (atomic_load(&s->kind) == KIND_HOST)
         out->at_peak_bytes = 0;
@@ -608,34 +569,20 @@ uint32_t tracker_site_count(void)
 
 static void read_totals(const atomic_totals_t *t, totals_t *out)
 {
-    out->frees = tally_sum(t->row, TALLY_FREES);
-    out->allocations = tally_sum(t->row, TALLY_ALLOCATIONS);
+    out->frees = live_count(t->row, LIVE_FREES);
+    out->allocations = live_count(t->row, LIVE_ALLOCATIONS);
     out->failures = atomic_load(&t->failures);
-    out->bytes_allocated = tally_sum(t->row, TALLY_BYTES_ALLOCATED);
+    out->bytes_allocated = live_count(t->row, LIVE_BYTES_ALLOCATED);
     out->live_bytes = live_bytes(t->row);
     out->peak_bytes = live_peak(t->row, &out->peak_time_ns);
     out->teardown_bytes = atomic_load(&t->teardown_bytes);
     out->teardown_allocations = atomic_load(&t->teardown_allocations);
-    out->live_allocations = live_count(out->allocations, out->frees, out->teardown_allocations);
+    out->live_allocations = live_allocations(out->allocations, out->frees, out->teardown_allocations);
 }
 
-/* The GPU row's live bytes and peak are its own; its counts are the sums of
- * the GPU kinds' (read_totals' are replaced). */
 void tracker_totals(totals_t *out)
 {
     read_totals(&gpu_totals, out);
-    out->allocations = out->frees = out->failures = out->bytes_allocated = 0;
-    for (int k = 0; k < KIND_COUNT; k++) {
-        if (k == KIND_HOST)
-            continue;
-        totals_t kt;
-        read_totals(&kind_totals[k], &kt);
-        out->allocations += kt.allocations;
-        out->frees += kt.frees;
-        out->failures += kt.failures;
-        out->bytes_allocated += kt.bytes_allocated;
-    }
-    out->live_allocations = live_count(out->allocations, out->frees, out->teardown_allocations);
 }
 
 void tracker_kind_totals(alloc_kind_t kind, totals_t *out)
@@ -687,7 +634,7 @@ uint64_t tracker_allocation_count(void)
 {
     uint64_t all = 0;
     for (int k = 0; k < KIND_COUNT; k++)
-        all += tally_sum(kind_totals[k].row, TALLY_ALLOCATIONS);
+        all += live_count(kind_totals[k].row, LIVE_ALLOCATIONS);
     return all;
 }
 

@@ -1,7 +1,9 @@
-/* test_tally.c: per-thread counts add up across threads, finished threads
- * included, and a finished thread's block is reused, not leaked, even when
- * the thread counts again while it exits. */
+/* test_tally.c: per-thread counts (kept in each block's shares, live.h)
+ * add up across threads, finished threads included, and a finished
+ * thread's block is reused, not leaked, even when the thread counts again
+ * while it exits. */
 #include "suite.h"
+#include "live.h"
 #include "tally.h"
 
 #include <pthread.h>
@@ -9,14 +11,19 @@
 #define THREADS 8
 #define ADDS 100000
 
+static void count(uint32_t row, live_event_t event, uint64_t size)
+{
+    live_move(&row, 1, size, event, 0);
+}
+
 static void *count_some(void *arg)
 {
-    unsigned row = (unsigned)(uintptr_t)arg;
-    for (int i = 0; i < ADDS; i++) {
-        tally_add(row, TALLY_ALLOCATIONS, 1);
-        tally_add(row, TALLY_BYTES_ALLOCATED, 3);
-    }
-    tally_add(row, TALLY_FREES, 7);
+    uint32_t row = (uint32_t)(uintptr_t)arg;
+    for (int i = 0; i < ADDS; i++)
+        count(row, LIVE_ALLOC, 3);
+    for (int i = 0; i < 7; i++)
+        count(row, LIVE_FREE, 3);
+    count(row, LIVE_DROP, 3);  /* gone without a free: counts nothing */
     return tally_mine;  /* the block this thread used */
 }
 
@@ -30,23 +37,27 @@ static uint64_t run_threads(unsigned row, tally_block_t **blocks)
         pthread_join(t[i], &block);
         blocks[i] = block;
     }
-    return tally_sum(row, TALLY_ALLOCATIONS);
+    return live_count(row, LIVE_ALLOCATIONS);
 }
 
 START_TEST(sums_every_thread_finished_or_not)
 {
     tally_block_t *blocks[THREADS];
-    tally_add(5, TALLY_ALLOCATIONS, 2);  /* this thread's, still running */
+    ck_assert_int_eq(live_init(0), 0);
+    count(5, LIVE_ALLOC, 1);  /* this thread's, still running */
+    count(5, LIVE_ALLOC, 1);
     ck_assert_uint_eq(run_threads(5, blocks), 2 + (uint64_t)THREADS * ADDS);
-    ck_assert_uint_eq(tally_sum(5, TALLY_BYTES_ALLOCATED), 3ull * THREADS * ADDS);
-    ck_assert_uint_eq(tally_sum(5, TALLY_FREES), 7ull * THREADS);
-    ck_assert_uint_eq(tally_sum(6, TALLY_ALLOCATIONS), 0);
+    ck_assert_uint_eq(live_count(5, LIVE_BYTES_ALLOCATED), 2 + 3ull * THREADS * ADDS);
+    ck_assert_uint_eq(live_count(5, LIVE_FREES), 7ull * THREADS);
+    ck_assert_uint_eq(live_count(6, LIVE_ALLOCATIONS), 0);
+    ck_assert_uint_eq(live_bytes(5), 2 + 3ull * THREADS * (ADDS - 8));
 }
 END_TEST
 
 START_TEST(finished_threads_hand_their_blocks_on)
 {
     tally_block_t *first[THREADS], *second[THREADS];
+    ck_assert_int_eq(live_init(0), 0);
     run_threads(1, first);
     uint64_t total = run_threads(1, second);
     ck_assert_uint_eq(total, 2ull * THREADS * ADDS);
@@ -66,8 +77,9 @@ static void *count_sites(void *arg)
 {
     (void)arg;
     for (int i = 0; i < 1000; i++) {
-        ck_assert_int_eq(tally_site_add(7, TALLY_FREES, 1), 0);
-        ck_assert_int_eq(tally_site_add(TALLY_SITES - 1, TALLY_FREES, 2), 0);
+        count(LIVE_SITE(7), LIVE_ALLOC, 1);
+        count(LIVE_SITE(TALLY_SITES - 1), LIVE_ALLOC, 2);
+        count(LIVE_SITE(TALLY_SITES - 1), LIVE_ALLOC, 2);
     }
     return NULL;
 }
@@ -75,14 +87,16 @@ static void *count_sites(void *arg)
 START_TEST(site_counts_add_up_per_site)
 {
     pthread_t t[THREADS];
+    ck_assert_int_eq(live_init(0), 0);
     for (int i = 0; i < THREADS; i++)
         ck_assert_int_eq(pthread_create(&t[i], NULL, count_sites, NULL), 0);
     for (int i = 0; i < THREADS; i++)
         pthread_join(t[i], NULL);
-    ck_assert_uint_eq(tally_site_sum(7, TALLY_FREES), 1000ull * THREADS);
-    ck_assert_uint_eq(tally_site_sum(TALLY_SITES - 1, TALLY_FREES), 2000ull * THREADS);
-    ck_assert_uint_eq(tally_site_sum(8, TALLY_FREES), 0);          /* a neighbour */
-    ck_assert_uint_eq(tally_site_sum(7, TALLY_ALLOCATIONS), 0);    /* another field */
+    ck_assert_uint_eq(live_count(LIVE_SITE(7), LIVE_ALLOCATIONS), 1000ull * THREADS);
+    ck_assert_uint_eq(live_count(LIVE_SITE(TALLY_SITES - 1), LIVE_ALLOCATIONS), 2000ull * THREADS);
+    ck_assert_uint_eq(live_count(LIVE_SITE(TALLY_SITES - 1), LIVE_BYTES_ALLOCATED), 4000ull * THREADS);
+    ck_assert_uint_eq(live_count(LIVE_SITE(8), LIVE_ALLOCATIONS), 0);   /* a neighbour */
+    ck_assert_uint_eq(live_count(LIVE_SITE(7), LIVE_FREES), 0);         /* another field */
     ck_assert_uint_gt(tally_memory_bytes(), 0);
 }
 END_TEST
@@ -94,7 +108,8 @@ static pthread_key_t late_key;
 static void count_late(void *pass)
 {
     uintptr_t n = (uintptr_t)pass;
-    tally_add(9, TALLY_FREES, 1);
+    count(9, LIVE_FREE, 1);
+    count(LIVE_SITE(9), LIVE_FREE, 1);  /* no share of a site: the row's own count */
     if (n < 8)  /* ask for another pass, as long as glibc gives one */
         pthread_setspecific(late_key, (void *)(n + 1));
 }
@@ -102,7 +117,8 @@ static void count_late(void *pass)
 static void *count_then_exit_late(void *arg)
 {
     (void)arg;
-    tally_add(9, TALLY_ALLOCATIONS, 1);
+    count(9, LIVE_ALLOC, 16);
+    count(LIVE_SITE(9), LIVE_ALLOC, 16);
     pthread_setspecific(late_key, (void *)1);
     return NULL;
 }
@@ -111,21 +127,27 @@ static void *count_then_exit_late(void *arg)
  * kept, and do not take a block that is then never handed on. */
 START_TEST(counts_during_thread_exit_keep_no_block)
 {
-    tally_add(9, TALLY_ALLOCATIONS, 0);   /* this thread's block, and tally's key, first */
+    ck_assert_int_eq(live_init(0), 0);
+    count(9, LIVE_DROP, 0);   /* this thread's block, and tally's key, first */
     ck_assert_int_eq(pthread_key_create(&late_key, count_late), 0);
     pthread_t t;
     ck_assert_int_eq(pthread_create(&t, NULL, count_then_exit_late, NULL), 0);
     pthread_join(t, NULL);
     size_t after_first = tally_memory_bytes();
-    uint64_t late = tally_sum(9, TALLY_FREES);
+    uint64_t late = live_count(9, LIVE_FREES);
     ck_assert_uint_ge(late, 2);  /* the destructor ran in several passes */
+    ck_assert_uint_le(late, 16);
     for (int i = 0; i < 4; i++) {
         ck_assert_int_eq(pthread_create(&t, NULL, count_then_exit_late, NULL), 0);
         pthread_join(t, NULL);
     }
     ck_assert_uint_eq(tally_memory_bytes(), after_first);  /* the one block, reused */
-    ck_assert_uint_eq(tally_sum(9, TALLY_ALLOCATIONS), 5);
-    ck_assert_uint_eq(tally_sum(9, TALLY_FREES), 5 * late);
+    ck_assert_uint_eq(live_count(9, LIVE_ALLOCATIONS), 5);
+    ck_assert_uint_eq(live_count(9, LIVE_FREES), 5 * late);
+    ck_assert_uint_eq(live_count(LIVE_SITE(9), LIVE_ALLOCATIONS), 5);
+    ck_assert_uint_eq(live_count(LIVE_SITE(9), LIVE_FREES), 5 * late);
+    ck_assert_uint_eq(live_bytes(9), 5 * (16 - late));
+    ck_assert_uint_eq(live_bytes(LIVE_SITE(9)), 5 * (16 - late));
 }
 END_TEST
 
