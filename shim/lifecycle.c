@@ -10,6 +10,7 @@
 #include "stacks.h"
 #include "tracker.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,9 +107,11 @@ static void start_tracking(void)
 
 int lifecycle_start_slow(lifecycle_sampler_t sampler)
 {
+    int entry_errno = errno;
     if (start_sampler == NULL)
         start_sampler = sampler; /* every caller passes the same one */
     pthread_once(&start_once, start_tracking);
+    errno = entry_errno;
     return atomic_load_explicit(&lifecycle_state_now, memory_order_acquire) == LIFECYCLE_TRACKING;
 }
 

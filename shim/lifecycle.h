@@ -19,7 +19,8 @@ typedef void (*lifecycle_sampler_t)(struct timeline_point *point);
 /* Starts tracking on first use (reads GPULEAK_*, sets up the tables with
  * sampler filling the timeline's points, finds Python) and says whether
  * this call should be recorded. Thread-safe: other threads wait while one
- * starts it. Returns 1 while tracking, 0 when off. */
+ * starts it. Leaves errno as it found it, so that a wrapper need not save
+ * it on every call. Returns 1 while tracking, 0 when off. */
 int lifecycle_start_slow(lifecycle_sampler_t sampler);
 
 static inline int lifecycle_tracking(lifecycle_sampler_t sampler)

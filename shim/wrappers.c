@@ -32,12 +32,7 @@ void *const wrappers_table[DOOR_COUNT] = { DOORS_FUNCTIONS(WRAPPER_ENTRY) };
  * outermost wrapper). On 1 the caller must end with finish_call. */
 static int begin_call(void)
 {
-    if (guard_depth != 0)
-        return 0;
-    int entry_errno = errno;
-    int tracking = lifecycle_tracking(wrappers_sample_point);
-    errno = entry_errno;
-    if (!tracking)
+    if (guard_depth != 0 || !lifecycle_tracking(wrappers_sample_point))
         return 0;
     guard_depth++;
     selftime_resume();
@@ -91,6 +86,8 @@ static int current_device(const void **context_out)
  * kinds makes two sites. */
 static uint32_t capture_site(alloc_kind_t kind)
 {
+    if (config.stack_depth <= 0 && !config.python_frames)  /* stacks off: nothing to capture or time */
+        return stacks_intern((uint32_t)kind, NULL, 0, NULL, 0);
     uintptr_t native[STACKS_MAX_FRAMES];
     python_frame_t python[STACKS_MAX_FRAMES];
     selftime_capture_t timing = { 0 };  /* read only when timing is on */
