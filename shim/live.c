@@ -6,7 +6,9 @@
 #include <sys/mman.h>
 
 /* A row's shared part: written only under its lock, by a move past a
- * reservation or a fold; read by live_estimate without it. */
+ * reservation or a fold (its counts excepted, which any thread without a
+ * share adds to atomically); its committed bytes read by live_move without
+ * it. */
 typedef struct live_row {
     _Atomic int lock;
     _Atomic int64_t committed;  /* live bytes, less every thread's delta */

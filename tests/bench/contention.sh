@@ -6,13 +6,20 @@
 # An experiment, not a benchmark of the shipped shim: it builds the shim
 # in a scratch copy of shim/ as shipped, then four ways with live-byte moves
 # in tracker.c taken out (the site's; the kind's, device's and GPU's; the
-# timeline's; all of them: the reports those builds write are wrong, which
-# is why they are never built otherwise), and others that undo one choice
+# timeline's; all of them, and with them the counts, which the same moves
+# make: the reports those builds write are wrong, which is why they are
+# never built otherwise), and others that undo one choice
 # each (listed above the edits below); a name joined with + makes both. It
 # times bench_pairs over the bookless fake on 1, 2 and 8 threads, REPS
 # (default 5) interleaved repetitions, and prints a markdown table of
 # medians. An edit that no longer matches its file stops the script: it
 # says which.
+#
+# CONTENTION_VARIANTS picks the builds (default: all of them, listed
+# below). CONTENTION_BASE=DIR adds a build named "base" of DIR's shim/
+# (another checkout, e.g. `git worktree add DIR REV`), unedited: an A/B of
+# two versions in one call, where run-to-run speed differs too much to
+# compare calls.
 # On a machine without libunwind, carry .deps (scripts/gpu-common.sh).
 set -u
 REPS=${1:-5}
@@ -27,21 +34,30 @@ fi
 make -j"$J" build/fakecuda/libcuda.so.1 build/bench/bench_pairs >"$WORK/build.log" 2>&1 ||
     { tail -n 20 "$WORK/build.log"; exit 1; }
 
-VARIANTS="shipped no-site-live no-rows-live no-timeline none timeline-sum-every-event
-shards-as-before none+shards-per-key none+shards-per-64KiB none+shards-as-before"
+VARIANTS=${CONTENTION_VARIANTS:-"shipped no-site-live no-rows-live no-timeline none
+timeline-sum-every-event shards-as-before none+shards-per-key none+shards-per-64KiB
+none+shards-as-before"}
+if [ -n "${CONTENTION_BASE:-}" ]; then
+    [ -d "$CONTENTION_BASE/shim" ] || { echo "contention.sh: no shim/ in $CONTENTION_BASE" >&2; exit 1; }
+    VARIANTS="base $VARIANTS"
+fi
 for v in $VARIANTS; do
     mkdir -p "$WORK/$v"
     cp -r "$REPO/shim" "$REPO/Makefile" "$REPO/scripts" "$WORK/$v/"
-    python3 - "$WORK/$v/shim" "$v" <<'EOF' || exit 1
+    if [ "$v" = base ]; then
+        rm -rf "$WORK/$v/shim"
+        cp -r "$CONTENTION_BASE/shim" "$WORK/$v/"
+    fi
+    [ "$v" = base ] || python3 - "$WORK/$v/shim" "$v" <<'EOF' || exit 1
 import os, sys
 shim, variant = sys.argv[1], sys.argv[2]
 edits = {  # a variant's edits: (file in shim/, text, its replacement)
-    "no-site-live": [("tracker.c", "    moved[n++] = LIVE_SITE(id);\n", "")],
-    "no-rows-live": [("tracker.c", "    live_move(moved, n, a->size, event == EVENT_ALLOC, now_ns);",
-                      "    live_move(moved, 1, a->size, event == EVENT_ALLOC, now_ns);")],
-    "no-timeline": [("tracker.c", "    note_timeline(now_ns);\n", "")],
-    "none": [("tracker.c", "    live_move(moved, n, a->size, event == EVENT_ALLOC, now_ns);\n", ""),
-             ("tracker.c", "    note_timeline(now_ns);\n", "")],
+    "no-site-live": [("tracker.c", "    moved[n++] = LIVE_SITE(site_of(a->site) - sites);\n", "")],
+    "no-rows-live": [("tracker.c", "live_move(moved, n, a->size, event, now_ns)",
+                      "live_move(moved, 1, a->size, event, now_ns)")],
+    "no-timeline": [("tracker.c", "    note_timeline(now_ns, live_move(moved, n, a->size, event, now_ns));",
+                     "    live_move(moved, n, a->size, event, now_ns);")],
+    "none": [("tracker.c", "    note_timeline(now_ns, live_move(moved, n, a->size, event, now_ns));\n", "")],
     # Not counters: the timeline's sum read whenever an estimate reads
     # above the interval's high (as at ae066fd), and the live-allocation
     # table's shards by a key's region of 16 bytes (a shard per address) or
@@ -87,7 +103,8 @@ for rep in $(seq 1 "$REPS"); do
     for v in $VARIANTS; do
         for t in 1 2 8; do echo "off,one-path $v $t $(run "$v" "$t" shared 0)"; done
     done
-    for v in shipped none timeline-sum-every-event; do
+    for v in base shipped none timeline-sum-every-event; do
+        case " $(echo $VARIANTS) " in *" $v "*) ;; *) continue ;; esac
         for t in 1 2 8; do echo "native-32,own-paths $v $t $(run "$v" "$t" own 32)"; done
     done
 done >"$WORK/runs.txt"
