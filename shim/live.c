@@ -17,7 +17,9 @@ typedef struct live_row {
     _Atomic int64_t at_peak;    /* committed at the last peak, when epoch is that peak's */
     _Atomic uint64_t epoch;
     _Atomic uint64_t counts[LIVE_COUNTS];  /* events of threads with no share of the row */
-} __attribute__((aligned(64))) live_row_t;  /* its own lines: rows move independently */
+} __attribute__((aligned(64))) live_row_t;  /* two lines: rows move independently (a site's
+                                              * 24 bytes of fallback counts moved here from
+                                              * the tracker's site, which shrank by a line) */
 
 static live_row_t fixed_rows[LIVE_ROWS];
 static live_row_t *site_rows;          /* LIVE_SITES of them, touched as used */

@@ -21,7 +21,8 @@
  * A share also counts the row's allocations, frees and bytes allocated
  * that its thread made: counts that only grow need no shared line either,
  * and kept beside the share's live bytes they cost no second lookup. A
- * reader sums every thread's.
+ * reader sums every thread's, and the row's own counts, which take the
+ * events of threads that have no share of the row.
  *
  * What each site held at the epoch row's (the GPU's) last peak is kept too,
  * without a snapshot at every peak: each part of a row (its committed
@@ -60,6 +61,8 @@ typedef struct live_share {
     _Atomic uint64_t epoch;
     _Atomic uint64_t counts[LIVE_COUNTS];  /* this thread's events of the row */
 } __attribute__((aligned(64))) live_share_t;
+
+_Static_assert(sizeof(live_share_t) == 64, "a share is one cache line");
 
 /* A thread's lock and its shares of the fixed rows (inside its tally
  * block, tally.h; its shares of sites are in its tally pages). */

@@ -4,8 +4,10 @@
  * shared cache line: each thread adds to its own block with plain stores,
  * and a reader sums every block. On the allocation path that replaces a
  * locked read-modify-write (tens of ns when another core owns the line) with
- * a store to memory only this thread touches. A sum read while threads count
- * is some moment's value, never a torn one. A block holds the thread's
+ * a store to memory only this thread touches (the shared block, for threads
+ * that could get none of their own, is written under its lock). A sum read
+ * while threads count is some moment's value, never a torn one. A block
+ * holds the thread's
  * shares of the tracker's rows and, in pages made as sites are first used,
  * of its sites (live.h: their live bytes, kept exact at every peak, and
  * their counts), and the shim's own time (selftime.h). */

@@ -632,10 +632,8 @@ const tracker_oom_t *tracker_oom(void)
 
 uint64_t tracker_allocation_count(void)
 {
-    uint64_t all = 0;
-    for (int k = 0; k < KIND_COUNT; k++)
-        all += live_count(kind_totals[k].row, LIVE_ALLOCATIONS);
-    return all;
+    return live_count(GPU_ROW, LIVE_ALLOCATIONS)
+         + live_count(kind_totals[KIND_HOST].row, LIVE_ALLOCATIONS);
 }
 
 void tracker_sample(timeline_point_t *point)

@@ -2,9 +2,9 @@
  *
  * Live allocations sit in hash tables keyed by address (or handle),
  * sharded so that threads allocating at once rarely meet on a lock; the
- * live bytes and peaks of sites, kinds, devices and the GPU are kept per
- * thread within reservations that keep the peaks exact (live.h), and
- * counts that only grow are per-thread tallies (tally.h). Nothing here
+ * counts, live bytes and peaks of sites, kinds, devices and the GPU are
+ * kept per thread, the live bytes within reservations that keep the peaks
+ * exact (live.h). Nothing here
  * unwinds or symbolizes: the caller captures the stack before it calls in. */
 #ifndef GPULEAK_TRACKER_H
 #define GPULEAK_TRACKER_H

@@ -219,6 +219,59 @@ START_TEST(gpu_peak_is_exact_and_excludes_host)
 }
 END_TEST
 
+/* The GPU row counts its own events; its totals must be those of every
+ * kind but host together, whatever mix of events the kinds saw (the
+ * tracker is global: other tests' events are in both sides too). */
+START_TEST(gpu_totals_are_the_gpu_kinds_together)
+{
+    static int ctx;
+    totals_t before;
+    tracker_totals(&before);
+    for (uint64_t i = 0; i < 40; i++) {
+        alloc_kind_t kind = (alloc_kind_t)(i % KIND_COUNT);
+        uint64_t key = 0x5000000000ull + i * 0x1000;
+        ck_assert_int_eq(tracker_alloc(kind, key, 100 + i, 10 + (int)(i % 3), i % 4 ? NULL : &ctx,
+                                       50 + (uint32_t)(i % 5)), 0);
+        if (i % 3 == 0)
+            free_key(kind == KIND_HOST ? SPACE_HOST : kind == KIND_VMM ? SPACE_VMM
+                     : kind == KIND_ARRAY ? SPACE_ARRAY : SPACE_DEVICE, key, 1);
+    }
+    tracker_failure(KIND_POOL, 4096, TRACKER_OUT_OF_MEMORY, 10, 50);
+    tracker_failure(KIND_HOST, 4096, TRACKER_OUT_OF_MEMORY, 10, 51);
+    ck_assert_uint_gt(tracker_teardown(&ctx, -1, TEARDOWN_CTX_DESTROY), 0);
+
+    totals_t gpu, sum = {0};
+    tracker_totals(&gpu);
+    uint64_t all_allocations = 0;
+    for (int k = 0; k < KIND_COUNT; k++) {
+        totals_t t;
+        tracker_kind_totals((alloc_kind_t)k, &t);
+        all_allocations += t.allocations;
+        if (k == KIND_HOST)
+            continue;
+        sum.allocations += t.allocations;
+        sum.frees += t.frees;
+        sum.failures += t.failures;
+        sum.bytes_allocated += t.bytes_allocated;
+        sum.live_bytes += t.live_bytes;
+        sum.live_allocations += t.live_allocations;
+        sum.teardown_bytes += t.teardown_bytes;
+        sum.teardown_allocations += t.teardown_allocations;
+    }
+    ck_assert_uint_gt(sum.allocations, 0);
+    ck_assert_uint_eq(gpu.allocations, sum.allocations);
+    ck_assert_uint_eq(gpu.frees, sum.frees);
+    ck_assert_uint_eq(gpu.failures, before.failures + 1);  /* the host's is not the GPU's */
+    ck_assert_uint_eq(gpu.failures, sum.failures);
+    ck_assert_uint_eq(gpu.bytes_allocated, sum.bytes_allocated);
+    ck_assert_uint_eq(gpu.live_bytes, sum.live_bytes);
+    ck_assert_uint_eq(gpu.live_allocations, sum.live_allocations);
+    ck_assert_uint_eq(gpu.teardown_bytes, sum.teardown_bytes);
+    ck_assert_uint_eq(gpu.teardown_allocations, sum.teardown_allocations);
+    ck_assert_uint_eq(tracker_allocation_count(), all_allocations);
+}
+END_TEST
+
 #define THREADS 8
 #define PER_THREAD 20000
 
@@ -326,6 +379,7 @@ int main(void)
     tcase_add_test(tc, failure_is_recorded_not_live);
     tcase_add_test(tc, teardown_moves_only_that_context);
     tcase_add_test(tc, gpu_peak_is_exact_and_excludes_host);
+    tcase_add_test(tc, gpu_totals_are_the_gpu_kinds_together);
     tcase_add_test(tc, tables_grow_and_keep_every_record);
     tcase_add_test(tc, concurrent_counts_are_exact);
     tcase_add_test(tc, timeline_highs_are_never_above_what_was_live);
