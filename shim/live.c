@@ -263,7 +263,8 @@ uint64_t live_move(const uint32_t *ids, unsigned n, uint64_t size, live_event_t 
     live_block_t *b = &tb->live;
     int up = event == LIVE_ALLOC;
     int64_t bytes = up ? (int64_t)size : -(int64_t)size;
-    unsigned locked = 0, uncounted = 0;  /* bit i: ids[i] moves under its row's lock, is not yet counted */
+    /* Bit i: ids[i] moves under its row's lock; ids[i] is not counted yet. */
+    unsigned locked = 0, uncounted = 0;
     spin_lock(&b->lock);
     uint64_t now_epoch = epoch_now();  /* under the lock: a fold's stamps read it there too */
     for (unsigned i = 0; i < n; i++) {
@@ -355,7 +356,8 @@ static void add_count(tally_block_t *tb, void *arg)
 
 uint64_t live_count(uint32_t id, live_count_t field)
 {
-    count_sum_t c = { id, field, atomic_load_explicit(&row_of(id)->counts[field], memory_order_relaxed) };
+    count_sum_t c = { id, field, 0 };
+    c.total = atomic_load_explicit(&row_of(id)->counts[field], memory_order_relaxed);
     tally_each(add_count, &c);
     return c.total;
 }

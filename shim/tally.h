@@ -7,10 +7,9 @@
  * a store to memory only this thread touches (the shared block, for threads
  * that could get none of their own, is written under its lock). A sum read
  * while threads count is some moment's value, never a torn one. A block
- * holds the thread's
- * shares of the tracker's rows and, in pages made as sites are first used,
- * of its sites (live.h: their live bytes, kept exact at every peak, and
- * their counts), and the shim's own time (selftime.h). */
+ * holds the thread's shares of the tracker's rows and, in pages made as
+ * sites are first used, of its sites (live.h: their live bytes, kept exact
+ * at every peak, and their counts), and the shim's own time (selftime.h). */
 #ifndef GPULEAK_TALLY_H
 #define GPULEAK_TALLY_H
 
