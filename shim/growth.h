@@ -25,7 +25,9 @@ void growth_init(uint64_t start_ns, uint64_t interval_ns, growth_reader_t reader
 /* Called on every allocation or free with the time, a reader of the number
  * of allocations so far (a sum over threads, so read only when a checkpoint
  * is taken) and the highest site id. Cheap unless a checkpoint is due: then
- * one thread samples every site (O(sites)) while others go on. */
+ * one thread samples every site (O(sites)) while others go on, and the next
+ * is due after the interval or 19 times what this one took, whichever is
+ * longer. */
 void growth_note(uint64_t now_ns, uint64_t (*allocations)(void), uint32_t site_high);
 
 /* What the rule found for one series. */

@@ -1,4 +1,5 @@
 #include "selftime.h"
+#include "clock.h"
 
 #include <stdlib.h>
 
@@ -9,13 +10,6 @@ static uint64_t start_ticks, start_ns;
 static uint64_t read_ticks;  /* what one read of the clock costs, in ticks */
 
 #define CALIBRATION_READS 63
-
-static uint64_t monotonic_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static int compare_u64(const void *a, const void *b)
 {
@@ -41,7 +35,7 @@ void selftime_init(int on)
 {
     read_ticks = on ? measure_read_ticks() : 0;
     start_ticks = selftime_ticks();
-    start_ns = monotonic_ns();
+    start_ns = clock_monotonic_ns();
     selftime_on = on;
 }
 
@@ -51,7 +45,7 @@ void selftime_init(int on)
 static long double ticks_to_ns(long double ticks)
 {
     uint64_t elapsed_ticks = selftime_ticks() - start_ticks;
-    uint64_t elapsed_ns = monotonic_ns() - start_ns;
+    uint64_t elapsed_ns = clock_monotonic_ns() - start_ns;
     return elapsed_ticks == 0 ? 0 : ticks * (long double)elapsed_ns / (long double)elapsed_ticks;
 }
 

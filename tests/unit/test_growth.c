@@ -2,6 +2,7 @@
  * for the timeline's bounded, decimating buffer. */
 #include "suite.h"
 #include <stdlib.h>
+#include <time.h>
 
 #include "growth.h"
 #include "timeline.h"
@@ -112,6 +113,53 @@ START_TEST(short_series_is_not_judged)
 }
 END_TEST
 
+/* A reader that takes spin_ns of real time a site, and counts the
+ * checkpoints (each reads site 0 first). */
+static uint64_t spin_ns, checkpoints_taken;
+
+static uint64_t real_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t slow_site(uint32_t site)
+{
+    if (site == 0)
+        checkpoints_taken++;
+    for (uint64_t until = real_ns() + spin_ns; real_ns() < until;) {
+    }
+    return site;
+}
+
+static uint64_t no_allocations(void) { return 0; }
+
+/* Notes every 10 us of the caller's clock for 200 ms, checkpoints due every
+ * 1 ms; returns how many were taken. */
+static uint64_t checkpoints_over_200ms(uint64_t site_spin_ns)
+{
+    spin_ns = site_spin_ns;
+    checkpoints_taken = 0;
+    growth_init(0, 1000000, slow_site);
+    for (uint64_t t = 0; t < 200000000; t += 10000)
+        growth_note(t, no_allocations, 99);
+    return checkpoints_taken;
+}
+
+/* Cheap checkpoints come at the interval (1, then 2, then 4 ms as the 64
+ * fill and halve: about 114 in 200 ms); ones that take 1 ms (100 sites at
+ * 10 us) wait 19 times as long, whatever the interval says. */
+START_TEST(costly_checkpoints_wait_in_proportion)
+{
+    uint64_t cheap = checkpoints_over_200ms(0);
+    ck_assert_uint_ge(cheap, 50);  /* about 114; fewer only on a machine so loaded that 100 reads take 50 us */
+    uint64_t costly = checkpoints_over_200ms(10000);
+    ck_assert_uint_le(costly, 200 / 19 + 1);
+    ck_assert_uint_ge(costly, 3);
+}
+END_TEST
+
 static void no_rows(timeline_point_t *p) { (void)p; }
 
 START_TEST(timeline_stays_bounded_and_keeps_the_high_water)
@@ -153,6 +201,7 @@ int main(void)
     tcase_add_test(tc, shutdown_frees_do_not_hide_growth);
     tcase_add_test(tc, short_series_is_not_judged);
     tcase_add_test(tc, timeline_stays_bounded_and_keeps_the_high_water);
+    tcase_add_test(tc, costly_checkpoints_wait_in_proportion);
     suite_add_tcase(suite, tc);
     return suite_run(suite, 0);
 }
