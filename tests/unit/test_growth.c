@@ -2,8 +2,8 @@
  * for the timeline's bounded, decimating buffer. */
 #include "suite.h"
 #include <stdlib.h>
-#include <time.h>
 
+#include "clock.h"
 #include "growth.h"
 #include "timeline.h"
 
@@ -117,18 +117,11 @@ END_TEST
  * checkpoints (each reads site 0 first). */
 static uint64_t spin_ns, checkpoints_taken;
 
-static uint64_t real_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static uint64_t slow_site(uint32_t site)
 {
     if (site == 0)
         checkpoints_taken++;
-    for (uint64_t until = real_ns() + spin_ns; real_ns() < until;) {
+    for (uint64_t until = clock_monotonic_ns() + spin_ns; clock_monotonic_ns() < until;) {
     }
     return site;
 }
