@@ -204,11 +204,21 @@ static void note_timeline(uint64_t now_ns, uint64_t gpu_live)
 /* Applies one event to every counter row the allocation belongs to: its
  * site, its kind, its device and the GPU total, then lets the timeline and
  * the growth checkpoints see the change. The site moves first so that a
- * GPU peak this change makes finds the site already moved. */
+ * GPU peak this change makes finds the site already moved. An allocation
+ * also stores its site's kind and device. */
 static void apply(const tracker_record_t *a, live_event_t event, uint64_t now_ns)
 {
+    atomic_site_t *s = site_of(a->site);
+    if (event == LIVE_ALLOC) {
+        /* Stored only when they change: a store to the site's line on every
+         * allocation would make it bounce between threads sharing the site. */
+        if (atomic_load_explicit(&s->kind, memory_order_relaxed) != a->kind)
+            atomic_store_explicit(&s->kind, a->kind, memory_order_relaxed);
+        if (atomic_load_explicit(&s->device, memory_order_relaxed) != a->device)
+            atomic_store_explicit(&s->device, a->device, memory_order_relaxed);
+    }
     uint32_t moved[4], n = 0;
-    moved[n++] = LIVE_SITE(site_of(a->site) - sites);
+    moved[n++] = LIVE_SITE(s - sites);
     moved[n++] = kind_totals[a->kind].row;
     if (a->kind != KIND_HOST) {
         moved[n++] = GPU_ROW;
@@ -351,13 +361,6 @@ int tracker_alloc(alloc_kind_t kind, uint64_t key, size_t size, int device,
         apply(&stale, LIVE_FREE, now);
     if (r == NULL)
         return -1;
-    /* Stored only when they change: a store to the site's line on every
-     * allocation would make it bounce between threads sharing the site. */
-    atomic_site_t *s = site_of(site);
-    if (atomic_load_explicit(&s->kind, memory_order_relaxed) != (int)kind)
-        atomic_store_explicit(&s->kind, kind, memory_order_relaxed);
-    if (atomic_load_explicit(&s->device, memory_order_relaxed) != device)
-        atomic_store_explicit(&s->device, device, memory_order_relaxed);
     apply(&fresh, LIVE_ALLOC, now);
     return 0;
 }
