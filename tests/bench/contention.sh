@@ -52,7 +52,7 @@ for v in $VARIANTS; do
 import os, sys
 shim, variant = sys.argv[1], sys.argv[2]
 edits = {  # a variant's edits: (file in shim/, text, its replacement)
-    "no-site-live": [("tracker.c", "    moved[n++] = LIVE_SITE(site_of(a->site) - sites);\n", "")],
+    "no-site-live": [("tracker.c", "    moved[n++] = LIVE_SITE(s - sites);\n", "")],
     "no-rows-live": [("tracker.c", "live_move(moved, n, a->size, event, now_ns)",
                       "live_move(moved, 1, a->size, event, now_ns)")],
     "no-timeline": [("tracker.c", "    note_timeline(now_ns, live_move(moved, n, a->size, event, now_ns));",
