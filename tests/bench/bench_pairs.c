@@ -18,7 +18,17 @@
  * takes the difference.
  *
  * Prints one line: "ns_per_pair=<per thread> pairs_per_s=<all threads>
- * wall_ns=<first start to last end>". */
+ * wall_ns=<first start to last end>".
+ *
+ * BENCH_CHUNKS=N splits each thread's timed pairs into N chunks, each after
+ * a timed chain of dependent adds, and adds "core_ns=<median ns an add>"
+ * and "chunks=<add ns>:<pair ns>,..." (every thread's chunks, thread by
+ * thread) to the line; ns_per_pair is then the threads' mean time a pair
+ * in the chunks alone, and pairs_per_s the threads' pairs at that speed.
+ * On a host whose cores are shared (the H200 machine's vCPUs run dependent
+ * adds at 0.36 or 0.7 ns from one moment to the next) the pairs' speed
+ * follows the core's; tests/bench/run.py keeps the chunks measured at the
+ * core's full speed apart. */
 #define _GNU_SOURCE
 #include <cuda.h>
 #include <pthread.h>
@@ -29,6 +39,8 @@
 #include <time.h>
 
 #define WARMUP_PAIRS 2000
+#define CALIBRATION_ADDS 1000000
+#define MAX_CHUNKS 1000
 
 typedef struct worker {
     pthread_t thread;
@@ -41,6 +53,8 @@ typedef struct worker {
     CUcontext ctx;
     pthread_barrier_t *start;
     uint64_t t0, t1;
+    int chunks;              /* BENCH_CHUNKS, 0 for one timed stretch */
+    double *add_ns, *pair_ns;  /* per chunk, when chunked */
     int failed;
 } worker_t;
 
@@ -98,6 +112,39 @@ static int pairs(worker_t *w, CUstream s, long n)
     return 0;
 }
 
+/* The core's speed now: ns an add, over a chain of adds each waiting for
+ * the last (one cycle each on an unshared core). The empty asm keeps the
+ * compiler from folding the chain. */
+static double core_ns_per_add(void)
+{
+    uint64_t x = 0, t0 = now_ns();
+    for (long i = 0; i < CALIBRATION_ADDS; i++) {
+        __asm__ volatile("" : "+r"(x));
+        x++;
+    }
+    return (double)(now_ns() - t0) / CALIBRATION_ADDS;
+}
+
+/* w->pairs pairs in w->chunks chunks, each after a measure of the core's
+ * speed; t1 - t0 is the pairs' time alone. */
+static int chunked_pairs(worker_t *w, CUstream s)
+{
+    uint64_t busy = 0;
+    for (int c = 0; c < w->chunks; c++) {
+        long n = w->pairs / w->chunks + (c < w->pairs % w->chunks);
+        w->add_ns[c] = core_ns_per_add();
+        uint64_t t = now_ns();
+        if (pairs(w, s, n) != 0)
+            return -1;
+        uint64_t took = now_ns() - t;
+        w->pair_ns[c] = (double)took / (double)n;
+        busy += took;
+    }
+    w->t0 = 0;
+    w->t1 = busy;
+    return 0;
+}
+
 /* The innermost frame: warm up, line up with the other threads, time. */
 static __attribute__((noinline)) int body(worker_t *w)
 {
@@ -107,9 +154,14 @@ static __attribute__((noinline)) int body(worker_t *w)
     if (pairs(w, s, WARMUP_PAIRS) != 0)
         return -1;
     pthread_barrier_wait(w->start);
-    w->t0 = now_ns();
-    int rc = pairs(w, s, w->pairs);
-    w->t1 = now_ns();
+    int rc;
+    if (w->chunks > 0) {
+        rc = chunked_pairs(w, s);
+    } else {
+        w->t0 = now_ns();
+        rc = pairs(w, s, w->pairs);
+        w->t1 = now_ns();
+    }
     if (s != NULL)
         cuStreamDestroy(s);
     return rc;
@@ -157,6 +209,12 @@ static void *run_worker(void *arg)
     return NULL;
 }
 
+static int compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 5)
@@ -174,6 +232,15 @@ int main(int argc, char **argv)
         DIE("unknown paths %s\n", argv[6]);
     if (depth < 1 || npairs < 1 || nthreads < 1 || nthreads > 256 || size == 0)
         DIE("bad arguments\n");
+    const char *chunks_env = getenv("BENCH_CHUNKS");
+    int chunks = chunks_env ? atoi(chunks_env) : 0;
+    if (chunks < 0 || chunks > MAX_CHUNKS || chunks > npairs)
+        DIE("BENCH_CHUNKS must be 0 to %d and at most PAIRS\n", MAX_CHUNKS);
+    size_t all_chunks = (size_t)chunks * (size_t)nthreads;
+    double *add_ns = calloc(all_chunks + 1, sizeof *add_ns);
+    double *pair_ns = calloc(all_chunks + 1, sizeof *pair_ns);
+    if (add_ns == NULL || pair_ns == NULL)
+        DIE("out of memory\n");
 
     CUcontext ctx;
     if (cuInit(0) != CUDA_SUCCESS || cuDevicePrimaryCtxRetain(&ctx, 0) != CUDA_SUCCESS)
@@ -186,12 +253,15 @@ int main(int argc, char **argv)
     for (int i = 0; i < nthreads; i++) {
         w[i] = (worker_t){ .async = async, .depth = depth, .pairs = npairs, .size = size,
                            .ctx = ctx, .start = &start, .path = own_paths ? (unsigned)i : 0,
-                           .alternating = alternating };
+                           .alternating = alternating, .chunks = chunks,
+                           .add_ns = add_ns + (size_t)i * chunks,
+                           .pair_ns = pair_ns + (size_t)i * chunks };
         /* Deep recursion at 256 frames fits easily in the default stack. */
         if (pthread_create(&w[i].thread, NULL, run_worker, &w[i]) != 0)
             DIE("pthread_create failed\n");
     }
     uint64_t first = UINT64_MAX, last = 0;
+    double busy = 0;  /* chunked: the threads' time in pairs, summed */
     for (int i = 0; i < nthreads; i++) {
         pthread_join(w[i].thread, NULL);
         if (w[i].failed)
@@ -200,10 +270,26 @@ int main(int argc, char **argv)
             first = w[i].t0;
         if (w[i].t1 > last)
             last = w[i].t1;
+        busy += (double)(w[i].t1 - w[i].t0);
     }
     double wall = (double)(last - first);
-    printf("ns_per_pair=%.2f pairs_per_s=%.0f wall_ns=%.0f\n",
-           wall / (double)npairs, (double)npairs * nthreads / (wall / 1e9), wall);
+    double per_pair = chunks > 0 ? busy / nthreads / (double)npairs : wall / (double)npairs;
+    printf("ns_per_pair=%.2f pairs_per_s=%.0f wall_ns=%.0f",
+           per_pair, nthreads * 1e9 / per_pair, wall);
+    if (chunks > 0) {
+        double *sorted = malloc(all_chunks * sizeof *sorted);
+        if (sorted == NULL)
+            DIE("out of memory\n");
+        memcpy(sorted, add_ns, all_chunks * sizeof *sorted);
+        qsort(sorted, all_chunks, sizeof *sorted, compare_doubles);
+        printf(" core_ns=%.4f chunks=", sorted[all_chunks / 2]);
+        for (size_t c = 0; c < all_chunks; c++)
+            printf("%s%.4f:%.2f", c ? "," : "", add_ns[c], pair_ns[c]);
+        free(sorted);
+    }
+    printf("\n");
+    free(add_ns);
+    free(pair_ns);
     free(w);
     cuDevicePrimaryCtxRelease(0);
     return 0;

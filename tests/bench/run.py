@@ -10,9 +10,13 @@ of the shim is the median of the per-repetition differences (shim minus the
 baseline run of the same repetition). Benchmarks (--only picks some):
 
   pairs    ns per cuMemAlloc_v2+cuMemFree_v2 and cuMemAllocAsync+cuMemFreeAsync
-           pair, stacks off and native stacks 8/32/64 deep (bench_pairs)
+           pair, stacks off and native stacks 8/32/64 deep (bench_pairs); each
+           run in chunks, each after a measure of the core's speed, and the
+           same table again from the chunks run at the core's full speed
   python   the same from Python via ctypes, 10 Python frames (py_pairs.py)
-  threads  1, 2 and 8 threads doing pairs: throughput and scaling (bench_pairs)
+  threads  1, 2 and 8 threads doing pairs: throughput and scaling (bench_pairs);
+           and 1 and 8 threads chunked as above, for the scaling at the
+           core's full speed
   memory   1M live allocations from 4 sites: the report's shim_bytes and the
            VmRSS difference, per live allocation (bench_live)
   exit     time from the end of main to the parent's wait, 1M allocations
@@ -86,7 +90,10 @@ class Bench:
         for tok in out.split():
             if "=" in tok:
                 k, v = tok.split("=", 1)
-                res[k] = float(v)
+                if k == "chunks":  # add ns:pair ns, a chunk each (bench_pairs)
+                    res[k] = [tuple(float(x) for x in c.split(":")) for c in v.split(",")]
+                else:
+                    res[k] = float(v)
         if "main_end_ns" in res:
             res["exit_ms"] = (waited - int(res["main_end_ns"])) / 1e6
         reports = glob.glob(os.path.join(self.tmp, "report-*.json"))
@@ -151,31 +158,66 @@ def machine(b):
     b.emit()
 
 
+# Chunks per pairs run, and how much slower than the benchmark's fastest
+# chunk a chunk's adds may run for the chunk to count as run at the core's
+# full speed (the H200 host's fast and slow chunks differ by about 2x).
+CHUNKS = 50
+FULL_SPEED = 1.15
+# Fewer, longer chunks for threads: a thread timing its adds does no pairs,
+# and the threads should meet as often as unchunked.
+THREAD_CHUNKS = 20
+
+
+def full_speed_runs(got):
+    """From bench_pairs' chunked runs: {config: per repetition, the mean ns
+    a pair of the run's chunks run at the core's full speed (None when it
+    had none)}, the fastest chunk's ns an add, the median chunk's, and the
+    share of chunks kept. The mean, not the median, of a run's chunks: its
+    first chunks pay what a median would drop (the shim's first timeline
+    and growth intervals are short)."""
+    adds = [a for rs in got.values() for r in rs for a, _ in r["chunks"]]
+    fastest = min(adds)
+    runs, kept = {}, 0
+    for name, rs in got.items():
+        runs[name] = []
+        for r in rs:
+            fast = [p for a, p in r["chunks"] if a <= fastest * FULL_SPEED]
+            kept += len(fast)
+            runs[name].append(statistics.mean(fast) if fast else None)
+    return runs, fastest, statistics.median(adds), kept / len(adds)
+
+
+def present(values):
+    return [v for v in values if v is not None]
+
+
 def bench_pairs(b, pairs):
     prog = os.path.join(b.bin, "bench_pairs")
+    chunked = {"BENCH_CHUNKS": str(CHUNKS)}
     for mode, title in (("sync", "cuMemAlloc_v2 + cuMemFree_v2"),
                         ("async", "cuMemAllocAsync + cuMemFreeAsync")):
         configs = {}
         for d in (8, 32, 64):
-            configs["base%d" % d] = ([prog, mode, str(d), str(pairs), "1"], False, {})
+            configs["base%d" % d] = ([prog, mode, str(d), str(pairs), "1"], False, chunked)
         configs["off"] = ([prog, mode, "32", str(pairs), "1"], True,
-                          {"GPULEAK_STACK_DEPTH": "0", "GPULEAK_PYTHON": "0"})
+                          dict(chunked, GPULEAK_STACK_DEPTH="0", GPULEAK_PYTHON="0"))
         for d in (8, 32, 64):
             configs["native%d" % d] = ([prog, mode, str(d), str(pairs), "1"], True,
-                                       {"GPULEAK_STACK_DEPTH": str(d), "GPULEAK_PYTHON": "0"})
+                                       dict(chunked, GPULEAK_STACK_DEPTH=str(d), GPULEAK_PYTHON="0"))
         # 24 levels of recursion and the 8 alternating frames: 32 in all.
         alternating = [prog, mode, "24", str(pairs), "1", "256", "alternating"]
-        configs["basealt"] = (alternating, False, {})
-        configs["alt32"] = (alternating, True, {"GPULEAK_STACK_DEPTH": "32", "GPULEAK_PYTHON": "0"})
+        configs["basealt"] = (alternating, False, chunked)
+        configs["alt32"] = (alternating, True,
+                            dict(chunked, GPULEAK_STACK_DEPTH="32", GPULEAK_PYTHON="0"))
         got = b.interleave(configs)
         ns = {n: [r["ns_per_pair"] for r in rs] for n, rs in got.items()}
+        rows = [("off (DEPTH=0, PYTHON=0)", "off", "32", 32)] + \
+               [("native %d frames" % d, "native%d" % d, str(d), d) for d in (8, 32, 64)] + \
+               [("native 32, the inner 8 under alternating callers", "alt32", "24 + 8", "alt")]
         b.emit("### Pairs: %s (%d pairs a run, 256 B, 1 thread)" % (title, pairs))
         b.emit()
         b.emit("| stacks | program depth | baseline ns/pair | with shim ns/pair | added ns/pair | target |")
         b.emit("| --- | --- | --- | --- | --- | --- |")
-        rows = [("off (DEPTH=0, PYTHON=0)", "off", "32", 32)] + \
-               [("native %d frames" % d, "native%d" % d, str(d), d) for d in (8, 32, 64)] + \
-               [("native 32, the inner 8 under alternating callers", "alt32", "24 + 8", "alt")]
         for label, key, depth, base in rows:
             added = paired(ns["base%s" % base], ns[key])
             target = ""
@@ -183,6 +225,30 @@ def bench_pairs(b, pairs):
                 target = "<= 150: %s" % verdict(statistics.median(added), 150)
             b.emit("| %s | %s | %s | %s | %s | %s |" % (
                 label, depth, spread(ns["base%s" % base]), spread(ns[key]), spread(added), target))
+        b.emit()
+        runs, fastest, median_add, share = full_speed_runs(got)
+        b.emit("At the core's full speed: each run did its pairs in %d chunks, each after a chain "
+               "of dependent adds timed to measure the core's speed (one add a cycle on a core "
+               "of its own). The fastest chunk's adds took %.3f ns, the median chunk's %.3f. "
+               "Kept: the chunks whose adds took at most %.2fx the fastest's, %.0f%% of them; "
+               "a run's value is the mean of its kept chunks, added the median of the "
+               "repetitions' differences where both runs kept some." % (
+                   CHUNKS, fastest, median_add, FULL_SPEED, 100 * share))
+        b.emit()
+        b.emit("| stacks | baseline ns/pair | with shim ns/pair | added ns/pair | runs kept "
+               "(baseline, shim) | target |")
+        b.emit("| --- | --- | --- | --- | --- | --- |")
+        for label, key, _, base in rows:
+            plain, shim = runs["base%s" % base], runs[key]
+            added = [y - x for x, y in zip(plain, shim) if x is not None and y is not None]
+            if not added:
+                b.emit("| %s | - | - | - | %d, %d | |" % (label, len(present(plain)),
+                                                          len(present(shim))))
+                continue
+            target = "<= 150: %s" % verdict(statistics.median(added), 150) if key == "off" else ""
+            b.emit("| %s | %s | %s | %s | %d, %d | %s |" % (
+                label, spread(present(plain)), spread(present(shim)), spread(added),
+                len(present(plain)), len(present(shim)), target))
         b.emit()
 
 
@@ -232,8 +298,11 @@ def bench_threads(b, pairs):
         for t in (1, 2, 8):
             # The bookless fake takes no lock: what does not scale is the shim.
             env = dict(extra, FAKECUDA_BOOKLESS="1")
-            configs["%s-%d" % (key, t)] = (
-                [prog, "sync", "32", str(pairs), str(t), "256", paths], shim, env)
+            argv = [prog, "sync", "32", str(pairs), str(t), "256", paths]
+            configs["%s-%d" % (key, t)] = (argv, shim, env)
+            if t != 2:
+                configs["%s-%d-chunked" % (key, t)] = (argv, shim,
+                                                       dict(env, BENCH_CHUNKS=str(THREAD_CHUNKS)))
     got = b.interleave(configs)
     cores = os.cpu_count() or 0
     tput = {n: [r["pairs_per_s"] for r in rs] for n, rs in got.items()}
@@ -263,6 +332,34 @@ def bench_threads(b, pairs):
                                           "" if cores >= 8 else " (needs >= 8 cores)")
             b.emit("| %s | %d | %s | %.2fx | %.2fx | %s |" % (
                 label, t, spread(v), median / one, median / fastest, target))
+    b.emit()
+    runs, fastest, median_add, share = full_speed_runs(
+        {n: rs for n, rs in got.items() if n.endswith("-chunked")})
+    b.emit("At the core's full speed: the same runs for 1 and 8 threads again, each thread doing "
+           "its pairs in %d chunks, each after a timed chain of dependent adds (as for the pairs "
+           "above). The fastest chunk's adds took %.3f ns, the median chunk's %.3f; kept are the "
+           "chunks whose adds took at most %.2fx the fastest's, %.0f%% of them, and a run's "
+           "value is the mean ns a pair of its kept chunks, every thread's. Scaling is 8 times "
+           "the single thread's median over the 8 threads' median: the throughput 8 threads "
+           "would have if every core ran at full speed, as the single thread's did. It needs 8 "
+           "cores: with fewer, a thread's chunk can be waiting for a core." % (
+               THREAD_CHUNKS, fastest, median_add, FULL_SPEED, 100 * share))
+    b.emit()
+    b.emit("| run | 1 thread: ns a pair | 8 threads: ns a pair, each thread | scaling "
+           "| runs kept (1, 8 threads) | target |")
+    b.emit("| --- | --- | --- | --- | --- | --- |")
+    for key, _, _, _, label in settings:
+        one, eight = present(runs["%s-1-chunked" % key]), present(runs["%s-8-chunked" % key])
+        if not one or not eight:
+            b.emit("| %s | - | - | - | %d, %d | |" % (label, len(one), len(eight)))
+            continue
+        scaling = 8 * statistics.median(one) / statistics.median(eight)
+        target = ""
+        if key != "base":
+            target = ">= 4x: %s" % verdict(scaling, 4, "higher") if cores >= 8 else \
+                     ">= 4x: not measurable (fewer than 8 cores)"
+        b.emit("| %s | %s | %s | %.2fx | %d, %d | %s |" % (
+            label, spread(one), spread(eight), scaling, len(one), len(eight), target))
     b.emit()
 
 
