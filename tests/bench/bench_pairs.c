@@ -20,10 +20,11 @@
  * Prints one line: "ns_per_pair=<per thread> pairs_per_s=<all threads>
  * wall_ns=<first start to last end>".
  *
- * BENCH_CHUNKS=N splits each thread's timed pairs into N chunks, each after
- * a timed chain of dependent adds, and adds "core_ns=<median ns an add>"
+ * BENCH_CHUNKS=N splits each thread's timed pairs into N chunks, between
+ * timed chains of dependent adds, and adds "core_ns=<median ns an add>"
  * and "chunks=<add ns>:<pair ns>,..." (every thread's chunks, thread by
- * thread) to the line; ns_per_pair is then the threads' mean time a pair
+ * thread; a chunk's add ns the slower of the chains before and after it)
+ * to the line; ns_per_pair is then the threads' mean time a pair
  * in the chunks alone, and pairs_per_s the threads' pairs at that speed.
  * On a host whose cores are shared (the H200 machine's vCPUs run dependent
  * adds at 0.36 or 0.7 ns from one moment to the next) the pairs' speed
@@ -125,20 +126,25 @@ static double core_ns_per_add(void)
     return (double)(now_ns() - t0) / CALIBRATION_ADDS;
 }
 
-/* w->pairs pairs in w->chunks chunks, each after a measure of the core's
- * speed; t1 - t0 is the pairs' time alone. */
+/* w->pairs pairs in w->chunks chunks, the core's speed measured between
+ * them and at both ends; a chunk's is the slower of the two measures
+ * around it, so that a core that slowed down during the chunk is seen.
+ * t1 - t0 is the pairs' time alone. */
 static int chunked_pairs(worker_t *w, CUstream s)
 {
     uint64_t busy = 0;
+    double before = core_ns_per_add();
     for (int c = 0; c < w->chunks; c++) {
         long n = w->pairs / w->chunks + (c < w->pairs % w->chunks);
-        w->add_ns[c] = core_ns_per_add();
         uint64_t t = now_ns();
         if (pairs(w, s, n) != 0)
             return -1;
         uint64_t took = now_ns() - t;
+        double after = core_ns_per_add();
+        w->add_ns[c] = before > after ? before : after;
         w->pair_ns[c] = (double)took / (double)n;
         busy += took;
+        before = after;
     }
     w->t0 = 0;
     w->t1 = busy;

@@ -227,9 +227,10 @@ def bench_pairs(b, pairs):
                 label, depth, spread(ns["base%s" % base]), spread(ns[key]), spread(added), target))
         b.emit()
         runs, fastest, median_add, share = full_speed_runs(got)
-        b.emit("At the core's full speed: each run did its pairs in %d chunks, each after a chain "
+        b.emit("At the core's full speed: each run did its pairs in %d chunks, between chains "
                "of dependent adds timed to measure the core's speed (one add a cycle on a core "
-               "of its own). The fastest chunk's adds took %.3f ns, the median chunk's %.3f. "
+               "of its own; a chunk's speed is the slower of the chains before and after it). "
+               "The fastest chunk's adds took %.3f ns, the median chunk's %.3f. "
                "Kept: the chunks whose adds took at most %.2fx the fastest's, %.0f%% of them; "
                "a run's value is the mean of its kept chunks, added the median of the "
                "repetitions' differences where both runs kept some." % (
@@ -336,7 +337,7 @@ def bench_threads(b, pairs):
     runs, fastest, median_add, share = full_speed_runs(
         {n: rs for n, rs in got.items() if n.endswith("-chunked")})
     b.emit("At the core's full speed: the same runs for 1 and 8 threads again, each thread doing "
-           "its pairs in %d chunks, each after a timed chain of dependent adds (as for the pairs "
+           "its pairs in %d chunks between timed chains of dependent adds (as for the pairs "
            "above). The fastest chunk's adds took %.3f ns, the median chunk's %.3f; kept are the "
            "chunks whose adds took at most %.2fx the fastest's, %.0f%% of them, and a run's "
            "value is the mean ns a pair of its kept chunks, every thread's. Scaling is 8 times "
