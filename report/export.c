@@ -236,15 +236,16 @@ int export_main(int argc, char **argv)
         export_csv(f, r);
     else
         rc = export_chrome(f, r);
-    int failed = ferror(f) || rc != 0;
-    if (f != stdout)
-        failed |= fclose(f) != 0;
-    else
-        failed |= fflush(f) != 0;
-    load_free(r);
-    if (failed) {
-        fprintf(stderr, "gpuleak export: writing %s failed\n", out_path ? out_path : "stdout");
-        return 2;
+    /* Writes to stdout are checked once, by main, as for every command. */
+    int write_failed = 0;
+    if (f != stdout) {
+        write_failed = ferror(f);
+        write_failed |= fclose(f) != 0;
     }
-    return 0;
+    load_free(r);
+    if (rc != 0)
+        fputs("gpuleak export: out of memory\n", stderr);
+    else if (write_failed)
+        fprintf(stderr, "gpuleak export: writing %s failed\n", out_path);
+    return rc != 0 || write_failed ? 2 : 0;
 }

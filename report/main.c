@@ -162,7 +162,7 @@ static int cmd_report(int argc, char **argv)
     }
     free_all(reports, nfiles);
     free(files);
-    return fflush(stdout) == 0 ? 0 : EXIT_USAGE;
+    return 0;
 }
 
 /* `gpuleak check`: exits 0 when every budget holds on every file, 1 when
@@ -271,9 +271,19 @@ out:
     supp_free(supp);
     free(files);
     free(supp_files);
-    if (fflush(stdout) != 0)
-        code = EXIT_USAGE;
     return code;
+}
+
+/* The exit code of a subcommand that wrote its results on stdout: 2, with
+ * one line, when a write failed (a full disk, a closed pipe with SIGPIPE
+ * ignored), whatever the subcommand decided, since a verdict whose output
+ * was lost must not pass a gate silently. */
+static int stdout_checked(const char *cmd, int code)
+{
+    if (fflush(stdout) == 0 && !ferror(stdout))
+        return code;
+    fprintf(stderr, "gpuleak %s: writing stdout failed\n", cmd);
+    return EXIT_USAGE;
 }
 
 /* Dispatches on the subcommand; every subcommand returns its exit code. */
@@ -289,22 +299,22 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "run") == 0)
         return run_main(sub_argc, sub_argv);
     if (strcmp(cmd, "report") == 0)
-        return cmd_report(sub_argc, sub_argv);
+        return stdout_checked(cmd, cmd_report(sub_argc, sub_argv));
     if (strcmp(cmd, "check") == 0)
-        return cmd_check(sub_argc, sub_argv);
+        return stdout_checked(cmd, cmd_check(sub_argc, sub_argv));
     if (strcmp(cmd, "diff") == 0)
-        return diff_main(sub_argc, sub_argv);
+        return stdout_checked(cmd, diff_main(sub_argc, sub_argv));
     if (strcmp(cmd, "merge") == 0)
-        return merge_main(sub_argc, sub_argv);
+        return stdout_checked(cmd, merge_main(sub_argc, sub_argv));
     if (strcmp(cmd, "export") == 0)
-        return export_main(sub_argc, sub_argv);
+        return stdout_checked(cmd, export_main(sub_argc, sub_argv));
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
         printf("gpuleak %s (report format %d)\n", GPULEAK_VERSION, REPORT_FORMAT_VERSION);
-        return 0;
+        return stdout_checked(cmd, 0);
     }
     if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
         usage(stdout);
-        return 0;
+        return stdout_checked(cmd, 0);
     }
     fprintf(stderr, "gpuleak: unknown command \"%s\"\n", cmd);
     usage(stderr);

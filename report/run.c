@@ -26,7 +26,8 @@ typedef struct {
     const char *output;
     const char *stack_depth;
     bool no_python, quiet, no_default_supp;
-    const char *supp_file;
+    const char **supp_files;  /* each --suppressions, in order */
+    size_t supp_count;
     check_budget_t budget;
     char **cmd;
 } run_options_t;
@@ -93,7 +94,7 @@ static int parse_options(int argc, char **argv, run_options_t *o)
         else if (opt(a, "--stack-depth", &v))
             slot = &o->stack_depth;
         else if (opt(a, "--suppressions", &v))
-            slot = &o->supp_file;
+            slot = &o->supp_files[o->supp_count++];  /* room for argc of them */
         if (slot != NULL) {
             if (v == NULL && i + 1 < argc)
                 v = argv[++i];
@@ -382,23 +383,38 @@ static void remove_tmpdir(const char *dir)
     rmdir(dir);
 }
 
-/* Judges the reports written during the run. Returns CHECK_PASS,
- * CHECK_FAIL, or CHECK_ERROR when there is nothing trustworthy to judge. */
-static int judge(const run_options_t *o, const char *glob_pattern, const seen_list_t *before)
+/* The suppressions the gates use: the built-in list unless turned off,
+ * then each file in order. Read before CMD starts, so that a missing or
+ * malformed file is a usage error that costs no run. NULL after printing
+ * why. */
+static supp_set_t *load_suppressions(const run_options_t *o)
 {
     supp_set_t *supp = supp_new();
     if (supp == NULL || (!o->no_default_supp && supp_add_defaults(supp) != 0)) {
         supp_free(supp);
         fputs("gpuleak run: out of memory\n", stderr);
-        return CHECK_ERROR;
+        return NULL;
     }
+    for (size_t i = 0; i < o->supp_count; i++) {
+        char *err = NULL;
+        if (supp_load_file(supp, o->supp_files[i], &err) != 0) {
+            fprintf(stderr, "gpuleak: %s\n", err ? err : "out of memory");
+            free(err);
+            supp_free(supp);
+            return NULL;
+        }
+    }
+    return supp;
+}
+
+/* Judges the reports written during the run against supp. Returns
+ * CHECK_PASS, CHECK_FAIL, or CHECK_ERROR when there is nothing trustworthy
+ * to judge (an unreadable report among failing ones included); *failed
+ * says whether any report failed a gate. */
+static int judge(const run_options_t *o, supp_set_t *supp, const char *glob_pattern,
+                 const seen_list_t *before, bool *failed)
+{
     char *err = NULL;
-    if (o->supp_file != NULL && supp_load_file(supp, o->supp_file, &err) != 0) {
-        fprintf(stderr, "gpuleak: %s\n", err ? err : "out of memory");
-        free(err);
-        supp_free(supp);
-        return CHECK_ERROR;
-    }
     seen_list_t after;
     snapshot(glob_pattern, &after);
     int verdict = CHECK_PASS, found = 0;
@@ -414,6 +430,7 @@ static int judge(const run_options_t *o, const char *glob_pattern, const seen_li
             continue;
         }
         int v = check_report(stderr, r, &o->budget, supp, NULL);
+        *failed = *failed || v == CHECK_FAIL;
         verdict = v > verdict ? v : verdict;
         load_free(r);
     }
@@ -421,11 +438,10 @@ static int judge(const run_options_t *o, const char *glob_pattern, const seen_li
         fprintf(stderr, "gpuleak run: no report was written (no CUDA call, or the process ended "
                         "by _exit or a signal); the gates could not be judged\n");
         verdict = CHECK_ERROR;
-    } else if (verdict == CHECK_FAIL) {
+    } else if (*failed) {
         supp_print_used(stderr, supp);
     }
     seen_free(&after);
-    supp_free(supp);
     return verdict;
 }
 
@@ -439,12 +455,24 @@ int run_main(int argc, char **argv)
     o.budget.growth_flag = "--fail-on-growth";
     o.budget.peak_flag = "--max-peak";
     o.budget.quiet_pass = true;
-    if (parse_options(argc, argv, &o) != 0)
+    o.supp_files = calloc((size_t)argc + 1, sizeof *o.supp_files);
+    if (o.supp_files == NULL) {
+        fputs("gpuleak run: out of memory\n", stderr);
+        return RUN_EXIT_INTERNAL;
+    }
+    if (parse_options(argc, argv, &o) != 0) {
+        free(o.supp_files);
         return 2;
+    }
     bool gates = o.budget.leaked || o.budget.growth || o.budget.peak;
+    supp_set_t *supp = load_suppressions(&o);
+    free(o.supp_files);
+    if (supp == NULL)
+        return 2;
     char *shim = find_shim();
     if (shim == NULL) {
         fputs("gpuleak run: libgpuleak.so not found beside the gpuleak binary or in ../lib\n", stderr);
+        supp_free(supp);
         return RUN_EXIT_INTERNAL;
     }
     const char *output = o.output;
@@ -469,8 +497,11 @@ int run_main(int argc, char **argv)
             }
             if (!made_tmpdir || asprintf(&tmp_output, "%s/gpuleak-%%p.json", templ) < 0) {
                 fprintf(stderr, "gpuleak run: cannot make a temporary directory: %s\n", strerror(errno));
+                if (made_tmpdir)
+                    rmdir(templ);
                 free(templ);
                 free(shim);
+                supp_free(supp);
                 return RUN_EXIT_INTERNAL;
             }
             output = tmp_output;
@@ -484,29 +515,33 @@ int run_main(int argc, char **argv)
         if (glob_pattern != NULL)
             snapshot(glob_pattern, &before);
     }
+    int code;
+    bool failed = false;
     if (set_environment(&o, shim, output) != 0) {
         fprintf(stderr, "gpuleak run: cannot set the environment: %s\n", strerror(errno));
-        free(shim);
-        return RUN_EXIT_INTERNAL;
+        code = RUN_EXIT_INTERNAL;
+    } else {
+        code = run_command(o.cmd);
+        if (gates && glob_pattern != NULL && code != RUN_EXIT_NOTFOUND && code != RUN_EXIT_NOEXEC) {
+            int verdict = judge(&o, supp, glob_pattern, &before, &failed);
+            if (code == 0 && verdict == CHECK_FAIL)
+                code = RUN_EXIT_GATE;
+            else if (code == 0 && verdict == CHECK_ERROR)
+                code = RUN_EXIT_INTERNAL;
+        } else if (gates && glob_pattern == NULL && code == 0) {
+            code = RUN_EXIT_INTERNAL;
+        }
     }
     free(shim);
-    int code = run_command(o.cmd);
-    if (gates && glob_pattern != NULL && code != RUN_EXIT_NOTFOUND && code != RUN_EXIT_NOEXEC) {
-        int verdict = judge(&o, glob_pattern, &before);
-        if (code == 0 && verdict == CHECK_FAIL)
-            code = RUN_EXIT_GATE;
-        else if (code == 0 && verdict == CHECK_ERROR)
-            code = RUN_EXIT_INTERNAL;
-    } else if (gates && glob_pattern == NULL && code == 0) {
-        code = RUN_EXIT_INTERNAL;
-    }
-    /* The temporary reports go once judged, unless a gate failed: then the
-     * paths in the FAIL lines must still lead somewhere. */
+    supp_free(supp);
+    /* The temporary reports go once judged, unless a gate failed (whatever
+     * the exit code says first): the paths in the FAIL lines must still
+     * lead somewhere. */
     if (made_tmpdir) {
         char *dir = strdup(tmp_output);
         if (dir != NULL && strrchr(dir, '/') != NULL) {
             *strrchr(dir, '/') = '\0';
-            if (code == RUN_EXIT_GATE)
+            if (failed)
                 fprintf(stderr, "gpuleak run: the report(s) are kept in %s\n", dir);
             else
                 remove_tmpdir(dir);

@@ -249,6 +249,17 @@ expect 23 "run --fail-on-growth" -- $G run --quiet --fail-on-growth -- "$BUILD/d
 expect 0 "run --fail-on-growth=8MiB" -- $G run --quiet --fail-on-growth=8MiB -- "$BUILD/demo"
 printf 'leak:keep_for_logging\nleak:stage_batch_buffer\n' >"$T/demo.supp"
 expect 0 "run --suppressions" -- $G run --quiet --fail-on-leak --suppressions="$T/demo.supp" -- "$BUILD/demo"
+printf 'leak:keep_for_logging\n' >"$T/one.supp"
+printf 'leak:stage_batch_buffer\n' >"$T/other.supp"
+expect 0 "run: every --suppressions file counts" -- $G run --quiet --fail-on-leak --suppressions="$T/one.supp" --suppressions "$T/other.supp" -- "$BUILD/demo"
+expect 23 "run: one of two suppressions files" -- $G run --quiet --fail-on-leak --suppressions="$T/one.supp" -- "$BUILD/demo"
+expect 2 "run: missing suppressions file, before CMD" -- $G run --fail-on-leak --suppressions="$T/nope.supp" -- sh -c ": >\"$T/ran\""
+has "$T/err" "nope.supp"
+if [ -e "$T/ran" ]; then bad "run started CMD with a missing suppressions file"; else ok; fi
+printf 'bogus:x\n' >"$T/bad.supp"
+expect 2 "run: malformed suppressions file, before CMD" -- $G run --suppressions="$T/bad.supp" -- sh -c ": >\"$T/ran\""
+has "$T/err" "bad.supp:1"
+if [ -e "$T/ran" ]; then bad "run started CMD with a malformed suppressions file"; else ok; fi
 expect 23 "run --output pattern, gate" -- $G run --quiet --output="$T/runs/g-%p.json" --fail-on-leak -- "$BUILD/demo"
 has "$T/err" "$T/runs/g-"
 expect 23 "run gate sees only this run's report" -- $G run --quiet --output="$T/runs/g-%p.json" --fail-on-leak -- "$BUILD/demo"
@@ -257,6 +268,8 @@ expect 0 "run --stack-depth=0 --no-python" -- $G run --quiet --stack-depth=0 --n
 if grep -q '"stack":\[\]' "$T/runs/d0.json"; then ok; else bad "--stack-depth=0 not passed"; fi
 expect 3 "run passes the exit code" -- $G run -- sh -c 'exit 3'
 expect 3 "run: CMD's failure wins over a gate" -- $G run --quiet --fail-on-leak -- sh -c "\"$BUILD/demo\"; exit 3"
+kept=$(sed -n 's/^gpuleak run: the report(s) are kept in //p' "$T/err")
+if [ -n "$kept" ] && ls "$kept"/gpuleak-*.json >/dev/null 2>&1; then ok; rm -rf "$kept"; else bad "run: reports of a failed gate not kept when CMD failed too"; fi
 expect 137 "run: death by signal" -- $G run -- sh -c 'kill -9 $$'
 expect 127 "run: not found" -- $G run -- /nonexistent/cmd
 expect 126 "run: not executable" -- $G run -- "$FIX/demo.json"
@@ -277,6 +290,16 @@ expect 2 "no command" -- $G
 expect 2 "unknown command" -- $G frob
 expect 0 "version" -- $G version
 expect 0 "help" -- $G --help
+if [ -w /dev/full ]; then
+    for c in "report $FIX/demo.json" "check $FIX/demo.json" "diff $FIX/demo.json $FIX/demo.json" \
+             "merge $FIX/demo.json $FIX/demo.json" "export --format csv $FIX/demo.json" "version"; do
+        # shellcheck disable=SC2086
+        $G $c >/dev/full 2>"$T/err"
+        rc=$?
+        if [ $rc -eq 2 ] && [ "$(wc -l <"$T/err")" -eq 1 ] && grep -q "writing stdout failed" "$T/err"; then ok
+        else bad "$c to a full disk: exit $rc, $(cat "$T/err")"; fi
+    done
+fi
 
 echo "== fuzz crashes replayed"
 for f in tests/cli/crashes/* tests/cli/corpus/*; do
