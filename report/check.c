@@ -335,6 +335,15 @@ int check_report(FILE *out, const load_report_t *r, const check_budget_t *b, sup
         v = judge_peak(out, r, b, junit);
         verdict = v > verdict ? v : verdict;
     }
+    /* A report whose tracking stopped early holds only what came before:
+     * a pass there is not the pass of a whole run, so say so, quiet or not. */
+    if (r->tracking != NULL && strcmp(r->tracking, "on") != 0) {
+        fputs("note: ", out);
+        frames_put(out, r->path);
+        fputs(": tracking stopped early (", out);
+        frames_put(out, r->reason ? r->reason : "no reason given");
+        fputs("); the verdict covers only what was recorded before\n", out);
+    }
     if (r->teardown.n > 0 && b->leaked && !b->quiet_pass) {
         char a[UNITS_SIZE_BUF];
         fputs("note: ", out);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* A frame name in folded format may not hold ';' (the separator) or a
  * line break; spaces are fine, the count is after the last one. */
@@ -221,6 +222,14 @@ int export_main(int argc, char **argv)
         frames_put(stderr, err ? err : "out of memory");
         fputc('\n', stderr);
         free(err);
+        return 2;
+    }
+    struct stat in_st, out_st;
+    if (out_path != NULL && stat(file, &in_st) == 0 && stat(out_path, &out_st) == 0
+        && in_st.st_dev == out_st.st_dev && in_st.st_ino == out_st.st_ino) {
+        fprintf(stderr, "gpuleak export: -o %s is the report itself; it would be overwritten\n",
+                out_path);
+        load_free(r);
         return 2;
     }
     FILE *f = out_path && strcmp(out_path, "-") != 0 ? fopen(out_path, "w") : stdout;

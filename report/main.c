@@ -25,9 +25,12 @@ static void usage(FILE *f)
 {
     fputs("usage: gpuleak COMMAND [ARGS]\n"
           "  run [options] -- CMD [ARGS...]   run CMD with the shim preloaded; gates exit 23\n"
+          "        [--output=PATTERN] [--stack-depth=N] [--no-python] [--quiet]\n"
+          "        [--fail-on-leak[=SIZE]] [--fail-on-growth[=SIZE]] [--max-peak=SIZE]\n"
+          "        [--suppressions=FILE]... [--no-default-suppressions]\n"
           "  report FILE... [--top N] [--kind K] [--device D] [--full-stacks]\n"
           "  check FILE... [--max-leaked SIZE] [--max-growth SIZE] [--max-peak SIZE]\n"
-          "        [--suppressions FILE] [--no-default-suppressions] [--junit FILE]\n"
+          "        [--suppressions FILE]... [--no-default-suppressions] [--junit FILE]\n"
           "  diff OLD NEW [--threshold SIZE]\n"
           "  merge FILE...\n"
           "  export FILE --format folded|csv|chrome-trace [-o OUT]\n"
@@ -296,6 +299,12 @@ int main(int argc, char **argv)
     const char *cmd = argv[1];
     int sub_argc = argc - 2;
     char **sub_argv = argv + 2;
+    /* "gpuleak COMMAND --help": the usage, which names every command's
+     * options, rather than "unknown option". */
+    if (sub_argc >= 1 && (strcmp(sub_argv[0], "--help") == 0 || strcmp(sub_argv[0], "-h") == 0)) {
+        usage(stdout);
+        return stdout_checked(cmd, 0);
+    }
     if (strcmp(cmd, "run") == 0)
         return run_main(sub_argc, sub_argv);
     if (strcmp(cmd, "report") == 0)

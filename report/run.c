@@ -96,7 +96,7 @@ static int parse_options(int argc, char **argv, run_options_t *o)
         else if (opt(a, "--suppressions", &v))
             slot = &o->supp_files[o->supp_count++];  /* room for argc of them */
         if (slot != NULL) {
-            if (v == NULL && i + 1 < argc)
+            if (v == NULL && i + 1 < argc && strcmp(argv[i + 1], "--") != 0)
                 v = argv[++i];
             if (v == NULL || *v == '\0') {
                 usage_error("%s needs a value", a);

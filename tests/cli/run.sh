@@ -107,6 +107,11 @@ printf 'leak:ok\nfrob:x\n' >"$T/badsupp.txt"
 expect 2 "check bad suppressions" -- $G check $FIX/demo.json --suppressions "$T/badsupp.txt"
 has "$T/err" "badsupp.txt:2: unknown suppression type"
 expect 2 "check missing suppressions" -- $G check $FIX/demo.json --suppressions "$T/nope.txt"
+sed -e 's/"tracking": "on"/"tracking": "off"/' -e 's/"reason": null/"reason": "out of records"/' $FIX/demo.json >"$T/off.json"
+expect 0 "check a report whose tracking stopped" -- $G check "$T/off.json" --max-leaked 100MiB
+has "$T/out" "tracking stopped early (out of records); the verdict covers only what was recorded before"
+expect 0 "check a complete report: no such note" -- $G check $FIX/demo.json --max-leaked 100MiB
+hasnt "$T/out" "tracking stopped early"
 expect 1 "check --max-peak" -- $G check $FIX/demo.json --max-leaked 1GiB --max-peak 10MiB
 has "$T/out" "--max-peak 10.0 MiB: peak GPU memory 15728640 byte(s)"
 expect 0 "check --max-peak ok" -- $G check $FIX/demo.json --max-peak 16MiB
@@ -222,6 +227,10 @@ has "$T/t.csv" "t_s,bytes,device,pool,vmm,managed,host,array"
 python3 -c "import json,sys; d=json.load(open('$FIX/demo.json')); d.pop('timeline'); json.dump(d, open('$T/notl.json','w'))"
 expect 0 "export csv (sites)" -- $G export "$T/notl.json" --format=csv
 has "$T/out" '4,"device",0,10485760,5,0,10485760,10485760,"keep_for_logging","tests/demo/demo.c",23,"demo",0x1291'
+cp "$T/notl.json" "$T/self.json"
+expect 2 "export -o onto its own input" -- $G export "$T/self.json" --format csv -o "$T/self.json"
+has "$T/err" "is the report itself"
+if cmp -s "$T/notl.json" "$T/self.json"; then ok; else bad "export -o overwrote its input"; fi
 expect 0 "export chrome-trace" -- $G export $FIX/demo.json --format chrome-trace -o "$T/trace.json"
 if python3 -c "
 import json,sys; d=json.load(open('$T/trace.json'))
@@ -278,6 +287,8 @@ expect 2 "run: no command" -- $G run --quiet
 expect 2 "run: bad size" -- $G run --fail-on-leak=lots -- true
 expect 2 "run: bad stack depth" -- $G run --stack-depth=999 -- true
 expect 2 "run: unknown option" -- $G run --frob -- true
+expect 2 "run: --output takes no \"--\" for its value" -- $G run --output -- true
+has "$T/err" "--output needs a value"
 LD_PRELOAD=/nonexistent-preload.so expect 0 "run keeps LD_PRELOAD" -- $G run -- sh -c 'case "$LD_PRELOAD" in *libgpuleak.so:/nonexistent-preload.so) exit 0;; *) exit 9;; esac'
 expect 0 "run: variables" -- $G run --quiet --no-python --stack-depth=5 --output=x -- sh -c '[ "$GPULEAK_SUMMARY" = 0 ] && [ "$GPULEAK_PYTHON" = 0 ] && [ "$GPULEAK_STACK_DEPTH" = 5 ] && [ "$GPULEAK_OUTPUT" = x ]'
 
@@ -290,6 +301,10 @@ expect 2 "no command" -- $G
 expect 2 "unknown command" -- $G frob
 expect 0 "version" -- $G version
 expect 0 "help" -- $G --help
+for c in run report check diff merge export; do
+    expect 0 "$c --help" -- $G $c --help
+    has "$T/out" "usage: gpuleak COMMAND"
+done
 if [ -w /dev/full ]; then
     for c in "report $FIX/demo.json" "check $FIX/demo.json" "diff $FIX/demo.json $FIX/demo.json" \
              "merge $FIX/demo.json $FIX/demo.json" "export --format csv $FIX/demo.json" "version"; do
