@@ -2,6 +2,7 @@
 #include "log.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,7 +59,8 @@ static const option_spec_t options[] = {
                "Seconds between snapshot reports, so a SIGKILL loses at most one; 0 turns them off."),
     INT_OPTION("GPULEAK_DUMP_SIGNAL", dump_signal, 12, 0, 64,
                "Signal that writes a report now and lets the program run on (12 is SIGUSR2); "
-               "0 turns it off; never taken when the program has its own handler."),
+               "0 turns it off; never taken when the program has its own handler; fault signals "
+               "and SIGKILL and SIGSTOP are refused."),
     BOOL_OPTION("GPULEAK_FAST_UNWIND", fast_unwind, 1,
                 "1 steps native frames by each address's cached unwind rule, asking libunwind "
                 "only where a frame needs more; 0 always asks libunwind."),
@@ -103,6 +105,21 @@ static int parse_bounded_long(const char *text, long min, long max, long *out)
     return 0;
 }
 
+int config_enabled_at_load(const char *value)
+{
+    long enabled;
+    return value == NULL || parse_bounded_long(value, 0, 1, &enabled) != 0 || enabled == 1;
+}
+
+/* Signals a dump handler must not take: a fault signal's handler returns to
+ * the faulting instruction, which faults again (a crash would become an
+ * endless loop of reports), and SIGKILL and SIGSTOP cannot be caught. */
+static int unusable_dump_signal(int sig)
+{
+    return sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL || sig == SIGTRAP
+        || sig == SIGSYS || sig == SIGKILL || sig == SIGSTOP;
+}
+
 int config_load(void)
 {
     int invalid = 0;
@@ -140,6 +157,12 @@ int config_load(void)
         else
             log_line("%s=%s is not a whole number from %ld to %ld; using the default %s",
                      spec->doc.name, text, spec->min, spec->max, spec->doc.default_text);
+    }
+    if (unusable_dump_signal(config.dump_signal)) {
+        log_line("GPULEAK_DUMP_SIGNAL=%d is a fault signal or cannot be caught; using the default 12",
+                 config.dump_signal);
+        config.dump_signal = 12;
+        invalid++;
     }
     return invalid;
 }

@@ -37,6 +37,11 @@ int config_load(void);
  * else (then the default applies, and config_load says so). */
 int config_torch_allocator_native(const char *value);
 
+/* Reads a GPULEAK_ENABLE value before config_load (at load time): 0 only
+ * when it parses as 0, exactly as config_load would read it; unset or
+ * invalid is the default, 1 (config_load says so later). */
+int config_enabled_at_load(const char *value);
+
 /* One documented option, for `gpuleak options` and the tests that keep the
  * README honest. */
 typedef struct config_option {

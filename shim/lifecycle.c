@@ -23,6 +23,7 @@ static pthread_once_t start_once = PTHREAD_ONCE_INIT;
 static lifecycle_sampler_t start_sampler;
 static _Atomic(const char *) stop_reason;
 static _Atomic int started;      /* the report is owed at exit */
+static _Atomic int starting;     /* start_tracking has begun (it may not have ended) */
 static uint64_t epoch_offset_ns;
 static uint64_t started_ns;
 
@@ -40,8 +41,7 @@ const char *lifecycle_torch_mode(void)
  * same speed (DESIGN.md). A value the user set is never touched. */
 __attribute__((constructor)) static void choose_torch_allocator(void)
 {
-    const char *enable = getenv("GPULEAK_ENABLE");
-    if (enable != NULL && strcmp(enable, "0") == 0)
+    if (!config_enabled_at_load(getenv("GPULEAK_ENABLE")))
         return;
     if (getenv("PYTORCH_CUDA_ALLOC_CONF") != NULL) {
         torch_mode = "user";
@@ -64,17 +64,36 @@ uint64_t lifecycle_epoch_offset_ns(void)
 }
 
 /* A forked child inherits the parent's tables, so its own report would
- * repeat the parent's allocations: the child forwards every call untouched
- * and writes nothing (documented). No lock is taken here, so a fork while
- * another thread holds a shim lock cannot deadlock the child. */
+ * repeat the parent's allocations: once the parent has begun to track, the
+ * child forwards every call untouched and writes nothing (documented). A
+ * child of a parent that never began tracks on its own, as a process
+ * started with exec would. No lock is taken here, so a fork while another
+ * thread holds a shim lock cannot deadlock the child; and since a fork
+ * while another thread was inside start_tracking counts as begun, the
+ * child never runs start_tracking again over locks (libunwind's among
+ * them) held by a thread it does not have. */
 static void child_after_fork(void)
 {
+    if (!atomic_load(&starting))
+        return;
     atomic_store(&lifecycle_state_now, LIFECYCLE_OFF);
     atomic_store(&started, 0);
 }
 
+/* Registered at load, before any thread can be starting to track. */
+__attribute__((constructor)) static void watch_forks(void)
+{
+    pthread_atfork(NULL, NULL, child_after_fork);
+}
+
+int lifecycle_report_owed(void)
+{
+    return atomic_load(&started);
+}
+
 static void start_tracking(void)
 {
+    atomic_store(&starting, 1);
     guard_depth++;
     struct timespec real, mono;
     clock_gettime(CLOCK_REALTIME, &real);
@@ -98,7 +117,6 @@ static void start_tracking(void)
     if (config.python_frames)
         python_init();
     selftime_init(config.self_time);
-    pthread_atfork(NULL, NULL, child_after_fork);
     atomic_store(&started, 1);
     atomic_store_explicit(&lifecycle_state_now, LIFECYCLE_TRACKING, memory_order_release);
     reporter_start();

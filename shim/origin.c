@@ -21,6 +21,7 @@
 
 #include <fnmatch.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -339,6 +340,8 @@ void origin_end(void)
  * '!', keep) what the built-in table would decide otherwise, then the
  * built-in table unless GPULEAK_ORIGIN_RULES=none. On a lack of memory the
  * user's globs are dropped and the built-in table is used as it is. */
+static _Atomic int warned_rules;  /* origin_init runs at every report: warn once */
+
 void origin_init(void)
 {
     origin_end();
@@ -346,7 +349,7 @@ void origin_init(void)
     int builtin = 1;
     if (mode != NULL && strcmp(mode, "none") == 0)
         builtin = 0;
-    else if (mode != NULL && *mode != '\0' && strcmp(mode, "default") != 0)
+    else if (mode != NULL && *mode != '\0' && strcmp(mode, "default") != 0 && !atomic_exchange(&warned_rules, 1))
         log_line("GPULEAK_ORIGIN_RULES=%s is not \"none\" or \"default\"; using the default", mode);
 
     size_t builtin_count = builtin ? sizeof builtin_rules / sizeof builtin_rules[0] : 0;

@@ -26,11 +26,13 @@ static const int fatal_signals[] = { SIGTERM, SIGINT, SIGHUP };
 
 /* Fatal-signal handler: asks the thread for the report, waits for it (a
  * bounded time), then dies of the signal with its default action, so the
- * parent sees the same exit status as without the shim. */
+ * parent sees the same exit status as without the shim. A forked child,
+ * which inherits the handler but owes no report and has no reporter
+ * thread, dies at once. */
 static void on_fatal_signal(int sig)
 {
     int expected = 0;
-    if (atomic_compare_exchange_strong(&fatal_signal, &expected, sig)) {
+    if (lifecycle_report_owed() && atomic_compare_exchange_strong(&fatal_signal, &expected, sig)) {
         sem_post(&wake);
         struct timespec tick = { 0, 10 * 1000 * 1000 };
         for (int waited = 0; waited < FATAL_REPORT_WAIT_MS && !atomic_load(&fatal_reported);

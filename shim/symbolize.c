@@ -23,6 +23,7 @@
  * "?"), never crashes. */
 #define _GNU_SOURCE
 #include "symbolize.h"
+#include "log.h"
 
 #include <dlfcn.h>
 #include <dwarf.h>
@@ -32,6 +33,7 @@
 #include <limits.h>
 #include <link.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -380,11 +382,20 @@ static void find_module(uintptr_t pc, symbolized_frame_t *fr)
 
 /* ---- libdw ------------------------------------------------------------ */
 
-/* True when the user asked for the dladdr-only path (see top of file). */
+/* True when the user asked for the dladdr-only path (see top of file). A
+ * value other than 0 or 1 is named once and the default (0) used, as for
+ * every GPULEAK_ variable. */
 static int libdw_disabled(void)
 {
+    static _Atomic int warned;
     const char *e = getenv("GPULEAK_NO_LIBDW");
-    return e && *e && strcmp(e, "0") != 0;
+    if (e == NULL || *e == '\0' || strcmp(e, "0") == 0)
+        return 0;
+    if (strcmp(e, "1") == 0)
+        return 1;
+    if (!atomic_exchange(&warned, 1))
+        log_line("GPULEAK_NO_LIBDW=%s is not 0 or 1; using the default 0", e);
+    return 0;
 }
 
 /* dlopens libdw and resolves every entry point; all or nothing, so the

@@ -6,6 +6,12 @@
  *                   "ready", wait for the signal
  *   fork            leak in the parent, fork; the child allocates, frees and
  *                   exits 0; the parent waits and exits 0
+ *   fork-while-starting MICROSECONDS
+ *                   a thread makes the process's first allocation (which
+ *                   starts tracking) while the main thread forks after the
+ *                   delay; the child allocates, frees and exits 0
+ *   fork-term       leak, fork a child that waits; SIGTERM it and exit 0
+ *                   when it died of the signal within a second, 3 when not
  *   stress SECONDS THREADS
  *                   THREADS threads allocate and free at random across every
  *                   family for SECONDS, while the main thread forks children
@@ -48,6 +54,60 @@ static double now_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void *first_allocation(void *unused)
+{
+    (void)unused;
+    OK(cuCtxSetCurrent(context));
+    CUdeviceptr p;
+    OK(cuMemAlloc(&p, 256));
+    OK(cuMemFree(p));
+    return NULL;
+}
+
+/* The child's allocation and free; _exit keeps the fake's books (written
+ * at exit) the parent's alone. */
+static void child_allocates(void)
+{
+    CUdeviceptr p;
+    if (cuMemAlloc(&p, 64) != CUDA_SUCCESS || cuMemFree(p) != CUDA_SUCCESS)
+        _exit(1);
+    _exit(0);
+}
+
+static int fork_while_starting(long delay_us)
+{
+    pthread_t first;
+    pthread_create(&first, NULL, first_allocation, NULL);
+    struct timespec delay = { delay_us / 1000000, (delay_us % 1000000) * 1000 };
+    nanosleep(&delay, NULL);
+    pid_t child = fork();
+    if (child == 0)
+        child_allocates();
+    int status;
+    EXPECT(waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    pthread_join(first, NULL);
+    return 0;
+}
+
+static int fork_term(void)
+{
+    leak_before_sleep();
+    pid_t child = fork();
+    if (child == 0) {
+        for (;;)
+            pause();
+    }
+    struct timespec settle = { 0, 50 * 1000 * 1000 };
+    nanosleep(&settle, NULL);
+    double sent = now_s();
+    kill(child, SIGTERM);
+    int status;
+    EXPECT(waitpid(child, &status, 0) == child);
+    double took = now_s() - sent;
+    printf("child died of signal %d after %.3f s\n", WIFSIGNALED(status) ? WTERMSIG(status) : 0, took);
+    return WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM && took < 1.0 ? 0 : 3;
 }
 
 /* What a stress thread holds: a ring of live allocations of every family. */
@@ -200,6 +260,10 @@ int main(int argc, char **argv)
         EXPECT(waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0);
         return 0;
     }
+    if (strcmp(mode, "fork-while-starting") == 0 && argc > 2)
+        return fork_while_starting(atol(argv[2]));
+    if (strcmp(mode, "fork-term") == 0)
+        return fork_term();
     if (strcmp(mode, "stress") == 0 && argc > 3)
         return stress(atof(argv[2]), atoi(argv[3]));
     return prog_bad_mode(mode);

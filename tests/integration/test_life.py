@@ -91,6 +91,36 @@ class LifeTest(Base):
         self.assertEqual(rep["process"]["pid"], r.pid)
         self.assertEqual(rep["totals"]["allocations"], 3)
 
+    def test_fork_while_tracking_starts_never_hangs_the_child(self):
+        # A fork while another thread is starting tracking once left the
+        # child to start it again over a libunwind lock held by a thread it
+        # does not have: about a quarter of these runs hung for good.
+        env = clean_env()
+        env.update({"LD_PRELOAD": str(SHIM), "GPULEAK_OUTPUT": os.path.join(self.tmp, "r-%p.json")})
+        for delay_us in range(0, 800, 20):
+            proc = subprocess.Popen([str(PROG), "fork-while-starting", str(delay_us)], env=env,
+                                    cwd=self.tmp, text=True, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, start_new_session=True)
+            try:
+                _, stderr = proc.communicate(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.communicate()
+                self.fail("fork %d us into the first call: the process hung" % delay_us)
+            self.assertEqual(proc.returncode, 0, stderr)
+        # Every parent wrote its report (a child forked before tracking had
+        # begun may write its own too).
+        pids = {report_files.load(p)["process"]["pid"]
+                for p in glob.glob(os.path.join(self.tmp, "r-*.json"))}
+        self.assertGreaterEqual(len(pids), 40)
+
+    def test_sigterm_kills_a_forked_child_at_once(self):
+        # The child inherits the fatal-signal handler but not the reporter
+        # thread it waits for: it waited 5 s before dying.
+        r = run([PROG, "fork-term"], self.tmp, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("died of signal 15", r.stdout)
+
     def test_children_write_their_own_reports(self):
         script = f"{PROG} sleep 0 & {PROG} sleep 0; wait"
         r = run(["/bin/sh", "-c", script], self.tmp)

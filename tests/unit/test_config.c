@@ -106,6 +106,45 @@ START_TEST(unset_options_hold_their_documented_defaults)
 }
 END_TEST
 
+/* A fault signal's handler returns to the faulting instruction, which
+ * faults again: a crash would become an endless loop of reports. */
+START_TEST(fault_signals_are_refused_as_the_dump_signal)
+{
+    char err[1024];
+    const char *refused[] = { "11", "7", "8", "4", "5", "31", "9", "19" };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        setenv("GPULEAK_DUMP_SIGNAL", refused[i], 1);
+        ck_assert_int_eq(load_capturing(err, sizeof err), 1);
+        ck_assert_int_eq(config.dump_signal, 12);
+        ck_assert_ptr_nonnull(strstr(err, "GPULEAK_DUMP_SIGNAL="));
+        ck_assert_ptr_nonnull(strstr(err, "default 12"));
+    }
+    setenv("GPULEAK_DUMP_SIGNAL", "10", 1);
+    ck_assert_int_eq(load_capturing(err, sizeof err), 0);
+    ck_assert_int_eq(config.dump_signal, 10);
+    unsetenv("GPULEAK_DUMP_SIGNAL");
+}
+END_TEST
+
+/* The load-time reading of GPULEAK_ENABLE (which decides whether PyTorch's
+ * allocator setting is touched) agrees with config_load's. */
+START_TEST(enable_at_load_reads_as_config_load_does)
+{
+    char err[1024];
+    const char *values[] = { "0", "00", "+0", " 0", "1", "01", "2", "abc", "", "0x0" };
+    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
+        setenv("GPULEAK_ENABLE", values[i], 1);
+        load_capturing(err, sizeof err);
+        ck_assert_msg(config_enabled_at_load(values[i]) == config.enabled,
+                      "GPULEAK_ENABLE=\"%s\": at load %d, config_load %d", values[i],
+                      config_enabled_at_load(values[i]), config.enabled);
+    }
+    ck_assert_int_eq(config_enabled_at_load("00"), 0);
+    ck_assert_int_eq(config_enabled_at_load(NULL), 1);
+    unsetenv("GPULEAK_ENABLE");
+}
+END_TEST
+
 START_TEST(every_option_is_in_the_readme)
 {
     static char text[1 << 20];
@@ -126,6 +165,8 @@ int main(void)
     tcase_add_test(tc, valid_values_are_taken);
     tcase_add_test(tc, invalid_values_name_variable_and_default);
     tcase_add_test(tc, unset_options_hold_their_documented_defaults);
+    tcase_add_test(tc, fault_signals_are_refused_as_the_dump_signal);
+    tcase_add_test(tc, enable_at_load_reads_as_config_load_does);
     tcase_add_test(tc, every_option_is_in_the_readme);
     suite_add_tcase(suite, tc);
     return suite_run(suite, 0);

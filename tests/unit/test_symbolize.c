@@ -236,6 +236,36 @@ START_TEST(test_static_function)
 }
 END_TEST
 
+/* GPULEAK_NO_LIBDW other than 0 or 1: one line naming it, and the default
+ * (libdw used), as for every variable; it once turned libdw off silently. */
+START_TEST(test_no_libdw_invalid_value)
+{
+    int line = 0;
+    uintptr_t ra = static_caller(&line);
+    setenv("GPULEAK_NO_LIBDW", "false", 1);
+    int pipefd[2];
+    ck_assert_int_eq(pipe(pipefd), 0);
+    int saved = dup(STDERR_FILENO);
+    dup2(pipefd[1], STDERR_FILENO);
+    ck_assert_int_eq(symbolize_begin(), 0);
+    symbolized_frame_t f[8];
+    int n = symbolize_address(ra, f, 8);
+    symbolize_end();
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    close(pipefd[1]);
+    char err[512];
+    ssize_t got = read(pipefd[0], err, sizeof err - 1);
+    err[got > 0 ? got : 0] = '\0';
+    close(pipefd[0]);
+    use_libdw();
+    ck_assert_ptr_nonnull(strstr(err, "GPULEAK_NO_LIBDW=false"));
+    ck_assert_ptr_nonnull(strstr(err, "default 0"));
+    ck_assert_int_eq(n, 1);
+    ck_assert_str_eq(base_name(f[0].file), "test_symbolize.c");  /* libdw's line table */
+}
+END_TEST
+
 /* The inlined helper comes first with the line inside it, then the real
  * function with the line of the inlined call. */
 START_TEST(test_inlined_frames)
@@ -549,6 +579,7 @@ static Suite *symbolize_suite(void)
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_static_function);
+    tcase_add_test(tc, test_no_libdw_invalid_value);
     tcase_add_test(tc, test_inlined_frames);
     tcase_add_test(tc, test_libc);
     tcase_add_test(tc, test_no_module);
