@@ -445,6 +445,27 @@ static int judge(const run_options_t *o, supp_set_t *supp, const char *glob_patt
     return verdict;
 }
 
+/* Whether --output's directory cannot take the report: a usage error found
+ * before CMD runs, where the shim would only fall back to $TMPDIR after it
+ * and the gates find nothing. A directory with a % escape in it is left to
+ * the shim, which alone knows what it expands to. Prints why. */
+static bool output_dir_unusable(const char *pattern)
+{
+    const char *slash = strrchr(pattern, '/');
+    if (slash == NULL)
+        return false;
+    char *dir = strndup(pattern, slash == pattern ? 1 : (size_t)(slash - pattern));
+    if (dir == NULL || strchr(dir, '%') != NULL) {
+        free(dir);
+        return false;
+    }
+    bool unusable = access(dir, W_OK | X_OK) != 0;
+    if (unusable)
+        fprintf(stderr, "gpuleak run: --output: cannot write in %s: %s\n", dir, strerror(errno));
+    free(dir);
+    return unusable;
+}
+
 /* Entry point for `gpuleak run`; argv starts after "run". Returns the exit
  * status documented in README.md, "Exit codes". */
 int run_main(int argc, char **argv)
@@ -461,6 +482,10 @@ int run_main(int argc, char **argv)
         return RUN_EXIT_INTERNAL;
     }
     if (parse_options(argc, argv, &o) != 0) {
+        free(o.supp_files);
+        return 2;
+    }
+    if (o.output != NULL && output_dir_unusable(o.output)) {
         free(o.supp_files);
         return 2;
     }

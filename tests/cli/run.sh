@@ -289,6 +289,9 @@ expect 2 "run: bad stack depth" -- $G run --stack-depth=999 -- true
 expect 2 "run: unknown option" -- $G run --frob -- true
 expect 2 "run: --output takes no \"--\" for its value" -- $G run --output -- true
 has "$T/err" "--output needs a value"
+expect 2 "run: --output in a missing directory, before CMD" -- $G run --output="$T/none/r-%p.json" --fail-on-leak -- sh -c ": >\"$T/ran\""
+has "$T/err" "cannot write in $T/none"
+if [ -e "$T/ran" ]; then bad "run started CMD with an unusable --output directory"; else ok; fi
 LD_PRELOAD=/nonexistent-preload.so expect 0 "run keeps LD_PRELOAD" -- $G run -- sh -c 'case "$LD_PRELOAD" in *libgpuleak.so:/nonexistent-preload.so) exit 0;; *) exit 9;; esac'
 expect 0 "run: variables" -- $G run --quiet --no-python --stack-depth=5 --output=x -- sh -c '[ "$GPULEAK_SUMMARY" = 0 ] && [ "$GPULEAK_PYTHON" = 0 ] && [ "$GPULEAK_STACK_DEPTH" = 5 ] && [ "$GPULEAK_OUTPUT" = x ]'
 
