@@ -243,12 +243,20 @@ void text_timeline_chart(FILE *f, const load_report_t *r, int width, int height)
     int peak_col = span ? (int)((double)(r->points[peak_point].t_ns - t0) / (double)span * (width - 1)) : 0;
     if (peak_col < 0 || peak_col >= width)
         peak_col = width - 1;
+    /* A point's time is its interval's end, and intervals widen as the run
+     * goes on: when the chart's highest point is the exact peak, the title
+     * gives the peak's own time, as the header above does; the '#' column
+     * is the interval that holds it. */
+    double peak_s = (double)(r->points[peak_point].t_ns - t0) / 1e9;
+    double exact = seconds_since_start(r, r->peak_time_ns);
+    if (max == r->totals.peak_bytes && exact >= 0 && exact <= peak_s)
+        peak_s = exact;
     const char *unit;
     double scale;
     axis_unit(max, &unit, &scale);
     char a[UNITS_SIZE_BUF];
     fprintf(f, "\nTimeline: live GPU memory, peak %s at %.2f s ('#' marks the peak)\n",
-            units_format_size(max, a), (double)(r->points[peak_point].t_ns - t0) / 1e9);
+            units_format_size(max, a), peak_s);
     fprintf(f, "    %s\n", unit);
     for (int row = height; row >= 1; row--) {
         if (row == height)
