@@ -125,6 +125,7 @@ int config_load(void)
     int invalid = 0;
     for (size_t i = 0; i < sizeof options / sizeof options[0]; i++) {
         const option_spec_t *spec = &options[i];
+        int refused_signal = 0;  /* a whole number, in range, that no handler may take */
         if (spec->type == OPTION_STRING)
             *(const char **)spec->field = spec->doc.default_text;
         else if (spec->type == OPTION_INT || spec->type == OPTION_BOOL)
@@ -143,12 +144,18 @@ int config_load(void)
         } else {
             long value;
             if (parse_bounded_long(text, spec->min, spec->max, &value) == 0) {
-                *(int *)spec->field = (int)value;
-                continue;
+                refused_signal = spec->field == &config.dump_signal && unusable_dump_signal((int)value);
+                if (!refused_signal) {
+                    *(int *)spec->field = (int)value;
+                    continue;
+                }
             }
         }
         invalid++;
-        if (spec->type == OPTION_STRING)
+        if (refused_signal)
+            log_line("%s=%s is a fault signal or cannot be caught; using the default %s",
+                     spec->doc.name, text, spec->doc.default_text);
+        else if (spec->type == OPTION_STRING)
             log_line("%s is empty; using the default %s", spec->doc.name,
                      spec->doc.default_text);
         else if (spec->type == OPTION_TORCH)
@@ -157,12 +164,6 @@ int config_load(void)
         else
             log_line("%s=%s is not a whole number from %ld to %ld; using the default %s",
                      spec->doc.name, text, spec->min, spec->max, spec->doc.default_text);
-    }
-    if (unusable_dump_signal(config.dump_signal)) {
-        log_line("GPULEAK_DUMP_SIGNAL=%d is a fault signal or cannot be caught; using the default 12",
-                 config.dump_signal);
-        config.dump_signal = 12;
-        invalid++;
     }
     return invalid;
 }
