@@ -29,6 +29,11 @@ PROG_SRC := $(wildcard tests/integration/prog_*.c)
 PROG_BIN := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(PROG_SRC))
 
 FAKECUDA := $(BUILD)/fakecuda/libcuda.so.1
+# A fake of PyTorch's libc10_cuda.so (tests/fakecuda/fake_c10_cuda.cpp) and
+# a stripped copy, for the tensor events' tests.
+CXX ?= c++
+FAKEC10 := $(BUILD)/fakec10/libc10_cuda.so
+FAKEC10_STRIPPED := $(BUILD)/fakec10-stripped/libc10_cuda.so
 
 .PHONY: all test unit integration sanitize demo bench deps clean install cli-test fuzz
 
@@ -49,6 +54,15 @@ $(BUILD)/gpuleak: $(CLI_OBJ)
 $(FAKECUDA): tests/fakecuda/fakecuda.c | $(BUILD)/fakecuda
 	$(CC) $(ALL_CFLAGS) -shared -Wl,-soname,libcuda.so.1 -o $@ $< -lpthread
 	ln -sf libcuda.so.1 $(BUILD)/fakecuda/libcuda.so
+
+$(FAKEC10): tests/fakecuda/fake_c10_cuda.cpp $(FAKECUDA)
+	@mkdir -p $(@D)
+	$(CXX) -O1 -g -std=c++17 $(WARN) -fPIC -shared -fvisibility=hidden -I$(CUDA_HOME)/include \
+	    -o $@ $< -L$(BUILD)/fakecuda -lcuda
+
+$(FAKEC10_STRIPPED): $(FAKEC10)
+	@mkdir -p $(@D)
+	strip --strip-all -o $@ $<
 
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(CORE_OBJ) | $(BUILD)/tests
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(CORE_OBJ) -lcheck -lsubunit -lm -lrt $(SHIM_LIBS) $(TEST_LIBS)
@@ -85,7 +99,7 @@ deps:
 unit: deps $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
 
-integration: deps all $(PROG_BIN)
+integration: deps all $(PROG_BIN) $(FAKEC10) $(FAKEC10_STRIPPED)
 	$(PYTHON) -m unittest discover -s tests/integration -p 'test_*.py' -v
 
 # The unit suites and the gpuleak command again, under AddressSanitizer and

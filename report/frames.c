@@ -19,10 +19,7 @@ const char *frames_basename(const char *path)
 /* The same phrases as the shim's exit summary, so both texts match. */
 const char *frames_kind_phrase(const char *kind)
 {
-    static const char *const phrases[LOAD_KINDS] = {
-        "device memory", "stream-ordered pool memory", "VMM physical memory",
-        "managed memory", "pinned host memory", "CUDA array memory",
-    };
+    static const char *const phrases[LOAD_KINDS] = { REPORT_KINDS(REPORT_KIND_PHRASE) };
     int k = load_kind_index(kind);
     return k >= 0 ? phrases[k] : "memory";
 }

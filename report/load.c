@@ -18,7 +18,7 @@
 #define LOAD_MAX_BYTES (1024ULL * 1024 * 1024)
 #define WHERE_MAX 160
 
-const char *const load_kind_names[LOAD_KINDS] = { "device", "pool", "vmm", "managed", "host", "array" };
+const char *const load_kind_names[LOAD_KINDS] = { REPORT_KINDS(REPORT_KIND_NAME) };
 
 typedef struct {
     const char *name;

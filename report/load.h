@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "report_format.h"
+
 typedef struct {
     const char *function; /* NULL when not symbolized */
     const char *file;     /* NULL when no line info */
@@ -76,7 +78,7 @@ typedef struct {
 } load_device_t;
 
 /* The kinds a timeline point may break its bytes into, in report order. */
-#define LOAD_KINDS 6
+#define LOAD_KINDS REPORT_KIND_COUNT
 extern const char *const load_kind_names[LOAD_KINDS];
 
 /* t_ns is nanoseconds since timeline_start_ns (the shim writes offsets;

@@ -16,11 +16,11 @@ config_t config;
  * stays the one list of variables. */
 enum option_type { OPTION_INT, OPTION_BOOL, OPTION_STRING, OPTION_TORCH, OPTION_MODULE };
 
-int config_torch_allocator_native(const char *value)
+int config_torch_allocator_async(const char *value)
 {
-    if (value == NULL || strcmp(value, "async") == 0)
+    if (value == NULL || strcmp(value, "native") == 0)
         return 0;
-    return strcmp(value, "native") == 0 ? 1 : -1;
+    return strcmp(value, "async") == 0 ? 1 : -1;
 }
 
 typedef struct option_spec {
@@ -66,9 +66,11 @@ static const option_spec_t options[] = {
                 "only where a frame needs more; 0 always asks libunwind."),
     BOOL_OPTION("GPULEAK_SELF_TIME", self_time, 0,
                 "1 times the shim's own work in each call (four clock reads a call) and reports it."),
-    { { "GPULEAK_TORCH_ALLOCATOR", "async",
-        "async sets PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync when unset, so each "
-        "tensor is one allocation; native keeps PyTorch's caching allocator." },
+    { { "GPULEAK_TORCH_ALLOCATOR", "native",
+        "native leaves PyTorch's allocator as the program set it and follows its tensors "
+        "through the caching allocator's own events; async sets "
+        "PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync when unset, which changes the "
+        "program (its speed, fragmentation and peak; CUDA graph trees fail)." },
       OPTION_TORCH, NULL, 0, 0, 0 },
     { { "GPULEAK_ORIGIN_SKIP", "(empty)",
         "Extra globs, colon-separated, for frames that are never a site's origin; "
@@ -139,7 +141,7 @@ int config_load(void)
                 continue;
             }
         } else if (spec->type == OPTION_TORCH) {
-            if (config_torch_allocator_native(text) >= 0)
+            if (config_torch_allocator_async(text) >= 0)
                 continue;
         } else {
             long value;
@@ -159,7 +161,7 @@ int config_load(void)
             log_line("%s is empty; using the default %s", spec->doc.name,
                      spec->doc.default_text);
         else if (spec->type == OPTION_TORCH)
-            log_line("%s=%s is neither async nor native; using the default %s",
+            log_line("%s=%s is neither native nor async; using the default %s",
                      spec->doc.name, text, spec->doc.default_text);
         else
             log_line("%s=%s is not a whole number from %ld to %ld; using the default %s",

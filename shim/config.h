@@ -32,10 +32,11 @@ extern config_t config;
  * kept. Returns the number of invalid values found. */
 int config_load(void);
 
-/* Reads a GPULEAK_TORCH_ALLOCATOR value: 1 for "native" (keep PyTorch's
- * caching allocator), 0 for "async" or unset (the default), -1 for anything
- * else (then the default applies, and config_load says so). */
-int config_torch_allocator_native(const char *value);
+/* Reads a GPULEAK_TORCH_ALLOCATOR value: 1 for "async" (switch PyTorch to
+ * its cudaMallocAsync backend, on request only), 0 for "native" or unset
+ * (the default: the program's allocator untouched), -1 for anything else
+ * (then the default applies, and config_load says so). */
+int config_torch_allocator_async(const char *value);
 
 /* Reads a GPULEAK_ENABLE value before config_load (at load time): 0 only
  * when it parses as 0, exactly as config_load would read it; unset or

@@ -36,9 +36,11 @@ const char *lifecycle_torch_mode(void)
 
 /* PyTorch reads PYTORCH_CUDA_ALLOC_CONF when its allocator starts, which
  * can precede the first driver call, so the choice is made at load time.
- * With the caching allocator the shim sees only segments; the
- * cudaMallocAsync backend makes each tensor one driver allocation at the
- * same speed (DESIGN.md). A value the user set is never touched. */
+ * The program's allocator is left alone unless GPULEAK_TORCH_ALLOCATOR=async
+ * asks for the cudaMallocAsync backend (each tensor one driver allocation,
+ * at a cost and with other fragmentation: DESIGN.md); by default tensors
+ * come from the caching allocator's events (torch_trace.h). A value the
+ * user set is never touched. */
 __attribute__((constructor)) static void choose_torch_allocator(void)
 {
     if (!config_enabled_at_load(getenv("GPULEAK_ENABLE")))
@@ -47,7 +49,7 @@ __attribute__((constructor)) static void choose_torch_allocator(void)
         torch_mode = "user";
         return;
     }
-    if (config_torch_allocator_native(getenv("GPULEAK_TORCH_ALLOCATOR")) == 1)
+    if (config_torch_allocator_async(getenv("GPULEAK_TORCH_ALLOCATOR")) != 1)
         return;
     if (setenv("PYTORCH_CUDA_ALLOC_CONF", "backend:cudaMallocAsync", 0) == 0)
         torch_mode = "cudaMallocAsync";

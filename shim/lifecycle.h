@@ -51,10 +51,11 @@ const char *lifecycle_stop_reason(void);
  * tracker time gives nanoseconds since the Unix epoch. */
 uint64_t lifecycle_epoch_offset_ns(void);
 
-/* Which PyTorch allocator the run used, for the report: "cudaMallocAsync"
- * (set by gpuleak: each tensor is one driver allocation), "native" (the
- * caching allocator kept, GPULEAK_TORCH_ALLOCATOR=native), or "user" (the
- * program set PYTORCH_CUDA_ALLOC_CONF itself, never overridden). */
+/* Which PyTorch allocator the run used, for the report: "native" (the
+ * program's allocator untouched, the default), "cudaMallocAsync" (set by
+ * gpuleak on request, GPULEAK_TORCH_ALLOCATOR=async: each tensor is one
+ * driver allocation), or "user" (the program set PYTORCH_CUDA_ALLOC_CONF
+ * itself, never overridden). */
 const char *lifecycle_torch_mode(void);
 
 /* tracker_now_ns() when tracking started. */

@@ -23,7 +23,8 @@ typedef struct live_row {
 
 static live_row_t fixed_rows[LIVE_ROWS];
 static live_row_t *site_rows;          /* LIVE_SITES of them, touched as used */
-static uint32_t epoch_row_id = UINT32_MAX;
+static uint32_t estimate_row_id = UINT32_MAX;   /* the row live_move returns */
+static _Atomic uint32_t epoch_row_id = UINT32_MAX; /* the row whose peaks start epochs */
 static _Atomic uint64_t epoch;         /* the epoch row's new peaks so far */
 
 int live_init(uint32_t epoch_row)
@@ -33,8 +34,14 @@ int live_init(uint32_t epoch_row)
     if (p == MAP_FAILED)
         return -1;
     site_rows = p;
-    epoch_row_id = epoch_row;
+    estimate_row_id = epoch_row;
+    atomic_store(&epoch_row_id, epoch_row);
     return 0;
+}
+
+void live_set_epoch_row(uint32_t id)
+{
+    atomic_store_explicit(&epoch_row_id, id, memory_order_relaxed);
 }
 
 static int64_t load(_Atomic int64_t *v)
@@ -189,7 +196,7 @@ static void raise_peak(live_row_t *row, uint32_t id, int64_t live, uint64_t now_
         return;
     atomic_store_explicit(&row->peak, (uint64_t)live, memory_order_relaxed);
     atomic_store_explicit(&row->peak_time_ns, now_ns, memory_order_relaxed);
-    if (id == epoch_row_id)
+    if (id == atomic_load_explicit(&epoch_row_id, memory_order_relaxed))
         atomic_fetch_add_explicit(&epoch, 1, memory_order_release);
 }
 
@@ -285,9 +292,9 @@ uint64_t live_move(const uint32_t *ids, unsigned n, uint64_t size, live_event_t 
     for (unsigned i = 0; locked != 0; i++, locked >>= 1, uncounted >>= 1)
         if (locked & 1)
             move_locked(ids[i], tb, share_of(tb, ids[i], 1), event, size, uncounted & 1, now_ns);
-    if (epoch_row_id >= LIVE_ROWS)
+    if (estimate_row_id >= LIVE_ROWS)
         return 0;
-    int64_t v = load(&fixed_rows[epoch_row_id].committed) + load(&b->rows[epoch_row_id].delta);
+    int64_t v = load(&fixed_rows[estimate_row_id].committed) + load(&b->rows[estimate_row_id].delta);
     return v > 0 ? (uint64_t)v : 0;
 }
 

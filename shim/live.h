@@ -24,7 +24,7 @@
  * reader sums every thread's, and the row's own counts, which take the
  * events of threads that have no share of the row.
  *
- * What each site held at the epoch row's (the GPU's) last peak is kept too,
+ * What each site held at the epoch row's (the GPU's, or the tensors') last peak is kept too,
  * without a snapshot at every peak: each part of a row (its committed
  * bytes, each thread's share) saves its value at its first change after a
  * peak, so the sum of what the parts saved, or hold when unchanged since,
@@ -72,13 +72,21 @@ typedef struct live_block {
 } live_block_t;
 
 /* Sets up the sites' rows; epoch_row is the row whose peaks live_at_peak
- * reports the moment of. Returns 0, or -1 when memory for them is lacking. */
+ * reports the moment of, and the row live_move returns. Returns 0, or -1
+ * when memory for them is lacking. */
 int live_init(uint32_t epoch_row);
+
+/* Makes id the row whose peaks live_at_peak reports the moment of (live_move
+ * still returns live_init's row). Exact only when called before id first
+ * moves: a peak it reached before would not have started an epoch. Used
+ * once PyTorch's tensors are seen, so that what was live at the peak means
+ * at the tensors' peak, not the driver's. */
+void live_set_epoch_row(uint32_t id);
 
 /* Applies event, of size bytes (below 2^62), to each of the rows ids[0..n)
  * (n <= 8, each a fixed row or a LIVE_SITE); now_ns is kept as the time of
  * a peak the move makes. The rows move in order: a peak of a later row
- * finds the earlier ones moved. Returns the epoch row's live bytes as this
+ * finds the earlier ones moved. Returns live_init's row's live bytes as this
  * thread sees them after the move, its committed bytes and this thread's
  * share, with no lock and no walk (the timeline needs a value at every
  * event): never above the peak, at a new peak the peak itself, otherwise

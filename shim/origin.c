@@ -129,7 +129,7 @@ typedef struct owner_rule {
 } owner_rule_t;
 
 #define KINDS(a) (1u << (a))
-#define OWNER_CACHING "pytorch-caching-allocator"
+#define OWNER_CACHING ORIGIN_OWNER_CACHING
 #define OWNER_TENSOR "pytorch-tensor"
 
 /* Tried per native frame, innermost first; the first rule that matches and
@@ -139,7 +139,7 @@ typedef struct owner_rule {
  * cuBLAS and others carry a static cudart of their own. */
 static const owner_rule_t owner_rules[] = {
     { ORIGIN_FUNCTION, "c10::*CudaMallocAsync*", 0, OWNER_TENSOR },
-    { ORIGIN_MODULE, "*/libc10_cuda*", KINDS(KIND_POOL), OWNER_TENSOR },
+    { ORIGIN_MODULE, "*/libc10_cuda*", KINDS(KIND_POOL) | KINDS(KIND_TENSOR), OWNER_TENSOR },
     { ORIGIN_FUNCTION, "c10::*CUDACachingAllocator*", KINDS(KIND_DEVICE) | KINDS(KIND_VMM),
       OWNER_CACHING },
     { ORIGIN_MODULE, "*/libc10_cuda*", KINDS(KIND_DEVICE) | KINDS(KIND_VMM), OWNER_CACHING },

@@ -67,6 +67,9 @@ void origin_init(void);
  * is skipped (or count is 0). */
 int origin_find(const origin_frame_t *frames, int count);
 
+/* The owner of PyTorch's caching allocator's segments. */
+#define ORIGIN_OWNER_CACHING "pytorch-caching-allocator"
+
 /* Who owns the memory of a site whose frames and kind (alloc_kind_t) are
  * given: "pytorch-caching-allocator", "pytorch-tensor", "nccl", "cublas",
  * "cudnn", "cuda-runtime", "user", or "unknown" when count is 0 (no stack

@@ -127,19 +127,34 @@ static int select_sites(const report_site_t *all, size_t count, int (*keep)(cons
     return 0;
 }
 
-static int is_leak(const report_site_t *s) { return s->stats.live_allocations > 0; }
+static int is_leak(const report_site_t *s) { return s->stats.live_allocations > 0 && !s->reserve; }
 static int is_teardown(const report_site_t *s) { return s->stats.teardown_allocations > 0; }
 static int is_failure(const report_site_t *s) { return s->stats.failures > 0; }
 static int is_used(const report_site_t *s) { return s->stats.allocations > 0 || s->stats.failures > 0; }
-static int is_at_peak(const report_site_t *s) { return s->stats.at_peak_bytes > 0; }
-static int is_growing(const report_site_t *s) { return s->growth.grew; }
+static int is_at_peak(const report_site_t *s) { return s->stats.at_peak_bytes > 0 && !s->reserve; }
+static int is_growing(const report_site_t *s) { return s->growth.grew && !s->reserve; }
 
-/* Gathers every site's counters and the sections of the report. */
+/* Whether a site is PyTorch's cache where its tensors are seen: a driver
+ * allocation whose owner is the caching allocator. Its memory is counted
+ * once, by the tensors inside it. */
+static int is_reserve(const report_view_t *view, uint32_t id, int kind)
+{
+    if (view->tensors.allocations == 0 || (kind != KIND_DEVICE && kind != KIND_VMM))
+        return 0;
+    origin_site_t o;
+    origin_site(id, kind, &o);
+    return o.owner != NULL && strcmp(o.owner, ORIGIN_OWNER_CACHING) == 0;
+}
+
+/* Gathers every site's counters and the sections of the report. Call
+ * between origin_init and origin_end (owners decide the reserve). */
 static int gather(report_view_t *view)
 {
     memset(view, 0, sizeof *view);
     view->now_ns = tracker_now_ns();
     tracker_totals(&view->totals);
+    tracker_kind_totals(KIND_TENSOR, &view->tensors);
+    view->peak_is_tensors = tracker_peak_is_tensors() && view->tensors.allocations > 0;
     view->timeline = malloc(sizeof *view->timeline * TIMELINE_POINTS);
     if (view->timeline != NULL)
         view->timeline_count = timeline_points(view->now_ns, view->timeline, TIMELINE_POINTS);
@@ -154,6 +169,9 @@ static int gather(report_view_t *view)
         site->id = id;
         if (tracker_site(id, &site->stats) != 0 || !is_used(site))
             continue;
+        site->reserve = is_reserve(view, id, site->stats.kind);
+        if (site->reserve)
+            view->reserve_bytes += site->stats.live_bytes;
         if (site->stats.kind == KIND_HOST
             || growth_site(id, view->now_ns, site->stats.live_bytes, allocations, &site->growth) != 0)
             memset(&site->growth, 0, sizeof site->growth);
@@ -166,6 +184,10 @@ static int gather(report_view_t *view)
            | select_sites(all, count, is_at_peak, by_at_peak_bytes, &view->peak)
            | select_sites(all, count, is_growing, by_bytes_gained, &view->growth);
     free(all);
+    for (size_t i = 0; i < view->leaks.count; i++) {
+        view->leaked_bytes += view->leaks.sites[i].stats.live_bytes;
+        view->leaked_allocations += view->leaks.sites[i].stats.live_allocations;
+    }
     return rc;
 }
 
@@ -230,15 +252,17 @@ void report_write(report_moment_t moment)
 {
     pthread_mutex_lock(&write_lock);
     report_view_t view;
+    symbolize_begin();
+    origin_init();
     if (gather(&view) != 0) {
         log_line("no memory to gather the report; none written");
         release(&view);
+        origin_end();
+        symbolize_end();
         pthread_mutex_unlock(&write_lock);
         return;
     }
     view.moment = moment;
-    symbolize_begin();
-    origin_init();
     char path[4096];
     const char *written = write_somewhere(&view, path, sizeof path);
     if (config.summary && (moment == REPORT_AT_EXIT || moment == REPORT_ON_SIGNAL))

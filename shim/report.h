@@ -15,6 +15,9 @@ typedef struct report_site {
     uint32_t id;
     site_stats_t stats;
     growth_finding_t growth;
+    int reserve;   /* PyTorch's cached segment in a run whose tensors are seen:
+                      reserved memory, shown by its tensors, never a leak,
+                      growth or peak holder of its own */
 } report_site_t;
 
 /* The sites of one report section, sorted by the section's byte count. */
@@ -39,9 +42,14 @@ typedef struct report_view {
     report_list_t teardown;   /* live at context teardown, by bytes */
     report_list_t failures;   /* refused allocations, by bytes asked */
     report_list_t sites;      /* every site, by peak live bytes */
-    report_list_t peak;       /* live at the GPU peak, by bytes then */
+    report_list_t peak;       /* live at the peak (the tensors' when seen,
+                                 else the GPU's), by bytes then */
     report_list_t growth;     /* grew during the run, by bytes gained */
-    totals_t totals;
+    totals_t totals;          /* the driver's GPU memory (reserved, with tensors) */
+    totals_t tensors;         /* PyTorch's tensors (allocated); zero when unseen */
+    int peak_is_tensors;      /* 1: the peak section is at the tensors' peak */
+    uint64_t reserve_bytes;   /* live bytes of the reserve sites */
+    uint64_t leaked_bytes, leaked_allocations;  /* the leaks section's sums */
     timeline_point_t *timeline;
     size_t timeline_count;
     uint64_t now_ns;          /* tracker_now_ns() when the view was gathered */

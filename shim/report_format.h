@@ -7,4 +7,21 @@
 #define REPORT_FORMAT_VERSION 2
 #define GPULEAK_VERSION "0.1.0"
 
+/* The allocation kinds, in the order of the shim's alloc_kind_t: the name
+ * the report spells and the phrase both text views print. One table, so the
+ * writer, the reader and the views cannot drift apart. */
+#define REPORT_KINDS(X)                                  \
+    X(device, "device memory")                           \
+    X(pool, "stream-ordered pool memory")                \
+    X(vmm, "VMM physical memory")                        \
+    X(managed, "managed memory")                         \
+    X(host, "pinned host memory")                        \
+    X(array, "CUDA array memory")                        \
+    X(tensor, "PyTorch tensor memory")
+
+#define REPORT_KIND_NAME(name, phrase) #name,
+#define REPORT_KIND_PHRASE(name, phrase) phrase,
+#define REPORT_KIND_ONE(name, phrase) +1
+#define REPORT_KIND_COUNT (0 REPORT_KINDS(REPORT_KIND_ONE))
+
 #endif

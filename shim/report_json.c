@@ -8,6 +8,7 @@
 #include "selftime.h"
 #include "stacks.h"
 #include "timeline.h"
+#include "torch_trace.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -525,15 +526,28 @@ static void put_timeline(FILE *f, const report_view_t *view)
     fputs_unlocked("]},\n", f);
 }
 
-/* Which PyTorch allocator mode ran, so a reader knows whether sites are
- * tensors (cudaMallocAsync backend) or the caching allocator's segments. */
-static void put_torch_mode(FILE *f)
+/* Which PyTorch allocator mode ran, whether its tensors were followed
+ * through its events (and why not), the events of each action that
+ * arrived, and what its cache held at the end (reserve sites' bytes). */
+static void put_torch_mode(FILE *f, const report_view_t *view)
 {
-    const char *conf = getenv("PYTORCH_CUDA_ALLOC_CONF");
+    static const char *const actions[TORCH_ACTIONS] = {
+        "alloc", "free_requested", "free_completed", "segment_alloc", "segment_free",
+        "segment_map", "segment_unmap", "snapshot", "oom",
+    };
+    uint64_t counts[TORCH_ACTIONS];
+    torch_trace_counts(counts);
     fputs_unlocked("\"torch_allocator\":{\"mode\":", f);
     put_string(f, lifecycle_torch_mode());
     fputs_unlocked(",\"PYTORCH_CUDA_ALLOC_CONF\":", f);
-    put_string(f, conf);
+    put_string(f, getenv("PYTORCH_CUDA_ALLOC_CONF"));
+    fputs_unlocked(",\"tensors\":", f);
+    put_string(f, torch_trace_status());
+    fputs_unlocked(",\"events\":{", f);
+    for (int a = 0; a < TORCH_ACTIONS; a++)
+        put_u64(f, actions[a], counts[a], a + 1 < TORCH_ACTIONS);
+    fputs_unlocked("},", f);
+    put_u64(f, "reserve_bytes", view->reserve_bytes, 0);
     fputs_unlocked("}\n", f);
 }
 
@@ -612,10 +626,15 @@ static void write_body(FILE *f, const report_view_t *view)
     fprintf(f, ",\"stacks_dropped\":%llu,\"growth_sites_unfollowed\":%llu},\n",
             (unsigned long long)stacks_overflowed(), (unsigned long long)growth_sites_unfollowed());
 
-    /* Totals count every kind (host included); peak_bytes is GPU memory. */
+    /* Totals count every kind the driver handed out (host included, tensors
+     * not: they live inside segments already counted, and have their own
+     * entry under kinds); peak_bytes is GPU memory; the leaked fields are
+     * the leaks section's, where PyTorch's cache is not a leak. */
     totals_t all = { 0 };
     for (int k = 0; k < KIND_COUNT; k++) {
         totals_t kt;
+        if (k == KIND_TENSOR)
+            continue;
         tracker_kind_totals((alloc_kind_t)k, &kt);
         all.allocations += kt.allocations;
         all.frees += kt.frees;
@@ -635,8 +654,8 @@ static void write_body(FILE *f, const report_view_t *view)
     put_u64(f, "live_bytes", all.live_bytes, 1);
     put_u64(f, "peak_bytes", t->peak_bytes, 1);
     put_u64(f, "peak_time_ns", t->peak_time_ns ? t->peak_time_ns + lifecycle_epoch_offset_ns() : 0, 1);
-    put_u64(f, "leaked_bytes", all.live_bytes, 1);
-    put_u64(f, "leaked_allocations", all.live_allocations, 1);
+    put_u64(f, "leaked_bytes", view->leaked_bytes, 1);
+    put_u64(f, "leaked_allocations", view->leaked_allocations, 1);
     put_u64(f, "teardown_leaked_bytes", all.teardown_bytes, 1);
     put_u64(f, "teardown_leaked_allocations", all.teardown_allocations, 1);
     put_u64(f, "maps", tracker_maps(0), 1);
@@ -691,6 +710,10 @@ static void write_body(FILE *f, const report_view_t *view)
     fprintf(f, "\"peak\":{\"bytes\":%llu,\"time_ns\":%llu,",
             (unsigned long long)t->peak_bytes,
             (unsigned long long)(t->peak_time_ns ? t->peak_time_ns + lifecycle_epoch_offset_ns() : 0));
+    const totals_t *at = view->peak_is_tensors ? &view->tensors : t;
+    fprintf(f, "\"sites_at\":\"%s\",\"sites_at_bytes\":%llu,\"sites_at_time_ns\":%llu,",
+            view->peak_is_tensors ? "tensors" : "gpu", (unsigned long long)at->peak_bytes,
+            (unsigned long long)(at->peak_time_ns ? at->peak_time_ns + lifecycle_epoch_offset_ns() : 0));
     put_list(f, &tables, "sites", &view->peak, SECTION_PEAK);
     fputs_unlocked("},\n", f);
     put_list(f, &tables, "growth", &view->growth, SECTION_GROWTH);
@@ -698,7 +721,7 @@ static void write_body(FILE *f, const report_view_t *view)
     put_oom(f, &tables);
     put_frame_tables(f, &tables);
     free_frame_tables(&tables);
-    put_torch_mode(f);
+    put_torch_mode(f, view);
     fputs_unlocked("}\n", f);
 }
 

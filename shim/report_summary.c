@@ -4,6 +4,7 @@
 #include "lifecycle.h"
 #include "origin.h"
 #include "python.h"
+#include "report_format.h"
 #include "selftime.h"
 #include "stacks.h"
 
@@ -93,10 +94,7 @@ static const char *origin_phrase(uint32_t site, int kind)
 
 static const char *kind_phrase(int kind)
 {
-    static const char *const phrases[KIND_COUNT] = {
-        "device memory", "stream-ordered pool memory", "VMM physical memory",
-        "managed memory", "pinned host memory", "CUDA array memory",
-    };
+    static const char *const phrases[KIND_COUNT] = { REPORT_KINDS(REPORT_KIND_PHRASE) };
     return (unsigned)kind < KIND_COUNT ? phrases[kind] : "memory";
 }
 
@@ -160,6 +158,13 @@ static void print_chart(FILE *f, const report_view_t *view)
     fprintf(f, "\n%12s%-*s%.2f s\n", "0 s", CHART_COLUMNS - 6, "", (double)span / 1e9);
 }
 
+/* Seconds from the start of tracking to a tracker time (0 before it). */
+static double seconds_since_start(uint64_t time_ns)
+{
+    uint64_t start = lifecycle_started_ns();
+    return time_ns > start ? (double)(time_ns - start) / 1e9 : 0.0;
+}
+
 /* The sites that grew, and what was live at the peak, a line each. */
 static void print_growth_and_peak(FILE *f, const report_view_t *view)
 {
@@ -175,7 +180,11 @@ static void print_growth_and_peak(FILE *f, const report_view_t *view)
                 s->growth.steadiness * 100, kind_phrase(s->stats.kind),
                 origin_phrase(s->id, s->stats.kind));
     }
-    if (view->peak.count > 0)
+    if (view->peak.count > 0 && view->peak_is_tensors)
+        fprintf(f, "\nLive at the tensors' peak (%s allocated at %.2f s):\n",
+                human_bytes(view->tensors.peak_bytes, a, sizeof a),
+                seconds_since_start(view->tensors.peak_time_ns));
+    else if (view->peak.count > 0)
         fprintf(f, "\nLive at the peak (%s):\n", human_bytes(view->totals.peak_bytes, a, sizeof a));
     for (size_t i = 0; i < view->peak.count && i < limit; i++) {
         const report_site_t *s = &view->peak.sites[i];
@@ -188,11 +197,7 @@ void report_summary_print(const report_view_t *view, const char *path)
 {
     FILE *f = stderr;
     char a[32], b[32];
-    uint64_t leaked = 0, leaked_allocations = 0;
-    for (size_t i = 0; i < view->leaks.count; i++) {
-        leaked += view->leaks.sites[i].stats.live_bytes;
-        leaked_allocations += view->leaks.sites[i].stats.live_allocations;
-    }
+    uint64_t leaked = view->leaked_bytes, leaked_allocations = view->leaked_allocations;
     int pid = (int)getpid();
     size_t shown = view->leaks.count;
     if (shown > (size_t)config.summary_sites)
@@ -212,6 +217,10 @@ void report_summary_print(const report_view_t *view, const char *path)
     if (view->leaks.count > shown)
         fprintf(f, "\nOmitting %zu more leaking site(s); the report lists them all.\n",
                 view->leaks.count - shown);
+    if (view->reserve_bytes > 0)
+        fprintf(f, "\nPyTorch's caching allocator still reserved %s at exit: its cache, not a "
+                "leak (the tensors in it are reported instead).\n",
+                human_bytes(view->reserve_bytes, a, sizeof a));
     if (view->teardown.count > 0) {
         uint64_t bytes = 0, count = 0;
         for (size_t i = 0; i < view->teardown.count; i++) {
@@ -230,9 +239,7 @@ void report_summary_print(const report_view_t *view, const char *path)
     }
     print_growth_and_peak(f, view);
     print_chart(f, view);
-    double peak_s = 0;
-    if (view->totals.peak_time_ns > lifecycle_started_ns())
-        peak_s = (double)(view->totals.peak_time_ns - lifecycle_started_ns()) / 1e9;
+    double peak_s = seconds_since_start(view->totals.peak_time_ns);
     if (view->leaks.count > 0)
         fprintf(f, "\nSUMMARY: gpuleak: %llu byte(s) leaked in %llu allocation(s); "
                 "peak GPU memory %s at %.2f s.",
@@ -242,6 +249,11 @@ void report_summary_print(const report_view_t *view, const char *path)
         fprintf(f, "gpuleak: no leaks: %llu allocation(s), peak GPU memory %s at %.2f s.",
                 (unsigned long long)view->totals.allocations,
                 human_bytes(view->totals.peak_bytes, b, sizeof b), peak_s);
+    if (view->tensors.allocations > 0)
+        fprintf(f, " PyTorch tensors: %llu allocation(s), peak %s at %.2f s.",
+                (unsigned long long)view->tensors.allocations,
+                human_bytes(view->tensors.peak_bytes, b, sizeof b),
+                seconds_since_start(view->tensors.peak_time_ns));
     if (path != NULL)
         fprintf(f, " Report: %s\n", path);
     else

@@ -2,6 +2,7 @@
 #include "tracker.h"
 #include "growth.h"
 #include "live.h"
+#include "report_format.h"
 #include "spin.h"
 #include "stacks.h"
 #include "tally.h"
@@ -75,12 +76,11 @@ _Static_assert(STACKS_CAPACITY + 1 <= LIVE_SITES, "a live row per site id");
 static pthread_mutex_t oom_lock = PTHREAD_MUTEX_INITIALIZER;
 static tracker_oom_t oom;
 
-static const char *const kind_names[KIND_COUNT] = {
-    "device", "pool", "vmm", "managed", "host", "array",
-};
+static const char *const kind_names[KIND_COUNT] = { REPORT_KINDS(REPORT_KIND_NAME) };
+_Static_assert(REPORT_KIND_COUNT == KIND_COUNT, "report_format.h lists every kind");
 
 static const key_space_t kind_space[KIND_COUNT] = {
-    SPACE_DEVICE, SPACE_DEVICE, SPACE_VMM, SPACE_DEVICE, SPACE_HOST, SPACE_ARRAY,
+    SPACE_DEVICE, SPACE_DEVICE, SPACE_VMM, SPACE_DEVICE, SPACE_HOST, SPACE_ARRAY, SPACE_TENSOR,
 };
 
 static uint64_t site_live_bytes(uint32_t site);
@@ -126,7 +126,7 @@ int tracker_init(void (*sampler)(struct timeline_point *point))
  * driver's objects, which a region would crowd onto one shard. */
 static const unsigned region_shift[SPACE_COUNT] = {
     [SPACE_DEVICE] = SHARD_REGION_SHIFT, [SPACE_HOST] = SHARD_REGION_SHIFT,
-    [SPACE_VMM] = 0, [SPACE_ARRAY] = 0,
+    [SPACE_VMM] = 0, [SPACE_ARRAY] = 0, [SPACE_TENSOR] = SHARD_REGION_SHIFT,
 };
 
 /* A key's shard: for addresses, one per 4 KiB region, the region's number
@@ -220,7 +220,7 @@ static void apply(const tracker_record_t *a, live_event_t event, uint64_t now_ns
     uint32_t moved[4], n = 0;
     moved[n++] = LIVE_SITE(s - sites);
     moved[n++] = kind_totals[a->kind].row;
-    if (a->kind != KIND_HOST) {
+    if (tracker_is_driver_gpu_kind(a->kind)) {
         moved[n++] = GPU_ROW;
         atomic_totals_t *dev = device_row(a->device);
         if (dev != NULL)
@@ -422,13 +422,19 @@ static void snapshot_oom(alloc_kind_t kind, size_t size, int device, uint32_t si
 {
     pthread_mutex_lock(&oom_lock);
     oom.count++;
-    if (oom.count == 1) {
+    int torch_replaces_driver = kind == KIND_TENSOR && oom.count > 1 && oom.kind != KIND_TENSOR;
+    if (torch_replaces_driver) {
+        free(oom.sites);
+        oom.sites = NULL;
+        oom.site_count = 0;
+    }
+    if (oom.count == 1 || torch_replaces_driver) {
         oom.time_ns = tracker_now_ns();
         oom.bytes_asked = size;
         oom.kind = kind;
         oom.device = device;
         oom.site = site;
-        oom.live_bytes = live_bytes(GPU_ROW);
+        oom.live_bytes = live_bytes(kind == KIND_TENSOR ? kind_totals[KIND_TENSOR].row : GPU_ROW);
         uint32_t high = atomic_load(&site_high);
         oom.sites = calloc((size_t)high + 1, sizeof *oom.sites);
         for (uint32_t i = 0; oom.sites != NULL && i <= high; i++) {
@@ -454,8 +460,9 @@ void tracker_failure(alloc_kind_t kind, size_t size, int result, int device, uin
     atomic_store(&s->kind, kind);
     atomic_store(&s->device, device);
     atomic_fetch_add(&kind_totals[kind].failures, 1);
-    if (kind != KIND_HOST)
-        atomic_fetch_add(&gpu_totals.failures, 1);
+    if (!tracker_is_driver_gpu_kind(kind))
+        return;
+    atomic_fetch_add(&gpu_totals.failures, 1);
     atomic_totals_t *dev = device_row(device);
     if (dev != NULL)
         atomic_fetch_add(&dev->failures, 1);
@@ -478,7 +485,7 @@ static void count_teardown(const tracker_record_t *gone, teardown_reason_t reaso
     atomic_store(&s->teardown_reason, reason);
     atomic_fetch_add(&kind_totals[gone->kind].teardown_allocations, 1);
     atomic_fetch_add(&kind_totals[gone->kind].teardown_bytes, gone->size);
-    if (gone->kind == KIND_HOST)
+    if (!tracker_is_driver_gpu_kind(gone->kind))
         return;
     atomic_fetch_add(&gpu_totals.teardown_allocations, 1);
     atomic_fetch_add(&gpu_totals.teardown_bytes, gone->size);
@@ -625,6 +632,19 @@ size_t tracker_memory_bytes(void)
     return bytes + tally_memory_bytes();
 }
 
+static _Atomic int peak_at_tensors;
+
+void tracker_peak_at_tensors(void)
+{
+    live_set_epoch_row(kind_totals[KIND_TENSOR].row);
+    atomic_store(&peak_at_tensors, 1);
+}
+
+int tracker_peak_is_tensors(void)
+{
+    return atomic_load(&peak_at_tensors);
+}
+
 const tracker_oom_t *tracker_oom(void)
 {
     pthread_mutex_lock(&oom_lock);
@@ -636,7 +656,8 @@ const tracker_oom_t *tracker_oom(void)
 uint64_t tracker_allocation_count(void)
 {
     return live_count(GPU_ROW, LIVE_ALLOCATIONS)
-         + live_count(kind_totals[KIND_HOST].row, LIVE_ALLOCATIONS);
+         + live_count(kind_totals[KIND_HOST].row, LIVE_ALLOCATIONS)
+         + live_count(kind_totals[KIND_TENSOR].row, LIVE_ALLOCATIONS);
 }
 
 void tracker_sample(timeline_point_t *point)

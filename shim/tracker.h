@@ -19,6 +19,10 @@ typedef enum alloc_kind {
     KIND_MANAGED,  /* cuMemAllocManaged */
     KIND_HOST,     /* cuMemAllocHost_v2, cuMemHostAlloc (pinned host) */
     KIND_ARRAY,    /* cuArrayCreate_v2, cuArray3DCreate_v2, keyed by handle */
+    KIND_TENSOR,   /* a PyTorch tensor, from its caching allocator's events
+                      (torch_trace.h): memory inside the segments the driver
+                      kinds count, so never added to the GPU's or a device's
+                      totals */
     KIND_COUNT
 } alloc_kind_t;
 
@@ -29,6 +33,7 @@ typedef enum key_space {
     SPACE_HOST,    /* cuMemFreeHost */
     SPACE_VMM,     /* cuMemRelease */
     SPACE_ARRAY,   /* cuArrayDestroy */
+    SPACE_TENSOR,  /* PyTorch's free events: addresses inside segments */
     SPACE_COUNT
 } key_space_t;
 
@@ -60,7 +65,10 @@ typedef struct totals {
 /* CUDA_ERROR_OUT_OF_MEMORY, without making this header depend on cuda.h. */
 #define TRACKER_OUT_OF_MEMORY 2
 
-/* The first out-of-memory failure and what was live at that moment. */
+/* The first out-of-memory failure and what was live at that moment. A
+ * PyTorch out-of-memory event (kind tensor) replaces a driver failure seen
+ * before it: the caching allocator retries a refused segment after freeing
+ * its cache, so only its own event is the program's OOM. */
 typedef struct tracker_oom {
     uint64_t count;          /* out-of-memory failures in all */
     uint64_t time_ns;        /* tracker_now_ns() of the first */
@@ -136,8 +144,23 @@ int tracker_site(uint32_t site, site_stats_t *out);
 /* The largest site id seen. */
 uint32_t tracker_site_count(void);
 
-/* Totals of the GPU-memory kinds together (host excluded from the peak), of
- * one kind, and of one device. */
+/* Whether a kind is memory the driver handed out on a device (every kind
+ * but host and tensor): the kinds the GPU's and the devices' totals sum. */
+static inline int tracker_is_driver_gpu_kind(int kind)
+{
+    return kind != KIND_HOST && kind != KIND_TENSOR;
+}
+
+/* From now on, what was live at the peak (site_stats_t.at_peak_bytes) is
+ * taken at the tensors' peak, not the GPU's: call once, before the first
+ * tensor is recorded (torch_trace.c does, when it attaches). */
+void tracker_peak_at_tensors(void);
+
+/* Whether at_peak_bytes is taken at the tensors' peak. */
+int tracker_peak_is_tensors(void);
+
+/* Totals of the driver's GPU-memory kinds together (host and tensors
+ * excluded), of one kind, and of one device (its driver kinds). */
 void tracker_totals(totals_t *out);
 void tracker_kind_totals(alloc_kind_t kind, totals_t *out);
 int tracker_device_totals(int device, totals_t *out); /* -1: never seen */

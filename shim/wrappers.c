@@ -1,13 +1,13 @@
 #define _GNU_SOURCE
 #define __CUDA_API_VERSION_INTERNAL 1
 #include "wrappers.h"
+#include "capture.h"
 #include "config.h"
 #include "guard.h"
 #include "lifecycle.h"
-#include "python.h"
 #include "selftime.h"
-#include "stacks.h"
 #include "timeline.h"
+#include "torch_trace.h"
 #include "tracker.h"
 
 #include <cuda.h>
@@ -81,28 +81,6 @@ static int current_device(const void **context_out)
     return cached_device;
 }
 
-/* Captures the allocating thread's stack (native, then Python) and returns
- * its site id. The kind is part of the site, so one call path allocating two
- * kinds makes two sites. */
-static uint32_t capture_site(alloc_kind_t kind)
-{
-    if (config.stack_depth <= 0 && !config.python_frames)  /* stacks off: nothing to capture or time */
-        return stacks_intern((uint32_t)kind, NULL, 0, NULL, 0);
-    uintptr_t native[STACKS_MAX_FRAMES];
-    python_frame_t python[STACKS_MAX_FRAMES];
-    selftime_capture_t timing = { 0 };  /* read only when timing is on */
-    selftime_capture_begin(&timing);
-    int hint = -1;
-    int native_count = config.stack_depth > 0 ? stacks_capture(native, config.stack_depth, &hint) : 0;
-    selftime_capture_mark(&timing.native_end);
-    int python_count = config.python_frames ? python_capture(python, config.python_depth) : 0;
-    selftime_capture_mark(&timing.python_end);
-    uint32_t site = stacks_intern_hinted(hint, (uint32_t)kind, native, native_count, python,
-                                         python_count);
-    selftime_capture_end(&timing, native_count);
-    return site;
-}
-
 /* Records the outcome of an allocation call: live memory on success, a
  * failure (with its size and stack) otherwise, never both. */
 static void record_alloc(alloc_kind_t kind, CUresult result, uint64_t key, size_t size,
@@ -113,8 +91,12 @@ static void record_alloc(alloc_kind_t kind, CUresult result, uint64_t key, size_
         tracker_failure(kind, size, (int)result, device, site);
         return;
     }
-    if (tracker_alloc(kind, key, size, device, context, site) != 0)
+    if (tracker_alloc(kind, key, size, device, context, site) != 0) {
         lifecycle_disable("no memory left for allocation records");
+        return;
+    }
+    if (kind == KIND_DEVICE || kind == KIND_VMM)  /* how PyTorch's segments arrive */
+        torch_trace_notice_segment();
 }
 
 /* The common shape of a free: the record leaves the table before the driver

@@ -1,0 +1,20 @@
+/* capture.h: the site of an allocation, taken on the allocating thread.
+ *
+ * Both the driver's wrappers and PyTorch's allocator events (torch_trace.h)
+ * name an allocation by the same kind of site: the thread's native frames,
+ * then its Python frames, interned with the kind as one stack id. */
+#ifndef GPULEAK_CAPTURE_H
+#define GPULEAK_CAPTURE_H
+
+#include <stdint.h>
+
+#include "tracker.h"
+
+/* Captures the calling thread's stack (native, then Python, as deep as
+ * GPULEAK_STACK_DEPTH and GPULEAK_PYTHON_DEPTH allow) and returns its site
+ * id. The kind is part of the site, so one call path allocating two kinds
+ * makes two sites. With stacks off it is the kind's frameless site; 0 when
+ * the depot is full. Blocks on nothing but the depot's insert lock. */
+uint32_t capture_site(alloc_kind_t kind);
+
+#endif

@@ -1,0 +1,355 @@
+#define _GNU_SOURCE
+#include "torch_trace.h"
+#include "capture.h"
+#include "guard.h"
+#include "lifecycle.h"
+#include "log.h"
+#include "selftime.h"
+#include "stacks.h"
+#include "tracker.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* The names this module relies on, as libc10_cuda.so's symbol table spells
+ * them. The allocator pointer is exported; the native allocator's vtable and
+ * its attach method are local symbols, kept in .symtab by PyTorch's wheels.
+ * The method's name is matched up to its parameter list, whose namespace
+ * moved between versions. */
+#define SYM_ALLOCATOR "_ZN3c104cuda20CUDACachingAllocator9allocatorE"
+#define SYM_NATIVE_VTABLE "_ZTVN3c104cuda20CUDACachingAllocator6Native22NativeCachingAllocatorE"
+#define SYM_NATIVE_ATTACH \
+    "_ZN3c104cuda20CUDACachingAllocator6Native22NativeCachingAllocator27attachAllocatorTraceTrackerE"
+#define LIBRARY_NAME "libc10_cuda.so"
+
+/* TraceEntry's first fields, stable since PyTorch 2.1 (later versions
+ * append fields): action at 0 (int), device at 4 (int8), address at 8, size
+ * at 40. For OOM the address field holds the device's free bytes. */
+#define ENTRY_ACTION 0
+#define ENTRY_DEVICE 4
+#define ENTRY_ADDR 8
+#define ENTRY_SIZE 40
+
+enum state { WAITING, ATTACHING, ATTACHED, REFUSED, BROKEN };
+
+static _Atomic int state = WAITING;
+static _Atomic(const char *) refusal;
+static _Atomic uint64_t counts[TORCH_ACTIONS];
+
+/* Where libc10_cuda.so is loaded: its file, its load bias and the range of
+ * its executable segments (return addresses inside it). */
+typedef struct library {
+    char path[4096];
+    uintptr_t base, text_lo, text_hi;
+    int found;
+} library_t;
+
+static library_t c10;
+
+/* One search over the loaded objects; a search with nothing loaded since
+ * the last one stops at the first object. */
+typedef struct search {
+    library_t *lib;
+    int first;
+} search_t;
+static unsigned long long loads_seen;  /* dlpi_adds at the last full search */
+
+static int is_c10_cuda(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    const char *name = slash ? slash + 1 : path;
+    return strncmp(name, LIBRARY_NAME, sizeof LIBRARY_NAME - 1) == 0;
+}
+
+static int find_c10(struct dl_phdr_info *info, size_t size, void *data)
+{
+    search_t *search = data;
+    library_t *lib = search->lib;
+    if (search->first && size >= offsetof(struct dl_phdr_info, dlpi_adds) + sizeof info->dlpi_adds) {
+        if (info->dlpi_adds == loads_seen)
+            return 1;  /* nothing was loaded since the last search */
+        loads_seen = info->dlpi_adds;
+    }
+    search->first = 0;
+    if (info->dlpi_name == NULL || !is_c10_cuda(info->dlpi_name)
+        || strlen(info->dlpi_name) >= sizeof lib->path)
+        return 0;
+    lib->text_lo = UINTPTR_MAX;
+    lib->text_hi = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+            continue;
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+        if (lo < lib->text_lo)
+            lib->text_lo = lo;
+        if (lo + ph->p_memsz > lib->text_hi)
+            lib->text_hi = lo + ph->p_memsz;
+    }
+    strcpy(lib->path, info->dlpi_name);
+    lib->base = info->dlpi_addr;
+    lib->found = lib->text_hi > lib->text_lo;
+    return lib->found;
+}
+
+/* Whether the calling thread is inside libc10_cuda.so: its allocator is
+ * asking the driver for a segment, so its device allocators exist. */
+static int called_from_c10(void)
+{
+    uintptr_t frames[64];
+    int n = stacks_capture(frames, 64, NULL);
+    for (int i = 0; i < n; i++)
+        if (frames[i] >= c10.text_lo && frames[i] < c10.text_hi)
+            return 1;
+    return 0;
+}
+
+typedef struct symbol {
+    const char *name;
+    int prefix;        /* 1: name is a prefix of the symbol's */
+    uint64_t value, size;
+    int found;
+} symbol_t;
+
+enum { WANT_ALLOCATOR, WANT_VTABLE, WANT_ATTACH, WANTED };
+
+/* Reads the symbols named in want from the ELF file's .symtab. Returns NULL,
+ * or why they could not be read. */
+static const char *read_symbols(const char *path, symbol_t want[WANTED])
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return "libc10_cuda.so could not be opened to read its symbols";
+    struct stat st;
+    if (fstat(fd, &st) != 0 || st.st_size < (off_t)sizeof(Elf64_Ehdr)) {
+        close(fd);
+        return "libc10_cuda.so is not an ELF file gpuleak can read";
+    }
+    size_t size = (size_t)st.st_size;
+    const unsigned char *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (map == MAP_FAILED)
+        return "libc10_cuda.so could not be mapped to read its symbols";
+    const char *why = "libc10_cuda.so is not a 64-bit ELF file with valid sections";
+    const Elf64_Ehdr *eh = (const Elf64_Ehdr *)map;
+    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64
+        || eh->e_shentsize != sizeof(Elf64_Shdr) || eh->e_shoff > size
+        || (size - eh->e_shoff) / sizeof(Elf64_Shdr) < eh->e_shnum)
+        goto out;
+    const Elf64_Shdr *sh = (const Elf64_Shdr *)(map + eh->e_shoff);
+    why = "libc10_cuda.so has no symbol table (stripped)";
+    for (int i = 0; i < eh->e_shnum; i++) {
+        if (sh[i].sh_type != SHT_SYMTAB)
+            continue;
+        if (sh[i].sh_link >= eh->e_shnum || sh[i].sh_offset > size
+            || sh[i].sh_size > size - sh[i].sh_offset || sh[i].sh_entsize != sizeof(Elf64_Sym))
+            goto out;
+        const Elf64_Shdr *strs = &sh[sh[i].sh_link];
+        if (strs->sh_offset > size || strs->sh_size > size - strs->sh_offset || strs->sh_size == 0)
+            goto out;
+        const char *names = (const char *)map + strs->sh_offset;
+        const Elf64_Sym *sym = (const Elf64_Sym *)(map + sh[i].sh_offset);
+        size_t count = sh[i].sh_size / sizeof *sym;
+        for (size_t s = 0; s < count; s++) {
+            if (sym[s].st_name >= strs->sh_size || sym[s].st_value == 0)
+                continue;
+            const char *name = names + sym[s].st_name;
+            size_t room = strs->sh_size - sym[s].st_name;  /* the name must end inside */
+            if (memchr(name, '\0', room) == NULL)
+                continue;
+            for (int w = 0; w < WANTED; w++) {
+                size_t len = strlen(want[w].name);
+                if (want[w].found || strncmp(name, want[w].name, len) != 0
+                    || (!want[w].prefix && name[len] != '\0'))
+                    continue;
+                want[w].value = sym[s].st_value;
+                want[w].size = sym[s].st_size;
+                want[w].found = 1;
+            }
+        }
+        why = NULL;
+        break;
+    }
+out:
+    munmap((void *)map, size);
+    return why;
+}
+
+/* libstdc++'s std::function, as PyTorch's AllocatorTraceTracker
+ * (std::function<void(const TraceEntry&)>) is laid out: two words of
+ * storage for a small functor, the manager that copies and destroys it, and
+ * the invoker that calls it. The functor here keeps nothing. */
+typedef struct cxx_function {
+    void *storage[2];
+    _Bool (*manager)(void *dest, const void *source, int op);
+    void (*invoker)(const void *storage, const void *entry);
+} cxx_function_t;
+
+/* libstdc++'s manager operations. */
+enum { GET_TYPE_INFO, GET_FUNCTOR_PTR, CLONE_FUNCTOR, DESTROY_FUNCTOR };
+
+static _Bool manage(void *dest, const void *source, int op)
+{
+    void **d = dest;
+    if (op == GET_TYPE_INFO)
+        d[0] = NULL;  /* no RTTI for a C functor; target_type() is never asked */
+    else if (op == GET_FUNCTOR_PTR)
+        d[0] = (void *)source;
+    else if (op == CLONE_FUNCTOR)
+        memcpy(dest, source, 2 * sizeof(void *));
+    return 0;
+}
+
+static void stop_events(const char *why)
+{
+    int attached = ATTACHED;
+    if (atomic_compare_exchange_strong(&state, &attached, BROKEN)) {
+        atomic_store(&refusal, why);
+        log_line("PyTorch's allocator: %s; its tensors are no longer tracked (the program runs on)",
+                 why);
+    }
+}
+
+/* One allocator event, on the allocating or freeing thread, with that
+ * device's allocator mutex held: nothing here blocks on the program, calls
+ * CUDA or touches Python (the Python frames are read as memory). */
+static void on_event(const void *storage, const void *entry)
+{
+    (void)storage;
+    if (guard_depth != 0 || atomic_load_explicit(&state, memory_order_relaxed) != ATTACHED
+        || atomic_load_explicit(&lifecycle_state_now, memory_order_acquire) != LIFECYCLE_TRACKING)
+        return;
+    guard_depth++;
+    int entry_errno = errno;
+    selftime_resume();
+    int32_t action;
+    int8_t device;
+    uint64_t addr, size;
+    memcpy(&action, (const char *)entry + ENTRY_ACTION, sizeof action);
+    memcpy(&device, (const char *)entry + ENTRY_DEVICE, sizeof device);
+    memcpy(&addr, (const char *)entry + ENTRY_ADDR, sizeof addr);
+    memcpy(&size, (const char *)entry + ENTRY_SIZE, sizeof size);
+    if (action < 0 || action >= TORCH_ACTIONS || device < 0 || device >= TRACKER_MAX_DEVICES) {
+        stop_events("an event does not have the layout gpuleak knows");
+    } else {
+        atomic_fetch_add_explicit(&counts[action], 1, memory_order_relaxed);
+        if (action == TORCH_ALLOC && addr != 0) {
+            uint32_t site = capture_site(KIND_TENSOR);
+            if (tracker_alloc(KIND_TENSOR, addr, (size_t)size, device, NULL, site) != 0)
+                lifecycle_disable("no memory left for allocation records");
+        } else if (action == TORCH_FREE_REQUESTED && addr != 0) {
+            /* The tensor is the program's no more: PyTorch's allocated bytes
+             * drop here; FREE_COMPLETED only says its block is reusable. */
+            tracker_pending_t pending;
+            tracker_free_begin(SPACE_TENSOR, addr, &pending);
+            tracker_free_end(&pending, 1);
+        } else if (action == TORCH_OOM) {
+            tracker_failure(KIND_TENSOR, (size_t)size, TRACKER_OUT_OF_MEMORY, device,
+                            capture_site(KIND_TENSOR));
+        }
+    }
+    selftime_pause(1);
+    errno = entry_errno;
+    guard_depth--;
+}
+
+/* Finds the native caching allocator and attaches on_event. Returns NULL,
+ * or why it did not (nothing was changed then). */
+static const char *attach(const library_t *lib)
+{
+    symbol_t want[WANTED] = {
+        [WANT_ALLOCATOR] = { SYM_ALLOCATOR, 0, 0, 0, 0 },
+        [WANT_VTABLE] = { SYM_NATIVE_VTABLE, 0, 0, 0, 0 },
+        [WANT_ATTACH] = { SYM_NATIVE_ATTACH, 1, 0, 0, 0 },
+    };
+    const char *why = read_symbols(lib->path, want);
+    if (why != NULL)
+        return why;
+    if (!want[WANT_ALLOCATOR].found)
+        return "libc10_cuda.so has no c10::cuda::CUDACachingAllocator::allocator";
+    if (!want[WANT_ATTACH].found)
+        return "libc10_cuda.so has no trace-tracker interface (PyTorch before 2.2?)";
+    if (!want[WANT_VTABLE].found || want[WANT_VTABLE].size < 3 * sizeof(void *))
+        return "libc10_cuda.so's native allocator has a layout gpuleak does not know";
+    void *const *allocator_pointer = (void *const *)(lib->base + want[WANT_ALLOCATOR].value);
+    void *allocator = __atomic_load_n(allocator_pointer, __ATOMIC_ACQUIRE);
+    if (allocator == NULL)
+        return "PyTorch's CUDA allocator is not set";
+    /* The object's vtable pointer points past the vtable's offset-to-top and
+     * type info: equal to the native allocator's, the backend is native. */
+    void *const *vptr = *(void *const *const *)allocator;
+    void *const *native = (void *const *)(lib->base + want[WANT_VTABLE].value) + 2;
+    if (vptr != native)
+        return "PyTorch's allocator backend is not its native caching allocator "
+               "(cudaMallocAsync or a pluggable allocator)";
+    uintptr_t method = lib->base + want[WANT_ATTACH].value;
+    size_t slots = want[WANT_VTABLE].size / sizeof(void *) - 2;
+    size_t slot = slots;
+    for (size_t i = 0; i < slots; i++)
+        if ((uintptr_t)vptr[i] == method) {
+            slot = i;
+            break;
+        }
+    if (slot == slots)
+        return "libc10_cuda.so's native allocator has no attach method in its vtable";
+    /* What was live at the peak is asked at the tensors' peak from now on,
+     * set before any tensor event can move their row. */
+    tracker_peak_at_tensors();
+    atomic_store(&state, ATTACHED);
+    /* The Itanium C++ ABI passes the std::function by value as the address
+     * of a caller-made copy, which the caller owns: this functor needs no
+     * destroying after the call. */
+    cxx_function_t tracker = { { NULL, NULL }, manage, on_event };
+    void (*attach_method)(void *self, cxx_function_t *function) =
+        (void (*)(void *, cxx_function_t *))vptr[slot];
+    attach_method(allocator, &tracker);
+    return NULL;
+}
+
+void torch_trace_notice_segment(void)
+{
+    if (atomic_load_explicit(&state, memory_order_relaxed) != WAITING)
+        return;
+    /* One thread searches; another thread's allocation meanwhile goes on. */
+    int expected = WAITING;
+    if (!atomic_compare_exchange_strong(&state, &expected, ATTACHING))
+        return;
+    if (!c10.found) {
+        search_t search = { &c10, 1 };
+        dl_iterate_phdr(find_c10, &search);
+    }
+    if (!c10.found || !called_from_c10()) {
+        atomic_store(&state, WAITING);
+        return;
+    }
+    const char *why = attach(&c10);
+    if (why == NULL)
+        return;
+    atomic_store(&refusal, why);
+    atomic_store(&state, REFUSED);
+    log_line("PyTorch's allocator: %s; tracking its segments only, not its tensors", why);
+}
+
+const char *torch_trace_status(void)
+{
+    int now = atomic_load(&state);
+    if (now == ATTACHED)
+        return "attached";
+    if (now == REFUSED || now == BROKEN)
+        return atomic_load(&refusal);
+    return "not seen";
+}
+
+void torch_trace_counts(uint64_t out[TORCH_ACTIONS])
+{
+    for (int i = 0; i < TORCH_ACTIONS; i++)
+        out[i] = atomic_load_explicit(&counts[i], memory_order_relaxed);
+}
