@@ -9,12 +9,13 @@
 #   1 allocation pairs (tests/bench/gpu_pairs.cu, nvcc): cudaMallocAsync +
 #     cudaFreeAsync, 1 MiB, one stream, and cudaMalloc + cudaFree (fewer),
 #     without the shim, under it with defaults and with stacks off;
-#   2 a PyTorch training loop (tests/bench/gpu_train.py, 8 x Linear 1024,
-#     median ms/iter after 20 warm-up iterations), interleaved repetitions of:
-#     plain with backend:cudaMallocAsync (the backend the shim's default
-#     chooses, so the fair baseline), plain with the default caching
-#     allocator, the shim with defaults, with GPULEAK_STACK_DEPTH=64 and with
-#     stacks off, and PyTorch's _record_memory_history(stacks="all");
+#   2 a PyTorch training step (tests/bench/gpu_train.py: a transformers
+#     GPT-2 from a config, 6 layers 512 wide, batch 8 x 256; GPU_BENCH_MODEL=
+#     mlp for the older 8 x Linear 1024 loop), median ms/iter after 20
+#     warm-up iterations, interleaved repetitions of: plain (no gpuleak, the
+#     allocator as the user runs it: the baseline), the shim with defaults,
+#     with stacks off and with GPULEAK_SELF_TIME=1, and PyTorch's
+#     _record_memory_history(stacks="all");
 #   3 compute-sanitizer --leak-check full on fewer iterations, with a timeout;
 #   4 the CPU benchmarks over the fake driver (tests/bench/run.py: pairs,
 #     threads, memory, exit) on this host's cores, to gpu-bench-cpu.md;
@@ -27,14 +28,17 @@
 # marked in them), 1 when the shim could not be built.
 #
 # Knobs: GPU_BENCH_BUDGET_S (default 500: no run starts that could end past
-# it; each run has its own timeout), GPU_BENCH_REPS (5), GPU_BENCH_ITERS
-# (600), GPU_BENCH_ASYNC_PAIRS (200000), GPU_BENCH_SYNC_PAIRS (2000),
-# GPU_BENCH_SANITIZER_ITERS (60), GPU_BENCH_STEPS ("1 2 3 4 5": the steps to
-# run), GPU_BENCH_TRAIN_CONFIGS (the training loop's configurations, default
-# these seven: plain-async plain-caching shim-default shim-depth64 shim-off
-# history shim-selftime, the last defaults with GPULEAK_SELF_TIME=1, whose
+# it; each run has its own timeout), GPU_BENCH_REPS (7), GPU_BENCH_ITERS
+# (200), GPU_BENCH_MODEL (gpt2), GPU_BENCH_ASYNC_PAIRS (200000),
+# GPU_BENCH_SYNC_PAIRS (2000), GPU_BENCH_SANITIZER_ITERS (30),
+# GPU_BENCH_STEPS ("1 2 3 4 5": the steps to run), GPU_BENCH_TRAIN_CONFIGS
+# (the training loop's configurations, default these five: plain-caching
+# shim-default shim-off history shim-selftime, the last defaults with
+# GPULEAK_SELF_TIME=1, whose
 # own time is summed per iteration in the header: the steadiest measure of
 # the 5% target, since the loop's run-to-run spread is wider than 5%; also
+# plain-async, plain with backend:cudaMallocAsync; shim-async, the shim with
+# GPULEAK_TORCH_ALLOCATOR=async; shim-depth64;
 # shim-python, stacks Python only, shim-native, native only, and
 # shim-libunwind and shim-selftime-libunwind, defaults and shim-selftime
 # with GPULEAK_FAST_UNWIND=0), GPU_BENCH_PIN (a taskset CPU list for
@@ -50,14 +54,15 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
 gpu_begin gpu-bench
 
 BUDGET=${GPU_BENCH_BUDGET_S:-500}
-REPS=${GPU_BENCH_REPS:-5}
-ITERS=${GPU_BENCH_ITERS:-600}
+REPS=${GPU_BENCH_REPS:-7}
+ITERS=${GPU_BENCH_ITERS:-200}
+export GPU_BENCH_MODEL=${GPU_BENCH_MODEL:-gpt2}
 ASYNC_PAIRS=${GPU_BENCH_ASYNC_PAIRS:-200000}
 SYNC_PAIRS=${GPU_BENCH_SYNC_PAIRS:-2000}
-SAN_ITERS=${GPU_BENCH_SANITIZER_ITERS:-60}
+SAN_ITERS=${GPU_BENCH_SANITIZER_ITERS:-30}
 DRY=${GPU_BENCH_DRY:-0}
 STEPS=${GPU_BENCH_STEPS:-1 2 3 4 5}
-read -r -a TRAIN_CONFIGS <<<"${GPU_BENCH_TRAIN_CONFIGS:-plain-async plain-caching shim-default shim-depth64 shim-off history shim-selftime}"
+read -r -a TRAIN_CONFIGS <<<"${GPU_BENCH_TRAIN_CONFIGS:-plain-caching shim-default shim-off history shim-selftime}"
 # The pair and training runs are pinned to the same CPUs: a process that
 # lands on other cores (or another socket) from one run to the next spreads
 # the medians by more than the shim costs.
@@ -161,7 +166,7 @@ TORCH_INFO=$(timeout 90 "$PY" -c 'import torch; print(torch.__version__, "cuda",
 {
     echo "- nvcc: $("$NVCC" --version 2>&1 | tail -n 1)"
     echo "- python: $("$PY" -c 'import sys; print(sys.version.split()[0])' 2>&1); torch: $TORCH_INFO"
-    echo "- settings: $REPS repetitions interleaved, $ITERS iterations a training run, $ASYNC_PAIRS async / $SYNC_PAIRS sync pairs; steps $STEPS; pair and training runs pinned: ${PIN[*]:-no}"
+    echo "- settings: model $GPU_BENCH_MODEL, $REPS repetitions interleaved, $ITERS iterations a training run, $ASYNC_PAIRS async / $SYNC_PAIRS sync pairs; steps $STEPS; pair and training runs pinned: ${PIN[*]:-no}"
 } >>"$HEADER"
 cat "$HEADER"
 TORCH_OK=0
@@ -245,6 +250,7 @@ if [ "$TORCH_OK" = 1 ] && step 2; then
                 plain-async) train_run "$c" "$rep" PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync ;;
                 plain-caching) train_run "$c" "$rep" ;;
                 shim-default) train_run "$c" "$rep" "${SHIM_ENV[@]}" ;;
+                shim-async) train_run "$c" "$rep" "${SHIM_ENV[@]}" GPULEAK_TORCH_ALLOCATOR=async ;;
                 shim-depth64) train_run "$c" "$rep" "${SHIM_ENV[@]}" GPULEAK_STACK_DEPTH=64 ;;
                 shim-off) train_run "$c" "$rep" "${SHIM_ENV[@]}" GPULEAK_STACK_DEPTH=0 GPULEAK_PYTHON=0 ;;
                 shim-python) train_run "$c" "$rep" "${SHIM_ENV[@]}" GPULEAK_STACK_DEPTH=0 ;;
@@ -274,7 +280,7 @@ if [ "$TORCH_OK" = 1 ] && step 2; then
         grep -o 'of it, [0-9]* stack(s) taken: .*' "$lg" | tail -n 1 | sed "s/^/- $(basename "$lg" .log): /" \
             | tee -a "$HEADER" | sed 's/^/    /'
     done
-    # Did the shim's runs really use the async backend, and see the tensors?
+    # Which backend the shim's runs used (the user's, unchanged by default).
     grep -h -o 'backend=[A-Za-z]*' "$WORK"/train-shim-default-*.log 2>/dev/null | sort | uniq -c | sed 's/^/    shim-default /'
     rep=$(find "$WORK/reports" -name '*.json' -size -64M 2>/dev/null | head -n 1)
     [ -n "$rep" ] && "$PY" - "$rep" <<'PYEOF' | sed 's/^/    /'

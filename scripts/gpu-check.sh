@@ -19,11 +19,14 @@
 # counter; 4 leak.cu three ways (static cudart, shared cudart, per-thread
 # default stream) under the shim and the counter; 5 tests/gpu/train.py under
 # PyTorch's caching allocator, expandable segments and cudaMallocAsync;
-# 6 PY-FRAMES (Python stacks in the report). Each check prints PASS or FAIL;
+# 6 PY-FRAMES (Python stacks in the report); 6b growth leak scripts; 6c ranks;
+# 6d TENSORS (PyTorch's tensors from its allocator's events against its own
+# memory_stats(), CUDA graphs and torch.compile unchanged, the leak scripts
+# with expandable segments). Each check prints PASS or FAIL;
 # the exit status is 1 when any check but PY-FRAMES failed (set
 # GPU_CHECK_PY_FRAMES_REQUIRED=1 to count it too), 0 otherwise.
 #
-# Knobs: GPU_CHECK_BUDGET_S (default 510: later steps are skipped, as FAIL,
+# Knobs: GPU_CHECK_BUDGET_S (default 560: later steps are skipped, as FAIL,
 # once this many seconds have passed), GPU_CHECK_ITERS (train.py iterations,
 # default 200), GPU_CHECK_DRY=1 (build only: for a machine without a GPU).
 set -u -o pipefail
@@ -33,7 +36,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
 . scripts/gpu-common.sh
 gpu_begin gpu-check
 
-BUDGET=${GPU_CHECK_BUDGET_S:-510}
+BUDGET=${GPU_CHECK_BUDGET_S:-560}
 ITERS=${GPU_CHECK_ITERS:-200}
 DRY=${GPU_CHECK_DRY:-0}
 PY=${PYTHON:-python3}
@@ -333,7 +336,7 @@ declare -A TORCH_REPORT=()
 for mode in native expandable async; do
     name=torch-$mode
     case $mode in
-        native) envs=(GPULEAK_TORCH_ALLOCATOR=native); want_kind=device ;;
+        native) envs=(GPULEAK_SUMMARY=1); want_kind=device ;;  # the defaults: allocator untouched
         expandable) envs=(PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True); want_kind=vmm ;;
         async) envs=(PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync); want_kind=pool ;;
     esac
@@ -428,6 +431,67 @@ if [ "$SHIM_OK" = 1 ] && [ "$TORCH_OK" = 1 ] && have_time "RANKS" 60; then
         result FAIL "BUILD gpuleak command" "see build-cli.log"
         tail -n 20 "$WORK/build-cli.log" | sed 's/^/    | /'
     fi
+fi
+
+# ---------------------------------------------------------------------------
+section "6d. TENSORS: PyTorch's own allocator events, the program unchanged"
+GPU=$REPO/tests/gpu
+if [ "$SHIM_OK" = 1 ] && [ "$TORCH_OK" = 1 ]; then
+    # Counts: gpuleak's tensor kind against torch.cuda.memory_stats().
+    for variant in mlp gpt2 gpt2-expandable; do
+        have_time "TENSOR-STATS $variant" 40 || continue
+        conf=() model=mlp want_conf=
+        case $variant in gpt2*) model=gpt2 ;; esac
+        case $variant in *expandable) conf=(PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True); want_conf=expandable_segments:True ;; esac
+        if run_logged "tstats-$variant" 120 env -u PYTORCH_CUDA_ALLOC_CONF PYTHONUNBUFFERED=1 "${conf[@]}" \
+            TENSOR_STATS_MODEL=$model EXPECT_OUT="$R/tstats-$variant.json" \
+            LD_PRELOAD="$SHIM" GPULEAK_OUTPUT="$R/tstats-$variant-%p.json" GPULEAK_SUMMARY=0 "$PY" "$GPU/tensor_stats.py" 40; then
+            check "TENSOR-STATS $variant (gpuleak's tensors = torch.cuda.memory_stats())" \
+                env WANT_ALLOC_CONF="$want_conf" "$PY" "$GPU/check_tensor_stats.py" "$R/tstats-$variant.json"
+        else
+            result FAIL "TENSOR-STATS $variant run" "see tstats-$variant.log"
+        fi
+    done
+    # CUDA graphs and torch.compile(mode="reduce-overhead"): same output and
+    # status with the defaults as without gpuleak.
+    for mode in graph compile; do
+        have_time "GRAPHS $mode" 90 || continue
+        run_logged "graphs-$mode-plain" 240 env -u PYTORCH_CUDA_ALLOC_CONF "$PY" "$GPU/graphs.py" "$mode"
+        prc=$?
+        run_logged "graphs-$mode-shim" 240 env -u PYTORCH_CUDA_ALLOC_CONF LD_PRELOAD="$SHIM" \
+            GPULEAK_OUTPUT="$R/graphs-$mode-%p.json" GPULEAK_SUMMARY=0 "$PY" "$GPU/graphs.py" "$mode"
+        src=$?
+        grep -E '^(step|replay|after)' "$WORK/graphs-$mode-plain.log" >"$WORK/graphs-$mode-plain.out"
+        grep -E '^(step|replay|after)' "$WORK/graphs-$mode-shim.log" >"$WORK/graphs-$mode-shim.out"
+        sed 's/^/    plain: /' "$WORK/graphs-$mode-plain.out" | tail -n 3
+        if [ "$prc" -eq 0 ] && [ "$src" -eq 0 ] && [ -s "$WORK/graphs-$mode-plain.out" ] &&
+           cmp -s "$WORK/graphs-$mode-plain.out" "$WORK/graphs-$mode-shim.out"; then
+            result PASS "GRAPHS $mode (exit 0 and the same output as plain)"
+        else
+            diff "$WORK/graphs-$mode-plain.out" "$WORK/graphs-$mode-shim.out" | head -n 10 | sed 's/^/    | /'
+            result FAIL "GRAPHS $mode" "plain exit $prc, shim exit $src, outputs $(cmp -s "$WORK/graphs-$mode-plain.out" "$WORK/graphs-$mode-shim.out" && echo same || echo differ)"
+        fi
+        rep=$("${COMPARE[@]}" pick "$R" "graphs-$mode-") &&
+            "$PY" -c 'import json,sys; r=json.load(open(sys.argv[1])); t=r["kinds"]["tensor"]; print("    tensors %s: %d allocations, %d frees, %d live at exit, unknown frees %d" % (r["torch_allocator"]["tensors"], t["allocations"], t["frees"], t["live_bytes"], r["totals"]["unknown_frees"]))' "$rep"
+    done
+    # The leak scripts with expandable segments (6b ran them without).
+    for script in outputs_with_graph batches_list dict_cache no_leak; do
+        have_time "GROWTH-EXPANDABLE $script" 40 || continue
+        if ! run_logged "growth-exp-$script" 120 env PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True PYTHONUNBUFFERED=1 \
+            LD_PRELOAD="$SHIM" GPULEAK_OUTPUT="$R/growth-exp-$script-%p.json" GPULEAK_SUMMARY=0 \
+            "$PY" "$LEAKS/$script.py" 400; then
+            result FAIL "GROWTH-EXPANDABLE $script run" "see growth-exp-$script.log"
+            continue
+        fi
+        rep=$("${COMPARE[@]}" pick "$R" "growth-exp-$script-") || { result FAIL "GROWTH-EXPANDABLE $script report" "none written"; continue; }
+        if [ "$script" = no_leak ]; then
+            check "GROWTH-EXPANDABLE $script (no growth finding)" "$PY" "$LEAKS/check_growth.py" "$rep" "$script.py" --no-leak
+        else
+            line=$(grep -n '# LEAK-LINE' "$LEAKS/$script.py" | cut -d: -f1)
+            check "GROWTH-EXPANDABLE $script (top growth origin is $script.py:$line)" \
+                "$PY" "$LEAKS/check_growth.py" "$rep" "$script.py" --line "$line"
+        fi
+    done
 fi
 
 # ---------------------------------------------------------------------------

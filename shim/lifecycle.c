@@ -28,6 +28,7 @@ static uint64_t epoch_offset_ns;
 static uint64_t started_ns;
 
 static const char *torch_mode = "native";
+#define ASYNC_CONF "backend:cudaMallocAsync"
 
 const char *lifecycle_torch_mode(void)
 {
@@ -45,13 +46,17 @@ __attribute__((constructor)) static void choose_torch_allocator(void)
 {
     if (!config_enabled_at_load(getenv("GPULEAK_ENABLE")))
         return;
-    if (getenv("PYTORCH_CUDA_ALLOC_CONF") != NULL) {
-        torch_mode = "user";
+    int async = config_torch_allocator_async(getenv("GPULEAK_TORCH_ALLOCATOR")) == 1;
+    const char *conf = getenv("PYTORCH_CUDA_ALLOC_CONF");
+    if (conf != NULL) {
+        /* Set by the shim in a parent (a shell, a launcher) when async was
+         * asked for and the value is exactly the shim's. */
+        torch_mode = async && strcmp(conf, ASYNC_CONF) == 0 ? "cudaMallocAsync" : "user";
         return;
     }
-    if (config_torch_allocator_async(getenv("GPULEAK_TORCH_ALLOCATOR")) != 1)
+    if (!async)
         return;
-    if (setenv("PYTORCH_CUDA_ALLOC_CONF", "backend:cudaMallocAsync", 0) == 0)
+    if (setenv("PYTORCH_CUDA_ALLOC_CONF", ASYNC_CONF, 0) == 0)
         torch_mode = "cudaMallocAsync";
 }
 

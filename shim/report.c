@@ -135,14 +135,17 @@ static int is_at_peak(const report_site_t *s) { return s->stats.at_peak_bytes > 
 static int is_growing(const report_site_t *s) { return s->growth.grew && !s->reserve; }
 
 /* Whether a site is PyTorch's cache where its tensors are seen: a driver
- * allocation whose owner is the caching allocator. Its memory is counted
- * once, by the tensors inside it. */
-static int is_reserve(const report_view_t *view, uint32_t id, int kind)
+ * allocation that PyTorch's segment events named, or whose owner is the
+ * caching allocator. Its memory is counted once, by the tensors inside it. */
+static int is_reserve(const report_view_t *view, const report_site_t *site)
 {
+    int kind = site->stats.kind;
     if (view->tensors.allocations == 0 || (kind != KIND_DEVICE && kind != KIND_VMM))
         return 0;
+    if (site->stats.reserve)
+        return 1;
     origin_site_t o;
-    origin_site(id, kind, &o);
+    origin_site(site->id, kind, &o);
     return o.owner != NULL && strcmp(o.owner, ORIGIN_OWNER_CACHING) == 0;
 }
 
@@ -169,7 +172,7 @@ static int gather(report_view_t *view)
         site->id = id;
         if (tracker_site(id, &site->stats) != 0 || !is_used(site))
             continue;
-        site->reserve = is_reserve(view, id, site->stats.kind);
+        site->reserve = is_reserve(view, site);
         if (site->reserve)
             view->reserve_bytes += site->stats.live_bytes;
         if (site->stats.kind == KIND_HOST

@@ -43,6 +43,9 @@ enum state { WAITING, ATTACHING, ATTACHED, REFUSED, BROKEN };
 static _Atomic int state = WAITING;
 static _Atomic(const char *) refusal;
 static _Atomic uint64_t counts[TORCH_ACTIONS];
+/* The site of this thread's latest driver allocation: a segment event
+ * follows the allocation of its segment on the same thread. */
+static __thread uint32_t last_driver_site __attribute__((tls_model("initial-exec")));
 
 /* Where libc10_cuda.so is loaded: its file, its load bias and the range of
  * its executable segments (return addresses inside it). */
@@ -251,6 +254,10 @@ static void on_event(const void *storage, const void *entry)
             tracker_pending_t pending;
             tracker_free_begin(SPACE_TENSOR, addr, &pending);
             tracker_free_end(&pending, 1);
+        } else if ((action == TORCH_SEGMENT_ALLOC || action == TORCH_SEGMENT_MAP)
+                   && last_driver_site != 0) {
+            /* Known without a stack to name its owner (stacks off). */
+            tracker_mark_reserve(last_driver_site);
         } else if (action == TORCH_OOM) {
             tracker_failure(KIND_TENSOR, (size_t)size, TRACKER_OUT_OF_MEMORY, device,
                             capture_site(KIND_TENSOR));
@@ -314,8 +321,9 @@ static const char *attach(const library_t *lib)
     return NULL;
 }
 
-void torch_trace_notice_segment(void)
+void torch_trace_notice_segment(uint32_t site)
 {
+    last_driver_site = site;
     if (atomic_load_explicit(&state, memory_order_relaxed) != WAITING)
         return;
     /* One thread searches; another thread's allocation meanwhile goes on. */

@@ -21,14 +21,16 @@ enum torch_trace_action {
     TORCH_ACTIONS
 };
 
-/* Called by the wrappers after the driver handed out device or VMM memory,
- * on that thread, inside the shim. Until it has attached or given up, it
- * looks for libc10_cuda.so and whether this allocation came from it (then
- * the device allocators exist, so a tracker attached now is not lost), and
- * then attaches, once. Afterwards it costs one atomic load. Never blocks on
- * another thread of the program: a second thread arriving while one attaches
- * goes on at once. */
-void torch_trace_notice_segment(void);
+/* Called by the wrappers after the driver handed out device, VMM or pool
+ * memory (recorded under site), on that thread, inside the shim. Keeps the
+ * site, so that PyTorch's segment event that follows on this thread marks
+ * it as its cache (tracker_mark_reserve). Until it has attached or given
+ * up, it looks for libc10_cuda.so and whether this allocation came from it
+ * (then the device allocators exist, so a tracker attached now is not
+ * lost), and then attaches, once. Afterwards it costs a store and an atomic
+ * load. Never blocks on another thread of the program: a second thread
+ * arriving while one attaches goes on at once. */
+void torch_trace_notice_segment(uint32_t site);
 
 /* For the report: "attached", "not seen" (no PyTorch CUDA allocator was seen
  * allocating), or why tensors are not tracked (a sentence; the run then

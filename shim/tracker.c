@@ -54,6 +54,7 @@ typedef struct atomic_site {
     _Atomic int kind, device;
     _Atomic uint64_t failures, failed_bytes, teardown_bytes, teardown_allocations;
     _Atomic int last_failure, teardown_reason;
+    _Atomic int reserve;
 } __attribute__((aligned(64))) atomic_site_t;
 
 static shard_t shards[SPACE_COUNT][SHARDS];
@@ -468,6 +469,13 @@ void tracker_failure(alloc_kind_t kind, size_t size, int result, int device, uin
         atomic_fetch_add(&dev->failures, 1);
 }
 
+void tracker_mark_reserve(uint32_t site)
+{
+    atomic_site_t *s = site_of(site);
+    if (!atomic_load_explicit(&s->reserve, memory_order_relaxed))
+        atomic_store_explicit(&s->reserve, 1, memory_order_relaxed);
+}
+
 void tracker_map(size_t size, int is_unmap)
 {
     (void)size;
@@ -569,6 +577,7 @@ int tracker_site(uint32_t site, site_stats_t *out)
     out->device = atomic_load(&s->device);
     out->last_failure = atomic_load(&s->last_failure);
     out->teardown_reason = atomic_load(&s->teardown_reason);
+    out->reserve = atomic_load(&s->reserve);
     return 0;
 }
 

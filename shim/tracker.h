@@ -53,6 +53,7 @@ typedef struct site_stats {
     uint64_t teardown_bytes, teardown_allocations;
     uint64_t at_peak_bytes;  /* live at the moment of the process's GPU peak */
     int kind, device, last_failure, teardown_reason;
+    int reserve;             /* 1: PyTorch said it made a segment here */
 } site_stats_t;
 
 /* Totals of one kind, one device, or the whole process. */
@@ -128,6 +129,10 @@ void tracker_free_end(tracker_pending_t *pending, int freed);
 
 /* Records an allocation the driver refused with result. */
 void tracker_failure(alloc_kind_t kind, size_t size, int result, int device, uint32_t site);
+
+/* Marks site as one where PyTorch's caching allocator makes its segments
+ * (its events said so): its memory is the allocator's cache. */
+void tracker_mark_reserve(uint32_t site);
 
 /* Counts a cuMemMap or cuMemUnmap of size bytes. */
 void tracker_map(size_t size, int is_unmap);

@@ -95,8 +95,10 @@ static void record_alloc(alloc_kind_t kind, CUresult result, uint64_t key, size_
         lifecycle_disable("no memory left for allocation records");
         return;
     }
-    if (kind == KIND_DEVICE || kind == KIND_VMM)  /* how PyTorch's segments arrive */
-        torch_trace_notice_segment();
+    /* How PyTorch's segments arrive (device, VMM), or its cudaMallocAsync
+     * backend's tensors (pool), which the adapter then names as refused. */
+    if (kind == KIND_DEVICE || kind == KIND_VMM || kind == KIND_POOL)
+        torch_trace_notice_segment(site);
 }
 
 /* The common shape of a free: the record leaves the table before the driver

@@ -15,19 +15,21 @@ import statistics
 import sys
 
 TRAIN = [
-    # config, label, baseline config
-    ("plain-async", "plain, backend:cudaMallocAsync (no shim)", "plain-async"),
-    ("plain-caching", "plain, default caching allocator (no shim)", "plain-async"),
-    ("shim-default", "shim, defaults (64 native frames + Python; sets cudaMallocAsync)", "plain-async"),
-    ("shim-depth64", "shim, GPULEAK_STACK_DEPTH=64", "plain-async"),
-    ("shim-off", "shim, stacks off (DEPTH=0, PYTHON=0)", "plain-async"),
-    ("shim-python", "shim, Python frames only (DEPTH=0)", "plain-async"),
-    ("shim-native", "shim, native frames only (PYTHON=0)", "plain-async"),
-    ("shim-selftime", "shim, defaults with GPULEAK_SELF_TIME=1 (its own time timed)", "plain-async"),
-    ("shim-libunwind", "shim, defaults but GPULEAK_FAST_UNWIND=0 (libunwind only)", "plain-async"),
-    ("shim-selftime-libunwind", "shim, GPULEAK_FAST_UNWIND=0 and GPULEAK_SELF_TIME=1", "plain-async"),
-    ("history", "_record_memory_history(stacks=\"all\"), caching allocator (no shim)", "plain-caching"),
-    ("sanitizer", "compute-sanitizer --leak-check full, caching allocator", "plain-caching"),
+    # config, label, baseline config: the baseline is the program as its
+    # user runs it (no gpuleak, allocator unchanged)
+    ("plain-caching", "plain, as the user runs it (no gpuleak, allocator unchanged)", "plain-caching"),
+    ("plain-async", "plain, backend:cudaMallocAsync (no gpuleak)", "plain-caching"),
+    ("shim-default", "gpuleak, defaults (64 native frames + Python; allocator unchanged, tensors from its events)", "plain-caching"),
+    ("shim-async", "gpuleak, GPULEAK_TORCH_ALLOCATOR=async (switches the allocator)", "plain-caching"),
+    ("shim-depth64", "gpuleak, GPULEAK_STACK_DEPTH=64", "plain-caching"),
+    ("shim-off", "gpuleak, stacks off (DEPTH=0, PYTHON=0)", "plain-caching"),
+    ("shim-python", "gpuleak, Python frames only (DEPTH=0)", "plain-caching"),
+    ("shim-native", "gpuleak, native frames only (PYTHON=0)", "plain-caching"),
+    ("shim-selftime", "gpuleak, defaults with GPULEAK_SELF_TIME=1 (its own time timed)", "plain-caching"),
+    ("shim-libunwind", "gpuleak, defaults but GPULEAK_FAST_UNWIND=0 (libunwind only)", "plain-caching"),
+    ("shim-selftime-libunwind", "gpuleak, GPULEAK_FAST_UNWIND=0 and GPULEAK_SELF_TIME=1", "plain-caching"),
+    ("history", "_record_memory_history(stacks=\"all\") (no gpuleak)", "plain-caching"),
+    ("sanitizer", "compute-sanitizer --leak-check full", "plain-caching"),
 ]
 MICRO = [
     ("async-plain", "cudaMallocAsync+cudaFreeAsync, no shim", "async-plain"),

@@ -2,9 +2,12 @@
 
     python3 gpu_train.py [ITERATIONS] [WARMUP]
 
-8 Linear layers 1024 wide with ReLU, batch 64, SGD, MSE loss, on cuda;
-ITERATIONS (default 600) steps, each ended by torch.cuda.synchronize() and
-timed on the host. Prints one line
+GPU_BENCH_MODEL=gpt2 (scripts/gpu-bench.sh's default): a transformers GPT-2
+from a config with random weights (6 layers, 512 wide, 8 heads, batch 8 x
+256 tokens), AdamW, its language-model loss. GPU_BENCH_MODEL=mlp: 8 Linear
+layers 1024 wide with ReLU, batch 64, SGD, MSE loss. On cuda; ITERATIONS
+(default 600) steps, each ended by torch.cuda.synchronize() and timed on
+the host. Prints one line
 
     BENCH ms_per_iter=<median> iters=<n> warmup=<w> backend=<allocator> history=<0|1>
 
@@ -37,20 +40,33 @@ def main():
     torch.manual_seed(0)
     if history:
         record_history()
-    layers = []
-    for _ in range(8):
-        layers += [torch.nn.Linear(1024, 1024), torch.nn.ReLU()]
-    model = torch.nn.Sequential(*layers).cuda()
-    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
-    loss_fn = torch.nn.MSELoss()
-    x = torch.randn(64, 1024, device="cuda")
-    y = torch.randn(64, 1024, device="cuda")
+    if os.environ.get("GPU_BENCH_MODEL", "mlp") == "gpt2":
+        from transformers import GPT2Config, GPT2LMHeadModel
+        cfg = GPT2Config(n_layer=6, n_embd=512, n_head=8, n_positions=256)
+        model = GPT2LMHeadModel(cfg).cuda()
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        tokens = torch.randint(0, cfg.vocab_size, (8, 256), device="cuda")
+
+        def loss_of():
+            return model(tokens, labels=tokens).loss
+    else:
+        layers = []
+        for _ in range(8):
+            layers += [torch.nn.Linear(1024, 1024), torch.nn.ReLU()]
+        model = torch.nn.Sequential(*layers).cuda()
+        opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+        loss_fn = torch.nn.MSELoss()
+        x = torch.randn(64, 1024, device="cuda")
+        y = torch.randn(64, 1024, device="cuda")
+
+        def loss_of():
+            return loss_fn(model(x), y)
     times = []
     torch.cuda.synchronize()
     for _ in range(iters):
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        loss = loss_fn(model(x), y)
+        loss = loss_of()
         loss.backward()
         opt.step()
         torch.cuda.synchronize()

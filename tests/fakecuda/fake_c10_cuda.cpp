@@ -210,7 +210,9 @@ private:
         for (auto &kv : segments_)
             if (kv.second.size - kv.second.used >= size)
                 return &kv.second;
-        size_t bytes = size > kSegment ? size : kSegment;
+        // Whole 2 MiB units, as PyTorch rounds large segments (and as the
+        // VMM granularity requires).
+        size_t bytes = (size + kSegment - 1) / kSegment * kSegment;
         cuCtxSetCurrent(context_);
         Segment seg{};
         seg.size = bytes;
@@ -308,7 +310,14 @@ namespace CudaMallocAsync {
 // allocation, and no trace trackers (PyTorch's throws from the method).
 class CudaMallocAsyncAllocator : public CUDAAllocator {
 public:
-    void init(int) override { ready_ = true; }
+    void init(int) override
+    {
+        cuInit(0);
+        CUcontext context = nullptr;
+        cuDevicePrimaryCtxRetain(&context, 0);
+        cuCtxSetCurrent(context);
+        ready_ = true;
+    }
     void *malloc(size_t size, int) override
     {
         CUdeviceptr p = 0;

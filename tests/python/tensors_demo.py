@@ -64,8 +64,12 @@ def main():
         # A driver allocation of the program's own, before PyTorch's
         # allocator exists: gpuleak must not attach yet (it would be lost).
         ptr = ctypes.c_uint64()
+        context = ctypes.c_void_p()
         driver.cuInit(0)
-        driver.cuMemAlloc_v2(ctypes.byref(ptr), 4096)
+        driver.cuDevicePrimaryCtxRetain(ctypes.byref(context), 0)
+        driver.cuCtxSetCurrent(context)
+        if driver.cuMemAlloc_v2(ctypes.byref(ptr), 4096) != 0:
+            sys.exit("the pre-init driver allocation failed")
     if lib.fake_c10_init(2) != 0:
         sys.exit("fake allocator unset")
     own = lib.fake_c10_attach_counter() if scenario == "own-tracker" else None

@@ -1,0 +1,314 @@
+"""PyTorch tensors under the shim: tests/python/tensors_demo.py drives the fake
+libc10_cuda.so (tests/fakecuda/fake_c10_cuda.cpp), a caching allocator laid
+out as PyTorch's, whose trace-tracker events shim/torch_trace.c follows. The
+script writes, from its own bookkeeping, what memory_stats() would say (the
+tensors allocated and freed, their bytes, the highest live bytes) and the
+line that keeps one batch in five; the report must say the same, name that
+line, and keep the caching allocator's cache out of the leaks. Where the
+shim cannot attach (another backend, a stripped library, events it cannot
+read) it says so once, tracks the segments only, and the program runs on."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import reports as report_files  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUILD = os.path.join(ROOT, "build")
+SCRIPT = os.path.join(ROOT, "tests/python/tensors_demo.py")
+FAKE_C10 = os.path.join(BUILD, "fakec10", "libc10_cuda.so")
+FAKE_C10_STRIPPED = os.path.join(BUILD, "fakec10-stripped", "libc10_cuda.so")
+GIB = 1 << 30
+
+# The settings a run must not inherit from the caller's environment.
+CLEARED = ("PYTORCH_CUDA_ALLOC_CONF", "FAKE_C10_BACKEND", "FAKE_C10_EXPANDABLE",
+           "FAKE_C10_BAD_LAYOUT", "FAKECUDA_OOM_AFTER", "FAKECUDA_BOOKLESS")
+
+
+def run_script(tmp, scenario=None, extra_env=None, shim=True):
+    """Runs the script in tmp; returns the process and the expect.json it
+    wrote (None if none)."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in CLEARED and not k.startswith("GPULEAK_")}
+    env.update({
+        "FAKECUDA_DEVICES": "2",
+        "FAKE_C10": FAKE_C10,
+        "LD_LIBRARY_PATH": os.path.join(BUILD, "fakecuda"),
+        "EXPECT_OUT": os.path.join(tmp, "expect.json"),
+    })
+    if shim:
+        env.update({
+            "LD_PRELOAD": os.path.join(BUILD, "libgpuleak.so"),
+            "GPULEAK_OUTPUT": os.path.join(tmp, "r-%p.json"),
+        })
+    else:
+        env.pop("LD_PRELOAD", None)
+    env.update(extra_env or {})
+    args = [sys.executable, SCRIPT] + ([scenario] if scenario else [])
+    proc = subprocess.run(args, env=env, cwd=tmp, capture_output=True, text=True, timeout=120)
+    expect = None
+    if os.path.exists(env["EXPECT_OUT"]):
+        with open(env["EXPECT_OUT"]) as fh:
+            expect = json.load(fh)
+    return proc, expect
+
+
+def report_paths(tmp):
+    return [os.path.join(tmp, f) for f in os.listdir(tmp)
+            if f.startswith("r-") and f.endswith(".json")]
+
+
+def call_line(path, text):
+    """The line number of the one line of path that contains text."""
+    with open(path) as fh:
+        found = [n for n, line in enumerate(fh, 1) if text in line]
+    assert len(found) == 1, (text, found)
+    return found[0]
+
+
+class TorchTensorsTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        for path in (os.path.join(BUILD, "libgpuleak.so"), FAKE_C10, FAKE_C10_STRIPPED):
+            if not os.path.exists(path):
+                raise unittest.SkipTest("%s not built (make integration)" % path)
+        # What the program does without the shim: every run under it must
+        # compute the same.
+        tmp = tempfile.mkdtemp(prefix="gpuleak-torch-")
+        proc, cls.baseline = run_script(tmp, shim=False)
+        if proc.returncode != 0 or cls.baseline is None:
+            raise AssertionError("the script fails without the shim:\n" + proc.stderr)
+
+    def run_demo(self, scenario=None, extra_env=None):
+        """Runs the script under the shim; it must succeed and write one
+        report. Returns (report, expect, stderr)."""
+        tmp = tempfile.mkdtemp(prefix="gpuleak-torch-")
+        proc, expect = run_script(tmp, scenario, extra_env)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIsNotNone(expect, proc.stderr)
+        reports = report_paths(tmp)
+        self.assertEqual(len(reports), 1, proc.stderr)
+        return report_files.load(reports[0]), expect, proc.stderr
+
+    def assert_program_unchanged(self, expect):
+        for key in ("stats", "kept", "kept_bytes", "high", "keep_line"):
+            self.assertEqual(expect[key], self.baseline[key], key)
+
+    def assert_tensor_counts(self, report, expect):
+        """kinds.tensor says what memory_stats() would."""
+        stats = expect["stats"]
+        tensor = report["kinds"]["tensor"]
+        self.assertEqual(tensor["allocations"], stats["allocations"])
+        self.assertEqual(tensor["frees"], stats["frees"])
+        self.assertEqual(tensor["bytes_allocated"], stats["requested_allocated"])
+        self.assertEqual(tensor["live_bytes"],
+                         stats["requested_allocated"] - stats["requested_freed"])
+        self.assertEqual(tensor["peak_bytes"], expect["high"])
+
+    def assert_one_tensor_leak(self, report, expect):
+        """One leak, the kept tensors, at the line that keeps them."""
+        leaks = report["leaks"]
+        self.assertEqual(len(leaks), 1, [(l["kind"], l["owner"], l["bytes"]) for l in leaks])
+        leak = leaks[0]
+        self.assertEqual(leak["kind"], "tensor")
+        self.assertEqual(leak["bytes"], expect["kept_bytes"])
+        self.assertEqual(leak["allocations"], expect["kept"])
+        frame = {"function": "keep_for_logging", "file": expect["file"], "line": expect["keep_line"]}
+        self.assertIn(frame, leak["python_stack"])
+        return leak
+
+    def refusal_line(self, stderr):
+        """The one stderr line in which the shim says it does not follow the
+        allocator's tensors."""
+        lines = [line for line in stderr.splitlines()
+                 if "gpuleak:" in line and "PyTorch's allocator" in line]
+        self.assertEqual(len(lines), 1, stderr)
+        return lines[0]
+
+    def assert_refused(self, report, expect, stderr, reason_part, consequence):
+        self.assert_program_unchanged(expect)
+        line = self.refusal_line(stderr)
+        reason = report["torch_allocator"]["tensors"]
+        self.assertNotIn(reason, ("attached", "not seen", None))
+        self.assertIn(reason_part, reason)
+        self.assertIn(reason, line)
+        self.assertIn(consequence, line)
+        self.assertEqual(report["kinds"]["tensor"]["allocations"], 0)
+        self.assertEqual(report["kinds"]["tensor"]["live_bytes"], 0)
+        return line
+
+    # 1
+    def test_tensors_followed_through_events(self):
+        report, expect, _ = self.run_demo()
+        self.assert_program_unchanged(expect)
+        torch = report["torch_allocator"]
+        self.assertEqual(torch["mode"], "native")
+        self.assertIsNone(torch["PYTORCH_CUDA_ALLOC_CONF"])
+        self.assertIsNone(expect["alloc_conf"])  # the program's own environment
+        self.assertEqual(torch["tensors"], "attached")
+        self.assert_tensor_counts(report, expect)
+        self.assert_one_tensor_leak(report, expect)
+        for leak in report["leaks"]:
+            self.assertNotEqual(leak["owner"], "pytorch-caching-allocator")
+        self.assertEqual(report["totals"]["leaked_bytes"], expect["kept_bytes"])
+        self.assertEqual(report["totals"]["leaked_allocations"], expect["kept"])
+        self.assertGreater(torch["reserve_bytes"], 0)
+        self.assertEqual(report["peak"]["sites_at"], "tensors")
+        self.assertEqual(report["peak"]["sites_at_bytes"], expect["high"])
+        # The segments are still the driver's allocations.
+        self.assertGreater(report["kinds"]["device"]["allocations"], 0)
+        self.assertEqual(report["kinds"]["device"]["allocations"], torch["events"]["segment_alloc"])
+        # Frees completed later, on another thread, are counted once each.
+        events = torch["events"]
+        self.assertEqual(events["alloc"], expect["stats"]["allocations"])
+        self.assertEqual(events["free_requested"], expect["stats"]["frees"])
+        self.assertEqual(events["free_completed"], events["free_requested"])
+        self.assertEqual(report["totals"]["unknown_frees"], 0)
+        self.assertIsNone(report["oom"])
+
+    # 2
+    def test_async_allocator_asked_for(self):
+        report, expect, _ = self.run_demo(extra_env={"GPULEAK_TORCH_ALLOCATOR": "async"})
+        self.assertEqual(expect["alloc_conf"], "backend:cudaMallocAsync")
+        self.assertEqual(report["torch_allocator"]["mode"], "cudaMallocAsync")
+        self.assertEqual(report["torch_allocator"]["PYTORCH_CUDA_ALLOC_CONF"],
+                         "backend:cudaMallocAsync")
+
+    def test_users_alloc_conf_is_left_alone(self):
+        report, expect, _ = self.run_demo(extra_env={
+            "GPULEAK_TORCH_ALLOCATOR": "async",
+            "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"})
+        self.assertEqual(expect["alloc_conf"], "expandable_segments:True")
+        self.assertEqual(report["torch_allocator"]["mode"], "user")
+        self.assertEqual(report["torch_allocator"]["PYTORCH_CUDA_ALLOC_CONF"],
+                         "expandable_segments:True")
+
+    # 3
+    def test_expandable_segments(self):
+        report, expect, _ = self.run_demo(extra_env={"FAKE_C10_EXPANDABLE": "1"})
+        self.assert_program_unchanged(expect)
+        torch = report["torch_allocator"]
+        self.assertEqual(torch["tensors"], "attached")
+        self.assert_tensor_counts(report, expect)
+        self.assertGreater(report["kinds"]["vmm"]["allocations"], 0)
+        self.assertEqual(torch["events"]["segment_map"], report["kinds"]["vmm"]["allocations"])
+        self.assertEqual(report["kinds"]["device"]["allocations"], 0)
+        self.assert_one_tensor_leak(report, expect)
+        self.assertEqual(report["totals"]["leaked_bytes"], expect["kept_bytes"])
+
+    # 4a
+    def test_refused_other_backend(self):
+        report, expect, stderr = self.run_demo(extra_env={"FAKE_C10_BACKEND": "async"})
+        self.assert_refused(report, expect, stderr, "not its native caching allocator",
+                            "tracking its segments only")
+        # That backend's tensors are each one cuMemAllocAsync.
+        self.assertGreater(report["kinds"]["pool"]["allocations"], 0)
+        self.assertEqual(report["kinds"]["pool"]["allocations"], expect["stats"]["allocations"])
+
+    # 4b
+    def test_refused_stripped_library(self):
+        report, expect, stderr = self.run_demo(extra_env={"FAKE_C10": FAKE_C10_STRIPPED})
+        self.assert_refused(report, expect, stderr, "stripped", "tracking its segments only")
+        self.assertGreater(report["kinds"]["device"]["allocations"], 0)
+        self.assertEqual(sum(report["torch_allocator"]["events"].values()), 0)
+
+    # 4c
+    def test_refused_unknown_event_layout(self):
+        report, expect, stderr = self.run_demo(extra_env={"FAKE_C10_BAD_LAYOUT": "1"})
+        self.assert_refused(report, expect, stderr, "layout", "no longer tracked")
+        self.assertGreater(report["kinds"]["device"]["allocations"], 0)
+        # An event of an action it does not know is not counted as any.
+        self.assertEqual(sum(report["torch_allocator"]["events"].values()), 0)
+
+    # 5
+    def test_driver_allocation_before_allocator_init(self):
+        report, expect, _ = self.run_demo("preinit")
+        self.assert_program_unchanged(expect)
+        device = report["kinds"]["device"]
+        torch = report["torch_allocator"]
+        # The script's own allocation must have happened, or the scenario
+        # tests nothing: it is one driver allocation more than the segments.
+        self.assertEqual(device["failed_allocations"], 0,
+                         "the script's pre-init cuMemAlloc failed; nothing was tested")
+        self.assertEqual(device["allocations"], torch["events"]["segment_alloc"] + 1)
+        self.assertEqual(torch["tensors"], "attached")
+        self.assertEqual(torch["events"]["alloc"], expect["stats"]["allocations"])
+        self.assert_tensor_counts(report, expect)
+        # The leaks: the kept tensors, and the script's own allocation (never
+        # freed), which is the program's, not the caching allocator's.
+        tensors = [l for l in report["leaks"] if l["kind"] == "tensor"]
+        self.assertEqual(len(tensors), 1, report["leaks"])
+        self.assertEqual(tensors[0]["bytes"], expect["kept_bytes"])
+        self.assertIn({"function": "keep_for_logging", "file": expect["file"],
+                       "line": expect["keep_line"]}, tensors[0]["python_stack"])
+        others = [(l["kind"], l["owner"], l["bytes"]) for l in report["leaks"] if l["kind"] != "tensor"]
+        self.assertEqual(others, [("device", "user", 4096)])
+
+    # 6
+    def test_programs_own_tracker_keeps_its_events(self):
+        report, expect, _ = self.run_demo("own-tracker")
+        self.assert_program_unchanged(expect)
+        self.assertEqual(expect["own_tracker"], 0)
+        self.assertGreater(expect["own_events"], 0)
+        torch = report["torch_allocator"]
+        self.assertEqual(torch["tensors"], "attached")
+        self.assert_tensor_counts(report, expect)
+        # The program attaches its tracker after init and before the first
+        # tensor; the shim attaches at the first segment, before that
+        # segment's event, and no event comes earlier: from then on both
+        # trackers are called for every event, so they count the same.
+        self.assertEqual(expect["own_events"], sum(torch["events"].values()))
+
+    # 7
+    def test_out_of_memory_event(self):
+        report, expect, _ = self.run_demo("oom")
+        self.assert_program_unchanged(expect)
+        oom = report["oom"]
+        self.assertIsNotNone(oom)
+        self.assertEqual(oom["kind"], "tensor")
+        self.assertEqual(oom["bytes"], 64 * GIB)
+        self.assertEqual(report["torch_allocator"]["events"]["oom"], 1)
+        line = call_line(expect["file"], "lib.fake_c10_record_oom(")
+        self.assertTrue(oom["python_stack"], oom)
+        self.assertEqual(oom["python_stack"][0],
+                         {"function": "main", "file": expect["file"], "line": line})
+        # The tensors are still counted as before.
+        self.assert_tensor_counts(report, expect)
+
+    # 8
+    def test_disabled(self):
+        tmp = tempfile.mkdtemp(prefix="gpuleak-torch-")
+        proc, expect = run_script(tmp, extra_env={"GPULEAK_ENABLE": "0",
+                                                  "GPULEAK_TORCH_ALLOCATOR": "async"})
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIsNotNone(expect)
+        self.assertEqual(report_paths(tmp), [])
+        self.assertIsNone(expect["alloc_conf"])
+        self.assertNotIn("gpuleak:", proc.stderr)
+        self.assert_program_unchanged(expect)
+
+    # 9
+    def test_counts_without_stacks(self):
+        report, expect, _ = self.run_demo(extra_env={"GPULEAK_STACK_DEPTH": "0",
+                                                     "GPULEAK_PYTHON": "0"})
+        self.assert_program_unchanged(expect)
+        self.assertEqual(report["torch_allocator"]["tensors"], "attached")
+        self.assert_tensor_counts(report, expect)
+        tensor_leaks = [l for l in report["leaks"] if l["kind"] == "tensor"]
+        self.assertEqual(sum(l["bytes"] for l in tensor_leaks), expect["kept_bytes"])
+        self.assertEqual(sum(l["allocations"] for l in tensor_leaks), expect["kept"])
+        for leak in report["leaks"]:
+            self.assertEqual(leak["stack"], [])
+            self.assertEqual(leak["python_stack"], [])
+        # Without a stack to name the owner, PyTorch's segment events still
+        # say which driver allocations are its cache: not a leak.
+        self.assertEqual(report["totals"]["leaked_bytes"], expect["kept_bytes"])
+        self.assertGreater(report["torch_allocator"]["reserve_bytes"], 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
