@@ -4,6 +4,55 @@
 #include "selftime.h"
 #include "stacks.h"
 
+/* A site is named by the innermost native frames and the Python frames
+ * first (its key), and by its whole stack only when that key is new to
+ * this thread: the full native walk, most of a stack's cost on PyTorch's
+ * 40-odd frames, is paid once per key. With Python frames the innermost 8
+ * native frames (the allocator's) and the Python lines tell stacks apart;
+ * without them (an autograd worker thread) 24 native frames reach the
+ * operator that allocates. Two stacks that share a key but differ deeper
+ * down are one site, with the deeper frames of the first one seen. */
+#define KEY_FRAMES_WITH_PYTHON 8
+#define KEY_FRAMES_WITHOUT_PYTHON 24
+#define KEY_SLOTS 256  /* per thread, direct-mapped by the key's hash */
+
+typedef struct key_slot {
+    uint64_t hash;   /* 0: empty */
+    uint32_t site;
+} key_slot_t;
+
+static __thread key_slot_t key_slots[KEY_SLOTS] __attribute__((tls_model("initial-exec")));
+
+/* A 64-bit mix of the key's words; nonzero, so that 0 marks an empty slot. */
+static uint64_t key_hash(uint32_t kind, const uintptr_t *native, int native_count,
+                         const python_frame_t *python, int python_count)
+{
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ ((uint64_t)kind << 40)
+               ^ ((uint64_t)native_count << 20) ^ (uint64_t)python_count;
+    for (int i = 0; i < native_count; i++) {
+        h = (h ^ native[i]) * 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+    }
+    for (int i = 0; i < python_count; i++) {
+        h = (h ^ python[i]) * 0xc4ceb9fe1a85ec53ull;
+        h ^= h >> 29;
+    }
+    return h ? h : 1;
+}
+
+/* The Python frames are read first (the key depends on whether there are
+ * any), the native frames after; selftime.h's capture takes them in the
+ * other order, so the two durations are swapped into its fields: the
+ * native walk from the start, the Python frames after it, and whatever
+ * follows now (a lookup, or an intern) as interning. */
+static void order_timing(selftime_capture_t *timing, uint64_t python_done)
+{
+    uint64_t now = 0;
+    selftime_capture_mark(&now);
+    timing->python_end = now;
+    timing->native_end = now - (python_done - timing->start);
+}
+
 uint32_t capture_site(alloc_kind_t kind)
 {
     if (config.stack_depth <= 0 && !config.python_frames)  /* stacks off: nothing to capture or time */
@@ -12,13 +61,34 @@ uint32_t capture_site(alloc_kind_t kind)
     python_frame_t python[STACKS_MAX_FRAMES];
     selftime_capture_t timing = { 0 };  /* read only when timing is on */
     selftime_capture_begin(&timing);
-    int hint = -1;
-    int native_count = config.stack_depth > 0 ? stacks_capture(native, config.stack_depth, &hint) : 0;
-    selftime_capture_mark(&timing.native_end);
     int python_count = config.python_frames ? python_capture(python, config.python_depth) : 0;
-    selftime_capture_mark(&timing.python_end);
+    uint64_t python_done = 0;
+    selftime_capture_mark(&python_done);
+    int key_frames = python_count > 0 ? KEY_FRAMES_WITH_PYTHON : KEY_FRAMES_WITHOUT_PYTHON;
+    int hint = -1;
+    int native_count = 0;
+    key_slot_t *slot = NULL;
+    uint64_t hash = 0;
+    if (config.stack_depth > key_frames) {
+        native_count = stacks_capture(native, key_frames, NULL);
+        hash = key_hash((uint32_t)kind, native, native_count, python, python_count);
+        slot = &key_slots[hash & (KEY_SLOTS - 1)];
+        if (slot->hash == hash && slot->site != 0) {
+            order_timing(&timing, python_done);
+            selftime_capture_end(&timing, native_count);
+            return slot->site;
+        }
+    }
+    /* A new key (or a depth the key already covers): the whole stack. */
+    if (config.stack_depth > 0)
+        native_count = stacks_capture(native, config.stack_depth, &hint);
+    order_timing(&timing, python_done);
     uint32_t site = stacks_intern_hinted(hint, (uint32_t)kind, native, native_count, python,
                                          python_count);
+    if (slot != NULL && site != 0) {
+        slot->hash = hash;
+        slot->site = site;
+    }
     selftime_capture_end(&timing, native_count);
     return site;
 }

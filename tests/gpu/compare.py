@@ -119,7 +119,10 @@ def cmd_counts(a):
         rows.append(row)
     trow, tmarks = ["totals"], []
     for field in cols:
-        s = num(report, "totals", field)
+        # The driver's totals: the kinds CUPTI sees, summed. The report's
+        # own leaked totals are its leaks section's, where PyTorch's cache
+        # is not a leak and its tensors are (no driver call shows them).
+        s = sum(num(report, "kinds", kind, field) for kind in KINDS)
         c = num(cupti, "totals", field)
         trow.append(f"{s} / {c}" if s != c else f"{s}")
         if s != c and field in STRICT:
