@@ -46,6 +46,7 @@ static _Atomic uint64_t counts[TORCH_ACTIONS];
 /* The site of this thread's latest driver allocation: a segment event
  * follows the allocation of its segment on the same thread. */
 static __thread uint32_t last_driver_site __attribute__((tls_model("initial-exec")));
+static __thread int in_event __attribute__((tls_model("initial-exec")));
 
 /* Where libc10_cuda.so is loaded: its file, its load bias and the range of
  * its executable segments (return addresses inside it). */
@@ -231,6 +232,7 @@ static void on_event(const void *storage, const void *entry)
         || atomic_load_explicit(&lifecycle_state_now, memory_order_acquire) != LIFECYCLE_TRACKING)
         return;
     guard_depth++;
+    in_event = 1;
     int entry_errno = errno;
     selftime_resume();
     int32_t action;
@@ -265,7 +267,13 @@ static void on_event(const void *storage, const void *entry)
     }
     selftime_pause(1);
     errno = entry_errno;
+    in_event = 0;
     guard_depth--;
+}
+
+int torch_trace_in_event(void)
+{
+    return in_event;
 }
 
 /* Finds the native caching allocator and attaches on_event. Returns NULL,

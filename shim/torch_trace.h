@@ -37,6 +37,10 @@ void torch_trace_notice_segment(uint32_t site);
  * shows the segments only). */
 const char *torch_trace_status(void);
 
+/* Whether the calling thread is inside one of PyTorch's allocator events
+ * (its allocator's mutex held): what runs there must not call CUDA. */
+int torch_trace_in_event(void);
+
 /* The events received, by action, while tracking was on. */
 void torch_trace_counts(uint64_t out[TORCH_ACTIONS]);
 

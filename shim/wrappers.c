@@ -394,7 +394,9 @@ void wrappers_sample_point(struct timeline_point *point)
     static CUresult (*get_pool)(CUmemoryPool *, CUdevice);
     static CUresult (*get_attribute)(CUmemoryPool, CUmemPool_attribute, void *);
     tracker_sample(point);
-    if (point->kind_bytes[KIND_POOL] == 0)
+    /* Inside PyTorch's allocator event the reservation is not asked: no
+     * CUDA call may run under its mutex. The point goes without it. */
+    if (point->kind_bytes[KIND_POOL] == 0 || torch_trace_in_event())
         return;
     if (get_pool == NULL)
         get_pool = doors_driver_symbol("cuDeviceGetMemPool");

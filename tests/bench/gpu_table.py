@@ -103,7 +103,7 @@ def main():
     with open(sys.argv[2]) as f:
         out = [f.read().rstrip(), ""]
     out += table(rows, "train", TRAIN, "ms/iter", "%.3f",
-                 "PyTorch training loop (tests/bench/gpu_train.py: 8 x Linear 1024, batch 64; "
+                 "PyTorch training loop (tests/bench/gpu_train.py, the model of the settings line; "
                  "median ms/iter after 20 warm-up iterations, medians over interleaved runs)")
     out += table(rows, "micro", MICRO, "ns/pair", "%.0f",
                  "Allocation pairs, 1 MiB, one stream (tests/bench/gpu_pairs.cu, nvcc, static cudart)",

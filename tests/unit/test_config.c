@@ -145,6 +145,22 @@ START_TEST(enable_at_load_reads_as_config_load_does)
 }
 END_TEST
 
+/* The program's allocator is switched only on request: unset and "native"
+ * leave it alone, "async" asks for the switch, anything else is refused
+ * (and the default, native, used). */
+START_TEST(torch_allocator_switches_only_on_request)
+{
+    ck_assert_int_eq(config_torch_allocator_async(NULL), 0);
+    ck_assert_int_eq(config_torch_allocator_async("native"), 0);
+    ck_assert_int_eq(config_torch_allocator_async("async"), 1);
+    ck_assert_int_eq(config_torch_allocator_async("Async"), -1);
+    ck_assert_int_eq(config_torch_allocator_async(""), -1);
+    setenv("GPULEAK_TORCH_ALLOCATOR", "cudaMallocAsync", 1);
+    ck_assert_int_eq(config_load(), 1);
+    unsetenv("GPULEAK_TORCH_ALLOCATOR");
+}
+END_TEST
+
 START_TEST(every_option_is_in_the_readme)
 {
     static char text[1 << 20];
@@ -167,6 +183,7 @@ int main(void)
     tcase_add_test(tc, unset_options_hold_their_documented_defaults);
     tcase_add_test(tc, fault_signals_are_refused_as_the_dump_signal);
     tcase_add_test(tc, enable_at_load_reads_as_config_load_does);
+    tcase_add_test(tc, torch_allocator_switches_only_on_request);
     tcase_add_test(tc, every_option_is_in_the_readme);
     suite_add_tcase(suite, tc);
     return suite_run(suite, 0);
