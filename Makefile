@@ -34,6 +34,7 @@ FAKECUDA := $(BUILD)/fakecuda/libcuda.so.1
 CXX ?= c++
 FAKEC10 := $(BUILD)/fakec10/libc10_cuda.so
 FAKEC10_STRIPPED := $(BUILD)/fakec10-stripped/libc10_cuda.so
+FAKEC10_OTHER := $(BUILD)/fakec10-other/libc10_cuda.so
 
 .PHONY: all test unit integration sanitize demo bench deps clean install cli-test fuzz
 
@@ -58,6 +59,13 @@ $(FAKECUDA): tests/fakecuda/fakecuda.c | $(BUILD)/fakecuda
 $(FAKEC10): tests/fakecuda/fake_c10_cuda.cpp $(FAKECUDA)
 	@mkdir -p $(@D)
 	$(CXX) -O1 -g -std=c++17 $(WARN) -fPIC -shared -fvisibility=hidden -I$(CUDA_HOME)/include \
+	    -o $@ $< -L$(BUILD)/fakecuda -lcuda
+
+# Another build of the same source (other offsets, another build id): a
+# library replaced on disk while a program runs.
+$(FAKEC10_OTHER): tests/fakecuda/fake_c10_cuda.cpp $(FAKECUDA)
+	@mkdir -p $(@D)
+	$(CXX) -O0 -g -std=c++17 $(WARN) -fPIC -shared -fvisibility=hidden -I$(CUDA_HOME)/include \
 	    -o $@ $< -L$(BUILD)/fakecuda -lcuda
 
 $(FAKEC10_STRIPPED): $(FAKEC10)
@@ -99,7 +107,7 @@ deps:
 unit: deps $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
 
-integration: deps all $(PROG_BIN) $(FAKEC10) $(FAKEC10_STRIPPED)
+integration: deps all $(PROG_BIN) $(FAKEC10) $(FAKEC10_STRIPPED) $(FAKEC10_OTHER)
 	$(PYTHON) -m unittest discover -s tests/integration -p 'test_*.py' -v
 
 # The unit suites and the gpuleak command again, under AddressSanitizer and

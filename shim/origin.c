@@ -129,7 +129,6 @@ typedef struct owner_rule {
 } owner_rule_t;
 
 #define KINDS(a) (1u << (a))
-#define OWNER_CACHING ORIGIN_OWNER_CACHING
 #define OWNER_TENSOR "pytorch-tensor"
 
 /* Tried per native frame, innermost first; the first rule that matches and
@@ -141,8 +140,8 @@ static const owner_rule_t owner_rules[] = {
     { ORIGIN_FUNCTION, "c10::*CudaMallocAsync*", 0, OWNER_TENSOR },
     { ORIGIN_MODULE, "*/libc10_cuda*", KINDS(KIND_POOL) | KINDS(KIND_TENSOR), OWNER_TENSOR },
     { ORIGIN_FUNCTION, "c10::*CUDACachingAllocator*", KINDS(KIND_DEVICE) | KINDS(KIND_VMM),
-      OWNER_CACHING },
-    { ORIGIN_MODULE, "*/libc10_cuda*", KINDS(KIND_DEVICE) | KINDS(KIND_VMM), OWNER_CACHING },
+      ORIGIN_OWNER_CACHING },
+    { ORIGIN_MODULE, "*/libc10_cuda*", KINDS(KIND_DEVICE) | KINDS(KIND_VMM), ORIGIN_OWNER_CACHING },
     { ORIGIN_MODULE, "*/libnccl*", 0, "nccl" },
     { ORIGIN_FUNCTION, "nccl[A-Z]*", 0, "nccl" },
     { ORIGIN_MODULE, "*/libcublas*", 0, "cublas" },

@@ -4,6 +4,7 @@
 #include "log.h"
 #include "origin.h"
 #include "stacks.h"
+#include "torch_trace.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -127,26 +128,42 @@ static int select_sites(const report_site_t *all, size_t count, int (*keep)(cons
     return 0;
 }
 
-static int is_leak(const report_site_t *s) { return s->stats.live_allocations > 0 && !s->reserve; }
+static int is_leak(const report_site_t *s) { return s->stats.live_allocations > 0 && !s->aside; }
 static int is_teardown(const report_site_t *s) { return s->stats.teardown_allocations > 0; }
 static int is_failure(const report_site_t *s) { return s->stats.failures > 0; }
 static int is_used(const report_site_t *s) { return s->stats.allocations > 0 || s->stats.failures > 0; }
-static int is_at_peak(const report_site_t *s) { return s->stats.at_peak_bytes > 0 && !s->reserve; }
-static int is_growing(const report_site_t *s) { return s->growth.grew && !s->reserve; }
+static int is_at_peak(const report_site_t *s) { return s->stats.at_peak_bytes > 0 && !s->aside; }
+static int is_growing(const report_site_t *s) { return s->growth.grew && !s->aside; }
 
-/* Whether a site is PyTorch's cache where its tensors are seen: a driver
- * allocation that PyTorch's segment events named, or whose owner is the
- * caching allocator. Its memory is counted once, by the tensors inside it. */
-static int is_reserve(const report_view_t *view, const report_site_t *site)
+/* Sets PyTorch's cache aside where its tensors are followed, so that its
+ * memory is counted once, by the tensors inside it: a driver site whose
+ * owner is the caching allocator is set aside whole; otherwise the segments
+ * PyTorch's events named (a frameless site with stacks off holds them
+ * beside the program's own allocations) leave the site's live counts. Where
+ * the tensors' frees stopped being seen, tensor sites are set aside, as
+ * what they hold is no longer known. */
+static void set_aside_cache(report_view_t *view, report_site_t *site, int followed)
 {
-    int kind = site->stats.kind;
-    if (view->tensors.allocations == 0 || (kind != KIND_DEVICE && kind != KIND_VMM))
-        return 0;
-    if (site->stats.reserve)
-        return 1;
+    site_stats_t *st = &site->stats;
+    if (st->kind == KIND_TENSOR) {
+        site->aside = !followed;
+        return;
+    }
+    if (!followed || (st->kind != KIND_DEVICE && st->kind != KIND_VMM))
+        return;
     origin_site_t o;
-    origin_site(site->id, kind, &o);
-    return o.owner != NULL && strcmp(o.owner, ORIGIN_OWNER_CACHING) == 0;
+    origin_site(site->id, st->kind, &o);
+    if (o.owner != NULL && strcmp(o.owner, ORIGIN_OWNER_CACHING) == 0) {
+        site->aside = 1;
+        view->reserve_bytes += st->live_bytes;
+        return;
+    }
+    uint64_t bytes = st->reserve_bytes < st->live_bytes ? st->reserve_bytes : st->live_bytes;
+    uint64_t count = st->reserve_allocations < st->live_allocations ? st->reserve_allocations
+                                                                     : st->live_allocations;
+    view->reserve_bytes += bytes;
+    st->live_bytes -= bytes;
+    st->live_allocations -= count;
 }
 
 /* Gathers every site's counters and the sections of the report. Call
@@ -158,6 +175,8 @@ static int gather(report_view_t *view)
     tracker_totals(&view->totals);
     tracker_kind_totals(KIND_TENSOR, &view->tensors);
     view->peak_is_tensors = tracker_peak_is_tensors() && view->tensors.allocations > 0;
+    view->has_oom = tracker_oom_copy(&view->oom);
+    int followed = torch_trace_followed() && view->tensors.allocations > 0;
     view->timeline = malloc(sizeof *view->timeline * TIMELINE_POINTS);
     if (view->timeline != NULL)
         view->timeline_count = timeline_points(view->now_ns, view->timeline, TIMELINE_POINTS);
@@ -172,9 +191,8 @@ static int gather(report_view_t *view)
         site->id = id;
         if (tracker_site(id, &site->stats) != 0 || !is_used(site))
             continue;
-        site->reserve = is_reserve(view, site);
-        if (site->reserve)
-            view->reserve_bytes += site->stats.live_bytes;
+        site->aside = 0;
+        set_aside_cache(view, site, followed);
         if (site->stats.kind == KIND_HOST
             || growth_site(id, view->now_ns, site->stats.live_bytes, allocations, &site->growth) != 0)
             memset(&site->growth, 0, sizeof site->growth);
@@ -203,6 +221,7 @@ static void release(report_view_t *view)
     free(view->peak.sites);
     free(view->growth.sites);
     free(view->timeline);
+    free(view->oom.sites);
 }
 
 /* The place a report goes when its own path cannot be written: the temp

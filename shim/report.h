@@ -15,9 +15,10 @@ typedef struct report_site {
     uint32_t id;
     site_stats_t stats;
     growth_finding_t growth;
-    int reserve;   /* PyTorch's cached segment in a run whose tensors are seen:
-                      reserved memory, shown by its tensors, never a leak,
-                      growth or peak holder of its own */
+    int aside;     /* not the program's own to list as a leak, growth or peak
+                      holder: PyTorch's cached segments where its tensors are
+                      followed (shown by the tensors in them), or tensors
+                      whose frees stopped being seen (torch_trace.h) */
 } report_site_t;
 
 /* The sites of one report section, sorted by the section's byte count. */
@@ -50,6 +51,8 @@ typedef struct report_view {
     int peak_is_tensors;      /* 1: the peak section is at the tensors' peak */
     uint64_t reserve_bytes;   /* live bytes of the reserve sites */
     uint64_t leaked_bytes, leaked_allocations;  /* the leaks section's sums */
+    tracker_oom_t oom;        /* the out-of-memory record, when has_oom */
+    int has_oom;
     timeline_point_t *timeline;
     size_t timeline_count;
     uint64_t now_ns;          /* tracker_now_ns() when the view was gathered */

@@ -531,10 +531,6 @@ static void put_timeline(FILE *f, const report_view_t *view)
  * arrived, and what its cache held at the end (reserve sites' bytes). */
 static void put_torch_mode(FILE *f, const report_view_t *view)
 {
-    static const char *const actions[TORCH_ACTIONS] = {
-        "alloc", "free_requested", "free_completed", "segment_alloc", "segment_free",
-        "segment_map", "segment_unmap", "snapshot", "oom",
-    };
     uint64_t counts[TORCH_ACTIONS];
     torch_trace_counts(counts);
     fputs_unlocked("\"torch_allocator\":{\"mode\":", f);
@@ -545,7 +541,7 @@ static void put_torch_mode(FILE *f, const report_view_t *view)
     put_string(f, torch_trace_status());
     fputs_unlocked(",\"events\":{", f);
     for (int a = 0; a < TORCH_ACTIONS; a++)
-        put_u64(f, actions[a], counts[a], a + 1 < TORCH_ACTIONS);
+        put_u64(f, torch_trace_action_name(a), counts[a], a + 1 < TORCH_ACTIONS);
     fputs_unlocked("},", f);
     put_u64(f, "reserve_bytes", view->reserve_bytes, 0);
     fputs_unlocked("}\n", f);
@@ -578,9 +574,9 @@ static size_t oom_holders(const tracker_oom_t *oom, size_t chosen[OOM_HOLDERS])
 }
 
 /* What filled the GPU when an allocation first ran out of memory. */
-static void put_oom(FILE *f, frame_tables_t *tables)
+static void put_oom(FILE *f, frame_tables_t *tables, const report_view_t *view)
 {
-    const tracker_oom_t *oom = tracker_oom();
+    const tracker_oom_t *oom = view->has_oom ? &view->oom : NULL;
     fputs_unlocked("\"oom\":", f);
     if (oom == NULL) {
         fputs_unlocked("null,\n", f);
@@ -718,7 +714,7 @@ static void write_body(FILE *f, const report_view_t *view)
     fputs_unlocked("},\n", f);
     put_list(f, &tables, "growth", &view->growth, SECTION_GROWTH);
     fputs_unlocked(",\n", f);
-    put_oom(f, &tables);
+    put_oom(f, &tables, view);
     put_frame_tables(f, &tables);
     free_frame_tables(&tables);
     put_torch_mode(f, view);

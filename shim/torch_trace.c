@@ -8,6 +8,7 @@
 #include "stacks.h"
 #include "tracker.h"
 
+#include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -43,9 +44,11 @@ enum state { WAITING, ATTACHING, ATTACHED, REFUSED, BROKEN };
 static _Atomic int state = WAITING;
 static _Atomic(const char *) refusal;
 static _Atomic uint64_t counts[TORCH_ACTIONS];
-/* The site of this thread's latest driver allocation: a segment event
- * follows the allocation of its segment on the same thread. */
-static __thread uint32_t last_driver_site __attribute__((tls_model("initial-exec")));
+/* This thread's latest driver allocation (kind and key; key 0: none, or
+ * used): a segment event follows the allocation of its segment on the same
+ * thread. */
+static __thread uint64_t last_driver_key __attribute__((tls_model("initial-exec")));
+static __thread int last_driver_kind __attribute__((tls_model("initial-exec")));
 static __thread int in_event __attribute__((tls_model("initial-exec")));
 
 /* Where libc10_cuda.so is loaded: its file, its load bias and the range of
@@ -53,8 +56,32 @@ static __thread int in_event __attribute__((tls_model("initial-exec")));
 typedef struct library {
     char path[4096];
     uintptr_t base, text_lo, text_hi;
+    unsigned char build_id[64];  /* the loaded image's GNU build id */
+    size_t build_id_len;         /* 0: none */
     int found;
 } library_t;
+
+/* Finds the GNU build id in a run of ELF notes; copies it into out (room
+ * bytes) and returns its length, or 0 when there is none. */
+static size_t note_build_id(const unsigned char *notes, size_t size, unsigned char *out, size_t room)
+{
+    size_t at = 0;
+    while (size - at >= sizeof(Elf64_Nhdr)) {
+        Elf64_Nhdr nh;
+        memcpy(&nh, notes + at, sizeof nh);
+        size_t name = (nh.n_namesz + 3u) & ~3u, desc = (nh.n_descsz + 3u) & ~3u;
+        at += sizeof nh;
+        if (name > size - at || desc > size - at - name)
+            return 0;
+        if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4
+            && memcmp(notes + at, "GNU", 4) == 0 && nh.n_descsz <= room) {
+            memcpy(out, notes + at + name, nh.n_descsz);
+            return nh.n_descsz;
+        }
+        at += name + desc;
+    }
+    return 0;
+}
 
 static library_t c10;
 
@@ -88,8 +115,12 @@ static int find_c10(struct dl_phdr_info *info, size_t size, void *data)
         return 0;
     lib->text_lo = UINTPTR_MAX;
     lib->text_hi = 0;
+    lib->build_id_len = 0;
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_NOTE && lib->build_id_len == 0)
+            lib->build_id_len = note_build_id((const unsigned char *)(info->dlpi_addr + ph->p_vaddr),
+                                              ph->p_filesz, lib->build_id, sizeof lib->build_id);
         if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
             continue;
         uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
@@ -125,10 +156,12 @@ typedef struct symbol {
 
 enum { WANT_ALLOCATOR, WANT_VTABLE, WANT_ATTACH, WANTED };
 
-/* Reads the symbols named in want from the ELF file's .symtab. Returns NULL,
- * or why they could not be read. */
-static const char *read_symbols(const char *path, symbol_t want[WANTED])
+/* Reads the symbols named in want from the ELF file's .symtab, checking
+ * first that the file is the loaded image (lib's build id, when both have
+ * one). Returns NULL, or why they could not be read. */
+static const char *read_symbols(const library_t *lib, symbol_t want[WANTED])
 {
+    const char *path = lib->path;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return "libc10_cuda.so could not be opened to read its symbols";
@@ -149,6 +182,16 @@ static const char *read_symbols(const char *path, symbol_t want[WANTED])
         || (size - eh->e_shoff) / sizeof(Elf64_Shdr) < eh->e_shnum)
         goto out;
     const Elf64_Shdr *sh = (const Elf64_Shdr *)(map + eh->e_shoff);
+    for (int i = 0; i < eh->e_shnum && lib->build_id_len > 0; i++) {
+        unsigned char id[64];
+        if (sh[i].sh_type != SHT_NOTE || sh[i].sh_offset > size || sh[i].sh_size > size - sh[i].sh_offset)
+            continue;
+        size_t len = note_build_id(map + sh[i].sh_offset, sh[i].sh_size, id, sizeof id);
+        if (len > 0 && (len != lib->build_id_len || memcmp(id, lib->build_id, len) != 0)) {
+            why = "libc10_cuda.so on disk is not the library loaded (replaced since?)";
+            goto out;
+        }
+    }
     why = "libc10_cuda.so has no symbol table (stripped)";
     for (int i = 0; i < eh->e_shnum; i++) {
         if (sh[i].sh_type != SHT_SYMTAB)
@@ -171,8 +214,10 @@ static const char *read_symbols(const char *path, symbol_t want[WANTED])
                 continue;
             for (int w = 0; w < WANTED; w++) {
                 size_t len = strlen(want[w].name);
+                /* A compiler's clone of a function (".cold", ".isra.0")
+                 * shares its name's start and is never in a vtable. */
                 if (want[w].found || strncmp(name, want[w].name, len) != 0
-                    || (!want[w].prefix && name[len] != '\0'))
+                    || (!want[w].prefix && name[len] != '\0') || strchr(name + len, '.') != NULL)
                     continue;
                 want[w].value = sym[s].st_value;
                 want[w].size = sym[s].st_size;
@@ -257,9 +302,10 @@ static void on_event(const void *storage, const void *entry)
             tracker_free_begin(SPACE_TENSOR, addr, &pending);
             tracker_free_end(&pending, 1);
         } else if ((action == TORCH_SEGMENT_ALLOC || action == TORCH_SEGMENT_MAP)
-                   && last_driver_site != 0) {
+                   && last_driver_key != 0) {
             /* Known without a stack to name its owner (stacks off). */
-            tracker_mark_reserve(last_driver_site);
+            tracker_mark_reserve((alloc_kind_t)last_driver_kind, last_driver_key);
+            last_driver_key = 0;
         } else if (action == TORCH_OOM) {
             tracker_failure(KIND_TENSOR, (size_t)size, TRACKER_OUT_OF_MEMORY, device,
                             capture_site(KIND_TENSOR));
@@ -269,6 +315,19 @@ static void on_event(const void *storage, const void *entry)
     errno = entry_errno;
     in_event = 0;
     guard_depth--;
+}
+
+int torch_trace_followed(void)
+{
+    return atomic_load(&state) == ATTACHED;
+}
+
+const char *torch_trace_action_name(int action)
+{
+#define TORCH_TRACE_NAME(action, name) name,
+    static const char *const names[TORCH_ACTIONS] = { TORCH_TRACE_ACTIONS(TORCH_TRACE_NAME) };
+#undef TORCH_TRACE_NAME
+    return action >= 0 && action < TORCH_ACTIONS ? names[action] : "unknown";
 }
 
 int torch_trace_in_event(void)
@@ -285,11 +344,19 @@ static const char *attach(const library_t *lib)
         [WANT_VTABLE] = { SYM_NATIVE_VTABLE, 0, 0, 0, 0 },
         [WANT_ATTACH] = { SYM_NATIVE_ATTACH, 1, 0, 0, 0 },
     };
-    const char *why = read_symbols(lib->path, want);
+    const char *why = read_symbols(lib, want);
     if (why != NULL)
         return why;
     if (!want[WANT_ALLOCATOR].found)
         return "libc10_cuda.so has no c10::cuda::CUDACachingAllocator::allocator";
+    /* The loader's own table must name the exported pointer where the file
+     * puts it: a file replaced since it was loaded (an upgrade, a relative
+     * path after chdir) would send every other offset astray. */
+    Dl_info loaded;
+    void *expected = (void *)(lib->base + want[WANT_ALLOCATOR].value);
+    if (dladdr(expected, &loaded) == 0 || loaded.dli_saddr != expected || loaded.dli_sname == NULL
+        || strcmp(loaded.dli_sname, SYM_ALLOCATOR) != 0)
+        return "libc10_cuda.so on disk is not the library loaded (replaced since?)";
     if (!want[WANT_ATTACH].found)
         return "libc10_cuda.so has no trace-tracker interface (PyTorch before 2.2?)";
     if (!want[WANT_VTABLE].found || want[WANT_VTABLE].size < 3 * sizeof(void *))
@@ -329,9 +396,10 @@ static const char *attach(const library_t *lib)
     return NULL;
 }
 
-void torch_trace_notice_segment(uint32_t site)
+void torch_trace_notice_segment(alloc_kind_t kind, uint64_t key)
 {
-    last_driver_site = site;
+    last_driver_kind = kind;
+    last_driver_key = key;
     if (atomic_load_explicit(&state, memory_order_relaxed) != WAITING)
         return;
     /* One thread searches; another thread's allocation meanwhile goes on. */

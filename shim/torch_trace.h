@@ -14,23 +14,39 @@
 
 #include <stdint.h>
 
-/* PyTorch's actions (c10 TraceEntry::Action), in its order. */
-enum torch_trace_action {
-    TORCH_ALLOC, TORCH_FREE_REQUESTED, TORCH_FREE_COMPLETED, TORCH_SEGMENT_ALLOC,
-    TORCH_SEGMENT_FREE, TORCH_SEGMENT_MAP, TORCH_SEGMENT_UNMAP, TORCH_SNAPSHOT, TORCH_OOM,
-    TORCH_ACTIONS
-};
+#include "tracker.h"
+
+/* PyTorch's actions (c10 TraceEntry::Action), in its order, with the names
+ * the report gives their counts. */
+#define TORCH_TRACE_ACTIONS(X)                                                 \
+    X(ALLOC, "alloc") X(FREE_REQUESTED, "free_requested")                      \
+    X(FREE_COMPLETED, "free_completed") X(SEGMENT_ALLOC, "segment_alloc")      \
+    X(SEGMENT_FREE, "segment_free") X(SEGMENT_MAP, "segment_map")              \
+    X(SEGMENT_UNMAP, "segment_unmap") X(SNAPSHOT, "snapshot") X(OOM, "oom")
+#define TORCH_TRACE_ENUM(action, name) TORCH_##action,
+enum torch_trace_action { TORCH_TRACE_ACTIONS(TORCH_TRACE_ENUM) TORCH_ACTIONS };
+#undef TORCH_TRACE_ENUM
+
+/* The report's name of an action ("alloc", ...). */
+const char *torch_trace_action_name(int action);
 
 /* Called by the wrappers after the driver handed out device, VMM or pool
- * memory (recorded under site), on that thread, inside the shim. Keeps the
- * site, so that PyTorch's segment event that follows on this thread marks
- * it as its cache (tracker_mark_reserve). Until it has attached or given
- * up, it looks for libc10_cuda.so and whether this allocation came from it
- * (then the device allocators exist, so a tracker attached now is not
- * lost), and then attaches, once. Afterwards it costs a store and an atomic
- * load. Never blocks on another thread of the program: a second thread
- * arriving while one attaches goes on at once. */
-void torch_trace_notice_segment(uint32_t site);
+ * memory (recorded as kind under key), on that thread, inside the shim.
+ * Keeps the key, so that PyTorch's segment event that follows on this
+ * thread marks that allocation as its cache (tracker_mark_reserve). Until
+ * it has attached or given up, it looks for libc10_cuda.so and whether this
+ * allocation came from it (then the device allocators exist, so a tracker
+ * attached now is not lost), and then attaches, once; afterwards it costs
+ * two stores and an atomic load. A second thread arriving while one
+ * attaches goes on at once, never waiting on the shim. The attach itself is
+ * PyTorch's method: it takes each device allocator's mutex in turn while
+ * this thread holds its own device's (DESIGN.md: a thread holding another
+ * device's mutex and waiting for this one would deadlock with it; none of
+ * PyTorch's paths was seen to do so). */
+void torch_trace_notice_segment(alloc_kind_t kind, uint64_t key);
+
+/* Whether tensors are being followed: attached, and no event refused since. */
+int torch_trace_followed(void);
 
 /* For the report: "attached", "not seen" (no PyTorch CUDA allocator was seen
  * allocating), or why tensors are not tracked (a sentence; the run then

@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <time.h>
 
@@ -54,7 +55,7 @@ typedef struct atomic_site {
     _Atomic int kind, device;
     _Atomic uint64_t failures, failed_bytes, teardown_bytes, teardown_allocations;
     _Atomic int last_failure, teardown_reason;
-    _Atomic int reserve;
+    _Atomic uint64_t reserve_bytes, reserve_allocations;
 } __attribute__((aligned(64))) atomic_site_t;
 
 static shard_t shards[SPACE_COUNT][SHARDS];
@@ -219,6 +220,10 @@ static void apply(const tracker_record_t *a, live_event_t event, uint64_t now_ns
             atomic_store_explicit(&s->device, a->device, memory_order_relaxed);
     }
     uint32_t moved[4], n = 0;
+    if (a->reserve && event != LIVE_ALLOC) {  /* a PyTorch segment leaves */
+        atomic_fetch_sub_explicit(&s->reserve_bytes, a->size, memory_order_relaxed);
+        atomic_fetch_sub_explicit(&s->reserve_allocations, 1, memory_order_relaxed);
+    }
     moved[n++] = LIVE_SITE(s - sites);
     moved[n++] = kind_totals[a->kind].row;
     if (tracker_is_driver_gpu_kind(a->kind)) {
@@ -422,14 +427,20 @@ void tracker_free_end(tracker_pending_t *pending, int freed)
 static void snapshot_oom(alloc_kind_t kind, size_t size, int device, uint32_t site)
 {
     pthread_mutex_lock(&oom_lock);
-    oom.count++;
-    int torch_replaces_driver = kind == KIND_TENSOR && oom.count > 1 && oom.kind != KIND_TENSOR;
+    /* Once PyTorch's own event is the record, the driver's refusals are
+     * its allocator's retries, not more of the program's OOMs. */
+    if (oom.count > 0 && oom.kind == KIND_TENSOR && kind != KIND_TENSOR) {
+        pthread_mutex_unlock(&oom_lock);
+        return;
+    }
+    int torch_replaces_driver = kind == KIND_TENSOR && oom.count > 0 && oom.kind != KIND_TENSOR;
+    oom.count = torch_replaces_driver ? 1 : oom.count + 1;
     if (torch_replaces_driver) {
         free(oom.sites);
         oom.sites = NULL;
         oom.site_count = 0;
     }
-    if (oom.count == 1 || torch_replaces_driver) {
+    if (oom.count == 1) {
         oom.time_ns = tracker_now_ns();
         oom.bytes_asked = size;
         oom.kind = kind;
@@ -439,7 +450,10 @@ static void snapshot_oom(alloc_kind_t kind, size_t size, int device, uint32_t si
         uint32_t high = atomic_load(&site_high);
         oom.sites = calloc((size_t)high + 1, sizeof *oom.sites);
         for (uint32_t i = 0; oom.sites != NULL && i <= high; i++) {
+            /* At PyTorch's OOM its cache is not a holder: its tensors are. */
             uint64_t live = site_live_bytes(i);
+            uint64_t cache = kind == KIND_TENSOR ? atomic_load(&sites[i].reserve_bytes) : 0;
+            live = live > cache ? live - cache : 0;
             if (live > 0 && atomic_load(&sites[i].kind) != KIND_HOST) {
                 oom.sites[oom.site_count].site = i;
                 oom.sites[oom.site_count].bytes = live;
@@ -469,11 +483,24 @@ void tracker_failure(alloc_kind_t kind, size_t size, int result, int device, uin
         atomic_fetch_add(&dev->failures, 1);
 }
 
-void tracker_mark_reserve(uint32_t site)
+void tracker_mark_reserve(alloc_kind_t kind, uint64_t key)
 {
+    shard_t *sh = shard_of(kind_space[kind], key);
+    uint32_t site = 0;
+    uint64_t size = 0;
+    spin_lock(&sh->lock);
+    live_alloc_t *r = sh->buckets != NULL ? *find_link(sh, key) : NULL;
+    if (r != NULL && !r->r.reserve) {
+        r->r.reserve = 1;
+        site = r->r.site;
+        size = r->r.size;
+    }
+    spin_unlock(&sh->lock);
+    if (size == 0)
+        return;
     atomic_site_t *s = site_of(site);
-    if (!atomic_load_explicit(&s->reserve, memory_order_relaxed))
-        atomic_store_explicit(&s->reserve, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->reserve_bytes, size, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->reserve_allocations, 1, memory_order_relaxed);
 }
 
 void tracker_map(size_t size, int is_unmap)
@@ -577,7 +604,8 @@ int tracker_site(uint32_t site, site_stats_t *out)
     out->device = atomic_load(&s->device);
     out->last_failure = atomic_load(&s->last_failure);
     out->teardown_reason = atomic_load(&s->teardown_reason);
-    out->reserve = atomic_load(&s->reserve);
+    out->reserve_allocations = atomic_load(&s->reserve_allocations);
+    out->reserve_bytes = atomic_load(&s->reserve_bytes);
     return 0;
 }
 
@@ -654,12 +682,25 @@ int tracker_peak_is_tensors(void)
     return atomic_load(&peak_at_tensors);
 }
 
-const tracker_oom_t *tracker_oom(void)
+int tracker_oom_copy(tracker_oom_t *out)
 {
+    memset(out, 0, sizeof *out);
     pthread_mutex_lock(&oom_lock);
-    const tracker_oom_t *o = oom.count ? &oom : NULL;
+    if (oom.count == 0) {
+        pthread_mutex_unlock(&oom_lock);
+        return 0;
+    }
+    *out = oom;
+    out->sites = NULL;
+    if (oom.site_count > 0) {
+        out->sites = malloc(sizeof *oom.sites * oom.site_count);
+        if (out->sites != NULL)
+            memcpy(out->sites, oom.sites, sizeof *oom.sites * oom.site_count);
+        else
+            out->site_count = 0;
+    }
     pthread_mutex_unlock(&oom_lock);
-    return o;
+    return 1;
 }
 
 uint64_t tracker_allocation_count(void)

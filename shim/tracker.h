@@ -53,7 +53,8 @@ typedef struct site_stats {
     uint64_t teardown_bytes, teardown_allocations;
     uint64_t at_peak_bytes;  /* live at the moment of the process's GPU peak */
     int kind, device, last_failure, teardown_reason;
-    int reserve;             /* 1: PyTorch said it made a segment here */
+    uint64_t reserve_bytes, reserve_allocations;  /* of the live: segments that
+                                                     PyTorch's events named its own */
 } site_stats_t;
 
 /* Totals of one kind, one device, or the whole process. */
@@ -108,6 +109,7 @@ typedef struct tracker_record {
     const void *context;
     uint32_t site;
     uint8_t kind;
+    uint8_t reserve;   /* 1: PyTorch's segment (tracker_mark_reserve) */
     int16_t device;
 } tracker_record_t;
 
@@ -130,9 +132,11 @@ void tracker_free_end(tracker_pending_t *pending, int freed);
 /* Records an allocation the driver refused with result. */
 void tracker_failure(alloc_kind_t kind, size_t size, int result, int device, uint32_t site);
 
-/* Marks site as one where PyTorch's caching allocator makes its segments
- * (its events said so): its memory is the allocator's cache. */
-void tracker_mark_reserve(uint32_t site);
+/* Marks the live allocation of kind under key as a segment of PyTorch's
+ * caching allocator (its events said so): its bytes are the allocator's
+ * cache, counted in its site's reserve_bytes until it is freed. An unknown
+ * key is ignored. */
+void tracker_mark_reserve(alloc_kind_t kind, uint64_t key);
 
 /* Counts a cuMemMap or cuMemUnmap of size bytes. */
 void tracker_map(size_t size, int is_unmap);
@@ -170,8 +174,11 @@ void tracker_totals(totals_t *out);
 void tracker_kind_totals(alloc_kind_t kind, totals_t *out);
 int tracker_device_totals(int device, totals_t *out); /* -1: never seen */
 
-/* The out-of-memory record, or NULL when no allocation ran out of memory. */
-const tracker_oom_t *tracker_oom(void);
+/* Copies the out-of-memory record into *out, its sites into memory the
+ * caller frees (out->sites, NULL when none could be had). Returns 1, or 0
+ * when no allocation ran out of memory (then *out is zeroed). A copy,
+ * since PyTorch's OOM event may replace the record while a report reads. */
+int tracker_oom_copy(tracker_oom_t *out);
 
 /* Successful allocations so far, every kind. */
 uint64_t tracker_allocation_count(void);

@@ -98,7 +98,7 @@ static void record_alloc(alloc_kind_t kind, CUresult result, uint64_t key, size_
     /* How PyTorch's segments arrive (device, VMM), or its cudaMallocAsync
      * backend's tensors (pool), which the adapter then names as refused. */
     if (kind == KIND_DEVICE || kind == KIND_VMM || kind == KIND_POOL)
-        torch_trace_notice_segment(site);
+        torch_trace_notice_segment(kind, key);
 }
 
 /* The common shape of a free: the record leaves the table before the driver

@@ -16,6 +16,7 @@
 //   FAKE_C10_BACKEND=unset   the allocator pointer stays null
 //   FAKE_C10_EXPANDABLE=1    segments are cuMemCreate + cuMemMap, not cuMemAlloc
 //   FAKE_C10_BAD_LAYOUT=1    events carry an action PyTorch never sends
+//   FAKE_C10_BAD_LAYOUT_AFTER=N  the same, from the (N+1)th event on
 // The test drives it through the extern "C" functions at the end.
 #include <cuda.h>
 
@@ -244,7 +245,10 @@ private:
         if (trackers_.empty())
             return;
         TraceEntry te{};
-        te.action_ = getenv("FAKE_C10_BAD_LAYOUT") ? 42 : action;
+        const char *after = getenv("FAKE_C10_BAD_LAYOUT_AFTER");
+        bool bad = getenv("FAKE_C10_BAD_LAYOUT") != nullptr
+                || (after != nullptr && events_++ >= strtoul(after, nullptr, 10));
+        te.action_ = bad ? 42 : action;
         te.device_ = static_cast<int8_t>(device_);
         te.addr_ = addr;
         te.size_ = size;
@@ -253,6 +257,7 @@ private:
     }
 
     int device_;
+    unsigned long events_ = 0;
     CUcontext context_ = nullptr;
     std::recursive_mutex mutex_;
     std::vector<AllocatorTraceTracker> trackers_;

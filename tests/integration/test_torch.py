@@ -9,6 +9,7 @@ shim cannot attach (another backend, a stripped library, events it cannot
 read) it says so once, tracks the segments only, and the program runs on."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -21,6 +22,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 BUILD = os.path.join(ROOT, "build")
 SCRIPT = os.path.join(ROOT, "tests/python/tensors_demo.py")
 FAKE_C10 = os.path.join(BUILD, "fakec10", "libc10_cuda.so")
+FAKE_C10_OTHER = os.path.join(BUILD, "fakec10-other", "libc10_cuda.so")
 FAKE_C10_STRIPPED = os.path.join(BUILD, "fakec10-stripped", "libc10_cuda.so")
 GIB = 1 << 30
 
@@ -278,6 +280,46 @@ class TorchTensorsTest(unittest.TestCase):
                          {"function": "main", "file": expect["file"], "line": line})
         # The tensors are still counted as before.
         self.assert_tensor_counts(report, expect)
+
+    def test_out_of_memory_holders_are_tensors_not_the_cache(self):
+        report, _, _ = self.run_demo("oom")
+        oom = report["oom"]
+        # At PyTorch's own OOM the holders are the tensors; its cache holds
+        # them, so listing its segments too would count the memory twice.
+        self.assertTrue(oom["sites"])
+        self.assertEqual({s["kind"] for s in oom["sites"]}, {"tensor"})
+        self.assertLessEqual(sum(s["bytes"] for s in oom["sites"]), oom["live_bytes"])
+        self.assertEqual(oom["count"], 1)
+
+    def test_library_replaced_on_disk_is_refused(self):
+        tmp = tempfile.mkdtemp(prefix="gpuleak-torch-lib-")
+        lib = os.path.join(tmp, "libc10_cuda.so")
+        other = os.path.join(tmp, "other.so")
+        shutil.copy(FAKE_C10, lib)
+        shutil.copy(FAKE_C10_OTHER, other)
+        report, expect, stderr = self.run_demo(extra_env={"FAKE_C10": lib,
+                                                          "FAKE_C10_REPLACE_WITH": other})
+        self.assert_refused(report, expect, stderr, "not the library loaded",
+                            "tracking its segments only")
+
+    def test_events_refused_midway_set_the_tensors_aside(self):
+        report, expect, stderr = self.run_demo(extra_env={"FAKE_C10_BAD_LAYOUT_AFTER": "120"})
+        self.assert_program_unchanged(expect)
+        self.assertIn("layout", report["torch_allocator"]["tensors"])
+        # Tensors alive when the events stopped are not leaks (their frees
+        # were never seen), and the cache is no longer set aside.
+        self.assertEqual([l for l in report["leaks"] if l["kind"] == "tensor"], [])
+        self.assertEqual(report["torch_allocator"]["reserve_bytes"], 0)
+        self.assertGreater(report["kinds"]["tensor"]["allocations"], 0)
+
+    def test_own_driver_leak_kept_with_stacks_off(self):
+        report, expect, _ = self.run_demo("preinit", extra_env={"GPULEAK_STACK_DEPTH": "0",
+                                                                "GPULEAK_PYTHON": "0"})
+        # The program's own 4 KiB cuMemAlloc shares the frameless device site
+        # with PyTorch's segments; only the segments are its cache.
+        self.assertEqual(report["totals"]["leaked_bytes"], expect["kept_bytes"] + 4096)
+        device = [l for l in report["leaks"] if l["kind"] == "device"]
+        self.assertEqual([(l["bytes"], l["allocations"]) for l in device], [(4096, 1)])
 
     # 8
     def test_disabled(self):

@@ -13,6 +13,10 @@ import sys
 import threading
 
 lib = ctypes.CDLL(os.environ["FAKE_C10"])
+if os.environ.get("FAKE_C10_REPLACE_WITH"):
+    # An upgrade while the program runs: the file on disk is no longer the
+    # library loaded.
+    os.replace(os.environ["FAKE_C10_REPLACE_WITH"], os.environ["FAKE_C10"])
 lib.fake_c10_malloc.restype = ctypes.c_void_p
 lib.fake_c10_malloc.argtypes = [ctypes.c_size_t, ctypes.c_int]
 lib.fake_c10_free.argtypes = [ctypes.c_void_p, ctypes.c_int]
