@@ -127,6 +127,14 @@ char *frames_origin(const load_site_t *site)
             put_python(f, &site->origin_python);
         else
             put_native_place(f, &site->origin_native);
+        if (site->has_via) {
+            const char *slash = site->via.file ? strrchr(site->via.file, '/') : NULL;
+            fputs(", via ", f);
+            frames_put(f, site->via.function);
+            fputc(' ', f);
+            frames_put(f, slash ? slash + 1 : site->via.file);
+            fprintf(f, ":%ld", site->via.line);
+        }
         if (site->owner != NULL && strcmp(site->owner, "user") != 0) {
             fputs(" [", f);
             frames_put(f, site->owner);

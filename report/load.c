@@ -348,6 +348,11 @@ static void load_origin(json_t *entry, load_site_t *s)
             s->origin_kind = LOAD_ORIGIN_NATIVE;
     }
     free(quiet.error);
+    json_t *via = json_object_get(o, "via");
+    ctx_t quiet_via = { "via", NULL, NULL };
+    s->has_via = via != NULL && s->origin_kind != LOAD_ORIGIN_NONE
+              && load_pyframe(&quiet_via, via, "via", &s->via) == 0;
+    free(quiet_via.error);
 }
 
 static int load_site(ctx_t *ctx, json_t *v, const char *where, enum list_kind kind, load_site_t *s)

@@ -38,6 +38,9 @@ typedef struct {
     enum { LOAD_ORIGIN_NONE, LOAD_ORIGIN_NATIVE, LOAD_ORIGIN_PYTHON } origin_kind;
     load_frame_t origin_native;
     load_pyframe_t origin_python;
+    bool has_via;         /* the origin's "via": the innermost installed
+                             package's frame on the way to the allocation */
+    load_pyframe_t via;
     const char *owner;    /* the shim's "owner", or NULL */
     long long result;     /* failures only */
     load_frame_t *stack;

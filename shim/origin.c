@@ -100,12 +100,14 @@ static const origin_rule_t builtin_rules[] = {
     FUN("__libc_start*"),
     FUN("start_thread"),
     FUN("clone*"),
-    /* Python files: torch is plumbing, other packages are not, the
-     * standard library is */
+    /* Python files: torch is plumbing; other installed packages (wherever
+     * pip, conda or the distribution put them: a site-packages or
+     * dist-packages folder) are libraries, never the origin, the innermost
+     * kept as "via"; the standard library is plumbing */
     PYFILE("*/site-packages/torch/*", ORIGIN_SKIP),
     PYFILE("*/dist-packages/torch/*", ORIGIN_SKIP),
-    PYFILE("*/site-packages/*", ORIGIN_KEEP),
-    PYFILE("*/dist-packages/*", ORIGIN_KEEP),
+    PYFILE("*/site-packages/*", ORIGIN_LIBRARY),
+    PYFILE("*/dist-packages/*", ORIGIN_LIBRARY),
     PYFILE("*/lib/python3.*/*", ORIGIN_SKIP),
     PYFILE("<frozen *>", ORIGIN_SKIP),
     PYFILE("*/torch/*", ORIGIN_SKIP),
@@ -413,6 +415,17 @@ int origin_find(const origin_frame_t *frames, int count)
     return -1;
 }
 
+int origin_find_via(const origin_frame_t *frames, int before)
+{
+    ensure_ready();
+    for (int i = 0; i < before; i++) {
+        match_t m = match_frame(&frames[i]);
+        if (m.first_rule != NO_RULE && st.rules[m.first_rule].action == ORIGIN_LIBRARY)
+            return i;
+    }
+    return -1;
+}
+
 /* Walks the native frames innermost first: the first frame an owner rule
  * names (for this kind) gives the owner; CUDA driver and runtime frames are
  * walked past; the first other frame the skip rules keep is the user's.
@@ -488,6 +501,11 @@ void origin_site(uint32_t site, int kind, origin_site_t *out)
         return;
     out->found = 1;
     out->frame = frames[o];
+    int via = origin_find_via(frames, o);
+    if (via >= 0) {
+        out->has_via = 1;
+        out->via = frames[via];
+    }
     if (frame_native[o] >= 0) {
         out->address = native[frame_native[o]].address;
         out->offset = native[frame_native[o]].offset;

@@ -40,6 +40,8 @@ typedef enum origin_scope {
 typedef enum origin_action {
     ORIGIN_SKIP,     /* plumbing: not the origin */
     ORIGIN_KEEP,     /* stop looking at later rules: this frame may be the origin */
+    ORIGIN_LIBRARY,  /* an installed package: not the origin, but the innermost
+                        such frame is kept as the site's "via" */
 } origin_action_t;
 
 /* One rule. Rules are tried in order and the first whose glob matches its
@@ -67,6 +69,10 @@ void origin_init(void);
  * is skipped (or count is 0). */
 int origin_find(const origin_frame_t *frames, int count);
 
+/* Index of the innermost frame in frames[0..before) whose first matching
+ * rule says ORIGIN_LIBRARY (an installed package), or -1. */
+int origin_find_via(const origin_frame_t *frames, int before);
+
 /* The owner of PyTorch's caching allocator's segments. */
 #define ORIGIN_OWNER_CACHING "pytorch-caching-allocator"
 
@@ -89,6 +95,10 @@ typedef struct origin_site {
                               module (until exit) */
     uintptr_t address;     /* native origin: the return address; 0 for Python */
     uintptr_t offset;      /* native origin: address minus the module's load base */
+    int has_via;           /* 1: via holds the innermost library frame (an
+                              installed package's) between the allocation and
+                              the origin: how the user's line reached it */
+    origin_frame_t via;
 } origin_site_t;
 
 /* Answers both questions for a site of the stack depot: its Python frames

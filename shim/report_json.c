@@ -357,7 +357,13 @@ static void put_origin(FILE *f, frame_tables_t *t, uint32_t site, int kind)
         put_frame_fields(f, o.frame.function, o.frame.file, o.frame.line, o.frame.module);
         if (!o.frame.is_python)
             fprintf(f, ",\"offset\":\"0x%llx\"", (unsigned long long)o.offset);
-        fprintf(f, ",\"python\":%s}", o.frame.is_python ? "true" : "false");
+        fprintf(f, ",\"python\":%s", o.frame.is_python ? "true" : "false");
+        if (o.has_via) {
+            fputs_unlocked(",\"via\":{", f);
+            put_frame_fields(f, o.via.function, o.via.file, o.via.line, o.via.module);
+            fputc_unlocked('}', f);
+        }
+        fputc_unlocked('}', f);
     }
     fputc_unlocked(',', f);
     put_key(f, "owner");

@@ -87,8 +87,14 @@ static const char *origin_phrase(uint32_t site, int kind)
                         (unsigned long long)o.offset);
     if (used < 0 || (size_t)used >= sizeof phrase)
         return phrase;
-    snprintf(phrase + used, sizeof phrase - (size_t)used, "%s%s (owner: %s)",
-             o.frame.function ? " in " : "", o.frame.function ? o.frame.function : "", o.owner);
+    used += snprintf(phrase + used, sizeof phrase - (size_t)used, "%s%s",
+                     o.frame.function ? " in " : "", o.frame.function ? o.frame.function : "");
+    if (o.has_via && (size_t)used < sizeof phrase)
+        used += snprintf(phrase + used, sizeof phrase - (size_t)used, ", via %s%s%s:%d",
+                         o.via.function ? o.via.function : "", o.via.function ? " " : "",
+                         basename_of(o.via.file ? o.via.file : "?"), o.via.line);
+    if ((size_t)used < sizeof phrase)
+        snprintf(phrase + used, sizeof phrase - (size_t)used, " (owner: %s)", o.owner);
     return phrase;
 }
 

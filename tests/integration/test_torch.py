@@ -321,6 +321,36 @@ class TorchTensorsTest(unittest.TestCase):
         device = [l for l in report["leaks"] if l["kind"] == "device"]
         self.assertEqual([(l["bytes"], l["allocations"]) for l in device], [(4096, 1)])
 
+    def test_leak_through_an_installed_library_names_the_script(self):
+        """The user's line is the origin even when an installed package
+        (a site-packages folder) allocates; the library frame is the via."""
+        tmp = tempfile.mkdtemp(prefix="gpuleak-torch-lib-")
+        env = dict(os.environ)
+        env.update({"LD_LIBRARY_PATH": os.path.join(BUILD, "fakecuda"),
+                    "LD_PRELOAD": os.path.join(BUILD, "libgpuleak.so"),
+                    "GPULEAK_OUTPUT": os.path.join(tmp, "r-%p.json"),
+                    "FAKE_C10": FAKE_C10, "EXPECT_OUT": os.path.join(tmp, "expect.json")})
+        proc = subprocess.run([sys.executable, os.path.join(ROOT, "tests/python/library_demo.py")],
+                              env=env, capture_output=True, text=True, timeout=60)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        with open(env["EXPECT_OUT"]) as fh:
+            expect = json.load(fh)
+        report = report_files.load(report_paths(tmp)[0])
+        self.assertEqual(len(report["leaks"]), 1, report["leaks"])
+        leak = report["leaks"][0]
+        self.assertEqual(leak["bytes"], expect["kept_bytes"])
+        origin = leak["origin"]
+        self.assertEqual((origin["file"], origin["line"], origin["function"]),
+                         (expect["file"], expect["keep_line"], "main"))
+        self.assertEqual((origin["via"]["file"], origin["via"]["line"]),
+                         (expect["via_file"], expect["via_line"]))
+        self.assertIn("library_demo.py:%d in main, via Layer._activation __init__.py:%d"
+                      % (expect["keep_line"], expect["via_line"]), proc.stderr)
+        # The command's views say the same.
+        text = subprocess.run([os.path.join(BUILD, "gpuleak"), "report", report_paths(tmp)[0]],
+                              capture_output=True, text=True, timeout=60).stdout
+        self.assertIn("via Layer._activation __init__.py:%d" % expect["via_line"], text)
+
     # 8
     def test_disabled(self):
         tmp = tempfile.mkdtemp(prefix="gpuleak-torch-")

@@ -203,14 +203,21 @@ START_TEST(test_pytorch_python_rules)
     n = torch_stack(frames, threaded, COUNT(threaded), NULL);
     ck_assert_int_eq(origin_find(frames, n), 3);
 
-    /* A package in site-packages other than torch is not plumbing. */
+    /* A package in site-packages other than torch is a library: the
+     * user's line is the origin, the innermost library frame its via. */
     const origin_frame_t hf[] = {
         PY("Module._call_impl", SITE "/torch/nn/modules/module.py", 1747),
+        PY("LlamaMLP.forward", SITE "/transformers/models/llama/modeling_llama.py", 310),
         PY("LlamaModel.forward", SITE "/transformers/models/llama/modeling_llama.py", 580),
         PY("train_step", "/home/u/proj/train.py", 42),
+        PY("Trainer.fit", "/usr/lib/python3/dist-packages/lightning/trainer.py", 9),
     };
     n = torch_stack(frames, hf, COUNT(hf), NULL);
-    ck_assert_int_eq(origin_find(frames, n), 1);
+    ck_assert_int_eq(origin_find(frames, n), 3);
+    ck_assert_int_eq(origin_find_via(frames, 3), 1);
+    ck_assert_int_eq(origin_find_via(frames, 1), -1);  /* torch is plumbing, not a via */
+    /* With no user frame at all, a library is still not the origin. */
+    ck_assert_int_eq(origin_find(frames, 3), -1);
 
     /* A torch source checkout counts as torch. */
     const origin_frame_t checkout[] = {
