@@ -143,13 +143,74 @@ int check_junit_write(const check_junit_t *j, const char *path)
     return 0;
 }
 
-/* One verdict line per failing site; the lines also go into the JUnit
- * detail, which is why they are collected in a memstream first. */
-static void site_line(FILE *out, FILE *detail, const char *file, const char *flag, uint64_t budget,
-                      const char *what, const load_site_t *s)
+/* The failing sites that share an origin line, summed: what one FAIL line
+ * is about. top is the largest of them, whose kind and origin it names. */
+typedef struct {
+    char *key;
+    const load_site_t *top;
+    uint64_t bytes, allocations;
+    size_t sites;
+} line_group_t;
+
+static int by_group_bytes(const void *a, const void *b)
+{
+    const line_group_t *x = a, *y = b;
+    return x->bytes != y->bytes ? (x->bytes < y->bytes ? 1 : -1) : strcmp(x->key, y->key);
+}
+
+/* Groups the sites of list that keep() holds by origin line, largest
+ * first, into *out (malloc'd). Returns how many groups; 0 with *out NULL
+ * when out of memory. A site whose key cannot be made is a group alone. */
+static size_t group_by_line(const load_list_t *list, int (*keep)(const load_site_t *, void *),
+                            void *arg, line_group_t **out)
+{
+    line_group_t *g = calloc(list->n ? list->n : 1, sizeof *g);
+    size_t n = 0;
+    *out = g;
+    if (g == NULL)
+        return 0;
+    for (size_t i = 0; i < list->n; i++) {
+        const load_site_t *s = &list->v[i];
+        if (!keep(s, arg))
+            continue;
+        char *key = frames_origin_line(s);
+        size_t j = 0;
+        while (key != NULL && j < n && (g[j].key == NULL || strcmp(g[j].key, key) != 0))
+            j++;
+        if (key == NULL || j == n) {
+            g[n++] = (line_group_t){ key ? key : strdup("?"), s, 0, 0, 0 };
+            j = n - 1;
+        } else {
+            free(key);
+        }
+        g[j].bytes = units_add(g[j].bytes, s->bytes);
+        g[j].allocations += s->allocations;
+        g[j].sites++;
+        if (s->bytes > g[j].top->bytes)
+            g[j].top = s;
+    }
+    for (size_t j = 0; j < n; j++)
+        if (g[j].key == NULL)
+            g[j].key = strdup("");
+    qsort(g, n, sizeof *g, by_group_bytes);
+    return n;
+}
+
+static void free_groups(line_group_t *g, size_t n)
+{
+    for (size_t j = 0; j < n && g != NULL; j++)
+        free(g[j].key);
+    free(g);
+}
+
+/* One verdict line per failing origin line (its sites summed, the largest
+ * site's kind and origin named); the lines also go into the JUnit detail,
+ * which is why they are collected in a memstream first. */
+static void group_line(FILE *out, FILE *detail, const char *file, const char *flag, uint64_t budget,
+                       const char *what, const line_group_t *g)
 {
     char b[UNITS_SIZE_BUF];
-    char *origin = frames_origin(s);
+    char *origin = frames_origin(g->top);
     for (int pass = 0; pass < 2; pass++) {
         FILE *f = pass ? detail : out;
         if (f == NULL)
@@ -157,12 +218,37 @@ static void site_line(FILE *out, FILE *detail, const char *file, const char *fla
         fputs("FAIL ", f);
         frames_put(f, file);
         fprintf(f, ": %s %s: %s %llu byte(s) in %llu allocation(s) of %s at ", flag,
-                units_format_size(budget, b), what, (unsigned long long)s->bytes,
-                (unsigned long long)s->allocations, frames_kind_phrase(s->kind));
+                units_format_size(budget, b), what, (unsigned long long)g->bytes,
+                (unsigned long long)g->allocations, frames_kind_phrase(g->top->kind));
         frames_put(f, origin ? origin : "?");
+        if (g->sites > 1)
+            fprintf(f, " (%zu sites)", g->sites);
         fputc('\n', f);
     }
     free(origin);
+}
+
+/* Prints the groups of list that keep() holds, one FAIL line each. */
+static void group_lines(FILE *out, FILE *detail, const char *file, const char *flag,
+                        uint64_t budget, const char *what, const load_list_t *list,
+                        int (*keep)(const load_site_t *, void *), void *arg)
+{
+    line_group_t *g;
+    size_t n = group_by_line(list, keep, arg, &g);
+    for (size_t j = 0; j < n; j++)
+        group_line(out, detail, file, flag, budget, what, &g[j]);
+    free_groups(g, n);
+}
+
+static int unsuppressed(const load_site_t *s, void *supp)
+{
+    return supp_match(supp, s) < 0;
+}
+
+static int grew(const load_site_t *s, void *unused)
+{
+    (void)unused;
+    return s->bytes > 0;
 }
 
 static void pass_line(FILE *out, const char *file, const char *flag, uint64_t budget,
@@ -217,9 +303,8 @@ static int judge_leaked(FILE *out, const load_report_t *r, const check_budget_t 
     }
     memout_t d;
     memout_open(&d);
-    for (size_t i = 0; i < r->leaks.n; i++)
-        if (supp_match(supp, &r->leaks.v[i]) < 0)
-            site_line(out, d.f, r->path, b->leaked_flag, b->max_leaked, "leak of", &r->leaks.v[i]);
+    group_lines(out, d.f, r->path, b->leaked_flag, b->max_leaked, "leak of", &r->leaks,
+                unsuppressed, supp);
     memout_close(&d);
     char *msg = NULL;
     char a[UNITS_SIZE_BUF], c[UNITS_SIZE_BUF];
@@ -249,9 +334,8 @@ static int judge_growth(FILE *out, const load_report_t *r, const check_budget_t 
     }
     memout_t d;
     memout_open(&d);
-    for (size_t i = 0; i < r->growth.n; i++)
-        if (r->growth.v[i].bytes > 0)
-            site_line(out, d.f, r->path, b->growth_flag, b->max_growth, "growth of", &r->growth.v[i]);
+    group_lines(out, d.f, r->path, b->growth_flag, b->max_growth, "growth of", &r->growth,
+                grew, NULL);
     if (r->growth.n == 0) {
         char a[UNITS_SIZE_BUF];
         fputs("FAIL ", out);

@@ -150,6 +150,23 @@ char *frames_origin(const load_site_t *site)
     return text;
 }
 
+char *frames_origin_line(const load_site_t *site)
+{
+    char *key = NULL;
+    int n;
+    if (site->origin_kind == LOAD_ORIGIN_PYTHON)
+        n = asprintf(&key, "%s:%ld", site->origin_python.file ? site->origin_python.file : "?",
+                     site->origin_python.line);
+    else if (site->origin_kind == LOAD_ORIGIN_NATIVE && site->origin_native.file != NULL)
+        n = asprintf(&key, "%s:%ld", site->origin_native.file, site->origin_native.line);
+    else if (site->origin_kind == LOAD_ORIGIN_NATIVE)
+        n = asprintf(&key, "%s+0x%llx", site->origin_native.module ? site->origin_native.module : "?",
+                     (unsigned long long)site->origin_native.offset);
+    else
+        n = asprintf(&key, "site %llu", (unsigned long long)site->id);
+    return n < 0 ? NULL : key;
+}
+
 /* A site's identity across runs: kind, then every frame as function, module
  * basename and offset, then the Python frames. Site ids and addresses differ
  * from run to run (ASLR, allocation order); these do not. Malloc'd. */

@@ -12,6 +12,12 @@ const char *frames_kind_phrase(const char *kind);
 void frames_put(FILE *f, const char *text);
 void frames_print_stack(FILE *f, const load_site_t *site, size_t limit);
 char *frames_origin(const load_site_t *site);
+
+/* The line a site's origin names, as a key that sites share when they
+ * share that line ("file:line", or "module+0xoffset" for a native frame
+ * without one); a site without an origin is its own key. Malloc'd; NULL
+ * when out of memory. */
+char *frames_origin_line(const load_site_t *site);
 char *frames_key(const load_site_t *site);
 const load_frame_t *frames_innermost_user(const load_site_t *site);
 

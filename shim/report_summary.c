@@ -98,6 +98,67 @@ static const char *origin_phrase(uint32_t site, int kind)
     return phrase;
 }
 
+/* The sites of a section that share an origin line, summed: what one
+ * summary entry is about. top indexes the largest of them in the section. */
+typedef struct line_group {
+    char key[512];           /* "file:line", "module+0xoffset", or "site N" */
+    size_t top;
+    uint64_t bytes, allocations;
+    size_t sites;
+} line_group_t;
+
+#define GROUPED_SITES 1000   /* the largest sites grouped; the rest are omitted */
+
+/* Groups the first GROUPED_SITES sites of list by origin line into out
+ * (room for GROUPED_SITES), bytes_of giving each site's bytes in this
+ * section; sorts the groups by bytes, largest first. Returns how many. */
+static size_t group_by_line(const report_list_t *list, uint64_t (*bytes_of)(const report_site_t *),
+                            line_group_t *out)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < list->count && i < GROUPED_SITES; i++) {
+        const report_site_t *s = &list->sites[i];
+        origin_site_t o;
+        origin_site(s->id, s->stats.kind, &o);
+        char key[sizeof out->key];
+        if (!o.found)
+            snprintf(key, sizeof key, "site %u", s->id);
+        else if (o.frame.file != NULL)
+            snprintf(key, sizeof key, "%s:%d", o.frame.file, o.frame.line);
+        else
+            snprintf(key, sizeof key, "%s+0x%llx", o.frame.module ? o.frame.module : "?",
+                     (unsigned long long)o.offset);
+        size_t g = 0;
+        while (g < n && strcmp(out[g].key, key) != 0)
+            g++;
+        if (g == n) {
+            memcpy(out[n].key, key, sizeof key);
+            out[n].top = i;
+            out[n].bytes = out[n].allocations = 0;
+            out[n].sites = 0;
+            n++;
+        }
+        out[g].bytes += bytes_of(s);
+        out[g].allocations += s->stats.live_allocations;
+        out[g].sites++;
+        if (bytes_of(s) > bytes_of(&list->sites[out[g].top]))
+            out[g].top = i;
+    }
+    for (size_t a = 1; a < n; a++)  /* insertion sort: groups are few and nearly sorted */
+        for (size_t b = a; b > 0 && out[b].bytes > out[b - 1].bytes; b--) {
+            line_group_t t = out[b];
+            out[b] = out[b - 1];
+            out[b - 1] = t;
+        }
+    return n;
+}
+
+static uint64_t live_of(const report_site_t *s) { return s->stats.live_bytes; }
+static uint64_t gained_of(const report_site_t *s) { return s->growth.bytes_gained; }
+static uint64_t at_peak_of(const report_site_t *s) { return s->stats.at_peak_bytes; }
+
+static line_group_t groups[GROUPED_SITES];  /* the summary is single-threaded */
+
 static const char *kind_phrase(int kind)
 {
     static const char *const phrases[KIND_COUNT] = { REPORT_KINDS(REPORT_KIND_PHRASE) };
@@ -176,15 +237,20 @@ static void print_growth_and_peak(FILE *f, const report_view_t *view)
 {
     char a[32], b[32];
     size_t limit = (size_t)config.summary_sites;
+    size_t n;
+    n = group_by_line(&view->growth, gained_of, groups);
     if (view->growth.count > 0)
-        fprintf(f, "\nGrowing during the run (%zu site(s)):\n", view->growth.count);
-    for (size_t i = 0; i < view->growth.count && i < limit; i++) {
-        const report_site_t *s = &view->growth.sites[i];
-        fprintf(f, "  +%s (%s/s, steadiness %.0f%%) %s from %s\n",
-                human_bytes(s->growth.bytes_gained, a, sizeof a),
+        fprintf(f, "\nGrowing during the run (%zu site(s) at %zu line(s)):\n", view->growth.count, n);
+    for (size_t i = 0; i < n && i < limit; i++) {
+        const report_site_t *s = &view->growth.sites[groups[i].top];
+        fprintf(f, "  +%s (%s/s, steadiness %.0f%%) %s from %s",
+                human_bytes(groups[i].bytes, a, sizeof a),
                 human_bytes((uint64_t)s->growth.bytes_per_second, b, sizeof b),
                 s->growth.steadiness * 100, kind_phrase(s->stats.kind),
                 origin_phrase(s->id, s->stats.kind));
+        if (groups[i].sites > 1)
+            fprintf(f, " [%zu sites; rate and steadiness of the largest]", groups[i].sites);
+        fputc('\n', f);
     }
     if (view->peak.count > 0 && view->peak_is_tensors)
         fprintf(f, "\nLive at the tensors' peak (%s allocated at %.2f s):\n",
@@ -192,10 +258,14 @@ static void print_growth_and_peak(FILE *f, const report_view_t *view)
                 seconds_since_start(view->tensors.peak_time_ns));
     else if (view->peak.count > 0)
         fprintf(f, "\nLive at the peak (%s):\n", human_bytes(view->totals.peak_bytes, a, sizeof a));
-    for (size_t i = 0; i < view->peak.count && i < limit; i++) {
-        const report_site_t *s = &view->peak.sites[i];
-        fprintf(f, "  %10s %s from %s\n", human_bytes(s->stats.at_peak_bytes, a, sizeof a),
+    n = group_by_line(&view->peak, at_peak_of, groups);
+    for (size_t i = 0; i < n && i < limit; i++) {
+        const report_site_t *s = &view->peak.sites[groups[i].top];
+        fprintf(f, "  %10s %s from %s", human_bytes(groups[i].bytes, a, sizeof a),
                 kind_phrase(s->stats.kind), origin_phrase(s->id, s->stats.kind));
+        if (groups[i].sites > 1)
+            fprintf(f, " [%zu sites]", groups[i].sites);
+        fputc('\n', f);
     }
 }
 
@@ -205,24 +275,29 @@ void report_summary_print(const report_view_t *view, const char *path)
     char a[32], b[32];
     uint64_t leaked = view->leaked_bytes, leaked_allocations = view->leaked_allocations;
     int pid = (int)getpid();
-    size_t shown = view->leaks.count;
-    if (shown > (size_t)config.summary_sites)
-        shown = (size_t)config.summary_sites;
+    size_t lines = group_by_line(&view->leaks, live_of, groups);
+    size_t shown = lines < (size_t)config.summary_sites ? lines : (size_t)config.summary_sites;
     if (view->leaks.count > 0)
-        fprintf(f, "\n==%d==gpuleak: %zu site(s) still hold GPU memory at exit\n", pid,
-                view->leaks.count);
+        fprintf(f, "\n==%d==gpuleak: %zu site(s) at %zu line(s) still hold GPU memory at exit\n",
+                pid, view->leaks.count, lines);
+    size_t shown_sites = 0;
     for (size_t i = 0; i < shown; i++) {
-        const report_site_t *s = &view->leaks.sites[i];
-        fprintf(f, "\nLeak of %llu byte(s) in %llu allocation(s) of %s on device %d, allocated from:\n",
-                (unsigned long long)s->stats.live_bytes,
-                (unsigned long long)s->stats.live_allocations, kind_phrase(s->stats.kind),
-                s->stats.device);
+        const line_group_t *g = &groups[i];
+        const report_site_t *s = &view->leaks.sites[g->top];
+        fprintf(f, "\nLeak of %llu byte(s) in %llu allocation(s) of %s on device %d",
+                (unsigned long long)g->bytes, (unsigned long long)g->allocations,
+                kind_phrase(s->stats.kind), s->stats.device);
+        if (g->sites > 1)
+            fprintf(f, " at %zu sites of one line; the largest allocated from:\n", g->sites);
+        else
+            fputs(", allocated from:\n", f);
         print_frames(f, s->id, config.summary_frames);
         fprintf(f, "  origin: %s\n", origin_phrase(s->id, s->stats.kind));
+        shown_sites += g->sites;
     }
-    if (view->leaks.count > shown)
+    if (view->leaks.count > shown_sites)
         fprintf(f, "\nOmitting %zu more leaking site(s); the report lists them all.\n",
-                view->leaks.count - shown);
+                view->leaks.count - shown_sites);
     if (view->reserve_bytes > 0)
         fprintf(f, "\nPyTorch's caching allocator still reserved %s at exit: its cache, not a "
                 "leak (the tensors in it are reported instead).\n",

@@ -120,6 +120,20 @@ has "$T/out" "--max-growth 1.0 MiB: growth of 6291456 byte(s)"
 expect 0 "check --max-growth ok" -- $G check $FIX/demo.json --max-growth=6MiB
 python3 -c "import json,sys; d=json.load(open('$FIX/demo.json')); d.pop('growth'); json.dump(d, open('$T/nogrowth.json','w'))"
 expect 2 "check --max-growth without growth data" -- $G check "$T/nogrowth.json" --max-growth 1MiB
+# Sites that share an origin line are one FAIL line, their bytes summed,
+# the largest first.
+python3 - "$FIX/demo.json" "$T/oneline.json" <<'PYEOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+line = {"function": "forward", "file": "/src/model.py", "line": 17, "module": None, "python": True}
+for leak in d["leaks"]:
+    if leak["site"] in (4, 9):
+        leak["origin"] = dict(line)
+json.dump(d, open(sys.argv[2], "w"))
+PYEOF
+expect 1 "check groups sites by origin line" -- $G check "$T/oneline.json" --max-leaked 0 --no-default-suppressions
+has "$T/out" "leak of 12582912 byte(s) in 7 allocation(s) of device memory at forward in /src/model.py:17 (Python) (2 sites)"
+hasnt "$T/out" "leak of 10485760"
 expect 2 "check bad size" -- $G check $FIX/demo.json --max-leaked 12XB
 expect 2 "check no file" -- $G check
 expect 2 "check unknown option" -- $G check --frob $FIX/demo.json

@@ -27,7 +27,7 @@ class GrowthTest(Base):
         self.assertGreater(top["bytes"], 8 * (MIB // 4))
         self.assertGreater(top["bytes_per_second"], 0)
         self.assertGreater(top["trend"], 0.6)
-        self.assertIn("Growing during the run (1 site(s))", stderr)
+        self.assertIn("Growing during the run (1 site(s) at 1 line(s))", stderr)
 
     def test_steady_loop_with_startup_weights_has_no_growth(self):
         rep, _ = self.report("steady")
