@@ -127,6 +127,14 @@ char *frames_origin(const load_site_t *site)
             put_python(f, &site->origin_python);
         else
             put_native_place(f, &site->origin_native);
+        for (size_t i = 0; i < site->ncallers; i++) {
+            const char *slash = site->callers[i].file ? strrchr(site->callers[i].file, '/') : NULL;
+            fputs(", from ", f);
+            frames_put(f, site->callers[i].function);
+            fputc(' ', f);
+            frames_put(f, slash ? slash + 1 : site->callers[i].file);
+            fprintf(f, ":%ld", site->callers[i].line);
+        }
         if (site->has_via) {
             const char *slash = site->via.file ? strrchr(site->via.file, '/') : NULL;
             fputs(", via ", f);
@@ -164,6 +172,14 @@ char *frames_origin_line(const load_site_t *site)
                      (unsigned long long)site->origin_native.offset);
     else
         n = asprintf(&key, "site %llu", (unsigned long long)site->id);
+    /* A helper's leaking path is a line of its own. */
+    for (size_t i = 0; n >= 0 && i < site->ncallers; i++) {
+        char *longer = NULL;
+        n = asprintf(&longer, "%s<%s:%ld", key, site->callers[i].file ? site->callers[i].file : "?",
+                     site->callers[i].line);
+        free(key);
+        key = n < 0 ? NULL : longer;
+    }
     return n < 0 ? NULL : key;
 }
 

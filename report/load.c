@@ -348,6 +348,19 @@ static void load_origin(json_t *entry, load_site_t *s)
             s->origin_kind = LOAD_ORIGIN_NATIVE;
     }
     free(quiet.error);
+    json_t *callers = json_object_get(o, "callers");
+    s->callers = NULL;
+    s->ncallers = 0;
+    if (json_is_array(callers) && json_array_size(callers) > 0 && s->origin_kind != LOAD_ORIGIN_NONE) {
+        s->callers = calloc(json_array_size(callers), sizeof *s->callers);
+        for (size_t i = 0; s->callers != NULL && i < json_array_size(callers); i++) {
+            ctx_t quiet_caller = { "callers", NULL, NULL };
+            if (load_pyframe(&quiet_caller, json_array_get(callers, i), "callers",
+                             &s->callers[s->ncallers]) == 0)
+                s->ncallers++;
+            free(quiet_caller.error);
+        }
+    }
     json_t *via = json_object_get(o, "via");
     ctx_t quiet_via = { "via", NULL, NULL };
     s->has_via = via != NULL && s->origin_kind != LOAD_ORIGIN_NONE
@@ -430,6 +443,7 @@ static int load_list(ctx_t *ctx, json_t *arr, const char *key, enum list_kind ki
 static void free_list(load_list_t *list)
 {
     for (size_t i = 0; list->v != NULL && i < list->n; i++) {
+        free(list->v[i].callers);
         if (!list->v[i].owns_stack)
             continue;
         free(list->v[i].stack);

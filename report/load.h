@@ -38,6 +38,10 @@ typedef struct {
     enum { LOAD_ORIGIN_NONE, LOAD_ORIGIN_NATIVE, LOAD_ORIGIN_PYTHON } origin_kind;
     load_frame_t origin_native;
     load_pyframe_t origin_python;
+    load_pyframe_t *callers;  /* the origin's "callers": the user's frames shown
+                                 after a helper's line shared by leaking and
+                                 freed sites (malloc'd; NULL when none) */
+    size_t ncallers;
     bool has_via;         /* the origin's "via": the innermost installed
                              package's frame on the way to the allocation */
     load_pyframe_t via;

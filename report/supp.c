@@ -15,6 +15,9 @@
 enum rule_scope {
     SCOPE_ANY_FRAME, /* any native or Python frame */
     SCOPE_RUNTIME_INTERNAL, /* cudart allocating on its own behalf, see below */
+    SCOPE_SEGMENTS, /* any frame, of a driver allocation: PyTorch's cached
+                       segments, never its tensors, whose stacks pass through
+                       the same allocator (a tensor kept is the user's leak) */
 };
 
 typedef struct {
@@ -35,7 +38,7 @@ static const struct {
     const char *pattern;
     enum rule_scope scope;
 } default_rules[] = {
-    { "*c10*cuda*CUDACachingAllocator*", SCOPE_ANY_FRAME },
+    { "*c10*cuda*CUDACachingAllocator*", SCOPE_SEGMENTS },
     { "libcublas*", SCOPE_ANY_FRAME },
     { "libcudnn*", SCOPE_ANY_FRAME },
     { "libnccl*", SCOPE_ANY_FRAME },
@@ -240,6 +243,8 @@ int supp_match(const supp_set_t *set, const load_site_t *site)
                 return (int)i;
             continue;
         }
+        if (r->scope == SCOPE_SEGMENTS && site->kind != NULL && strcmp(site->kind, "tensor") == 0)
+            continue;
         for (size_t k = 0; k < site->nstack; k++)
             if (frame_matches(r, &site->stack[k]))
                 return (int)i;

@@ -472,12 +472,14 @@ const char *origin_owner(const origin_frame_t *frames, int count, int kind)
  * then native, both innermost first) and asks both questions. The buffers
  * are static: 100k sites would otherwise put 40 KiB on the stack per call
  * for nothing, and the report is single-threaded. */
-void origin_site(uint32_t site, int kind, origin_site_t *out)
+static symbolized_frame_t native[SITE_NATIVE_MAX];
+static origin_frame_t frames[STACKS_MAX_FRAMES + SITE_NATIVE_MAX];
+static int frame_native[STACKS_MAX_FRAMES + SITE_NATIVE_MAX];
+
+/* Fills frames (and frame_native) with the site's frames as the report
+ * shows them; returns how many. */
+static int site_frames(uint32_t site, int *native_count_out)
 {
-    static symbolized_frame_t native[SITE_NATIVE_MAX];
-    static origin_frame_t frames[STACKS_MAX_FRAMES + SITE_NATIVE_MAX];
-    static int frame_native[STACKS_MAX_FRAMES + SITE_NATIVE_MAX];
-    memset(out, 0, sizeof *out);
     int n = 0;
     const stack_record_t *stack = stacks_get(site);
     for (int i = 0; stack != NULL && i < stack->python_count && n < STACKS_MAX_FRAMES; i++) {
@@ -495,6 +497,15 @@ void origin_site(uint32_t site, int kind, origin_site_t *out)
                                       native[i].line, 0 };
         frame_native[n++] = i;
     }
+    *native_count_out = native_count;
+    return n;
+}
+
+void origin_site(uint32_t site, int kind, origin_site_t *out)
+{
+    memset(out, 0, sizeof *out);
+    int native_count;
+    int n = site_frames(site, &native_count);
     out->owner = origin_owner(frames, n, kind);
     int o = origin_find(frames, n);
     if (o < 0)
@@ -510,6 +521,33 @@ void origin_site(uint32_t site, int kind, origin_site_t *out)
         out->address = native[frame_native[o]].address;
         out->offset = native[frame_native[o]].offset;
     }
+}
+
+int origin_callers(uint32_t site, int kind, origin_frame_t *out, int max)
+{
+    (void)kind;
+    int native_count;
+    int n = site_frames(site, &native_count);
+    int o = origin_find(frames, n), got = 0;
+    for (int i = o + 1; o >= 0 && i < n && got < max; i++) {
+        if (frames[i].is_python != frames[o].is_python)
+            break;  /* a Python origin's callers are Python frames */
+        match_t m = match_frame(&frames[i]);
+        if (kept(&m))
+            out[got++] = frames[i];
+    }
+    return got;
+}
+
+static int same_text(const char *a, const char *b)
+{
+    return a == b || (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
+int origin_same_frame(const origin_frame_t *a, const origin_frame_t *b)
+{
+    return a->line == b->line && a->is_python == b->is_python && same_text(a->file, b->file)
+        && same_text(a->function, b->function) && same_text(a->module, b->module);
 }
 
 /* The built-in table itself, read only: the documentation test walks it

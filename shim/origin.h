@@ -108,6 +108,15 @@ typedef struct origin_site {
  * buffers). A site without a stack gets found 0 and owner "unknown". */
 void origin_site(uint32_t site, int kind, origin_site_t *out);
 
+/* The frames after a site's origin that the rules keep too (its callers in
+ * the user's own code), outermost last: up to max into out, as origin_site
+ * orders frames. Returns how many. The same conditions as origin_site; the
+ * strings live as long as origin_site's. */
+int origin_callers(uint32_t site, int kind, origin_frame_t *out, int max);
+
+/* Whether two frames name the same place (function, file, line, module). */
+int origin_same_frame(const origin_frame_t *a, const origin_frame_t *b);
+
 /* Releases what origin_init and the lookups allocated. Safe to call when
  * nothing was initialised; origin_find after it initialises again. */
 void origin_end(void);

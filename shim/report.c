@@ -166,6 +166,72 @@ static void set_aside_cache(report_view_t *view, report_site_t *site, int follow
     st->live_allocations -= count;
 }
 
+#define HELPER_SITES 1000    /* leaks, and freed sites, compared for a shared origin */
+#define HELPER_CALLERS 8      /* the most callers shown after a shared origin */
+
+/* For each leaking site whose origin line is also the origin of a site
+ * whose memory was freed (a helper the user calls for both), how many of
+ * its callers in the user's code the views show: down to the first caller
+ * no freed site with that origin shares, so a leaking and a freed path read
+ * apart. Among the largest HELPER_SITES of each; leaves view->callers NULL
+ * when none needs it or memory is short. */
+static void find_helpers(report_view_t *view)
+{
+    static origin_frame_t mine[HELPER_CALLERS], theirs[HELPER_CALLERS];
+    static struct { const report_site_t *site; origin_frame_t origin; } freed[HELPER_SITES];
+    size_t freed_n = 0;
+    for (size_t j = 0; j < view->sites.count && freed_n < HELPER_SITES; j++) {
+        const report_site_t *other = &view->sites.sites[j];
+        if (other->stats.live_allocations != 0 || other->stats.allocations == 0)
+            continue;
+        origin_site_t oo;
+        origin_site(other->id, other->stats.kind, &oo);
+        if (oo.found)
+            freed[freed_n++] = (typeof(freed[0])){ other, oo.frame };
+    }
+    for (size_t i = 0; i < view->leaks.count && i < HELPER_SITES && freed_n > 0; i++) {
+        const report_site_t *leak = &view->leaks.sites[i];
+        origin_site_t lo;
+        origin_site(leak->id, leak->stats.kind, &lo);
+        if (!lo.found)
+            continue;
+        int mine_n = -1, depth = 0;
+        for (size_t j = 0; j < freed_n; j++) {
+            if (!origin_same_frame(&freed[j].origin, &lo.frame))
+                continue;
+            if (mine_n < 0)
+                mine_n = origin_callers(leak->id, leak->stats.kind, mine, HELPER_CALLERS);
+            const report_site_t *other = freed[j].site;
+            int theirs_n = origin_callers(other->id, other->stats.kind, theirs, HELPER_CALLERS);
+            int d = 0;  /* callers shared with this freed site */
+            while (d < mine_n && d < theirs_n && origin_same_frame(&mine[d], &theirs[d]))
+                d++;
+            int want = d + 1 <= mine_n ? d + 1 : mine_n;
+            if (want > depth)
+                depth = want;
+        }
+        if (depth == 0)
+            continue;
+        if (view->callers == NULL) {
+            view->callers_high = tracker_site_count();
+            view->callers = calloc((size_t)view->callers_high + 1, 1);
+            if (view->callers == NULL)
+                return;
+        }
+        if (leak->id <= view->callers_high)
+            view->callers[leak->id] = (uint8_t)depth;
+    }
+}
+
+int report_origin_callers(const report_view_t *view, uint32_t site, int kind,
+                          origin_frame_t *out)
+{
+    if (view == NULL || view->callers == NULL || site > view->callers_high
+        || view->callers[site] == 0)
+        return 0;
+    return origin_callers(site, kind, out, view->callers[site]);
+}
+
 /* Gathers every site's counters and the sections of the report. Call
  * between origin_init and origin_end (owners decide the reserve). */
 static int gather(report_view_t *view)
@@ -209,6 +275,8 @@ static int gather(report_view_t *view)
         view->leaked_bytes += view->leaks.sites[i].stats.live_bytes;
         view->leaked_allocations += view->leaks.sites[i].stats.live_allocations;
     }
+    if (rc == 0)
+        find_helpers(view);
     return rc;
 }
 
@@ -222,6 +290,7 @@ static void release(report_view_t *view)
     free(view->growth.sites);
     free(view->timeline);
     free(view->oom.sites);
+    free(view->callers);
 }
 
 /* The place a report goes when its own path cannot be written: the temp

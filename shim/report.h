@@ -51,6 +51,11 @@ typedef struct report_view {
     int peak_is_tensors;      /* 1: the peak section is at the tensors' peak */
     uint64_t reserve_bytes;   /* live bytes of the reserve sites */
     uint64_t leaked_bytes, leaked_allocations;  /* the leaks section's sums */
+    uint8_t *callers;         /* by site id (NULL: none): how many of the user's
+                                 frames after the origin the views show with it,
+                                 where the origin line alone (a helper) is shared
+                                 by sites that leak and sites that do not */
+    uint32_t callers_high;    /* the last site id callers covers */
     tracker_oom_t oom;        /* the out-of-memory record, when has_oom */
     int has_oom;
     timeline_point_t *timeline;
@@ -71,6 +76,14 @@ int report_expand_path(const char *pattern, char *out, size_t size);
 /* The native frames of site, symbolized, inlined frames expanded, innermost
  * first; writes up to max and returns how many. Valid until exit. */
 int report_site_frames(uint32_t site, symbolized_frame_t *out, int max);
+
+struct origin_frame;
+
+/* The callers view->callers says to show after site's origin (a helper's
+ * leaking path), into out (room for 255). Returns how many, 0 for most
+ * sites. Between origin_init and origin_end. */
+int report_origin_callers(const report_view_t *view, uint32_t site, int kind,
+                          struct origin_frame *out);
 
 /* Writes the report as JSON to path, through a temporary file in the same
  * directory renamed into place. Returns 0, or -1 with errno set. */

@@ -163,6 +163,7 @@ typedef struct frame_tables {
     unsigned char *listed;   /* per site id: 1 when some section names it */
     uint32_t listed_high;
     site_origin_t *origins;  /* per site id up to listed_high, or NULL: put_origin */
+    const report_view_t *view;  /* for the callers shown with an origin */
 } frame_tables_t;
 
 /* Grows a table to hold one more entry. Returns 0, or -1 when memory is
@@ -362,6 +363,18 @@ static void put_origin(FILE *f, frame_tables_t *t, uint32_t site, int kind)
             fputs_unlocked(",\"via\":{", f);
             put_frame_fields(f, o.via.function, o.via.file, o.via.line, o.via.module);
             fputc_unlocked('}', f);
+        }
+        origin_frame_t callers[UINT8_MAX];
+        int n = report_origin_callers(t->view, site, kind, callers);
+        if (n > 0) {
+            fputs_unlocked(",\"callers\":[", f);
+            for (int i = 0; i < n; i++) {
+                fputs_unlocked(i ? ",{" : "{", f);
+                put_frame_fields(f, callers[i].function, callers[i].file, callers[i].line,
+                                 callers[i].module);
+                fputc_unlocked('}', f);
+            }
+            fputc_unlocked(']', f);
         }
         fputc_unlocked('}', f);
     }
@@ -614,6 +627,7 @@ static void write_body(FILE *f, const report_view_t *view)
     const totals_t *t = &view->totals;
     frame_tables_t tables = { 0 };
     tables.listed_high = tracker_site_count();
+    tables.view = view;
     tables.listed = calloc((size_t)tables.listed_high + 1, 1); /* NULL: no stacks written */
     tables.origins = calloc((size_t)tables.listed_high + 1, sizeof *tables.origins);
     fprintf(f, "{\"format\":\"%s\",\"version\":%d,\n", REPORT_FORMAT_NAME, REPORT_FORMAT_VERSION);

@@ -64,6 +64,9 @@ static void print_frames(FILE *f, uint32_t site, int limit)
         fprintf(f, "    (no stack recorded: GPULEAK_STACK_DEPTH=0 or too many stacks)\n");
 }
 
+/* The view being printed, for the callers shown after a shared origin. */
+static const report_view_t *summary_view;
+
 /* The site's origin and owner in one phrase (docs/origin-rules.md):
  * "train.py:42 in train_step (owner: user)". Returns a static buffer. */
 static const char *origin_phrase(uint32_t site, int kind)
@@ -89,6 +92,13 @@ static const char *origin_phrase(uint32_t site, int kind)
         return phrase;
     used += snprintf(phrase + used, sizeof phrase - (size_t)used, "%s%s",
                      o.frame.function ? " in " : "", o.frame.function ? o.frame.function : "");
+    origin_frame_t callers[UINT8_MAX];
+    int n = report_origin_callers(summary_view, site, kind, callers);
+    for (int i = 0; i < n && (size_t)used < sizeof phrase; i++)
+        used += snprintf(phrase + used, sizeof phrase - (size_t)used, ", from %s%s%s:%d",
+                         callers[i].function ? callers[i].function : "",
+                         callers[i].function ? " " : "",
+                         basename_of(callers[i].file ? callers[i].file : "?"), callers[i].line);
     if (o.has_via && (size_t)used < sizeof phrase)
         used += snprintf(phrase + used, sizeof phrase - (size_t)used, ", via %s%s%s:%d",
                          o.via.function ? o.via.function : "", o.via.function ? " " : "",
@@ -128,6 +138,12 @@ static size_t group_by_line(const report_list_t *list, uint64_t (*bytes_of)(cons
         else
             snprintf(key, sizeof key, "%s+0x%llx", o.frame.module ? o.frame.module : "?",
                      (unsigned long long)o.offset);
+        /* A helper's leaking path is a line of its own. */
+        origin_frame_t callers[UINT8_MAX];
+        int c = report_origin_callers(summary_view, s->id, s->stats.kind, callers);
+        for (int k = 0, used = (int)strlen(key); k < c && used < (int)sizeof key; k++)
+            used += snprintf(key + used, sizeof key - (size_t)used, "<%s:%d",
+                             callers[k].file ? callers[k].file : "?", callers[k].line);
         size_t g = 0;
         while (g < n && strcmp(out[g].key, key) != 0)
             g++;
@@ -271,6 +287,7 @@ static void print_growth_and_peak(FILE *f, const report_view_t *view)
 
 void report_summary_print(const report_view_t *view, const char *path)
 {
+    summary_view = view;
     FILE *f = stderr;
     char a[32], b[32];
     uint64_t leaked = view->leaked_bytes, leaked_allocations = view->leaked_allocations;

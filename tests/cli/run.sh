@@ -134,6 +134,22 @@ PYEOF
 expect 1 "check groups sites by origin line" -- $G check "$T/oneline.json" --max-leaked 0 --no-default-suppressions
 has "$T/out" "leak of 12582912 byte(s) in 7 allocation(s) of device memory at forward in /src/model.py:17 (Python) (2 sites)"
 hasnt "$T/out" "leak of 10485760"
+# PyTorch's allocator default rule hides its segments, never its tensors.
+python3 - "$FIX/demo.json" "$T/tensor.json" <<'PYEOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+seg = next(l for l in d["leaks"] if l["site"] == 4)
+frame = {"function": "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc",
+         "file": None, "line": None, "module": "/x/libc10_cuda.so", "offset": "0x10",
+         "address": "0x10", "inlined": False}
+seg["stack"] = [frame] + seg["stack"]
+tensor = dict(seg, site=99, kind="tensor")
+d["leaks"] = [seg, tensor]
+json.dump(d, open(sys.argv[2], "w"))
+PYEOF
+expect 1 "check: a tensor is never hidden by the caching allocator's rule" -- $G check "$T/tensor.json" --max-leaked 0
+has "$T/out" "of PyTorch tensor memory at"
+has "$T/out" "*c10*cuda*CUDACachingAllocator* (default)"
 expect 2 "check bad size" -- $G check $FIX/demo.json --max-leaked 12XB
 expect 2 "check no file" -- $G check
 expect 2 "check unknown option" -- $G check --frob $FIX/demo.json

@@ -153,7 +153,13 @@ class TorchTensorsTest(unittest.TestCase):
         self.assertIsNone(expect["alloc_conf"])  # the program's own environment
         self.assertEqual(torch["tensors"], "attached")
         self.assert_tensor_counts(report, expect)
-        self.assert_one_tensor_leak(report, expect)
+        leak = self.assert_one_tensor_leak(report, expect)
+        # The script's alloc() helper is the origin of the tensors it frees
+        # and of the ones it keeps: the leak's origin goes on to the caller
+        # where the two paths part.
+        self.assertEqual(leak["origin"]["function"], "alloc")
+        self.assertEqual([(c["function"], c["line"]) for c in leak["origin"]["callers"]],
+                         [("keep_for_logging", expect["keep_line"])])
         for leak in report["leaks"]:
             self.assertNotEqual(leak["owner"], "pytorch-caching-allocator")
         self.assertEqual(report["totals"]["leaked_bytes"], expect["kept_bytes"])
