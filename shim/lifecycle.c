@@ -121,6 +121,7 @@ static void start_tracking(void)
         return;
     }
     stacks_init(config.fast_unwind);
+    python_watch_finish();
     if (config.python_frames)
         python_init();
     selftime_init(config.self_time);

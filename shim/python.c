@@ -687,6 +687,29 @@ static int layout_from_debug_offsets(int minor)
     return 1;
 }
 
+static int (*py_is_initialized)(void);
+static _Atomic int py_was_up, py_finished;
+
+void python_watch_finish(void)
+{
+    py_is_initialized = (int (*)(void))dlsym(RTLD_DEFAULT, "Py_IsInitialized");
+    if (py_is_initialized != NULL && py_is_initialized())
+        atomic_store(&py_was_up, 1);
+}
+
+/* CPython clears its "initialized" flag in Py_FinalizeEx after the atexit
+ * callbacks and before finalize_modules (3.10 to 3.13 alike). */
+int python_finished(void)
+{
+    if (atomic_load_explicit(&py_finished, memory_order_relaxed))
+        return 1;
+    if (py_is_initialized == NULL || !atomic_load_explicit(&py_was_up, memory_order_relaxed)
+        || py_is_initialized())
+        return 0;
+    atomic_store(&py_finished, 1);
+    return 1;
+}
+
 /* Contract in python.h. Runs once, outside any hook (so plain dlsym is fine:
  * the shim's own dlsym passes non-CUDA names through). No Python symbols: 0,
  * silently. A Python whose version has no layout: 0 and one stderr line. */

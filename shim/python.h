@@ -36,6 +36,18 @@ int python_capture(python_frame_t *out, int max);
 int python_describe(python_frame_t frame, const char **function,
                     const char **file, int *line);
 
+/* Looks for the interpreter's Py_IsInitialized (dlsym) and notes whether
+ * Python is up now. Call once at start, outside any hook; harmless without
+ * an interpreter. Independent of GPULEAK_PYTHON. */
+void python_watch_finish(void);
+
+/* 1 once an interpreter that was up has begun to finish: its atexit
+ * callbacks have run and it is about to tear its modules down, which frees
+ * what a script kept in its globals. What is live then is what the program
+ * held to its end. Reads one field of the interpreter per call until then
+ * (no GIL needed), a flag after. */
+int python_finished(void);
+
 /* The interpreter's version as "3.12.3", or NULL when none was found. */
 const char *python_version(void);
 

@@ -169,13 +169,14 @@ static void set_aside_cache(report_view_t *view, report_site_t *site, int follow
 #define HELPER_SITES 1000    /* leaks, and freed sites, compared for a shared origin */
 #define HELPER_CALLERS 8      /* the most callers shown after a shared origin */
 
-/* For each leaking site whose origin line is also the origin of a site
- * whose memory was freed (a helper the user calls for both), how many of
+/* For each site of kept (leaks, or what was held when Python finished)
+ * whose origin line is also the origin of a site whose memory was freed (a
+ * helper the user calls for both), how many of
  * its callers in the user's code the views show: down to the first caller
  * no freed site with that origin shares, so a leaking and a freed path read
  * apart. Among the largest HELPER_SITES of each; leaves view->callers NULL
  * when none needs it or memory is short. */
-static void find_helpers(report_view_t *view)
+static void find_helpers(report_view_t *view, const report_list_t *kept)
 {
     static origin_frame_t mine[HELPER_CALLERS], theirs[HELPER_CALLERS];
     static struct { const report_site_t *site; origin_frame_t origin; } freed[HELPER_SITES];
@@ -189,8 +190,8 @@ static void find_helpers(report_view_t *view)
         if (oo.found)
             freed[freed_n++] = (typeof(freed[0])){ other, oo.frame };
     }
-    for (size_t i = 0; i < view->leaks.count && i < HELPER_SITES && freed_n > 0; i++) {
-        const report_site_t *leak = &view->leaks.sites[i];
+    for (size_t i = 0; i < kept->count && i < HELPER_SITES && freed_n > 0; i++) {
+        const report_site_t *leak = &kept->sites[i];
         origin_site_t lo;
         origin_site(leak->id, leak->stats.kind, &lo);
         if (!lo.found)
@@ -232,6 +233,55 @@ int report_origin_callers(const report_view_t *view, uint32_t site, int kind,
     return origin_callers(site, kind, out, view->callers[site]);
 }
 
+#define HELD_SITES 1000
+
+static int by_held_bytes(const void *a, const void *b)
+{
+    const report_site_t *x = a, *y = b;
+    if (x->held_bytes != y->held_bytes)
+        return x->held_bytes < y->held_bytes ? 1 : -1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* The held-at-finish snapshot as a list: the largest HELD_SITES sites,
+ * each marked grew when the growth section has it too (a model's weights
+ * are held at every script's end; what grew is what to look at). */
+static int gather_held(report_view_t *view, tracker_held_t *h_in, int has_held)
+{
+    if (!has_held)
+        return 0;
+    tracker_held_t h = *h_in;
+    h_in->sites = NULL;  /* taken over, freed here */
+    view->held_time_ns = h.time_ns;
+    view->held_gpu_bytes = h.gpu_bytes;
+    view->held_tensor_bytes = h.tensor_bytes;
+    view->held.sites = malloc(sizeof *view->held.sites * (h.site_count ? h.site_count : 1));
+    if (view->held.sites == NULL) {
+        free(h.sites);
+        return -1;
+    }
+    for (size_t i = 0; i < h.site_count; i++) {
+        report_site_t *s = &view->held.sites[view->held.count];
+        memset(s, 0, sizeof *s);
+        s->id = h.sites[i].site;
+        if (tracker_site(s->id, &s->stats) != 0)
+            continue;
+        s->held_bytes = h.sites[i].bytes;
+        view->held.count++;
+    }
+    free(h.sites);
+    qsort(view->held.sites, view->held.count, sizeof *view->held.sites, by_held_bytes);
+    if (view->held.count > HELD_SITES)
+        view->held.count = HELD_SITES;
+    for (size_t i = 0; i < view->held.count; i++)
+        for (size_t j = 0; j < view->growth.count; j++)
+            if (view->growth.sites[j].id == view->held.sites[i].id) {
+                view->held.sites[i].growth = view->growth.sites[j].growth;
+                break;
+            }
+    return 0;
+}
+
 /* Gathers every site's counters and the sections of the report. Call
  * between origin_init and origin_end (owners decide the reserve). */
 static int gather(report_view_t *view)
@@ -248,9 +298,20 @@ static int gather(report_view_t *view)
         view->timeline_count = timeline_points(view->now_ns, view->timeline, TIMELINE_POINTS);
     uint64_t allocations = tracker_allocation_count();
     uint32_t high = tracker_site_count();
+    /* Where Python finished, its moment is the growth rule's last sample:
+     * its shutdown then freed what the script kept. */
+    tracker_held_t held;
+    int has_held = tracker_held_copy(&held);
+    uint64_t *held_by_site = has_held ? calloc((size_t)high + 1, sizeof *held_by_site) : NULL;
+    for (size_t i = 0; held_by_site != NULL && i < held.site_count; i++)
+        if (held.sites[i].site <= high)
+            held_by_site[held.sites[i].site] = held.sites[i].bytes;
     report_site_t *all = malloc(sizeof *all * ((size_t)high + 1));
-    if (all == NULL)
+    if (all == NULL) {
+        free(held_by_site);
+        free(held.sites);
         return -1;
+    }
     size_t count = 0;
     for (uint32_t id = 0; id <= high; id++) {
         report_site_t *site = &all[count];
@@ -259,8 +320,13 @@ static int gather(report_view_t *view)
             continue;
         site->aside = 0;
         set_aside_cache(view, site, followed);
+        uint64_t last_ns = view->now_ns, last_bytes = site->stats.live_bytes;
+        if (held_by_site != NULL) {
+            last_ns = held.time_ns;
+            last_bytes = held_by_site[id];
+        }
         if (site->stats.kind == KIND_HOST
-            || growth_site(id, view->now_ns, site->stats.live_bytes, allocations, &site->growth) != 0)
+            || growth_site(id, last_ns, last_bytes, allocations, &site->growth) != 0)
             memset(&site->growth, 0, sizeof site->growth);
         count++;
     }
@@ -275,8 +341,14 @@ static int gather(report_view_t *view)
         view->leaked_bytes += view->leaks.sites[i].stats.live_bytes;
         view->leaked_allocations += view->leaks.sites[i].stats.live_allocations;
     }
+    free(held_by_site);
     if (rc == 0)
-        find_helpers(view);
+        rc = gather_held(view, &held, has_held);
+    free(held.sites);
+    if (rc == 0) {
+        find_helpers(view, &view->leaks);
+        find_helpers(view, &view->held);
+    }
     return rc;
 }
 
@@ -291,6 +363,7 @@ static void release(report_view_t *view)
     free(view->timeline);
     free(view->oom.sites);
     free(view->callers);
+    free(view->held.sites);
 }
 
 /* The place a report goes when its own path cannot be written: the temp

@@ -15,6 +15,7 @@ typedef struct report_site {
     uint32_t id;
     site_stats_t stats;
     growth_finding_t growth;
+    uint64_t held_bytes;  /* held list only: live when Python began to finish */
     int aside;     /* not the program's own to list as a leak, growth or peak
                       holder: PyTorch's cached segments where its tensors are
                       followed (shown by the tensors in them), or tensors
@@ -56,6 +57,11 @@ typedef struct report_view {
                                  where the origin line alone (a helper) is shared
                                  by sites that leak and sites that do not */
     uint32_t callers_high;    /* the last site id callers covers */
+    report_list_t held;       /* live when Python began to finish (before its
+                                 shutdown freed the script's globals), by
+                                 held_bytes; growth.grew set where the site
+                                 also grew; empty without Python */
+    uint64_t held_time_ns, held_gpu_bytes, held_tensor_bytes;
     tracker_oom_t oom;        /* the out-of-memory record, when has_oom */
     int has_oom;
     timeline_point_t *timeline;

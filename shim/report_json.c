@@ -390,7 +390,7 @@ static const char *teardown_name(int reason)
 }
 
 enum section { SECTION_LEAKS, SECTION_TEARDOWN, SECTION_FAILURES, SECTION_SITES,
-               SECTION_PEAK, SECTION_GROWTH };
+               SECTION_PEAK, SECTION_GROWTH, SECTION_HELD };
 
 /* One site entry. "bytes" and "allocations" mean what the section is about:
  * live at exit for leaks, live at teardown, asked for and refused, or ever
@@ -413,6 +413,8 @@ static void put_site(FILE *f, frame_tables_t *tables, const report_site_t *site,
         bytes = s->at_peak_bytes;
     } else if (section == SECTION_GROWTH) {
         bytes = site->growth.bytes_gained;
+    } else if (section == SECTION_HELD) {
+        bytes = site->held_bytes;
     }
     fputc_unlocked('{', f);
     put_u64(f, "site", site->id, 1);
@@ -428,6 +430,8 @@ static void put_site(FILE *f, frame_tables_t *tables, const report_site_t *site,
         put_string(f, teardown_name(s->teardown_reason));
         fputc_unlocked(',', f);
     }
+    if (section == SECTION_HELD)
+        fprintf(f, "\"grew\":%s,", site->growth.grew ? "true" : "false");
     if (section == SECTION_GROWTH) {
         const growth_finding_t *g = &site->growth;
         fprintf(f, "\"bytes_per_second\":%.1f,\"bytes_per_1k_allocations\":%.1f,"
@@ -733,6 +737,16 @@ static void write_body(FILE *f, const report_view_t *view)
     put_list(f, &tables, "sites", &view->peak, SECTION_PEAK);
     fputs_unlocked("},\n", f);
     put_list(f, &tables, "growth", &view->growth, SECTION_GROWTH);
+    fputs_unlocked(",\n\"held_at_finish\":", f);
+    if (view->held_time_ns == 0) {
+        fputs_unlocked("null", f);
+    } else {
+        fprintf(f, "{\"time_ns\":%llu,\"gpu_bytes\":%llu,\"tensor_bytes\":%llu,",
+                (unsigned long long)(view->held_time_ns + lifecycle_epoch_offset_ns()),
+                (unsigned long long)view->held_gpu_bytes, (unsigned long long)view->held_tensor_bytes);
+        put_list(f, &tables, "sites", &view->held, SECTION_HELD);
+        fputc_unlocked('}', f);
+    }
     fputs_unlocked(",\n", f);
     put_oom(f, &tables, view);
     put_frame_tables(f, &tables);

@@ -172,6 +172,7 @@ static size_t group_by_line(const report_list_t *list, uint64_t (*bytes_of)(cons
 static uint64_t live_of(const report_site_t *s) { return s->stats.live_bytes; }
 static uint64_t gained_of(const report_site_t *s) { return s->growth.bytes_gained; }
 static uint64_t at_peak_of(const report_site_t *s) { return s->stats.at_peak_bytes; }
+static uint64_t held_of(const report_site_t *s) { return s->held_bytes; }
 
 static line_group_t groups[GROUPED_SITES];  /* the summary is single-threaded */
 
@@ -179,6 +180,30 @@ static const char *kind_phrase(int kind)
 {
     static const char *const phrases[KIND_COUNT] = { REPORT_KINDS(REPORT_KIND_PHRASE) };
     return (unsigned)kind < KIND_COUNT ? phrases[kind] : "memory";
+}
+
+/* What the script still held when Python began to finish, by line: its
+ * shutdown frees a script's globals before the report at exit, so a list
+ * or a cache kept to the end shows here, not among the leaks. A line whose
+ * site also grew says so; the rest (weights, optimizer state) were held
+ * steadily. */
+static void print_held(FILE *f, const report_view_t *view)
+{
+    char a[32], b[32];
+    if (view->held.count == 0)
+        return;
+    uint64_t total = 0;
+    for (size_t i = 0; i < view->held.count; i++)
+        total += view->held.sites[i].held_bytes;
+    size_t n = group_by_line(&view->held, held_of, groups);
+    fprintf(f, "\nStill held when Python finished, before its shutdown freed it (%s at %zu line(s)):\n",
+            human_bytes(total, a, sizeof a), n);
+    for (size_t i = 0; i < n && i < (size_t)config.summary_sites; i++) {
+        const report_site_t *s = &view->held.sites[groups[i].top];
+        fprintf(f, "  %10s %s from %s%s\n", human_bytes(groups[i].bytes, b, sizeof b),
+                kind_phrase(s->stats.kind), origin_phrase(s->id, s->stats.kind),
+                s->growth.grew ? " [grew during the run]" : "");
+    }
 }
 
 #define CHART_COLUMNS 60
@@ -315,6 +340,7 @@ void report_summary_print(const report_view_t *view, const char *path)
     if (view->leaks.count > shown_sites)
         fprintf(f, "\nOmitting %zu more leaking site(s); the report lists them all.\n",
                 view->leaks.count - shown_sites);
+    print_held(f, view);
     if (view->reserve_bytes > 0)
         fprintf(f, "\nPyTorch's caching allocator still reserved %s at exit: its cache, not a "
                 "leak (the tensors in it are reported instead).\n",

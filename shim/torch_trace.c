@@ -4,6 +4,7 @@
 #include "guard.h"
 #include "lifecycle.h"
 #include "log.h"
+#include "python.h"
 #include "selftime.h"
 #include "stacks.h"
 #include "tracker.h"
@@ -298,6 +299,8 @@ static void on_event(const void *storage, const void *entry)
         } else if (action == TORCH_FREE_REQUESTED && addr != 0) {
             /* The tensor is the program's no more: PyTorch's allocated bytes
              * drop here; FREE_COMPLETED only says its block is reusable. */
+            if (python_finished())  /* what the script kept, before teardown frees it */
+                tracker_take_held();
             tracker_pending_t pending;
             tracker_free_begin(SPACE_TENSOR, addr, &pending);
             tracker_free_end(&pending, 1);

@@ -669,6 +669,57 @@ size_t tracker_memory_bytes(void)
     return bytes + tally_memory_bytes();
 }
 
+static pthread_mutex_t held_lock = PTHREAD_MUTEX_INITIALIZER;
+static tracker_held_t held;
+static _Atomic int held_taken;
+
+void tracker_take_held(void)
+{
+    if (atomic_load_explicit(&held_taken, memory_order_relaxed)
+        || atomic_exchange(&held_taken, 1))
+        return;
+    pthread_mutex_lock(&held_lock);
+    held.time_ns = tracker_now_ns();
+    held.gpu_bytes = live_bytes(GPU_ROW);
+    held.tensor_bytes = live_bytes(kind_totals[KIND_TENSOR].row);
+    uint32_t high = atomic_load(&site_high);
+    held.sites = calloc((size_t)high + 1, sizeof *held.sites);
+    for (uint32_t i = 0; held.sites != NULL && i <= high; i++) {
+        uint64_t live = site_live_bytes(i);
+        uint64_t cache = atomic_load(&sites[i].reserve_bytes);
+        live = live > cache ? live - cache : 0;
+        if (live > 0 && atomic_load(&sites[i].kind) != KIND_HOST) {
+            held.sites[held.site_count].site = i;
+            held.sites[held.site_count].bytes = live;
+            held.site_count++;
+        }
+    }
+    pthread_mutex_unlock(&held_lock);
+}
+
+int tracker_held_copy(tracker_held_t *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!atomic_load(&held_taken))
+        return 0;
+    pthread_mutex_lock(&held_lock);
+    if (held.time_ns == 0) {  /* being taken by a thread that has not the lock yet */
+        pthread_mutex_unlock(&held_lock);
+        return 0;
+    }
+    *out = held;
+    out->sites = NULL;
+    if (held.site_count > 0) {
+        out->sites = malloc(sizeof *held.sites * held.site_count);
+        if (out->sites != NULL)
+            memcpy(out->sites, held.sites, sizeof *held.sites * held.site_count);
+        else
+            out->site_count = 0;
+    }
+    pthread_mutex_unlock(&held_lock);
+    return 1;
+}
+
 static _Atomic int peak_at_tensors;
 
 void tracker_peak_at_tensors(void)

@@ -82,6 +82,15 @@ typedef struct tracker_oom {
     size_t site_count;
 } tracker_oom_t;
 
+/* What the program still held when its interpreter began to finish
+ * (python_finished): live GPU bytes by site, PyTorch's cache left out. */
+typedef struct tracker_held {
+    uint64_t time_ns;
+    uint64_t gpu_bytes, tensor_bytes;   /* the driver's and the tensors' live bytes then */
+    struct { uint32_t site; uint64_t bytes; } *sites;
+    size_t site_count;
+} tracker_held_t;
+
 /* Nanoseconds on CLOCK_MONOTONIC_COARSE (see tracker.c for why). */
 uint64_t tracker_now_ns(void);
 
@@ -179,6 +188,14 @@ int tracker_device_totals(int device, totals_t *out); /* -1: never seen */
  * when no allocation ran out of memory (then *out is zeroed). A copy,
  * since PyTorch's OOM event may replace the record while a report reads. */
 int tracker_oom_copy(tracker_oom_t *out);
+
+/* Takes the held-at-finish snapshot, the first time only (later calls
+ * return at once); O(sites). */
+void tracker_take_held(void);
+
+/* Copies the held-at-finish snapshot as tracker_oom_copy does. Returns 1,
+ * or 0 when none was taken. */
+int tracker_held_copy(tracker_held_t *out);
 
 /* Successful allocations so far, every kind. */
 uint64_t tracker_allocation_count(void);

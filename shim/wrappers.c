@@ -5,6 +5,7 @@
 #include "config.h"
 #include "guard.h"
 #include "lifecycle.h"
+#include "python.h"
 #include "selftime.h"
 #include "timeline.h"
 #include "torch_trace.h"
@@ -110,6 +111,8 @@ static void record_alloc(alloc_kind_t kind, CUresult result, uint64_t key, size_
         if ((key) == 0 || !begin_call())                       \
             return call; /* freeing NULL is no free at all */  \
         int entry_errno_ = errno;                              \
+        if (python_finished())                                 \
+            tracker_take_held();                               \
         tracker_pending_t pending;                             \
         tracker_free_begin((space), (key), &pending);          \
         errno = entry_errno_;                                  \

@@ -357,6 +357,40 @@ class TorchTensorsTest(unittest.TestCase):
                               capture_output=True, text=True, timeout=60).stdout
         self.assertIn("via Layer._activation __init__.py:%d" % expect["via_line"], text)
 
+    def run_script_file(self, name):
+        tmp = tempfile.mkdtemp(prefix="gpuleak-torch-py-")
+        env = dict(os.environ)
+        env.update({"LD_LIBRARY_PATH": os.path.join(BUILD, "fakecuda"),
+                    "LD_PRELOAD": os.path.join(BUILD, "libgpuleak.so"),
+                    "GPULEAK_OUTPUT": os.path.join(tmp, "r-%p.json"),
+                    "FAKE_C10": FAKE_C10, "EXPECT_OUT": os.path.join(tmp, "expect.json")})
+        proc = subprocess.run([sys.executable, os.path.join(ROOT, "tests/python", name)],
+                              env=env, capture_output=True, text=True, timeout=60)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        with open(env["EXPECT_OUT"]) as fh:
+            expect = json.load(fh)
+        return report_files.load(report_paths(tmp)[0]), expect, proc.stderr
+
+    def test_what_a_script_held_to_its_end_is_reported(self):
+        """A list and a dict cache kept in module globals: Python's shutdown
+        frees them before the report at exit, so nothing leaks then; the
+        report says what was held when Python began to finish, at the
+        script's lines (through its Tensor class, a helper whose freed
+        tensors share its line)."""
+        report, expect, stderr = self.run_script_file("finish_demo.py")
+        self.assertEqual(report["totals"]["leaked_bytes"], 0)
+        held = report["held_at_finish"]
+        self.assertIsNotNone(held)
+        got = {}
+        for site in held["sites"]:
+            callers = site["origin"].get("callers") or []
+            self.assertEqual(site["origin"]["function"], "Tensor.__init__")
+            got[callers[0]["line"] if callers else None] = site["bytes"]
+        self.assertEqual(got, {expect["history_line"]: expect["history_bytes"],
+                               expect["cache_line"]: expect["cache_bytes"]})
+        self.assertIn("Still held when Python finished", stderr)
+        self.assertIn("finish_demo.py:%d" % expect["history_line"], stderr)
+
     # 8
     def test_disabled(self):
         tmp = tempfile.mkdtemp(prefix="gpuleak-torch-")
