@@ -158,41 +158,67 @@ static int by_group_bytes(const void *a, const void *b)
     return x->bytes != y->bytes ? (x->bytes < y->bytes ? 1 : -1) : strcmp(x->key, y->key);
 }
 
-/* Groups the sites of list that keep() holds by origin line, largest
- * first, into *out (malloc'd). Returns how many groups; 0 with *out NULL
- * when out of memory. A site whose key cannot be made is a group alone. */
+/* A site and its grouping key, for sorting sites into groups. */
+typedef struct {
+    char *key;
+    const load_site_t *site;
+} keyed_site_t;
+
+static int by_key(const void *a, const void *b)
+{
+    return strcmp(((const keyed_site_t *)a)->key, ((const keyed_site_t *)b)->key);
+}
+
+/* Groups the sites of list that keep() holds by kind, device and origin
+ * line (one entry names one kind on one device), largest first, into *out
+ * (malloc'd); sorted by key first, so a report of many lines costs n log n.
+ * Returns how many groups; 0 with *out NULL when out of memory. */
 static size_t group_by_line(const load_list_t *list, int (*keep)(const load_site_t *, void *),
                             void *arg, line_group_t **out)
 {
+    keyed_site_t *k = calloc(list->n ? list->n : 1, sizeof *k);
     line_group_t *g = calloc(list->n ? list->n : 1, sizeof *g);
-    size_t n = 0;
-    *out = g;
-    if (g == NULL)
+    size_t nk = 0, n = 0;
+    *out = NULL;
+    if (k == NULL || g == NULL) {
+        free(k);
+        free(g);
         return 0;
+    }
     for (size_t i = 0; i < list->n; i++) {
         const load_site_t *s = &list->v[i];
         if (!keep(s, arg))
             continue;
-        char *key = frames_origin_line(s);
-        size_t j = 0;
-        while (key != NULL && j < n && (g[j].key == NULL || strcmp(g[j].key, key) != 0))
-            j++;
-        if (key == NULL || j == n) {
-            g[n++] = (line_group_t){ key ? key : strdup("?"), s, 0, 0, 0 };
-            j = n - 1;
-        } else {
-            free(key);
+        char *line = frames_origin_line(s);
+        char *key = NULL;
+        if (line == NULL || asprintf(&key, "%s/%ld/%s", s->kind ? s->kind : "?", s->device, line) < 0)
+            key = NULL;
+        free(line);
+        if (key == NULL) {
+            for (size_t j = 0; j < nk; j++)
+                free(k[j].key);
+            free(k);
+            free(g);
+            return 0;
         }
-        g[j].bytes = units_add(g[j].bytes, s->bytes);
-        g[j].allocations += s->allocations;
-        g[j].sites++;
-        if (s->bytes > g[j].top->bytes)
-            g[j].top = s;
+        k[nk++] = (keyed_site_t){ key, s };
     }
-    for (size_t j = 0; j < n; j++)
-        if (g[j].key == NULL)
-            g[j].key = strdup("");
+    qsort(k, nk, sizeof *k, by_key);
+    for (size_t i = 0; i < nk; i++) {
+        if (n == 0 || strcmp(g[n - 1].key, k[i].key) != 0)
+            g[n++] = (line_group_t){ k[i].key, k[i].site, 0, 0, 0 };
+        else
+            free(k[i].key);
+        line_group_t *cur = &g[n - 1];
+        cur->bytes = units_add(cur->bytes, k[i].site->bytes);
+        cur->allocations += k[i].site->allocations;
+        cur->sites++;
+        if (k[i].site->bytes > cur->top->bytes)
+            cur->top = k[i].site;
+    }
+    free(k);
     qsort(g, n, sizeof *g, by_group_bytes);
+    *out = g;
     return n;
 }
 

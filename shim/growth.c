@@ -166,6 +166,8 @@ int growth_site(uint32_t site, uint64_t now_ns, uint64_t live_now, uint64_t allo
     for (size_t c = 0; c < checkpoint_count; c++) {
         if (site > checkpoint_sites[c])
             continue; /* the site did not exist yet */
+        if (checkpoint_time[c] > now_ns)
+            break;    /* after the moment given as the last: its sample ends the series */
         values[n] = series[site][c];
         times[n] = checkpoint_time[c];
         allocs[n] = checkpoint_allocations[c];

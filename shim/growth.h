@@ -56,8 +56,10 @@ typedef struct growth_finding {
 void growth_evaluate(const uint64_t *values, const uint64_t *times_ns,
                      const uint64_t *allocations, size_t n, growth_finding_t *out);
 
-/* Evaluates the recorded series of site, with a final sample (live bytes
- * now) appended. Returns 0, or -1 for a site not followed. */
+/* Evaluates the recorded series of site up to now_ns, with a final sample
+ * (live_now at now_ns) appended: checkpoints taken after now_ns are left
+ * out, so an earlier moment (Python's finish) can end the series. Returns
+ * 0, or -1 for a site not followed. */
 int growth_site(uint32_t site, uint64_t now_ns, uint64_t live_now, uint64_t allocations_now,
                 growth_finding_t *out);
 

@@ -512,7 +512,14 @@ void origin_site(uint32_t site, int kind, origin_site_t *out)
         return;
     out->found = 1;
     out->frame = frames[o];
-    int via = origin_find_via(frames, o);
+    /* Between the allocation and the origin: frames of the origin's own
+     * kind (the Python frames come first, whatever the origin is). */
+    int first = 0;
+    while (first < o && frames[first].is_python != frames[o].is_python)
+        first++;
+    int via = origin_find_via(frames + first, o - first);
+    if (via >= 0)
+        via += first;
     if (via >= 0) {
         out->has_via = 1;
         out->via = frames[via];

@@ -176,14 +176,19 @@ static void set_aside_cache(report_view_t *view, report_site_t *site, int follow
  * no freed site with that origin shares, so a leaking and a freed path read
  * apart. Among the largest HELPER_SITES of each; leaves view->callers NULL
  * when none needs it or memory is short. */
-static void find_helpers(report_view_t *view, const report_list_t *kept)
+static void find_helpers(report_view_t *view, const report_list_t *kept,
+                         const unsigned char *held_mark, uint32_t held_mark_high)
 {
     static origin_frame_t mine[HELPER_CALLERS], theirs[HELPER_CALLERS];
     static struct { const report_site_t *site; origin_frame_t origin; } freed[HELPER_SITES];
     size_t freed_n = 0;
     for (size_t j = 0; j < view->sites.count && freed_n < HELPER_SITES; j++) {
         const report_site_t *other = &view->sites.sites[j];
-        if (other->stats.live_allocations != 0 || other->stats.allocations == 0)
+        /* Freed: nothing live at exit (for the leaks), or nothing held when
+         * Python finished (for what was held then). */
+        int kept_too = held_mark != NULL ? other->id <= held_mark_high && held_mark[other->id]
+                                         : other->stats.live_allocations != 0;
+        if (kept_too || other->stats.allocations == 0)
             continue;
         origin_site_t oo;
         origin_site(other->id, other->stats.kind, &oo);
@@ -198,7 +203,10 @@ static void find_helpers(report_view_t *view, const report_list_t *kept)
             continue;
         int mine_n = -1, depth = 0;
         for (size_t j = 0; j < freed_n; j++) {
-            if (!origin_same_frame(&freed[j].origin, &lo.frame))
+            /* The same kind: a helper's freed tensors, not the segment its
+             * first call made the allocator take. */
+            if (freed[j].site->id == leak->id || freed[j].site->stats.kind != leak->stats.kind
+                || freed[j].site->aside || !origin_same_frame(&freed[j].origin, &lo.frame))
                 continue;
             if (mine_n < 0)
                 mine_n = origin_callers(leak->id, leak->stats.kind, mine, HELPER_CALLERS);
@@ -234,6 +242,7 @@ int report_origin_callers(const report_view_t *view, uint32_t site, int kind,
 }
 
 #define HELD_SITES 1000
+#define HELD_LATER_ALLOCATIONS 64  /* allocations after Python's finish that still count as its end */
 
 static int by_held_bytes(const void *a, const void *b)
 {
@@ -302,6 +311,14 @@ static int gather(report_view_t *view)
      * its shutdown then freed what the script kept. */
     tracker_held_t held;
     int has_held = tracker_held_copy(&held);
+    /* A program that embeds Python and goes on allocating after finalizing
+     * it was not at its end then: the moment is not its finish. Teardown
+     * itself frees; a few allocations are its destructors' own. */
+    if (has_held && allocations > held.allocations + HELD_LATER_ALLOCATIONS) {
+        free(held.sites);
+        memset(&held, 0, sizeof held);
+        has_held = 0;
+    }
     uint64_t *held_by_site = has_held ? calloc((size_t)high + 1, sizeof *held_by_site) : NULL;
     for (size_t i = 0; held_by_site != NULL && i < held.site_count; i++)
         if (held.sites[i].site <= high)
@@ -346,8 +363,14 @@ static int gather(report_view_t *view)
         rc = gather_held(view, &held, has_held);
     free(held.sites);
     if (rc == 0) {
-        find_helpers(view, &view->leaks);
-        find_helpers(view, &view->held);
+        find_helpers(view, &view->leaks, NULL, 0);
+        unsigned char *held_mark = calloc((size_t)high + 1, 1);
+        for (size_t i = 0; held_mark != NULL && i < view->held.count; i++)
+            if (view->held.sites[i].id <= high)
+                held_mark[view->held.sites[i].id] = 1;
+        if (held_mark != NULL && view->held.count > 0)
+            find_helpers(view, &view->held, held_mark, high);
+        free(held_mark);
     }
     return rc;
 }

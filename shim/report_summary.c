@@ -111,7 +111,8 @@ static const char *origin_phrase(uint32_t site, int kind)
 /* The sites of a section that share an origin line, summed: what one
  * summary entry is about. top indexes the largest of them in the section. */
 typedef struct line_group {
-    char key[512];           /* "file:line", "module+0xoffset", or "site N" */
+    char *key;               /* kind, device, then "file:line", "module+0xoffset"
+                                or "site N", and a helper's callers (malloc'd) */
     size_t top;
     uint64_t bytes, allocations;
     size_t sites;
@@ -125,30 +126,38 @@ typedef struct line_group {
 static size_t group_by_line(const report_list_t *list, uint64_t (*bytes_of)(const report_site_t *),
                             line_group_t *out)
 {
+    static char key[8192];
     size_t n = 0;
+    for (size_t g = 0; g < GROUPED_SITES; g++) {  /* the last call's keys */
+        free(out[g].key);
+        out[g].key = NULL;
+    }
     for (size_t i = 0; i < list->count && i < GROUPED_SITES; i++) {
         const report_site_t *s = &list->sites[i];
         origin_site_t o;
         origin_site(s->id, s->stats.kind, &o);
-        char key[sizeof out->key];
+        /* One kind on one device a line: the entry names them. */
+        int used = snprintf(key, sizeof key, "%d/%d/", s->stats.kind, s->stats.device);
         if (!o.found)
-            snprintf(key, sizeof key, "site %u", s->id);
+            used += snprintf(key + used, sizeof key - (size_t)used, "site %u", s->id);
         else if (o.frame.file != NULL)
-            snprintf(key, sizeof key, "%s:%d", o.frame.file, o.frame.line);
+            used += snprintf(key + used, sizeof key - (size_t)used, "%s:%d", o.frame.file, o.frame.line);
         else
-            snprintf(key, sizeof key, "%s+0x%llx", o.frame.module ? o.frame.module : "?",
-                     (unsigned long long)o.offset);
+            used += snprintf(key + used, sizeof key - (size_t)used, "%s+0x%llx",
+                             o.frame.module ? o.frame.module : "?", (unsigned long long)o.offset);
         /* A helper's leaking path is a line of its own. */
         origin_frame_t callers[UINT8_MAX];
         int c = report_origin_callers(summary_view, s->id, s->stats.kind, callers);
-        for (int k = 0, used = (int)strlen(key); k < c && used < (int)sizeof key; k++)
+        for (int k = 0; k < c && (size_t)used < sizeof key; k++)
             used += snprintf(key + used, sizeof key - (size_t)used, "<%s:%d",
                              callers[k].file ? callers[k].file : "?", callers[k].line);
         size_t g = 0;
         while (g < n && strcmp(out[g].key, key) != 0)
             g++;
         if (g == n) {
-            memcpy(out[n].key, key, sizeof key);
+            out[n].key = strdup(key);
+            if (out[n].key == NULL)
+                break;  /* no memory: the groups so far stand */
             out[n].top = i;
             out[n].bytes = out[n].allocations = 0;
             out[n].sites = 0;

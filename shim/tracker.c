@@ -682,6 +682,7 @@ void tracker_take_held(void)
     held.time_ns = tracker_now_ns();
     held.gpu_bytes = live_bytes(GPU_ROW);
     held.tensor_bytes = live_bytes(kind_totals[KIND_TENSOR].row);
+    held.allocations = tracker_allocation_count();
     uint32_t high = atomic_load(&site_high);
     held.sites = calloc((size_t)high + 1, sizeof *held.sites);
     for (uint32_t i = 0; held.sites != NULL && i <= high; i++) {

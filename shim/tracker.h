@@ -87,6 +87,7 @@ typedef struct tracker_oom {
 typedef struct tracker_held {
     uint64_t time_ns;
     uint64_t gpu_bytes, tensor_bytes;   /* the driver's and the tensors' live bytes then */
+    uint64_t allocations;               /* tracker_allocation_count() then */
     struct { uint32_t site; uint64_t bytes; } *sites;
     size_t site_count;
 } tracker_held_t;

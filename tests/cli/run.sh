@@ -127,13 +127,16 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 line = {"function": "forward", "file": "/src/model.py", "line": 17, "module": None, "python": True}
 for leak in d["leaks"]:
-    if leak["site"] in (4, 9):
+    if leak["site"] in (4, 9, 1):
         leak["origin"] = dict(line)
+    if leak["site"] == 1:
+        leak["device"] = 1  # another kind (pinned host) and device: a line of its own
 json.dump(d, open(sys.argv[2], "w"))
 PYEOF
 expect 1 "check groups sites by origin line" -- $G check "$T/oneline.json" --max-leaked 0 --no-default-suppressions
 has "$T/out" "leak of 12582912 byte(s) in 7 allocation(s) of device memory at forward in /src/model.py:17 (Python) (2 sites)"
 hasnt "$T/out" "leak of 10485760"
+has "$T/out" "leak of 1048576 byte(s) in 1 allocation(s) of pinned host memory at forward in /src/model.py:17 (Python)"
 # PyTorch's allocator default rule hides its segments, never its tensors.
 python3 - "$FIX/demo.json" "$T/tensor.json" <<'PYEOF'
 import json, sys
