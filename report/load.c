@@ -668,6 +668,11 @@ static int load_doc(ctx_t *ctx, json_t *root, load_report_t *r)
         r->has_growth = true;
         load_section(ctx, growth, "growth", &r->growth_bytes, NULL, &r->growth);
     }
+    json_t *held = json_object_get(root, "held_at_finish");
+    if (json_is_object(held) && !ctx->error) {
+        r->has_held = true;
+        load_section(ctx, held, "held_at_finish", &r->held_bytes, NULL, &r->held);
+    }
     json_t *peak = field(ctx, root, "", "peak", 0);
     if (peak != NULL && !ctx->error) {
         r->has_peak = true;
@@ -693,6 +698,7 @@ void load_free(load_report_t *r)
     free_list(&r->sites);
     free_list(&r->growth);
     free_list(&r->peak_sites);
+    free_list(&r->held);
     for (size_t i = 0; i < r->nstacks; i++) {
         free(r->stacks[i].stack);
         free(r->stacks[i].python);

@@ -117,6 +117,11 @@ typedef struct {
     load_list_t leaks, teardown, failures, sites;
     bool has_growth;
     uint64_t growth_bytes;
+    /* "held_at_finish": what a Python program held when Python began to
+     * finish (has_held false when absent or null) */
+    bool has_held;
+    uint64_t held_bytes;
+    load_list_t held;
     load_list_t growth;
     bool has_peak;
     uint64_t peak_bytes, peak_at_ns;

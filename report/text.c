@@ -290,6 +290,9 @@ void text_print(FILE *f, const load_report_t *r, const text_options_t *o)
     print_blocks(f, &r->failures, "Failed allocations", "failure", o);
     if (r->has_growth)
         print_table(f, &r->growth, "Growth by site", "growth", r->growth_bytes, 0, o);
+    if (r->has_held && r->held.n > 0)
+        print_table(f, &r->held, "Still held when Python finished (before its shutdown freed it)",
+                    "held", r->held_bytes, 0, o);
     if (r->has_peak)
         print_table(f, &r->peak_sites, "Peak composition (live at the peak)", "at peak",
                     r->peak_bytes ? r->peak_bytes : r->totals.peak_bytes, 0, o);

@@ -369,7 +369,8 @@ class TorchTensorsTest(unittest.TestCase):
         self.assertEqual(proc.returncode, 0, proc.stderr)
         with open(env["EXPECT_OUT"]) as fh:
             expect = json.load(fh)
-        return report_files.load(report_paths(tmp)[0]), expect, proc.stderr
+        path = report_paths(tmp)[0]
+        return report_files.load(path), expect, proc.stderr, path
 
     def test_what_a_script_held_to_its_end_is_reported(self):
         """A list and a dict cache kept in module globals: Python's shutdown
@@ -377,7 +378,7 @@ class TorchTensorsTest(unittest.TestCase):
         report says what was held when Python began to finish, at the
         script's lines (through its Tensor class, a helper whose freed
         tensors share its line)."""
-        report, expect, stderr = self.run_script_file("finish_demo.py")
+        report, expect, stderr, path = self.run_script_file("finish_demo.py")
         self.assertEqual(report["totals"]["leaked_bytes"], 0)
         held = report["held_at_finish"]
         self.assertIsNotNone(held)
@@ -394,6 +395,10 @@ class TorchTensorsTest(unittest.TestCase):
                                (expect["weights_line"],): 65536})
         self.assertIn("Still held when Python finished", stderr)
         self.assertIn("finish_demo.py:%d" % expect["history_line"], stderr)
+        text = subprocess.run([os.path.join(BUILD, "gpuleak"), "report", path],
+                              capture_output=True, text=True, timeout=60).stdout
+        self.assertIn("Still held when Python finished", text)
+        self.assertIn("from <module> finish_demo.py:%d" % expect["history_line"], text)
 
     # 8
     def test_disabled(self):
