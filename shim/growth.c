@@ -14,13 +14,24 @@
  * time goes to checkpoints. */
 #define CHECKPOINT_COST_FACTOR 19
 
+/* A checkpoint is also due after one thread's events pass a share of the
+ * allocations so far (a 64th, at least 256), however little time passed:
+ * a burst of a few hundred steps after a long, quiet start-up then gets
+ * checkpoints of its own, which a clock alone spreads over the start-up,
+ * and over a long run they come no faster than the buffer halves. Per
+ * thread, so that counting shares no cache line. */
+#define CHECKPOINT_EVENTS_FIRST 256
+
 static uint64_t checkpoint_time[GROWTH_CHECKPOINTS];
 static uint64_t checkpoint_allocations[GROWTH_CHECKPOINTS];
 static uint32_t checkpoint_sites[GROWTH_CHECKPOINTS];   /* site_high at each */
 static uint64_t (*series)[GROWTH_CHECKPOINTS];          /* [site][checkpoint] */
 static size_t checkpoint_count;
 static uint64_t interval_ns;
-static _Atomic uint64_t next_due_ns = UINT64_MAX;
+static _Atomic uint64_t next_due_ns = UINT64_MAX;  /* by the clock */
+static _Atomic uint64_t next_allowed_ns;  /* by the last one's cost, on the precise clock */
+static _Atomic uint64_t events_per_checkpoint = CHECKPOINT_EVENTS_FIRST;
+static __thread uint64_t thread_events __attribute__((tls_model("initial-exec")));
 static _Atomic uint64_t unfollowed;
 static pthread_mutex_t growth_lock = PTHREAD_MUTEX_INITIALIZER;
 static growth_reader_t read_site;
@@ -37,6 +48,7 @@ void growth_init(uint64_t start_ns, uint64_t first_interval_ns, growth_reader_t 
     checkpoint_count = 0;
     interval_ns = first_interval_ns ? first_interval_ns : 1000000;
     atomic_store(&next_due_ns, start_ns);
+    atomic_store(&events_per_checkpoint, CHECKPOINT_EVENTS_FIRST);
     pthread_mutex_unlock(&growth_lock);
 }
 
@@ -58,13 +70,29 @@ static void halve(uint32_t site_high)
     interval_ns *= 2;
 }
 
+/* Whether a checkpoint is due now: its interval has passed, or this
+ * thread made its share of events since its last try, as long as the last
+ * checkpoint's cost allows another. The cost is judged on the precise
+ * clock (read only then): a burst can fit in one tick of the coarse one. */
+static int due(uint64_t now_ns, int by_events)
+{
+    if (now_ns >= atomic_load_explicit(&next_due_ns, memory_order_relaxed))
+        return 1;
+    return by_events
+        && clock_monotonic_ns() >= atomic_load_explicit(&next_allowed_ns, memory_order_relaxed);
+}
+
 void growth_note(uint64_t now_ns, uint64_t (*allocations)(void), uint32_t site_high)
 {
-    if (now_ns < atomic_load_explicit(&next_due_ns, memory_order_relaxed))
+    int by_events = ++thread_events >= atomic_load_explicit(&events_per_checkpoint,
+                                                            memory_order_relaxed);
+    if (!due(now_ns, by_events))
         return;
+    if (by_events)
+        thread_events = 0;
     if (pthread_mutex_trylock(&growth_lock) != 0)
         return;
-    if (series == NULL || now_ns < atomic_load(&next_due_ns)) {
+    if (series == NULL || !due(now_ns, by_events)) {
         pthread_mutex_unlock(&growth_lock);
         return;
     }
@@ -74,6 +102,10 @@ void growth_note(uint64_t now_ns, uint64_t (*allocations)(void), uint32_t site_h
     size_t c = checkpoint_count++;
     checkpoint_time[c] = now_ns;
     checkpoint_allocations[c] = allocations();
+    uint64_t share = checkpoint_allocations[c] / GROWTH_CHECKPOINTS;
+    atomic_store_explicit(&events_per_checkpoint,
+                          share > CHECKPOINT_EVENTS_FIRST ? share : CHECKPOINT_EVENTS_FIRST,
+                          memory_order_relaxed);
     checkpoint_sites[c] = site_high;
     uint32_t last = site_high;
     if (last >= GROWTH_SITES) {
@@ -84,6 +116,7 @@ void growth_note(uint64_t now_ns, uint64_t (*allocations)(void), uint32_t site_h
         series[s][c] = read_site(s);
     uint64_t wait_ns = (clock_monotonic_ns() - started_ns) * CHECKPOINT_COST_FACTOR;
     atomic_store(&next_due_ns, now_ns + (wait_ns > interval_ns ? wait_ns : interval_ns));
+    atomic_store(&next_allowed_ns, clock_monotonic_ns() + wait_ns);
     pthread_mutex_unlock(&growth_lock);
 }
 
@@ -103,10 +136,16 @@ void growth_evaluate(const uint64_t *values, const uint64_t *times_ns,
     memset(out, 0, sizeof *out);
     if (n < 2)
         return;
-    /* Baseline: the first sample at or after a fifth of the run's time. */
+    /* Baseline: the first sample at or after a fifth of the run, both by
+     * time and by allocations: a burst of steps after a long, quiet
+     * start-up starts its series in the burst, and a start-up that
+     * allocates much (weights) still skips by time. */
     uint64_t start = times_ns[0], span = times_ns[n - 1] - times_ns[0];
+    uint64_t made_start = allocations[0];
+    uint64_t made_span = allocations[n - 1] > made_start ? allocations[n - 1] - made_start : 0;
     size_t base = 0;
-    while (base < n - 1 && times_ns[base] - start < span / 5)
+    while (base < n - 1 && (times_ns[base] - start < span / 5
+                            || allocations[base] - made_start < made_span / 5))
         base++;
     size_t high = base;
     for (size_t i = base; i < n; i++)

@@ -25,9 +25,12 @@ void growth_init(uint64_t start_ns, uint64_t interval_ns, growth_reader_t reader
 /* Called on every allocation or free with the time, a reader of the number
  * of allocations so far (a sum over threads, so read only when a checkpoint
  * is taken) and the highest site id. Cheap unless a checkpoint is due: then
- * one thread samples every site (O(sites)) while others go on, and the next
- * is due after the interval or 19 times what this one took, whichever is
- * longer. */
+ * one thread samples every site (O(sites)) while others go on. The next is
+ * due after the interval or 19 times what this one took, whichever is
+ * longer, or, sooner than the interval, once a thread has made its share of
+ * events (a 64th of the allocations so far, at least 256) and 19 times
+ * this one's cost has passed: a burst after a long start-up gets
+ * checkpoints of its own. */
 void growth_note(uint64_t now_ns, uint64_t (*allocations)(void), uint32_t site_high);
 
 /* What the rule found for one series. */
@@ -42,8 +45,9 @@ typedef struct growth_finding {
 } growth_finding_t;
 
 /* The rule, on a series of n samples (values at times, with the process's
- * allocation count at each): skip the first fifth of the run (start-up:
- * weights, optimizer state), end at the site's highest sample after that
+ * allocation count at each): skip the first fifth of the run, by time and
+ * by allocations, whichever is later (start-up: weights, optimizer state;
+ * a quiet start-up before a short burst), end at the site's highest sample after that
  * (interpreter shutdown frees at the end; that point must leave at least
  * two thirds of the samples after the baseline in the window, so noise
  * cannot pick a short rising stretch), split what lies between into

@@ -357,9 +357,10 @@ class TorchTensorsTest(unittest.TestCase):
                               capture_output=True, text=True, timeout=60).stdout
         self.assertIn("via Layer._activation __init__.py:%d" % expect["via_line"], text)
 
-    def run_script_file(self, name):
+    def run_script_file(self, name, extra_env=None):
         tmp = tempfile.mkdtemp(prefix="gpuleak-torch-py-")
         env = dict(os.environ)
+        env.update(extra_env or {})
         env.update({"LD_LIBRARY_PATH": os.path.join(BUILD, "fakecuda"),
                     "LD_PRELOAD": os.path.join(BUILD, "libgpuleak.so"),
                     "GPULEAK_OUTPUT": os.path.join(tmp, "r-%p.json"),
@@ -399,6 +400,21 @@ class TorchTensorsTest(unittest.TestCase):
                               capture_output=True, text=True, timeout=60).stdout
         self.assertIn("Still held when Python finished", text)
         self.assertIn("from <module> finish_demo.py:%d" % expect["history_line"], text)
+
+    def test_burst_after_a_quiet_start_up_is_judged(self):
+        """200 quick steps after 1.5 s of start-up: checkpoints by the
+        allocations made, not only by the clock, give the burst enough
+        samples; its leaking line grows, and nothing else does."""
+        report, expect, _, _ = self.run_script_file("burst_demo.py")
+        growth = report["growth"]
+        self.assertTrue(growth, "no growth finding for the burst")
+        top = growth[0]["origin"]
+        self.assertEqual((top["file"], top["line"]), (expect["file"], expect["leak_line"]))
+        self.assertEqual(len(growth), 1, [(g["origin"], g["bytes"]) for g in growth])
+
+    def test_steady_burst_after_a_quiet_start_up_has_no_growth(self):
+        report, _, _, _ = self.run_script_file("burst_demo.py", {"BURST_LEAK": "0"})
+        self.assertEqual(report["growth"], [])
 
     # 8
     def test_disabled(self):
