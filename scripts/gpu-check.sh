@@ -389,24 +389,31 @@ echo "PY-FRAMES $PYFRAMES_STATUS  (train.py:$LEAK_LINE in a python_stack of the 
 # ---------------------------------------------------------------------------
 section "6b. GROWTH: four classic PyTorch leaks and a steady loop (default tensor mode)"
 LEAKS=$REPO/tests/gpu/leaks
-for script in outputs_with_graph model_rebuilt batches_list dict_cache no_leak; do
-    if [ "$SHIM_OK" != 1 ] || [ "$TORCH_OK" != 1 ]; then result FAIL "GROWTH $script" "no shim or no torch"; continue; fi
-    have_time "GROWTH $script" 40 || continue
-    if ! run_logged "growth-$script" 120 env -u PYTORCH_CUDA_ALLOC_CONF PYTHONUNBUFFERED=1 \
-        LD_PRELOAD="$SHIM" GPULEAK_OUTPUT="$R/growth-$script-%p.json" GPULEAK_SUMMARY=0 \
-        "$PY" "$LEAKS/$script.py" 400; then
-        result FAIL "GROWTH $script run" "see growth-$script.log"
-        continue
-    fi
-    rep=$("${COMPARE[@]}" pick "$R" "growth-$script-") || { result FAIL "GROWTH $script report" "none written"; continue; }
-    if [ "$script" = no_leak ]; then
-        check "GROWTH $script (no growth finding)" "$PY" "$LEAKS/check_growth.py" "$rep" "$script.py" --no-leak
-    else
-        line=$(grep -n '# LEAK-LINE' "$LEAKS/$script.py" | cut -d: -f1)
-        check "GROWTH $script (top growth origin is $script.py:$line)" \
-            "$PY" "$LEAKS/check_growth.py" "$rep" "$script.py" --line "$line"
-    fi
-done
+# growth_checks NAME PREFIX SCRIPTS ENV...: each leak script under the shim
+# with ENV; its top growth origin must be its LEAK-LINE, no_leak's none.
+growth_checks() {
+    local name=$1 prefix=$2 scripts=$3 script rep line
+    shift 3
+    for script in $scripts; do
+        if [ "$SHIM_OK" != 1 ] || [ "$TORCH_OK" != 1 ]; then result FAIL "$name $script" "no shim or no torch"; continue; fi
+        have_time "$name $script" 40 || continue
+        if ! run_logged "$prefix-$script" 120 env "$@" PYTHONUNBUFFERED=1 \
+            LD_PRELOAD="$SHIM" GPULEAK_OUTPUT="$R/$prefix-$script-%p.json" GPULEAK_SUMMARY=0 \
+            "$PY" "$LEAKS/$script.py" 400; then
+            result FAIL "$name $script run" "see $prefix-$script.log"
+            continue
+        fi
+        rep=$("${COMPARE[@]}" pick "$R" "$prefix-$script-") || { result FAIL "$name $script report" "none written"; continue; }
+        if [ "$script" = no_leak ]; then
+            check "$name $script (no growth finding)" "$PY" "$LEAKS/check_growth.py" "$rep" "$script.py" --no-leak
+        else
+            line=$(grep -n '# LEAK-LINE' "$LEAKS/$script.py" | cut -d: -f1)
+            check "$name $script (top growth origin is $script.py:$line)" \
+                "$PY" "$LEAKS/check_growth.py" "$rep" "$script.py" --line "$line"
+        fi
+    done
+}
+growth_checks GROWTH growth "outputs_with_graph model_rebuilt batches_list dict_cache no_leak" -u PYTORCH_CUDA_ALLOC_CONF
 
 # ---------------------------------------------------------------------------
 section "6c. RANKS: two ranks on one GPU under torchrun, reports per rank, gpuleak merge"
@@ -475,23 +482,8 @@ if [ "$SHIM_OK" = 1 ] && [ "$TORCH_OK" = 1 ]; then
             "$PY" -c 'import json,sys; r=json.load(open(sys.argv[1])); t=r["kinds"]["tensor"]; print("    tensors %s: %d allocations, %d frees, %d live at exit, unknown frees %d" % (r["torch_allocator"]["tensors"], t["allocations"], t["frees"], t["live_bytes"], r["totals"]["unknown_frees"]))' "$rep"
     done
     # The leak scripts with expandable segments (6b ran them without).
-    for script in outputs_with_graph batches_list dict_cache no_leak; do
-        have_time "GROWTH-EXPANDABLE $script" 40 || continue
-        if ! run_logged "growth-exp-$script" 120 env PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True PYTHONUNBUFFERED=1 \
-            LD_PRELOAD="$SHIM" GPULEAK_OUTPUT="$R/growth-exp-$script-%p.json" GPULEAK_SUMMARY=0 \
-            "$PY" "$LEAKS/$script.py" 400; then
-            result FAIL "GROWTH-EXPANDABLE $script run" "see growth-exp-$script.log"
-            continue
-        fi
-        rep=$("${COMPARE[@]}" pick "$R" "growth-exp-$script-") || { result FAIL "GROWTH-EXPANDABLE $script report" "none written"; continue; }
-        if [ "$script" = no_leak ]; then
-            check "GROWTH-EXPANDABLE $script (no growth finding)" "$PY" "$LEAKS/check_growth.py" "$rep" "$script.py" --no-leak
-        else
-            line=$(grep -n '# LEAK-LINE' "$LEAKS/$script.py" | cut -d: -f1)
-            check "GROWTH-EXPANDABLE $script (top growth origin is $script.py:$line)" \
-                "$PY" "$LEAKS/check_growth.py" "$rep" "$script.py" --line "$line"
-        fi
-    done
+    growth_checks GROWTH-EXPANDABLE growth-exp "outputs_with_graph batches_list dict_cache no_leak" \
+        PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
 fi
 
 # ---------------------------------------------------------------------------

@@ -23,23 +23,6 @@ typedef struct key_slot {
 
 static __thread key_slot_t key_slots[KEY_SLOTS] __attribute__((tls_model("initial-exec")));
 
-/* A 64-bit mix of the key's words; nonzero, so that 0 marks an empty slot. */
-static uint64_t key_hash(uint32_t kind, const uintptr_t *native, int native_count,
-                         const python_frame_t *python, int python_count)
-{
-    uint64_t h = 0x9e3779b97f4a7c15ull ^ ((uint64_t)kind << 40)
-               ^ ((uint64_t)native_count << 20) ^ (uint64_t)python_count;
-    for (int i = 0; i < native_count; i++) {
-        h = (h ^ native[i]) * 0xff51afd7ed558ccdull;
-        h ^= h >> 32;
-    }
-    for (int i = 0; i < python_count; i++) {
-        h = (h ^ python[i]) * 0xc4ceb9fe1a85ec53ull;
-        h ^= h >> 29;
-    }
-    return h ? h : 1;
-}
-
 /* The Python frames are read first (the key depends on whether there are
  * any), the native frames after; selftime.h's capture takes them in the
  * other order, so the two durations are swapped into its fields: the
@@ -71,7 +54,8 @@ uint32_t capture_site(alloc_kind_t kind)
     uint64_t hash = 0;
     if (config.stack_depth > key_frames) {
         native_count = stacks_capture(native, key_frames, NULL);
-        hash = key_hash((uint32_t)kind, native, native_count, python, python_count);
+        hash = stacks_hash((uint32_t)kind, native, native_count, python, python_count);
+        hash += hash == 0;  /* 0 marks an empty slot */
         slot = &key_slots[hash & (KEY_SLOTS - 1)];
         if (slot->hash == hash && slot->site != 0) {
             order_timing(&timing, python_done);

@@ -105,8 +105,8 @@ int stacks_capture(uintptr_t *out, int max, int *hint)
 
 /* A 64-bit mix of the frame words; frames are well spread already, so one
  * multiply-xorshift per word suffices. */
-static uint64_t hash_frames(uint32_t tag, const uintptr_t *native, int native_count,
-                            const python_frame_t *python, int python_count)
+uint64_t stacks_hash(uint32_t tag, const uintptr_t *native, int native_count,
+                     const python_frame_t *python, int python_count)
 {
     uint64_t h = 0x9e3779b97f4a7c15ull ^ ((uint64_t)tag << 32)
                ^ ((uint64_t)native_count << 16) ^ (uint64_t)python_count;
@@ -198,7 +198,7 @@ static uint32_t intern_frames(uint32_t tag, const uintptr_t *native, int native_
 {
     if (depot_slots == NULL || depot_by_id == NULL)
         return 0;
-    uint64_t hash = hash_frames(tag, native, native_count, python, python_count);
+    uint64_t hash = stacks_hash(tag, native, native_count, python, python_count);
     uint32_t mask = DEPOT_SLOTS - 1;
     uint32_t slot = (uint32_t)hash & mask;
     for (;;) {

@@ -39,6 +39,11 @@ void stacks_init(int fast_unwind);
  * the unwinder keeps this stack (unwind_last_slot), or -1. */
 int stacks_capture(uintptr_t *out, int max, int *hint);
 
+/* A 64-bit hash of a stack (tag, native frames, Python frames), as the
+ * depot keys it. */
+uint64_t stacks_hash(uint32_t tag, const uintptr_t *native, int native_count,
+                     const python_frame_t *python, int python_count);
+
 /* Returns the id of the stack (tag, native frames, Python frames), adding it
  * to the depot on first sight. Lookups are lock-free; only an insert takes
  * the depot's mutex. Returns 0 when the depot is full (counted in

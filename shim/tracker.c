@@ -422,6 +422,24 @@ void tracker_free_end(tracker_pending_t *pending, int freed)
         apply(&pending->record, LIVE_FREE, tracker_now_ns());
 }
 
+/* The sites holding GPU memory now (host memory left out), with their live
+ * bytes, less PyTorch's cache when without_cache; malloc'd, the count in
+ * *count (NULL and 0 when memory is out). O(sites). */
+static tracker_site_bytes_t *live_sites(int without_cache, size_t *count)
+{
+    uint32_t high = atomic_load(&site_high);
+    tracker_site_bytes_t *out = calloc((size_t)high + 1, sizeof *out);
+    *count = 0;
+    for (uint32_t i = 0; out != NULL && i <= high; i++) {
+        uint64_t live = site_live_bytes(i);
+        uint64_t cache = without_cache ? atomic_load(&sites[i].reserve_bytes) : 0;
+        live = live > cache ? live - cache : 0;
+        if (live > 0 && atomic_load(&sites[i].kind) != KIND_HOST)
+            out[(*count)++] = (tracker_site_bytes_t){ i, live };
+    }
+    return out;
+}
+
 /* Saves what was live, by site, at the first out-of-memory failure: what
  * filled the GPU is the question an OOM asks. Later ones are only counted. */
 static void snapshot_oom(alloc_kind_t kind, size_t size, int device, uint32_t site)
@@ -447,19 +465,8 @@ static void snapshot_oom(alloc_kind_t kind, size_t size, int device, uint32_t si
         oom.device = device;
         oom.site = site;
         oom.live_bytes = live_bytes(kind == KIND_TENSOR ? kind_totals[KIND_TENSOR].row : GPU_ROW);
-        uint32_t high = atomic_load(&site_high);
-        oom.sites = calloc((size_t)high + 1, sizeof *oom.sites);
-        for (uint32_t i = 0; oom.sites != NULL && i <= high; i++) {
-            /* At PyTorch's OOM its cache is not a holder: its tensors are. */
-            uint64_t live = site_live_bytes(i);
-            uint64_t cache = kind == KIND_TENSOR ? atomic_load(&sites[i].reserve_bytes) : 0;
-            live = live > cache ? live - cache : 0;
-            if (live > 0 && atomic_load(&sites[i].kind) != KIND_HOST) {
-                oom.sites[oom.site_count].site = i;
-                oom.sites[oom.site_count].bytes = live;
-                oom.site_count++;
-            }
-        }
+        /* At PyTorch's OOM its cache is not a holder: its tensors are. */
+        oom.sites = live_sites(kind == KIND_TENSOR, &oom.site_count);
     }
     pthread_mutex_unlock(&oom_lock);
 }
@@ -669,6 +676,18 @@ size_t tracker_memory_bytes(void)
     return bytes + tally_memory_bytes();
 }
 
+/* A copy of count (site, bytes) pairs the caller frees, or NULL with
+ * *count 0 when there are none or memory is out. */
+static tracker_site_bytes_t *copy_site_bytes(const tracker_site_bytes_t *src, size_t *count)
+{
+    tracker_site_bytes_t *copy = *count && src ? malloc(sizeof *copy * *count) : NULL;
+    if (copy == NULL)
+        *count = 0;
+    else
+        memcpy(copy, src, sizeof *copy * *count);
+    return copy;
+}
+
 static pthread_mutex_t held_lock = PTHREAD_MUTEX_INITIALIZER;
 static tracker_held_t held;
 static _Atomic int held_taken;
@@ -683,18 +702,7 @@ void tracker_take_held(void)
     held.gpu_bytes = live_bytes(GPU_ROW);
     held.tensor_bytes = live_bytes(kind_totals[KIND_TENSOR].row);
     held.allocations = tracker_allocation_count();
-    uint32_t high = atomic_load(&site_high);
-    held.sites = calloc((size_t)high + 1, sizeof *held.sites);
-    for (uint32_t i = 0; held.sites != NULL && i <= high; i++) {
-        uint64_t live = site_live_bytes(i);
-        uint64_t cache = atomic_load(&sites[i].reserve_bytes);
-        live = live > cache ? live - cache : 0;
-        if (live > 0 && atomic_load(&sites[i].kind) != KIND_HOST) {
-            held.sites[held.site_count].site = i;
-            held.sites[held.site_count].bytes = live;
-            held.site_count++;
-        }
-    }
+    held.sites = live_sites(1, &held.site_count);
     pthread_mutex_unlock(&held_lock);
 }
 
@@ -704,21 +712,13 @@ int tracker_held_copy(tracker_held_t *out)
     if (!atomic_load(&held_taken))
         return 0;
     pthread_mutex_lock(&held_lock);
-    if (held.time_ns == 0) {  /* being taken by a thread that has not the lock yet */
-        pthread_mutex_unlock(&held_lock);
-        return 0;
-    }
-    *out = held;
-    out->sites = NULL;
-    if (held.site_count > 0) {
-        out->sites = malloc(sizeof *held.sites * held.site_count);
-        if (out->sites != NULL)
-            memcpy(out->sites, held.sites, sizeof *held.sites * held.site_count);
-        else
-            out->site_count = 0;
+    int taken = held.time_ns != 0;  /* 0: being taken by a thread that has not the lock yet */
+    if (taken) {
+        *out = held;
+        out->sites = copy_site_bytes(held.sites, &out->site_count);
     }
     pthread_mutex_unlock(&held_lock);
-    return 1;
+    return taken;
 }
 
 static _Atomic int peak_at_tensors;
@@ -738,21 +738,13 @@ int tracker_oom_copy(tracker_oom_t *out)
 {
     memset(out, 0, sizeof *out);
     pthread_mutex_lock(&oom_lock);
-    if (oom.count == 0) {
-        pthread_mutex_unlock(&oom_lock);
-        return 0;
-    }
-    *out = oom;
-    out->sites = NULL;
-    if (oom.site_count > 0) {
-        out->sites = malloc(sizeof *oom.sites * oom.site_count);
-        if (out->sites != NULL)
-            memcpy(out->sites, oom.sites, sizeof *oom.sites * oom.site_count);
-        else
-            out->site_count = 0;
+    int taken = oom.count != 0;
+    if (taken) {
+        *out = oom;
+        out->sites = copy_site_bytes(oom.sites, &out->site_count);
     }
     pthread_mutex_unlock(&oom_lock);
-    return 1;
+    return taken;
 }
 
 uint64_t tracker_allocation_count(void)

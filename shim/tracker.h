@@ -64,6 +64,12 @@ typedef struct totals {
     uint64_t teardown_bytes, teardown_allocations;
 } totals_t;
 
+/* A site and the bytes it held at some moment (an OOM, Python's finish). */
+typedef struct tracker_site_bytes {
+    uint32_t site;
+    uint64_t bytes;
+} tracker_site_bytes_t;
+
 /* CUDA_ERROR_OUT_OF_MEMORY, without making this header depend on cuda.h. */
 #define TRACKER_OUT_OF_MEMORY 2
 
@@ -78,7 +84,7 @@ typedef struct tracker_oom {
     uint64_t live_bytes;     /* live GPU bytes then */
     int kind, device;
     uint32_t site;           /* where the refused allocation came from */
-    struct { uint32_t site; uint64_t bytes; } *sites;  /* live GPU bytes by site */
+    tracker_site_bytes_t *sites;  /* live GPU bytes by site */
     size_t site_count;
 } tracker_oom_t;
 
@@ -88,7 +94,7 @@ typedef struct tracker_held {
     uint64_t time_ns;
     uint64_t gpu_bytes, tensor_bytes;   /* the driver's and the tensors' live bytes then */
     uint64_t allocations;               /* tracker_allocation_count() then */
-    struct { uint32_t site; uint64_t bytes; } *sites;
+    tracker_site_bytes_t *sites;
     size_t site_count;
 } tracker_held_t;
 
