@@ -36,10 +36,21 @@ static void order_timing(selftime_capture_t *timing, uint64_t python_done)
     timing->native_end = now - (python_done - timing->start);
 }
 
-uint32_t capture_site(alloc_kind_t kind)
+/* The depot's tag of a site: its kind, and its device above the kinds'
+ * bits (device 0 and unknown devices add nothing, so a one-GPU program's
+ * frameless sites keep the depot's fast path). */
+_Static_assert(KIND_COUNT <= 16, "a kind fits below the device's bits");
+
+static uint32_t site_tag(alloc_kind_t kind, int device)
 {
+    return (uint32_t)kind | (device > 0 ? (uint32_t)device << 4 : 0);
+}
+
+uint32_t capture_site(alloc_kind_t kind, int device)
+{
+    uint32_t tag = site_tag(kind, device);
     if (config.stack_depth <= 0 && !config.python_frames)  /* stacks off: nothing to capture or time */
-        return stacks_intern((uint32_t)kind, NULL, 0, NULL, 0);
+        return stacks_intern(tag, NULL, 0, NULL, 0);
     uintptr_t native[STACKS_MAX_FRAMES];
     python_frame_t python[STACKS_MAX_FRAMES];
     selftime_capture_t timing = { 0 };  /* read only when timing is on */
@@ -54,7 +65,7 @@ uint32_t capture_site(alloc_kind_t kind)
     uint64_t hash = 0;
     if (config.stack_depth > key_frames) {
         native_count = stacks_capture(native, key_frames, NULL);
-        hash = stacks_hash((uint32_t)kind, native, native_count, python, python_count);
+        hash = stacks_hash(tag, native, native_count, python, python_count);
         hash += hash == 0;  /* 0 marks an empty slot */
         slot = &key_slots[hash & (KEY_SLOTS - 1)];
         if (slot->hash == hash && slot->site != 0) {
@@ -67,8 +78,7 @@ uint32_t capture_site(alloc_kind_t kind)
     if (config.stack_depth > 0)
         native_count = stacks_capture(native, config.stack_depth, &hint);
     order_timing(&timing, python_done);
-    uint32_t site = stacks_intern_hinted(hint, (uint32_t)kind, native, native_count, python,
-                                         python_count);
+    uint32_t site = stacks_intern_hinted(hint, tag, native, native_count, python, python_count);
     if (slot != NULL && site != 0) {
         slot->hash = hash;
         slot->site = site;

@@ -12,9 +12,11 @@
 
 /* Captures the calling thread's stack (native, then Python, as deep as
  * GPULEAK_STACK_DEPTH and GPULEAK_PYTHON_DEPTH allow) and returns its site
- * id. The kind is part of the site, so one call path allocating two kinds
- * makes two sites. With stacks off it is the kind's frameless site; 0 when
- * the depot is full. Blocks on nothing but the depot's insert lock. */
-uint32_t capture_site(alloc_kind_t kind);
+ * id. The kind and the device are part of the site, so one call path
+ * allocating two kinds, or on two devices, makes two sites (a site's kind
+ * and device are one each). With stacks off it is the kind's (and
+ * device's) frameless site; 0 when the depot is full. Blocks on nothing but
+ * the depot's insert lock. */
+uint32_t capture_site(alloc_kind_t kind, int device);
 
 #endif

@@ -508,8 +508,20 @@ void origin_site(uint32_t site, int kind, origin_site_t *out)
     int n = site_frames(site, &native_count);
     out->owner = origin_owner(frames, n, kind);
     int o = origin_find(frames, n);
-    if (o < 0)
+    if (o < 0) {
+        /* No frame of the program's own: an installed package's innermost
+         * frame says more than none. */
+        int lib = origin_find_via(frames, n);
+        if (lib >= 0) {
+            out->found = out->library = 1;
+            out->frame = frames[lib];
+            if (frame_native[lib] >= 0) {
+                out->address = native[frame_native[lib]].address;
+                out->offset = native[frame_native[lib]].offset;
+            }
+        }
         return;
+    }
     out->found = 1;
     out->frame = frames[o];
     /* Between the allocation and the origin: frames of the origin's own
@@ -540,7 +552,8 @@ int origin_callers(uint32_t site, int kind, origin_frame_t *out, int max)
         if (frames[i].is_python != frames[o].is_python)
             break;  /* a Python origin's callers are Python frames */
         match_t m = match_frame(&frames[i]);
-        if (kept(&m))
+        /* A recursion's repeated frame is one caller: depth is no place. */
+        if (kept(&m) && (got == 0 || !origin_same_frame(&out[got - 1], &frames[i])))
             out[got++] = frames[i];
     }
     return got;

@@ -95,6 +95,9 @@ typedef struct origin_site {
                               module (until exit) */
     uintptr_t address;     /* native origin: the return address; 0 for Python */
     uintptr_t offset;      /* native origin: address minus the module's load base */
+    int library;           /* 1: no frame is the program's own, and frame is
+                              the innermost installed package's (a tool run
+                              from a venv, a script inside site-packages) */
     int has_via;           /* 1: via holds the innermost library frame (an
                               installed package's) between the allocation and
                               the origin: how the user's line reached it */
@@ -109,7 +112,7 @@ typedef struct origin_site {
 void origin_site(uint32_t site, int kind, origin_site_t *out);
 
 /* The frames after a site's origin that the rules keep too (its callers in
- * the user's own code), outermost last: up to max into out, as origin_site
+ * the user's own code, a recursion's repeats as one), outermost last: up to max into out, as origin_site
  * orders frames. Returns how many. The same conditions as origin_site; the
  * strings live as long as origin_site's. */
 int origin_callers(uint32_t site, int kind, origin_frame_t *out, int max);

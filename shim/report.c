@@ -215,6 +215,8 @@ static void find_helpers(report_view_t *view, const report_list_t *kept,
             int d = 0;  /* callers shared with this freed site */
             while (d < mine_n && d < theirs_n && origin_same_frame(&mine[d], &theirs[d]))
                 d++;
+            if (d == mine_n && d == theirs_n)
+                continue;  /* the same path (deeper down, or deeper in a recursion): no caller tells them apart */
             int want = d + 1 <= mine_n ? d + 1 : mine_n;
             if (want > depth)
                 depth = want;
@@ -279,6 +281,9 @@ static int gather_held(report_view_t *view, tracker_held_t *h_in, int has_held)
         view->held.count++;
     }
     free(h.sites);
+    view->held_sites = view->held.count;
+    for (size_t i = 0; i < view->held.count; i++)
+        view->held_bytes += view->held.sites[i].held_bytes;
     qsort(view->held.sites, view->held.count, sizeof *view->held.sites, by_held_bytes);
     if (view->held.count > HELD_SITES)
         view->held.count = HELD_SITES;

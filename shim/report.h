@@ -62,6 +62,8 @@ typedef struct report_view {
                                  held_bytes; growth.grew set where the site
                                  also grew; empty without Python */
     uint64_t held_time_ns, held_gpu_bytes, held_tensor_bytes;
+    uint64_t held_bytes;      /* every held site's bytes, the unlisted too */
+    size_t held_sites;        /* every held site, the unlisted too */
     tracker_oom_t oom;        /* the out-of-memory record, when has_oom */
     int has_oom;
     timeline_point_t *timeline;

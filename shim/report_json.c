@@ -359,6 +359,8 @@ static void put_origin(FILE *f, frame_tables_t *t, uint32_t site, int kind)
         if (!o.frame.is_python)
             fprintf(f, ",\"offset\":\"0x%llx\"", (unsigned long long)o.offset);
         fprintf(f, ",\"python\":%s", o.frame.is_python ? "true" : "false");
+        if (o.library)
+            fputs_unlocked(",\"library\":true", f);
         if (o.has_via) {
             fputs_unlocked(",\"via\":{", f);
             put_frame_fields(f, o.via.function, o.via.file, o.via.line, o.via.module);

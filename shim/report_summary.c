@@ -103,6 +103,9 @@ static const char *origin_phrase(uint32_t site, int kind)
         used += snprintf(phrase + used, sizeof phrase - (size_t)used, ", via %s%s%s:%d",
                          o.via.function ? o.via.function : "", o.via.function ? " " : "",
                          basename_of(o.via.file ? o.via.file : "?"), o.via.line);
+    if (o.library && (size_t)used < sizeof phrase)
+        used += snprintf(phrase + used, sizeof phrase - (size_t)used,
+                         " [an installed package; no frame of the program's own]");
     if ((size_t)used < sizeof phrase)
         snprintf(phrase + used, sizeof phrase - (size_t)used, " (owner: %s)", o.owner);
     return phrase;
@@ -201,12 +204,10 @@ static void print_held(FILE *f, const report_view_t *view)
     char a[32], b[32];
     if (view->held.count == 0)
         return;
-    uint64_t total = 0;
-    for (size_t i = 0; i < view->held.count; i++)
-        total += view->held.sites[i].held_bytes;
     size_t n = group_by_line(&view->held, held_of, groups);
-    fprintf(f, "\nStill held when Python finished, before its shutdown freed it (%s at %zu line(s)):\n",
-            human_bytes(total, a, sizeof a), n);
+    fprintf(f, "\nStill held when Python finished, before its shutdown freed it (%s in %zu site(s); "
+            "%s:\n", human_bytes(view->held_bytes, a, sizeof a), view->held_sites,
+            view->held_sites > GROUPED_SITES ? "the largest sites by line)" : "by line)");
     for (size_t i = 0; i < n && i < (size_t)config.summary_sites; i++) {
         const report_site_t *s = &view->held.sites[groups[i].top];
         fprintf(f, "  %10s %s from %s%s\n", human_bytes(groups[i].bytes, b, sizeof b),
@@ -328,7 +329,10 @@ void report_summary_print(const report_view_t *view, const char *path)
     int pid = (int)getpid();
     size_t lines = group_by_line(&view->leaks, live_of, groups);
     size_t shown = lines < (size_t)config.summary_sites ? lines : (size_t)config.summary_sites;
-    if (view->leaks.count > 0)
+    if (view->leaks.count > GROUPED_SITES)
+        fprintf(f, "\n==%d==gpuleak: %zu site(s) still hold GPU memory at exit (the largest %d "
+                "at %zu line(s))\n", pid, view->leaks.count, GROUPED_SITES, lines);
+    else if (view->leaks.count > 0)
         fprintf(f, "\n==%d==gpuleak: %zu site(s) at %zu line(s) still hold GPU memory at exit\n",
                 pid, view->leaks.count, lines);
     size_t shown_sites = 0;

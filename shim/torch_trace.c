@@ -293,7 +293,7 @@ static void on_event(const void *storage, const void *entry)
     } else {
         atomic_fetch_add_explicit(&counts[action], 1, memory_order_relaxed);
         if (action == TORCH_ALLOC && addr != 0) {
-            uint32_t site = capture_site(KIND_TENSOR);
+            uint32_t site = capture_site(KIND_TENSOR, device);
             if (tracker_alloc(KIND_TENSOR, addr, (size_t)size, device, NULL, site) != 0)
                 lifecycle_disable("no memory left for allocation records");
         } else if (action == TORCH_FREE_REQUESTED && addr != 0) {
@@ -311,7 +311,7 @@ static void on_event(const void *storage, const void *entry)
             last_driver_key = 0;
         } else if (action == TORCH_OOM) {
             tracker_failure(KIND_TENSOR, (size_t)size, TRACKER_OUT_OF_MEMORY, device,
-                            capture_site(KIND_TENSOR));
+                            capture_site(KIND_TENSOR, device));
         }
     }
     selftime_pause(1);

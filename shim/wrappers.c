@@ -87,7 +87,7 @@ static int current_device(const void **context_out)
 static void record_alloc(alloc_kind_t kind, CUresult result, uint64_t key, size_t size,
                          const void *context, int device)
 {
-    uint32_t site = capture_site(kind);
+    uint32_t site = capture_site(kind, device);
     if (result != CUDA_SUCCESS) {
         tracker_failure(kind, size, (int)result, device, site);
         return;

@@ -416,6 +416,41 @@ class TorchTensorsTest(unittest.TestCase):
         report, _, _, _ = self.run_script_file("burst_demo.py", {"BURST_LEAK": "0"})
         self.assertEqual(report["growth"], [])
 
+    def test_recursion_and_two_devices(self):
+        report, expect, _, _ = self.run_script_file("shapes_demo.py", {"FAKECUDA_DEVICES": "2"})
+        by_device = {}
+        for leak in report["leaks"]:
+            origin = leak["origin"]
+            callers = [(c["function"], c["line"]) for c in origin.get("callers") or []]
+            # A recursion's frame is one caller, never repeated.
+            self.assertEqual(len(callers), len(set(callers)), callers)
+            if callers and callers[0][1] == expect["two_devices_line"]:
+                by_device[leak["device"]] = leak["allocations"]
+        # One line keeping tensors on two devices: a site per device.
+        self.assertEqual(by_device, {0: 6, 1: 6})
+
+    def test_a_program_with_no_frame_of_its_own(self):
+        """Run from a site-packages folder, every Python frame is an
+        installed package's: the innermost one is the origin, marked."""
+        tmp = tempfile.mkdtemp(prefix="gpuleak-torch-sp-")
+        os.makedirs(os.path.join(tmp, "site-packages"))
+        script = os.path.join(tmp, "site-packages", "shapes_demo.py")
+        shutil.copy(os.path.join(ROOT, "tests/python/shapes_demo.py"), script)
+        env = dict(os.environ)
+        env.update({"LD_LIBRARY_PATH": os.path.join(BUILD, "fakecuda"), "FAKECUDA_DEVICES": "2",
+                    "LD_PRELOAD": os.path.join(BUILD, "libgpuleak.so"),
+                    "GPULEAK_OUTPUT": os.path.join(tmp, "r-%p.json"),
+                    "FAKE_C10": FAKE_C10, "EXPECT_OUT": os.path.join(tmp, "expect.json")})
+        proc = subprocess.run([sys.executable, script], env=env, capture_output=True, text=True,
+                              timeout=60)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        report = report_files.load(report_paths(tmp)[0])
+        self.assertTrue(report["leaks"])
+        for leak in report["leaks"]:
+            self.assertTrue(leak["origin"]["library"], leak["origin"])
+            self.assertEqual(leak["origin"]["file"], script)
+        self.assertIn("no frame of the program's own", proc.stderr)
+
     # 8
     def test_disabled(self):
         tmp = tempfile.mkdtemp(prefix="gpuleak-torch-")
