@@ -56,17 +56,14 @@ $(FAKECUDA): tests/fakecuda/fakecuda.c | $(BUILD)/fakecuda
 	$(CC) $(ALL_CFLAGS) -shared -Wl,-soname,libcuda.so.1 -o $@ $< -lpthread
 	ln -sf libcuda.so.1 $(BUILD)/fakecuda/libcuda.so
 
-$(FAKEC10): tests/fakecuda/fake_c10_cuda.cpp $(FAKECUDA)
+# The fake, and another build of it at -O0 (other offsets, another build
+# id): a library replaced on disk while a program runs.
+$(FAKEC10): FAKEC10_OPT := -O1
+$(FAKEC10_OTHER): FAKEC10_OPT := -O0
+$(FAKEC10) $(FAKEC10_OTHER): tests/fakecuda/fake_c10_cuda.cpp $(FAKECUDA)
 	@mkdir -p $(@D)
-	$(CXX) -O1 -g -std=c++17 $(WARN) -fPIC -shared -fvisibility=hidden -I$(CUDA_HOME)/include \
-	    -o $@ $< -L$(BUILD)/fakecuda -lcuda
-
-# Another build of the same source (other offsets, another build id): a
-# library replaced on disk while a program runs.
-$(FAKEC10_OTHER): tests/fakecuda/fake_c10_cuda.cpp $(FAKECUDA)
-	@mkdir -p $(@D)
-	$(CXX) -O0 -g -std=c++17 $(WARN) -fPIC -shared -fvisibility=hidden -I$(CUDA_HOME)/include \
-	    -o $@ $< -L$(BUILD)/fakecuda -lcuda
+	$(CXX) $(FAKEC10_OPT) -g -std=c++17 $(WARN) -fPIC -shared -fvisibility=hidden \
+	    -I$(CUDA_HOME)/include -o $@ $< -L$(BUILD)/fakecuda -lcuda
 
 $(FAKEC10_STRIPPED): $(FAKEC10)
 	@mkdir -p $(@D)

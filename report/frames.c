@@ -114,6 +114,18 @@ const load_frame_t *frames_innermost_user(const load_site_t *site)
  * report has it (its rules are richer), else the innermost Python frame,
  * else the innermost native frame outside the runtimes. Malloc'd;
  * NULL only when out of memory. */
+/* ", from f file.py:12": a caller or a via after an origin, the file by
+ * its last component. */
+static void put_short_frame(FILE *f, const char *lead, const load_pyframe_t *fr)
+{
+    const char *slash = fr->file ? strrchr(fr->file, '/') : NULL;
+    fputs(lead, f);
+    frames_put(f, fr->function);
+    fputc(' ', f);
+    frames_put(f, slash ? slash + 1 : fr->file);
+    fprintf(f, ":%ld", fr->line);
+}
+
 char *frames_origin(const load_site_t *site)
 {
     char *text = NULL;
@@ -127,22 +139,10 @@ char *frames_origin(const load_site_t *site)
             put_python(f, &site->origin_python);
         else
             put_native_place(f, &site->origin_native);
-        for (size_t i = 0; i < site->ncallers; i++) {
-            const char *slash = site->callers[i].file ? strrchr(site->callers[i].file, '/') : NULL;
-            fputs(", from ", f);
-            frames_put(f, site->callers[i].function);
-            fputc(' ', f);
-            frames_put(f, slash ? slash + 1 : site->callers[i].file);
-            fprintf(f, ":%ld", site->callers[i].line);
-        }
-        if (site->has_via) {
-            const char *slash = site->via.file ? strrchr(site->via.file, '/') : NULL;
-            fputs(", via ", f);
-            frames_put(f, site->via.function);
-            fputc(' ', f);
-            frames_put(f, slash ? slash + 1 : site->via.file);
-            fprintf(f, ":%ld", site->via.line);
-        }
+        for (size_t i = 0; i < site->ncallers; i++)
+            put_short_frame(f, ", from ", &site->callers[i]);
+        if (site->has_via)
+            put_short_frame(f, ", via ", &site->via);
         if (site->owner != NULL && strcmp(site->owner, "user") != 0) {
             fputs(" [", f);
             frames_put(f, site->owner);

@@ -478,7 +478,7 @@ static int frame_native[STACKS_MAX_FRAMES + SITE_NATIVE_MAX];
 
 /* Fills frames (and frame_native) with the site's frames as the report
  * shows them; returns how many. */
-static int site_frames(uint32_t site, int *native_count_out)
+static int site_frames(uint32_t site)
 {
     int n = 0;
     const stack_record_t *stack = stacks_get(site);
@@ -497,56 +497,46 @@ static int site_frames(uint32_t site, int *native_count_out)
                                       native[i].line, 0 };
         frame_native[n++] = i;
     }
-    *native_count_out = native_count;
     return n;
 }
 
 void origin_site(uint32_t site, int kind, origin_site_t *out)
 {
     memset(out, 0, sizeof *out);
-    int native_count;
-    int n = site_frames(site, &native_count);
+    int n = site_frames(site);
     out->owner = origin_owner(frames, n, kind);
     int o = origin_find(frames, n);
     if (o < 0) {
         /* No frame of the program's own: an installed package's innermost
          * frame says more than none. */
-        int lib = origin_find_via(frames, n);
-        if (lib >= 0) {
-            out->found = out->library = 1;
-            out->frame = frames[lib];
-            if (frame_native[lib] >= 0) {
-                out->address = native[frame_native[lib]].address;
-                out->offset = native[frame_native[lib]].offset;
-            }
-        }
-        return;
+        o = origin_find_via(frames, n);
+        if (o < 0)
+            return;
+        out->library = 1;
     }
     out->found = 1;
     out->frame = frames[o];
+    if (frame_native[o] >= 0) {
+        out->address = native[frame_native[o]].address;
+        out->offset = native[frame_native[o]].offset;
+    }
+    if (out->library)
+        return;
     /* Between the allocation and the origin: frames of the origin's own
      * kind (the Python frames come first, whatever the origin is). */
     int first = 0;
     while (first < o && frames[first].is_python != frames[o].is_python)
         first++;
     int via = origin_find_via(frames + first, o - first);
-    if (via >= 0)
-        via += first;
     if (via >= 0) {
         out->has_via = 1;
-        out->via = frames[via];
-    }
-    if (frame_native[o] >= 0) {
-        out->address = native[frame_native[o]].address;
-        out->offset = native[frame_native[o]].offset;
+        out->via = frames[first + via];
     }
 }
 
-int origin_callers(uint32_t site, int kind, origin_frame_t *out, int max)
+int origin_callers(uint32_t site, origin_frame_t *out, int max)
 {
-    (void)kind;
-    int native_count;
-    int n = site_frames(site, &native_count);
+    int n = site_frames(site);
     int o = origin_find(frames, n), got = 0;
     for (int i = o + 1; o >= 0 && i < n && got < max; i++) {
         if (frames[i].is_python != frames[o].is_python)

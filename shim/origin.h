@@ -115,7 +115,7 @@ void origin_site(uint32_t site, int kind, origin_site_t *out);
  * the user's own code, a recursion's repeats as one), outermost last: up to max into out, as origin_site
  * orders frames. Returns how many. The same conditions as origin_site; the
  * strings live as long as origin_site's. */
-int origin_callers(uint32_t site, int kind, origin_frame_t *out, int max);
+int origin_callers(uint32_t site, origin_frame_t *out, int max);
 
 /* Whether two frames name the same place (function, file, line, module). */
 int origin_same_frame(const origin_frame_t *a, const origin_frame_t *b);

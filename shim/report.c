@@ -134,6 +134,7 @@ static int is_failure(const report_site_t *s) { return s->stats.failures > 0; }
 static int is_used(const report_site_t *s) { return s->stats.allocations > 0 || s->stats.failures > 0; }
 static int is_at_peak(const report_site_t *s) { return s->stats.at_peak_bytes > 0 && !s->aside; }
 static int is_growing(const report_site_t *s) { return s->growth.grew && !s->aside; }
+static int is_held(const report_site_t *s) { return s->held_bytes > 0 && !s->aside; }
 
 /* Sets PyTorch's cache aside where its tensors are followed, so that its
  * memory is counted once, by the tensors inside it: a driver site whose
@@ -169,15 +170,15 @@ static void set_aside_cache(report_view_t *view, report_site_t *site, int follow
 #define HELPER_SITES 1000    /* leaks, and freed sites, compared for a shared origin */
 #define HELPER_CALLERS 8      /* the most callers shown after a shared origin */
 
-/* For each site of kept (leaks, or what was held when Python finished)
+/* For each site of kept (the leaks, or what was held when Python finished:
+ * kept_is_held)
  * whose origin line is also the origin of a site whose memory was freed (a
  * helper the user calls for both), how many of
  * its callers in the user's code the views show: down to the first caller
  * no freed site with that origin shares, so a leaking and a freed path read
  * apart. Among the largest HELPER_SITES of each; leaves view->callers NULL
  * when none needs it or memory is short. */
-static void find_helpers(report_view_t *view, const report_list_t *kept,
-                         const unsigned char *held_mark, uint32_t held_mark_high)
+static void find_helpers(report_view_t *view, const report_list_t *kept, int kept_is_held)
 {
     static origin_frame_t mine[HELPER_CALLERS], theirs[HELPER_CALLERS];
     static struct { const report_site_t *site; origin_frame_t origin; } freed[HELPER_SITES];
@@ -186,8 +187,7 @@ static void find_helpers(report_view_t *view, const report_list_t *kept,
         const report_site_t *other = &view->sites.sites[j];
         /* Freed: nothing live at exit (for the leaks), or nothing held when
          * Python finished (for what was held then). */
-        int kept_too = held_mark != NULL ? other->id <= held_mark_high && held_mark[other->id]
-                                         : other->stats.live_allocations != 0;
+        int kept_too = kept_is_held ? other->held_bytes != 0 : other->stats.live_allocations != 0;
         if (kept_too || other->stats.allocations == 0)
             continue;
         origin_site_t oo;
@@ -209,9 +209,9 @@ static void find_helpers(report_view_t *view, const report_list_t *kept,
                 || freed[j].site->aside || !origin_same_frame(&freed[j].origin, &lo.frame))
                 continue;
             if (mine_n < 0)
-                mine_n = origin_callers(leak->id, leak->stats.kind, mine, HELPER_CALLERS);
+                mine_n = origin_callers(leak->id, mine, HELPER_CALLERS);
             const report_site_t *other = freed[j].site;
-            int theirs_n = origin_callers(other->id, other->stats.kind, theirs, HELPER_CALLERS);
+            int theirs_n = origin_callers(other->id, theirs, HELPER_CALLERS);
             int d = 0;  /* callers shared with this freed site */
             while (d < mine_n && d < theirs_n && origin_same_frame(&mine[d], &theirs[d]))
                 d++;
@@ -234,13 +234,12 @@ static void find_helpers(report_view_t *view, const report_list_t *kept,
     }
 }
 
-int report_origin_callers(const report_view_t *view, uint32_t site, int kind,
-                          origin_frame_t *out)
+int report_origin_callers(const report_view_t *view, uint32_t site, origin_frame_t *out)
 {
     if (view == NULL || view->callers == NULL || site > view->callers_high
         || view->callers[site] == 0)
         return 0;
-    return origin_callers(site, kind, out, view->callers[site]);
+    return origin_callers(site, out, view->callers[site]);
 }
 
 #define HELD_SITES 1000
@@ -252,48 +251,6 @@ static int by_held_bytes(const void *a, const void *b)
     if (x->held_bytes != y->held_bytes)
         return x->held_bytes < y->held_bytes ? 1 : -1;
     return x->id < y->id ? -1 : x->id > y->id;
-}
-
-/* The held-at-finish snapshot as a list: the largest HELD_SITES sites,
- * each marked grew when the growth section has it too (a model's weights
- * are held at every script's end; what grew is what to look at). */
-static int gather_held(report_view_t *view, tracker_held_t *h_in, int has_held)
-{
-    if (!has_held)
-        return 0;
-    tracker_held_t h = *h_in;
-    h_in->sites = NULL;  /* taken over, freed here */
-    view->held_time_ns = h.time_ns;
-    view->held_gpu_bytes = h.gpu_bytes;
-    view->held_tensor_bytes = h.tensor_bytes;
-    view->held.sites = malloc(sizeof *view->held.sites * (h.site_count ? h.site_count : 1));
-    if (view->held.sites == NULL) {
-        free(h.sites);
-        return -1;
-    }
-    for (size_t i = 0; i < h.site_count; i++) {
-        report_site_t *s = &view->held.sites[view->held.count];
-        memset(s, 0, sizeof *s);
-        s->id = h.sites[i].site;
-        if (tracker_site(s->id, &s->stats) != 0)
-            continue;
-        s->held_bytes = h.sites[i].bytes;
-        view->held.count++;
-    }
-    free(h.sites);
-    view->held_sites = view->held.count;
-    for (size_t i = 0; i < view->held.count; i++)
-        view->held_bytes += view->held.sites[i].held_bytes;
-    qsort(view->held.sites, view->held.count, sizeof *view->held.sites, by_held_bytes);
-    if (view->held.count > HELD_SITES)
-        view->held.count = HELD_SITES;
-    for (size_t i = 0; i < view->held.count; i++)
-        for (size_t j = 0; j < view->growth.count; j++)
-            if (view->growth.sites[j].id == view->held.sites[i].id) {
-                view->held.sites[i].growth = view->growth.sites[j].growth;
-                break;
-            }
-    return 0;
 }
 
 /* Gathers every site's counters and the sections of the report. Call
@@ -319,19 +276,21 @@ static int gather(report_view_t *view)
     /* A program that embeds Python and goes on allocating after finalizing
      * it was not at its end then: the moment is not its finish. Teardown
      * itself frees; a few allocations are its destructors' own. */
-    if (has_held && allocations > held.allocations + HELD_LATER_ALLOCATIONS) {
-        free(held.sites);
-        memset(&held, 0, sizeof held);
+    if (has_held && allocations > held.allocations + HELD_LATER_ALLOCATIONS)
         has_held = 0;
-    }
     uint64_t *held_by_site = has_held ? calloc((size_t)high + 1, sizeof *held_by_site) : NULL;
     for (size_t i = 0; held_by_site != NULL && i < held.site_count; i++)
         if (held.sites[i].site <= high)
             held_by_site[held.sites[i].site] = held.sites[i].bytes;
+    if (held_by_site != NULL) {
+        view->held_time_ns = held.time_ns;
+        view->held_gpu_bytes = held.gpu_bytes;
+        view->held_tensor_bytes = held.tensor_bytes;
+    }
+    free(held.sites);
     report_site_t *all = malloc(sizeof *all * ((size_t)high + 1));
     if (all == NULL) {
         free(held_by_site);
-        free(held.sites);
         return -1;
     }
     size_t count = 0;
@@ -342,11 +301,9 @@ static int gather(report_view_t *view)
             continue;
         site->aside = 0;
         set_aside_cache(view, site, followed);
-        uint64_t last_ns = view->now_ns, last_bytes = site->stats.live_bytes;
-        if (held_by_site != NULL) {
-            last_ns = held.time_ns;
-            last_bytes = held_by_site[id];
-        }
+        site->held_bytes = held_by_site != NULL ? held_by_site[id] : 0;
+        uint64_t last_ns = held_by_site != NULL ? view->held_time_ns : view->now_ns;
+        uint64_t last_bytes = held_by_site != NULL ? site->held_bytes : site->stats.live_bytes;
         if (site->stats.kind == KIND_HOST
             || growth_site(id, last_ns, last_bytes, allocations, &site->growth) != 0)
             memset(&site->growth, 0, sizeof site->growth);
@@ -357,25 +314,22 @@ static int gather(report_view_t *view)
            | select_sites(all, count, is_failure, by_failed_bytes, &view->failures)
            | select_sites(all, count, is_used, by_peak_bytes, &view->sites)
            | select_sites(all, count, is_at_peak, by_at_peak_bytes, &view->peak)
-           | select_sites(all, count, is_growing, by_bytes_gained, &view->growth);
+           | select_sites(all, count, is_growing, by_bytes_gained, &view->growth)
+           | select_sites(all, count, is_held, by_held_bytes, &view->held);
     free(all);
     for (size_t i = 0; i < view->leaks.count; i++) {
         view->leaked_bytes += view->leaks.sites[i].stats.live_bytes;
         view->leaked_allocations += view->leaks.sites[i].stats.live_allocations;
     }
     free(held_by_site);
-    if (rc == 0)
-        rc = gather_held(view, &held, has_held);
-    free(held.sites);
+    view->held_sites = view->held.count;
+    for (size_t i = 0; i < view->held.count; i++)
+        view->held_bytes += view->held.sites[i].held_bytes;
+    if (view->held.count > HELD_SITES)
+        view->held.count = HELD_SITES;
     if (rc == 0) {
-        find_helpers(view, &view->leaks, NULL, 0);
-        unsigned char *held_mark = calloc((size_t)high + 1, 1);
-        for (size_t i = 0; held_mark != NULL && i < view->held.count; i++)
-            if (view->held.sites[i].id <= high)
-                held_mark[view->held.sites[i].id] = 1;
-        if (held_mark != NULL && view->held.count > 0)
-            find_helpers(view, &view->held, held_mark, high);
-        free(held_mark);
+        find_helpers(view, &view->leaks, 0);
+        find_helpers(view, &view->held, 1);
     }
     return rc;
 }

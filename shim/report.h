@@ -90,8 +90,7 @@ struct origin_frame;
 /* The callers view->callers says to show after site's origin (a helper's
  * leaking path), into out (room for 255). Returns how many, 0 for most
  * sites. Between origin_init and origin_end. */
-int report_origin_callers(const report_view_t *view, uint32_t site, int kind,
-                          struct origin_frame *out);
+int report_origin_callers(const report_view_t *view, uint32_t site, struct origin_frame *out);
 
 /* Writes the report as JSON to path, through a temporary file in the same
  * directory renamed into place. Returns 0, or -1 with errno set. */

@@ -367,7 +367,7 @@ static void put_origin(FILE *f, frame_tables_t *t, uint32_t site, int kind)
             fputc_unlocked('}', f);
         }
         origin_frame_t callers[UINT8_MAX];
-        int n = report_origin_callers(t->view, site, kind, callers);
+        int n = report_origin_callers(t->view, site, callers);
         if (n > 0) {
             fputs_unlocked(",\"callers\":[", f);
             for (int i = 0; i < n; i++) {

@@ -64,12 +64,9 @@ static void print_frames(FILE *f, uint32_t site, int limit)
         fprintf(f, "    (no stack recorded: GPULEAK_STACK_DEPTH=0 or too many stacks)\n");
 }
 
-/* The view being printed, for the callers shown after a shared origin. */
-static const report_view_t *summary_view;
-
 /* The site's origin and owner in one phrase (docs/origin-rules.md):
  * "train.py:42 in train_step (owner: user)". Returns a static buffer. */
-static const char *origin_phrase(uint32_t site, int kind)
+static const char *origin_phrase(const report_view_t *view, uint32_t site, int kind)
 {
     static char phrase[1024];
     origin_site_t o;
@@ -93,7 +90,7 @@ static const char *origin_phrase(uint32_t site, int kind)
     used += snprintf(phrase + used, sizeof phrase - (size_t)used, "%s%s",
                      o.frame.function ? " in " : "", o.frame.function ? o.frame.function : "");
     origin_frame_t callers[UINT8_MAX];
-    int n = report_origin_callers(summary_view, site, kind, callers);
+    int n = report_origin_callers(view, site, callers);
     for (int i = 0; i < n && (size_t)used < sizeof phrase; i++)
         used += snprintf(phrase + used, sizeof phrase - (size_t)used, ", from %s%s%s:%d",
                          callers[i].function ? callers[i].function : "",
@@ -123,11 +120,12 @@ typedef struct line_group {
 
 #define GROUPED_SITES 1000   /* the largest sites grouped; the rest are omitted */
 
-/* Groups the first GROUPED_SITES sites of list by origin line into out
+/* Groups the first GROUPED_SITES sites of list (a section of view) by
+ * origin line, with the callers view shows after it, into out
  * (room for GROUPED_SITES), bytes_of giving each site's bytes in this
  * section; sorts the groups by bytes, largest first. Returns how many. */
-static size_t group_by_line(const report_list_t *list, uint64_t (*bytes_of)(const report_site_t *),
-                            line_group_t *out)
+static size_t group_by_line(const report_view_t *view, const report_list_t *list,
+                            uint64_t (*bytes_of)(const report_site_t *), line_group_t *out)
 {
     static char key[8192];
     size_t n = 0;
@@ -150,7 +148,7 @@ static size_t group_by_line(const report_list_t *list, uint64_t (*bytes_of)(cons
                              o.frame.module ? o.frame.module : "?", (unsigned long long)o.offset);
         /* A helper's leaking path is a line of its own. */
         origin_frame_t callers[UINT8_MAX];
-        int c = report_origin_callers(summary_view, s->id, s->stats.kind, callers);
+        int c = report_origin_callers(view, s->id, callers);
         for (int k = 0; k < c && (size_t)used < sizeof key; k++)
             used += snprintf(key + used, sizeof key - (size_t)used, "<%s:%d",
                              callers[k].file ? callers[k].file : "?", callers[k].line);
@@ -204,14 +202,14 @@ static void print_held(FILE *f, const report_view_t *view)
     char a[32], b[32];
     if (view->held.count == 0)
         return;
-    size_t n = group_by_line(&view->held, held_of, groups);
+    size_t n = group_by_line(view, &view->held, held_of, groups);
     fprintf(f, "\nStill held when Python finished, before its shutdown freed it (%s in %zu site(s); "
             "%s:\n", human_bytes(view->held_bytes, a, sizeof a), view->held_sites,
             view->held_sites > GROUPED_SITES ? "the largest sites by line)" : "by line)");
     for (size_t i = 0; i < n && i < (size_t)config.summary_sites; i++) {
         const report_site_t *s = &view->held.sites[groups[i].top];
         fprintf(f, "  %10s %s from %s%s\n", human_bytes(groups[i].bytes, b, sizeof b),
-                kind_phrase(s->stats.kind), origin_phrase(s->id, s->stats.kind),
+                kind_phrase(s->stats.kind), origin_phrase(view, s->id, s->stats.kind),
                 s->growth.grew ? " [grew during the run]" : "");
     }
 }
@@ -289,7 +287,7 @@ static void print_growth_and_peak(FILE *f, const report_view_t *view)
     char a[32], b[32];
     size_t limit = (size_t)config.summary_sites;
     size_t n;
-    n = group_by_line(&view->growth, gained_of, groups);
+    n = group_by_line(view, &view->growth, gained_of, groups);
     if (view->growth.count > 0)
         fprintf(f, "\nGrowing during the run (%zu site(s) at %zu line(s)):\n", view->growth.count, n);
     for (size_t i = 0; i < n && i < limit; i++) {
@@ -298,7 +296,7 @@ static void print_growth_and_peak(FILE *f, const report_view_t *view)
                 human_bytes(groups[i].bytes, a, sizeof a),
                 human_bytes((uint64_t)s->growth.bytes_per_second, b, sizeof b),
                 s->growth.steadiness * 100, kind_phrase(s->stats.kind),
-                origin_phrase(s->id, s->stats.kind));
+                origin_phrase(view, s->id, s->stats.kind));
         if (groups[i].sites > 1)
             fprintf(f, " [%zu sites; rate and steadiness of the largest]", groups[i].sites);
         fputc('\n', f);
@@ -309,11 +307,11 @@ static void print_growth_and_peak(FILE *f, const report_view_t *view)
                 seconds_since_start(view->tensors.peak_time_ns));
     else if (view->peak.count > 0)
         fprintf(f, "\nLive at the peak (%s):\n", human_bytes(view->totals.peak_bytes, a, sizeof a));
-    n = group_by_line(&view->peak, at_peak_of, groups);
+    n = group_by_line(view, &view->peak, at_peak_of, groups);
     for (size_t i = 0; i < n && i < limit; i++) {
         const report_site_t *s = &view->peak.sites[groups[i].top];
         fprintf(f, "  %10s %s from %s", human_bytes(groups[i].bytes, a, sizeof a),
-                kind_phrase(s->stats.kind), origin_phrase(s->id, s->stats.kind));
+                kind_phrase(s->stats.kind), origin_phrase(view, s->id, s->stats.kind));
         if (groups[i].sites > 1)
             fprintf(f, " [%zu sites]", groups[i].sites);
         fputc('\n', f);
@@ -322,12 +320,11 @@ static void print_growth_and_peak(FILE *f, const report_view_t *view)
 
 void report_summary_print(const report_view_t *view, const char *path)
 {
-    summary_view = view;
     FILE *f = stderr;
     char a[32], b[32];
     uint64_t leaked = view->leaked_bytes, leaked_allocations = view->leaked_allocations;
     int pid = (int)getpid();
-    size_t lines = group_by_line(&view->leaks, live_of, groups);
+    size_t lines = group_by_line(view, &view->leaks, live_of, groups);
     size_t shown = lines < (size_t)config.summary_sites ? lines : (size_t)config.summary_sites;
     if (view->leaks.count > GROUPED_SITES)
         fprintf(f, "\n==%d==gpuleak: %zu site(s) still hold GPU memory at exit (the largest %d "
@@ -347,7 +344,7 @@ void report_summary_print(const report_view_t *view, const char *path)
         else
             fputs(", allocated from:\n", f);
         print_frames(f, s->id, config.summary_frames);
-        fprintf(f, "  origin: %s\n", origin_phrase(s->id, s->stats.kind));
+        fprintf(f, "  origin: %s\n", origin_phrase(view, s->id, s->stats.kind));
         shown_sites += g->sites;
     }
     if (view->leaks.count > shown_sites)

@@ -364,8 +364,7 @@ static const char *attach(const library_t *lib)
         return "libc10_cuda.so has no trace-tracker interface (PyTorch before 2.2?)";
     if (!want[WANT_VTABLE].found || want[WANT_VTABLE].size < 3 * sizeof(void *))
         return "libc10_cuda.so's native allocator has a layout gpuleak does not know";
-    void *const *allocator_pointer = (void *const *)(lib->base + want[WANT_ALLOCATOR].value);
-    void *allocator = __atomic_load_n(allocator_pointer, __ATOMIC_ACQUIRE);
+    void *allocator = __atomic_load_n((void *const *)expected, __ATOMIC_ACQUIRE);
     if (allocator == NULL)
         return "PyTorch's CUDA allocator is not set";
     /* The object's vtable pointer points past the vtable's offset-to-top and
@@ -409,9 +408,19 @@ void torch_trace_notice_segment(alloc_kind_t kind, uint64_t key)
     int expected = WAITING;
     if (!atomic_compare_exchange_strong(&state, &expected, ATTACHING))
         return;
+    /* dl_iterate_phdr first finds its caller's namespace, a walk over every
+     * loaded object: in a program without PyTorch, searching at every
+     * driver allocation cost 100 ns an allocation in a Python process. At
+     * most one search a tick of the coarse clock; PyTorch's library is
+     * loaded at `import torch`, long before its first segment. */
+    static uint64_t searched_at_ns;
     if (!c10.found) {
-        search_t search = { &c10, 1 };
-        dl_iterate_phdr(find_c10, &search);
+        uint64_t now = tracker_now_ns();
+        if (now != searched_at_ns) {
+            searched_at_ns = now;
+            search_t search = { &c10, 1 };
+            dl_iterate_phdr(find_c10, &search);
+        }
     }
     if (!c10.found || !called_from_c10()) {
         atomic_store(&state, WAITING);

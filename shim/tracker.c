@@ -690,29 +690,32 @@ static tracker_site_bytes_t *copy_site_bytes(const tracker_site_bytes_t *src, si
 
 static pthread_mutex_t held_lock = PTHREAD_MUTEX_INITIALIZER;
 static tracker_held_t held;
+
+/* Set, under held_lock, once held is filled; read without it first, so
+ * that the frees after the snapshot pay one load. */
 static _Atomic int held_taken;
 
 void tracker_take_held(void)
 {
-    if (atomic_load_explicit(&held_taken, memory_order_relaxed)
-        || atomic_exchange(&held_taken, 1))
+    if (atomic_load_explicit(&held_taken, memory_order_acquire))
         return;
     pthread_mutex_lock(&held_lock);
-    held.time_ns = tracker_now_ns();
-    held.gpu_bytes = live_bytes(GPU_ROW);
-    held.tensor_bytes = live_bytes(kind_totals[KIND_TENSOR].row);
-    held.allocations = tracker_allocation_count();
-    held.sites = live_sites(1, &held.site_count);
+    if (!atomic_load_explicit(&held_taken, memory_order_relaxed)) {
+        held.time_ns = tracker_now_ns();
+        held.gpu_bytes = live_bytes(GPU_ROW);
+        held.tensor_bytes = live_bytes(kind_totals[KIND_TENSOR].row);
+        held.allocations = tracker_allocation_count();
+        held.sites = live_sites(1, &held.site_count);
+        atomic_store_explicit(&held_taken, 1, memory_order_release);
+    }
     pthread_mutex_unlock(&held_lock);
 }
 
 int tracker_held_copy(tracker_held_t *out)
 {
     memset(out, 0, sizeof *out);
-    if (!atomic_load(&held_taken))
-        return 0;
     pthread_mutex_lock(&held_lock);
-    int taken = held.time_ns != 0;  /* 0: being taken by a thread that has not the lock yet */
+    int taken = atomic_load_explicit(&held_taken, memory_order_relaxed);
     if (taken) {
         *out = held;
         out->sites = copy_site_bytes(held.sites, &out->site_count);

@@ -196,8 +196,8 @@ int tracker_device_totals(int device, totals_t *out); /* -1: never seen */
  * since PyTorch's OOM event may replace the record while a report reads. */
 int tracker_oom_copy(tracker_oom_t *out);
 
-/* Takes the held-at-finish snapshot, the first time only (later calls
- * return at once); O(sites). */
+/* Takes the held-at-finish snapshot, the first time only: O(sites); a
+ * thread arriving meanwhile waits for it, and later calls cost one load. */
 void tracker_take_held(void);
 
 /* Copies the held-at-finish snapshot as tracker_oom_copy does. Returns 1,
