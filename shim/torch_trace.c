@@ -85,6 +85,8 @@ static size_t note_build_id(const unsigned char *notes, size_t size, unsigned ch
 }
 
 static library_t c10;
+static _Atomic int c10_found;             /* c10.found, for readers outside the search */
+static _Atomic uint64_t searched_at_ns;  /* the coarse tick of the last search */
 
 /* One search over the loaded objects; a search with nothing loaded since
  * the last one stops at the first object. */
@@ -404,23 +406,25 @@ void torch_trace_notice_segment(alloc_kind_t kind, uint64_t key)
     last_driver_key = key;
     if (atomic_load_explicit(&state, memory_order_relaxed) != WAITING)
         return;
+    /* dl_iterate_phdr first finds its caller's namespace, a walk over every
+     * loaded object: in a program without PyTorch, searching at every
+     * driver allocation cost 100 ns an allocation in a Python process. At
+     * most one search a tick of the coarse clock (PyTorch's library is
+     * loaded at `import torch`, long before its first segment), decided
+     * before any read-modify-write. */
+    uint64_t now = tracker_now_ns();
+    if (!atomic_load_explicit(&c10_found, memory_order_acquire)
+        && now == atomic_load_explicit(&searched_at_ns, memory_order_relaxed))
+        return;
     /* One thread searches; another thread's allocation meanwhile goes on. */
     int expected = WAITING;
     if (!atomic_compare_exchange_strong(&state, &expected, ATTACHING))
         return;
-    /* dl_iterate_phdr first finds its caller's namespace, a walk over every
-     * loaded object: in a program without PyTorch, searching at every
-     * driver allocation cost 100 ns an allocation in a Python process. At
-     * most one search a tick of the coarse clock; PyTorch's library is
-     * loaded at `import torch`, long before its first segment. */
-    static uint64_t searched_at_ns;
     if (!c10.found) {
-        uint64_t now = tracker_now_ns();
-        if (now != searched_at_ns) {
-            searched_at_ns = now;
-            search_t search = { &c10, 1 };
-            dl_iterate_phdr(find_c10, &search);
-        }
+        atomic_store_explicit(&searched_at_ns, now, memory_order_relaxed);
+        search_t search = { &c10, 1 };
+        dl_iterate_phdr(find_c10, &search);
+        atomic_store_explicit(&c10_found, c10.found, memory_order_release);
     }
     if (!c10.found || !called_from_c10()) {
         atomic_store(&state, WAITING);
