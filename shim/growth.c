@@ -86,10 +86,10 @@ void growth_note(uint64_t now_ns, uint64_t (*allocations)(void), uint32_t site_h
 {
     int by_events = ++thread_events >= atomic_load_explicit(&events_per_checkpoint,
                                                             memory_order_relaxed);
+    if (by_events)
+        thread_events = 0;  /* one try a share: the cost guard may refuse it */
     if (!due(now_ns, by_events))
         return;
-    if (by_events)
-        thread_events = 0;
     if (pthread_mutex_trylock(&growth_lock) != 0)
         return;
     if (series == NULL || !due(now_ns, by_events)) {
