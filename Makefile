@@ -14,7 +14,8 @@ SHIM_LIBS := $(EXTRA_LDFLAGS) -lunwind -ldl -lpthread
 PYTHON_CONFIG ?= $(PYTHON)-config
 
 SHIM_SRC := $(wildcard shim/*.c)
-SHIM_OBJ := $(patsubst shim/%.c,$(BUILD)/shim/%.o,$(SHIM_SRC))
+# holders_py.S carries shim/holders.py into the library (finish.c runs it).
+SHIM_OBJ := $(patsubst shim/%.c,$(BUILD)/shim/%.o,$(SHIM_SRC)) $(BUILD)/shim/holders_py.o
 # Objects that interpose on the process (dlsym, cu*) stay out of unit tests.
 DOOR_OBJ := $(BUILD)/shim/doors.o $(BUILD)/shim/wrappers.o
 CORE_OBJ := $(filter-out $(DOOR_OBJ),$(SHIM_OBJ))
@@ -42,6 +43,9 @@ all: $(BUILD)/libgpuleak.so $(FAKECUDA) $(BUILD)/gpuleak
 
 $(BUILD)/shim/%.o: shim/%.c $(wildcard shim/*.h) | $(BUILD)/shim
 	$(CC) $(SHIM_CFLAGS) -c $< -o $@
+
+$(BUILD)/shim/holders_py.o: shim/holders_py.S shim/holders.py | $(BUILD)/shim
+	$(CC) -c $< -o $@
 
 $(BUILD)/libgpuleak.so: $(SHIM_OBJ)
 	$(CC) -shared -o $@ $^ $(SHIM_LIBS) -Wl,-rpath,'$$ORIGIN/deps'

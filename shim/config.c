@@ -57,6 +57,8 @@ static const option_spec_t options[] = {
                 "1 keeps the command line out of the report (argv[0] only)."),
     INT_OPTION("GPULEAK_FLUSH_INTERVAL", flush_interval_s, 60, 0, 86400,
                "Seconds between snapshot reports, so a SIGKILL loses at most one; 0 turns them off."),
+    INT_OPTION("GPULEAK_HOLDERS_MS", holders_ms, 1000, 0, 60000,
+               "Milliseconds a Python program may spend at its exit naming the objects that hold its GPU memory; 0 skips it."),
     INT_OPTION("GPULEAK_DUMP_SIGNAL", dump_signal, 12, 0, 64,
                "Signal that writes a report now and lets the program run on (12 is SIGUSR2); "
                "0 turns it off; never taken when the program has its own handler; fault signals "

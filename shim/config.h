@@ -21,6 +21,7 @@ typedef struct config {
     int dump_signal;      /* signal that writes a report now; 0: none */
     int self_time;        /* 1: time the shim's own work in each call (selftime.h) */
     int fast_unwind;      /* 1: step frames by cached rules (unwind.h) before libunwind */
+    int holders_ms;       /* time Python may spend naming holders at its finish (finish.h) */
 } config_t;
 
 /* The values in force: zero until config_load has run, then each option's

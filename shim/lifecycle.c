@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "lifecycle.h"
 #include "config.h"
+#include "finish.h"
 #include "guard.h"
 #include "log.h"
 #include "python.h"
@@ -122,6 +123,7 @@ static void start_tracking(void)
     }
     stacks_init(config.fast_unwind);
     python_watch_finish();
+    finish_watch();
     if (config.python_frames)
         python_init();
     selftime_init(config.self_time);

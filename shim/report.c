@@ -263,6 +263,7 @@ static int gather(report_view_t *view)
     tracker_kind_totals(KIND_TENSOR, &view->tensors);
     view->peak_is_tensors = tracker_peak_is_tensors() && view->tensors.allocations > 0;
     view->has_oom = tracker_oom_copy(&view->oom);
+    finish_search(&view->holders);
     int followed = torch_trace_followed() && view->tensors.allocations > 0;
     view->timeline = malloc(sizeof *view->timeline * TIMELINE_POINTS);
     if (view->timeline != NULL)
@@ -302,6 +303,7 @@ static int gather(report_view_t *view)
         site->aside = 0;
         set_aside_cache(view, site, followed);
         site->held_bytes = held_by_site != NULL ? held_by_site[id] : 0;
+        site->holder_count = finish_holders(id, &site->holders);
         uint64_t last_ns = held_by_site != NULL ? view->held_time_ns : view->now_ns;
         uint64_t last_bytes = held_by_site != NULL ? site->held_bytes : site->stats.live_bytes;
         if (site->stats.kind == KIND_HOST

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "finish.h"
 #include "growth.h"
 #include "symbolize.h"
 #include "timeline.h"
@@ -16,6 +17,9 @@ typedef struct report_site {
     site_stats_t stats;
     growth_finding_t growth;
     uint64_t held_bytes;  /* held list only: live when Python began to finish */
+    const finish_holder_t *holders;  /* the Python objects that held its memory
+                                        at Python's finish, largest first */
+    size_t holder_count;
     int aside;     /* not the program's own to list as a leak, growth or peak
                       holder: PyTorch's cached segments where its tensors are
                       followed (shown by the tensors in them), or tensors
@@ -64,6 +68,7 @@ typedef struct report_view {
     uint64_t held_time_ns, held_gpu_bytes, held_tensor_bytes;
     uint64_t held_bytes;      /* every held site's bytes, the unlisted too */
     size_t held_sites;        /* every held site, the unlisted too */
+    finish_search_t holders;  /* how the search for holders went */
     tracker_oom_t oom;        /* the out-of-memory record, when has_oom */
     int has_oom;
     timeline_point_t *timeline;

@@ -394,6 +394,40 @@ static const char *teardown_name(int reason)
 enum section { SECTION_LEAKS, SECTION_TEARDOWN, SECTION_FAILURES, SECTION_SITES,
                SECTION_PEAK, SECTION_GROWTH, SECTION_HELD };
 
+/* The holders shown per site; the rest are counted in "held_by_more". */
+#define HOLDERS_LISTED 5
+
+/* The Python objects that held the site's memory at Python's finish. */
+static void put_holders(FILE *f, const report_site_t *site)
+{
+    if (site->holder_count == 0)
+        return;
+    fputs_unlocked(",\"held_by\":[", f);
+    size_t n = site->holder_count < HOLDERS_LISTED ? site->holder_count : HOLDERS_LISTED;
+    for (size_t i = 0; i < n; i++) {
+        const finish_holder_t *h = &site->holders[i];
+        fputs_unlocked(i ? ",{" : "{", f);
+        put_key(f, "name");
+        put_string(f, h->name);
+        fputs_unlocked(",", f);
+        put_key(f, "type");
+        put_string(f, h->type);
+        fputs_unlocked(",", f);
+        put_key(f, "owner");
+        put_string(f, h->owner[0] ? h->owner : NULL);
+        fputs_unlocked(",", f);
+        put_key(f, "file");
+        put_string(f, h->file);
+        fprintf(f, ",\"graph\":%s,", h->graph ? "true" : "false");
+        put_u64(f, "bytes", h->bytes, 1);
+        put_u64(f, "allocations", h->allocations, 0);
+        fputc_unlocked('}', f);
+    }
+    fputc_unlocked(']', f);
+    if (site->holder_count > n)
+        fprintf(f, ",\"held_by_more\":%zu", site->holder_count - n);
+}
+
 /* One site entry. "bytes" and "allocations" mean what the section is about:
  * live at exit for leaks, live at teardown, asked for and refused, or ever
  * allocated for the sites list. */
@@ -447,6 +481,7 @@ static void put_site(FILE *f, frame_tables_t *tables, const report_site_t *site,
     put_u64(f, "live_bytes", s->live_bytes, 1);
     put_u64(f, "peak_live_bytes", s->peak_live_bytes, 1);
     put_origin(f, tables, site->id, s->kind);
+    put_holders(f, site);
     fputc_unlocked('}', f);
     list_site(tables, site->id);
 }
@@ -747,6 +782,12 @@ static void write_body(FILE *f, const report_view_t *view)
                 (unsigned long long)(view->held_time_ns + lifecycle_epoch_offset_ns()),
                 (unsigned long long)view->held_gpu_bytes, (unsigned long long)view->held_tensor_bytes);
         put_list(f, &tables, "sites", &view->held, SECTION_HELD);
+        const finish_search_t *hs = &view->holders;
+        if (hs->ran)
+            fprintf(f, ",\n\"holders_search\":{\"objects\":%llu,\"seconds\":%.3f,\"ended\":\"%s\","
+                       "\"named_allocations\":%llu,\"named_bytes\":%llu}",
+                    (unsigned long long)hs->objects, hs->elapsed_ns / 1e9, hs->ended,
+                    (unsigned long long)hs->named_allocations, (unsigned long long)hs->named_bytes);
         fputc_unlocked('}', f);
     }
     fputs_unlocked(",\n", f);

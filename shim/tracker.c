@@ -724,6 +724,32 @@ int tracker_held_copy(tracker_held_t *out)
     return taken;
 }
 
+tracker_record_t *tracker_live_records(size_t *count)
+{
+    size_t room = 0, n = 0;
+    for (int s = 0; s < SPACE_COUNT; s++)
+        for (int i = 0; i < SHARDS; i++)
+            room += shards[s][i].live;
+    room += room / 8 + 64;  /* what other threads add meanwhile */
+    tracker_record_t *out = malloc(room * sizeof *out);
+    for (int s = 0; out != NULL && s < SPACE_COUNT; s++)
+        for (int i = 0; i < SHARDS; i++) {
+            shard_t *sh = &shards[s][i];
+            spin_lock(&sh->lock);
+            for (size_t b = 0; b < sh->bucket_count; b++)
+                for (live_alloc_t *r = sh->buckets[b]; r != NULL && n < room; r = r->next)
+                    if (!r->r.reserve)
+                        out[n++] = r->r;
+            spin_unlock(&sh->lock);
+        }
+    if (n == 0) {
+        free(out);
+        out = NULL;
+    }
+    *count = n;
+    return out;
+}
+
 static _Atomic int peak_at_tensors;
 
 void tracker_peak_at_tensors(void)

@@ -204,6 +204,12 @@ void tracker_take_held(void);
  * or 0 when none was taken. */
 int tracker_held_copy(tracker_held_t *out);
 
+/* A copy of every live record but PyTorch's segments (tracker_mark_reserve),
+ * in memory the caller frees, with their number in *count; NULL with *count
+ * 0 when none is live or memory is out. Records made while it copies may be
+ * missed. */
+tracker_record_t *tracker_live_records(size_t *count);
+
 /* Successful allocations so far, every kind. */
 uint64_t tracker_allocation_count(void);
 

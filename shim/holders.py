@@ -1,0 +1,296 @@
+# holders.py: who keeps device memory alive, asked of the watched program's
+# own interpreter. libgpuleak.so embeds this file (shim/holders_py.S) and
+# runs it from an atexit callback, with the GIL held, after the program's
+# own atexit callbacks and before module teardown frees its globals
+# (shim/finish.c).
+#
+# find(targets, budget_s) walks down from the program's names (the main
+# module's globals first, then the user's other modules, then daemon
+# threads' locals, then libraries' modules), breadth first so each
+# allocation gets its shortest name, and matches every object that exposes
+# a device pointer (a PyTorch tensor's storage, __cuda_array_interface__)
+# against targets: "start size id" lines, sorted by start, one per live
+# allocation. For a tensor with an autograd graph, the graph's saved tensors
+# are charged to "the autograd graph of" that tensor's name.
+#
+# It returns one line per allocation found:
+#   id \t graph(0|1) \t expression \t type \t owner type \t file
+# and a last line "#\tobjects looked at\thow it ended" (done: everything
+# reachable was seen; all: every target was named first; budget: the time
+# ran out; error).
+#
+# Rules it keeps: never runs the program's code beyond reading a device
+# pointer (no properties, no __getattr__: attributes come from __dict__),
+# never raises, stops at the time budget or once every target is named,
+# and keeps no reference after it returns.
+import sys
+
+
+def find(targets, budget):
+    import time
+    from bisect import bisect_right
+    from collections import deque
+    from itertools import islice
+
+    deadline = time.monotonic() + budget
+    starts, ends, ids = [], [], []
+    for line in targets.split("\n"):
+        if line:
+            start, size, ident = line.split()
+            starts.append(int(start))
+            ends.append(int(start) + int(size))
+            ids.append(int(ident))
+    named = {}
+    out = []
+
+    torch = sys.modules.get("torch")
+    tensor_type = getattr(torch, "Tensor", None) if torch is not None else None
+    module_type = type(sys)
+    function_type = type(find)
+
+    exposing = {}
+
+    def device_pointer(obj, kind):
+        """The device address obj's memory starts at, or None."""
+        try:
+            if tensor_type is not None and issubclass(kind, tensor_type):
+                if not obj.is_cuda:
+                    return None
+                return obj.untyped_storage().data_ptr()
+            exposes = exposing.get(kind)
+            if exposes is None:
+                exposes = exposing[kind] = hasattr(kind, "__cuda_array_interface__")
+            if exposes:
+                return obj.__cuda_array_interface__["data"][0]
+        except Exception:
+            pass
+        return None
+
+    def note(pointer, holder, graph):
+        """Charges the allocation that holds pointer to holder, if it is
+        one of the targets and not named yet."""
+        if not isinstance(pointer, int):
+            return
+        i = bisect_right(starts, pointer) - 1
+        if i < 0 or pointer >= ends[i] or ids[i] in named:
+            return
+        named[ids[i]] = 1
+        expr, tname, owner, file = holder
+        out.append("%d\t%d\t%s\t%s\t%s\t%s" % (ids[i], graph, expr, tname, owner, file))
+
+    saved_names = {}
+
+    def graph_pointers(root):
+        """The device pointers of the tensors root's autograd graph saved."""
+        try:
+            node = root.grad_fn
+        except Exception:
+            return
+        seen = set()
+        todo = [node]
+        while todo and time.monotonic() < deadline:
+            node = todo.pop()
+            if node is None or id(node) in seen:
+                continue
+            seen.add(id(node))
+            kind = type(node)
+            names = saved_names.get(kind)
+            if names is None:
+                try:
+                    names = [n for n in dir(kind) if n.startswith("_saved_")]
+                except Exception:
+                    names = []
+                saved_names[kind] = names
+            for name in names:
+                try:
+                    value = getattr(node, name)
+                except Exception:
+                    continue
+                for item in value if isinstance(value, (tuple, list)) else (value,):
+                    if tensor_type is not None and isinstance(item, tensor_type) and item.is_cuda:
+                        try:
+                            yield item.untyped_storage().data_ptr()
+                        except Exception:
+                            pass
+            try:
+                todo.extend(fn for fn, _ in node.next_functions)
+            except Exception:
+                pass
+
+    # nn.Module keeps its parts in these dicts; a path through them reads as
+    # PyTorch names parameters (model.fc.weight).
+    module_dicts = ("_modules", "_parameters", "_buffers")
+
+    def steps(obj, kind):
+        """(child, step, is_attribute) for the objects obj refers to by a
+        name or an index, without running the program's code."""
+        if issubclass(kind, dict):
+            for _, value in list(islice(dict.items(obj), ITEMS)):
+                yield value, "[...]", False
+        elif issubclass(kind, (list, tuple, set, frozenset)) or kind.__name__ == "deque":
+            for value in list(islice(obj, ITEMS)):
+                yield value, "[...]", False
+        elif issubclass(kind, function_type):
+            cells = obj.__closure__ or ()
+            for name, cell in zip(obj.__code__.co_freevars, cells):
+                try:
+                    yield cell.cell_contents, ".<" + name + ">", True
+                except ValueError:
+                    pass
+        elif issubclass(kind, type):
+            for name, value in list(vars(obj).items()):
+                if not name.startswith("__"):
+                    yield value, "." + name, True
+        elif not issubclass(kind, module_type):
+            try:
+                attrs = object.__getattribute__(obj, "__dict__")
+            except Exception:
+                attrs = None
+            if type(attrs) is dict:
+                for name, value in list(islice(attrs.items(), ITEMS)):
+                    if name in module_dicts and isinstance(value, dict):
+                        for key, part in list(islice(dict.items(value), ITEMS)):
+                            yield part, "." + str(key), True
+                    elif isinstance(name, str):
+                        yield value, "." + name, True
+            if kind.__name__ == "method":
+                yield obj.__self__, ".__self__", True
+
+    # A container is looked into this far: a list of ten million numbers
+    # must not eat the budget.
+    ITEMS = 100000
+
+    atoms = (int, float, complex, str, bytes, bool, type(None), range, module_type)
+
+    visited = set()
+    queue = deque()
+
+    def push(obj, expr, holder_type, owner, file):
+        if issubclass(type(obj), atoms) or id(obj) in visited:
+            return
+        visited.add(id(obj))
+        queue.append((obj, expr, holder_type, owner, file))
+
+    def walk():
+        """Empties the queue: "done", or "all" once every target is
+        named, or "budget" when the time ran out first."""
+        while queue:
+            if len(named) == len(ids):
+                return "all"
+            if time.monotonic() > deadline:
+                return "budget"
+            for _ in range(min(len(queue), 256)):
+                obj, expr, holder_type, owner, file = queue.popleft()
+                kind = type(obj)
+                pointer = device_pointer(obj, kind)
+                if pointer is not None:
+                    holder = (expr, holder_type, owner, file)
+                    note(pointer, holder, 0)
+                    if tensor_type is not None and issubclass(kind, tensor_type):
+                        try:
+                            grad = obj.grad
+                        except Exception:
+                            grad = None
+                        if grad is not None:
+                            note(device_pointer(grad, type(grad)),
+                                 (expr + ".grad", type(grad).__name__, owner, file), 0)
+                        for p in graph_pointers(obj):
+                            note(p, holder, 1)
+                    continue
+                try:
+                    for child, step, is_attribute in steps(obj, kind):
+                        if step == "[...]" and expr.endswith("[...]"):
+                            child_expr, child_type, child_owner = expr, holder_type, owner
+                        elif step == "[...]":
+                            child_expr, child_type, child_owner = expr + step, holder_type, owner
+                        else:
+                            child_expr = expr + step
+                            child_type = type(child).__name__
+                            child_owner = kind.__name__ if is_attribute else owner
+                        push(child, child_expr, child_type, child_owner, file)
+                except Exception:
+                    pass
+        return "all" if len(named) == len(ids) else "done"
+
+    def module_file(module):
+        """The module's file name. CPython deletes the main module's
+        __file__ once the script has run, so there it is the script's."""
+        try:
+            spec = getattr(module, "__spec__", None)
+            path = (getattr(module, "__file__", None) or getattr(spec, "origin", None)
+                    or (sys.argv[0] if module is sys.modules.get("__main__") else None))
+            return path.rsplit("/", 1)[-1] if path else module.__name__
+        except Exception:
+            return "?"
+
+    def library_dirs():
+        import sysconfig
+        dirs = set()
+        for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+            try:
+                dirs.add(sysconfig.get_paths()[key])
+            except Exception:
+                pass
+        for path in sys.path:
+            if path.endswith(("site-packages", "dist-packages")):
+                dirs.add(path)
+        return tuple(d.rstrip("/") + "/" for d in dirs if d)
+
+    def roots():
+        """Groups of (module, file): the main module, the user's modules,
+        then the libraries'."""
+        libs = library_dirs()
+        main = sys.modules.get("__main__")
+        user, other = [], []
+        for name, module in list(sys.modules.items()):
+            if module is None or module is main or type(module) is not module_type:
+                continue
+            path = getattr(module, "__file__", None) or ""
+            if path and not path.startswith(libs) and name != "gpuleak":
+                user.append(module)
+            else:
+                other.append(module)
+        return ([main] if main is not None else []), user, other
+
+    def push_module(module):
+        file = module_file(module)
+        attrs = getattr(module, "__dict__", None)
+        if type(attrs) is not dict:
+            return
+        for name, value in list(attrs.items()):
+            if isinstance(name, str) and not name.startswith("__"):
+                push(value, name, type(value).__name__, "", file)
+
+    def push_threads():
+        import threading
+        me = threading.get_ident()
+        for ident, frame in list(sys._current_frames().items()):
+            if ident == me:
+                continue
+            while frame is not None:
+                file = frame.f_code.co_filename.rsplit("/", 1)[-1]
+                where = frame.f_code.co_name
+                try:
+                    names = list(frame.f_locals.items())
+                except Exception:
+                    names = []
+                for name, value in names:
+                    push(value, where + "()." + name, type(value).__name__, "", file)
+                frame = frame.f_back
+
+    ended = "done"
+    try:
+        main, user, other = roots()
+        for group in (main, user, None, other):
+            if group is None:
+                push_threads()
+            else:
+                for module in group:
+                    push_module(module)
+            ended = walk()
+            if ended != "done":
+                break
+    except Exception:
+        ended = "error"
+    out.append("#\t%d\t%s" % (len(visited), ended))
+    return "\n".join(out)
