@@ -249,6 +249,13 @@ static void group_line(FILE *out, FILE *detail, const char *file, const char *fl
         frames_put(f, origin ? origin : "?");
         if (g->sites > 1)
             fprintf(f, " (%zu sites)", g->sites);
+        if (g->top->nholders > 0) {
+            char phrase[1024];
+            const load_holder_t *h = &g->top->holders[0];
+            report_holder_phrase(phrase, sizeof phrase, h->name, h->type, h->owner, h->file, h->graph);
+            fputs(", held by ", f);
+            frames_put(f, phrase);
+        }
         fputc('\n', f);
     }
     free(origin);

@@ -2,6 +2,7 @@
  * frame a person should look at first) and a site's identity across runs. */
 #define _GNU_SOURCE
 #include "frames.h"
+#include "units.h"
 
 #include <fnmatch.h>
 #include <stdlib.h>
@@ -205,4 +206,21 @@ char *frames_key(const load_site_t *site)
     }
     fclose(f);
     return text;
+}
+
+void frames_print_holders(FILE *f, const load_site_t *site, const char *indent, size_t limit)
+{
+    char size[UNITS_SIZE_BUF], phrase[1024];
+    size_t n = site->nholders < limit ? site->nholders : limit;
+    for (size_t i = 0; i < n; i++) {
+        const load_holder_t *h = &site->holders[i];
+        report_holder_phrase(phrase, sizeof phrase, h->name, h->type, h->owner, h->file, h->graph);
+        fprintf(f, "%sheld by ", indent);
+        frames_put(f, phrase);
+        fprintf(f, ": %s in %llu allocation(s)\n", units_format_size(h->bytes, size),
+                (unsigned long long)h->allocations);
+    }
+    uint64_t more = site->holders_more + (site->nholders - n);
+    if (more > 0)
+        fprintf(f, "%s... and %llu more holder(s)\n", indent, (unsigned long long)more);
 }

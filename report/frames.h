@@ -21,4 +21,9 @@ char *frames_origin_line(const load_site_t *site);
 char *frames_key(const load_site_t *site);
 const load_frame_t *frames_innermost_user(const load_site_t *site);
 
+/* Prints, a line each after indent, up to limit of the Python objects that
+ * held the site's memory when Python finished ("held by ..."), and how many
+ * more there were. Prints nothing for a site without them. */
+void frames_print_holders(FILE *f, const load_site_t *site, const char *indent, size_t limit);
+
 #endif

@@ -368,6 +368,36 @@ static void load_origin(json_t *entry, load_site_t *s)
     free(quiet_via.error);
 }
 
+/* Reads a site's "held_by" list, a display hint like the origin: an entry
+ * this reader cannot read is left out, never refused. */
+static void load_holders(json_t *entry, load_site_t *s)
+{
+    json_t *list = json_object_get(entry, "held_by");
+    s->holders = NULL;
+    s->nholders = 0;
+    json_t *more = json_object_get(entry, "held_by_more");
+    s->holders_more = json_is_integer(more) && json_integer_value(more) > 0
+                    ? (uint64_t)json_integer_value(more) : 0;
+    if (!json_is_array(list) || json_array_size(list) == 0)
+        return;
+    s->holders = calloc(json_array_size(list), sizeof *s->holders);
+    for (size_t i = 0; s->holders != NULL && i < json_array_size(list); i++) {
+        json_t *h = json_array_get(list, i);
+        ctx_t quiet = { "held_by", NULL, NULL };
+        load_holder_t *out = &s->holders[s->nholders];
+        get_str(&quiet, h, "held_by", "name", 1, &out->name);
+        get_str(&quiet, h, "held_by", "type", 1, &out->type);
+        get_str(&quiet, h, "held_by", "owner", 0, &out->owner);
+        get_str(&quiet, h, "held_by", "file", 1, &out->file);
+        get_u64(&quiet, h, "held_by", "bytes", 1, &out->bytes);
+        get_u64(&quiet, h, "held_by", "allocations", 0, &out->allocations);
+        out->graph = json_is_true(json_object_get(h, "graph"));
+        if (quiet.error == NULL)
+            s->nholders++;
+        free(quiet.error);
+    }
+}
+
 static int load_site(ctx_t *ctx, json_t *v, const char *where, enum list_kind kind, load_site_t *s)
 {
     if (!json_is_object(v))
@@ -387,6 +417,7 @@ static int load_site(ctx_t *ctx, json_t *v, const char *where, enum list_kind ki
     /* Display hints only, never judged on: a type this reader does not know
      * (a newer shim) is ignored rather than refused. */
     load_origin(v, s);
+    load_holders(v, s);
     json_t *hint = json_object_get(v, "owner");
     s->owner = json_is_string(hint) ? json_string_value(hint) : NULL;
     if (kind == LIST_FAILURES)
@@ -444,6 +475,7 @@ static void free_list(load_list_t *list)
 {
     for (size_t i = 0; list->v != NULL && i < list->n; i++) {
         free(list->v[i].callers);
+        free(list->v[i].holders);
         if (!list->v[i].owns_stack)
             continue;
         free(list->v[i].stack);

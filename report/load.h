@@ -24,6 +24,13 @@ typedef struct {
     long line;
 } load_pyframe_t;
 
+/* An object that held a site's memory when Python finished ("held_by"). */
+typedef struct {
+    const char *name, *type, *owner, *file;  /* owner NULL when not an attribute */
+    bool graph;
+    uint64_t bytes, allocations;
+} load_holder_t;
+
 typedef struct {
     uint64_t id;
     const char *kind;
@@ -46,6 +53,9 @@ typedef struct {
                              package's frame on the way to the allocation */
     load_pyframe_t via;
     const char *owner;    /* the shim's "owner", or NULL */
+    load_holder_t *holders;  /* "held_by", largest first (malloc'd; NULL when none) */
+    size_t nholders;
+    uint64_t holders_more;   /* "held_by_more": holders not listed */
     long long result;     /* failures only */
     load_frame_t *stack;
     size_t nstack;

@@ -11,6 +11,8 @@
 /* Frames shown per site unless --full-stacks: enough to reach user code
  * through an allocator or two, short enough to scan many sites. */
 #define DEFAULT_FRAMES 8
+/* Holders shown under a site; the rest are counted. */
+#define HOLDERS_SHOWN 3
 
 static int site_selected(const load_site_t *s, const text_options_t *o)
 {
@@ -142,6 +144,7 @@ static void print_blocks(FILE *f, const load_list_t *list, const char *title, co
             fputs(", allocated from:\n", f);
         }
         frames_print_stack(f, s, o->full_stacks ? 0 : DEFAULT_FRAMES);
+        frames_print_holders(f, s, "  ", HOLDERS_SHOWN);
     }
 }
 
@@ -192,6 +195,8 @@ static void print_table(FILE *f, const load_list_t *list, const char *title, con
         frames_put(f, origin ? origin : "?");
         free(origin);
         fputc('\n', f);
+        if (!lifetime)
+            frames_print_holders(f, s, "           ", HOLDERS_SHOWN);
     }
 }
 

@@ -24,4 +24,19 @@
 #define REPORT_KIND_ONE(name, phrase) +1
 #define REPORT_KIND_COUNT (0 REPORT_KINDS(REPORT_KIND_ONE))
 
+/* How every view names an object that held memory at Python's finish (a
+ * site's "held_by" entry): `history[...]` (list in train.py), `net.kept`
+ * (list, attribute of a Net, in train.py), the autograd graph of
+ * `losses[...]` (in train.py). Returns what snprintf returns. */
+#include <stdio.h>
+static inline int report_holder_phrase(char *out, size_t size, const char *name, const char *type,
+                                       const char *owner, const char *file, int graph)
+{
+    if (graph)
+        return snprintf(out, size, "the autograd graph of %s (in %s)", name, file);
+    if (owner != NULL && owner[0] != '\0')
+        return snprintf(out, size, "%s (%s, attribute of a %s, in %s)", name, type, owner, file);
+    return snprintf(out, size, "%s (%s in %s)", name, type, file);
+}
+
 #endif

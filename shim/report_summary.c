@@ -192,6 +192,18 @@ static const char *kind_phrase(int kind)
     return (unsigned)kind < KIND_COUNT ? phrases[kind] : "memory";
 }
 
+/* The objects that held the site's memory at Python's finish, the largest
+ * two, a line each under the site's. */
+static void print_holders(FILE *f, const report_site_t *s)
+{
+    char size[32], phrase[1024];
+    for (size_t i = 0; i < s->holder_count && i < 2; i++) {
+        const finish_holder_t *h = &s->holders[i];
+        report_holder_phrase(phrase, sizeof phrase, h->name, h->type, h->owner, h->file, h->graph);
+        fprintf(f, "      held by %s: %s\n", phrase, human_bytes(h->bytes, size, sizeof size));
+    }
+}
+
 /* What the script still held when Python began to finish, by line: its
  * shutdown frees a script's globals before the report at exit, so a list
  * or a cache kept to the end shows here, not among the leaks. A line whose
@@ -211,6 +223,7 @@ static void print_held(FILE *f, const report_view_t *view)
         fprintf(f, "  %10s %s from %s%s\n", human_bytes(groups[i].bytes, b, sizeof b),
                 kind_phrase(s->stats.kind), origin_phrase(view, s->id, s->stats.kind),
                 s->growth.grew ? " [grew during the run]" : "");
+        print_holders(f, s);
     }
 }
 
@@ -300,6 +313,7 @@ static void print_growth_and_peak(FILE *f, const report_view_t *view)
         if (groups[i].sites > 1)
             fprintf(f, " [%zu sites; rate and steadiness of the largest]", groups[i].sites);
         fputc('\n', f);
+        print_holders(f, s);
     }
     if (view->peak.count > 0 && view->peak_is_tensors)
         fprintf(f, "\nLive at the tensors' peak (%s allocated at %.2f s):\n",
