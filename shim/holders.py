@@ -123,7 +123,8 @@ def find(targets, budget):
 
     def steps(obj, kind):
         """(child, step, is_attribute) for the objects obj refers to by a
-        name or an index, without running the program's code."""
+        name or an index, without running the program's code. An
+        attribute's owner type is part of its holder's description."""
         if issubclass(kind, dict):
             for _, value in list(islice(dict.items(obj), ITEMS)):
                 yield value, "[...]", False
@@ -134,13 +135,13 @@ def find(targets, budget):
             cells = obj.__closure__ or ()
             for name, cell in zip(obj.__code__.co_freevars, cells):
                 try:
-                    yield cell.cell_contents, ".<" + name + ">", True
+                    yield cell.cell_contents, ".<closure>." + name, False
                 except ValueError:
                     pass
         elif issubclass(kind, type):
             for name, value in list(vars(obj).items()):
                 if not name.startswith("__"):
-                    yield value, "." + name, True
+                    yield value, "." + name, False  # Class.name says it all
         elif not issubclass(kind, module_type):
             try:
                 attrs = object.__getattribute__(obj, "__dict__")

@@ -194,13 +194,13 @@ static const char *kind_phrase(int kind)
 
 /* The objects that held the site's memory at Python's finish, the largest
  * two, a line each under the site's. */
-static void print_holders(FILE *f, const report_site_t *s)
+static void print_holders(FILE *f, const report_site_t *s, const char *indent)
 {
     char size[32], phrase[1024];
     for (size_t i = 0; i < s->holder_count && i < 2; i++) {
         const finish_holder_t *h = &s->holders[i];
         report_holder_phrase(phrase, sizeof phrase, h->name, h->type, h->owner, h->file, h->graph);
-        fprintf(f, "      held by %s: %s\n", phrase, human_bytes(h->bytes, size, sizeof size));
+        fprintf(f, "%sheld by %s: %s\n", indent, phrase, human_bytes(h->bytes, size, sizeof size));
     }
 }
 
@@ -223,7 +223,7 @@ static void print_held(FILE *f, const report_view_t *view)
         fprintf(f, "  %10s %s from %s%s\n", human_bytes(groups[i].bytes, b, sizeof b),
                 kind_phrase(s->stats.kind), origin_phrase(view, s->id, s->stats.kind),
                 s->growth.grew ? " [grew during the run]" : "");
-        print_holders(f, s);
+        print_holders(f, s, "      ");
     }
 }
 
@@ -313,7 +313,7 @@ static void print_growth_and_peak(FILE *f, const report_view_t *view)
         if (groups[i].sites > 1)
             fprintf(f, " [%zu sites; rate and steadiness of the largest]", groups[i].sites);
         fputc('\n', f);
-        print_holders(f, s);
+        print_holders(f, s, "      ");
     }
     if (view->peak.count > 0 && view->peak_is_tensors)
         fprintf(f, "\nLive at the tensors' peak (%s allocated at %.2f s):\n",
@@ -359,6 +359,7 @@ void report_summary_print(const report_view_t *view, const char *path)
             fputs(", allocated from:\n", f);
         print_frames(f, s->id, config.summary_frames);
         fprintf(f, "  origin: %s\n", origin_phrase(view, s->id, s->stats.kind));
+        print_holders(f, s, "  ");
         shown_sites += g->sites;
     }
     if (view->leaks.count > shown_sites)

@@ -401,6 +401,61 @@ class TorchTensorsTest(unittest.TestCase):
         self.assertIn("Still held when Python finished", text)
         self.assertIn("from <module> finish_demo.py:%d" % expect["history_line"], text)
 
+    def test_who_holds_what_the_script_kept_is_named(self):
+        """At Python's atexit the shim asks the interpreter which objects
+        keep the live tensors: a module-level list, a dict, an attribute of
+        an object, a hook's closure, the autograd graphs of kept losses.
+        Every view names them; without the search (GPULEAK_HOLDERS_MS=0)
+        the held list stands, nameless."""
+        report, expect, stderr, path = self.run_script_file("holders_demo.py")
+        held = report["held_at_finish"]
+        by_line = {site["origin"]["line"]: site for site in held["sites"]}
+        want = {"history": ("history[...]", "list", None, False),
+                "cache": ("cache[...]", "dict", None, False),
+                "weight": ("net.weight", "Tensor", "Net", False),
+                "kept": ("net.kept[...]", "list", "Net", False),
+                "hook": ("hook.<closure>.stash[...]", "list", None, False),
+                "graph": ("losses[...]", "list", None, True),
+                "loss": ("losses[...]", "list", None, False)}
+        for what, holder in want.items():
+            site = by_line[expect[what]]
+            top = site["held_by"][0]
+            self.assertEqual((top["name"], top["type"], top["owner"], top["graph"]), holder, what)
+            self.assertEqual(top["file"], "holders_demo.py")
+            self.assertEqual(top["bytes"], site["bytes"], what)
+        search = held["holders_search"]
+        self.assertEqual(search["ended"], "all")
+        self.assertEqual(search["named_bytes"], held["tensor_bytes"])
+        self.assertIn("held by history[...] (list in holders_demo.py)", stderr)
+        self.assertIn("held by the autograd graph of losses[...] (in holders_demo.py)", stderr)
+        text = subprocess.run([os.path.join(BUILD, "gpuleak"), "report", path],
+                              capture_output=True, text=True, timeout=60).stdout
+        self.assertIn("held by net.kept[...] (list, attribute of a Net, in holders_demo.py): 10.0 KiB "
+                      "in 5 allocation(s)", text)
+        report, _, _, _ = self.run_script_file("holders_demo.py", {"GPULEAK_HOLDERS_MS": "0"})
+        self.assertEqual(len(report["held_at_finish"]["sites"]), len(held["sites"]))
+        self.assertNotIn("holders_search", report["held_at_finish"])
+        self.assertFalse(any("held_by" in s for s in report["held_at_finish"]["sites"]))
+
+    def test_holders_of_driver_memory_are_named(self):
+        """Arrays over the driver's own allocations (CuPy's, Numba's kind):
+        the leaks and the held sites name the list and the attribute."""
+        report, expect, stderr, path = self.run_script_file("driver_holders_demo.py")
+        for section in (report["leaks"], report["held_at_finish"]["sites"]):
+            by_line = {s["origin"]["callers"][0]["line"]: s for s in section}
+            self.assertEqual([(h["name"], h["owner"], h["bytes"]) for h in by_line[expect["batches"]]["held_by"]],
+                             [("batches[...]", None, 12 * 4096)])
+            self.assertEqual([(h["name"], h["owner"], h["bytes"]) for h in by_line[expect["outputs"]]["held_by"]],
+                             [("trainer.outputs[...]", "Trainer", 4 * 2048)])
+        self.assertIn("  held by batches[...] (list in driver_holders_demo.py): 48.0 KiB", stderr)
+        text = subprocess.run([os.path.join(BUILD, "gpuleak"), "report", path],
+                              capture_output=True, text=True, timeout=60).stdout
+        self.assertIn("  held by trainer.outputs[...] (list, attribute of a Trainer, in driver_holders_demo.py)",
+                      text)
+        check = subprocess.run([os.path.join(BUILD, "gpuleak"), "check", path],
+                               capture_output=True, text=True, timeout=60).stdout
+        self.assertIn("held by batches[...] (list in driver_holders_demo.py)", check)
+
     def test_burst_after_a_quiet_start_up_is_judged(self):
         """200 quick steps after 1.5 s of start-up: checkpoints by the
         allocations made, not only by the clock, give the burst enough

@@ -1,0 +1,169 @@
+"""shim/holders.py on its own, in this interpreter: the search the shim
+runs at a Python program's atexit to name the objects that hold its GPU
+memory. Objects expose fake device pointers through
+__cuda_array_interface__, as CuPy's and Numba's arrays do."""
+import os
+import sys
+import types
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def load_find():
+    scope = {}
+    with open(os.path.join(ROOT, "shim", "holders.py")) as fh:
+        exec(compile(fh.read(), "holders.py", "exec"), scope)
+    return scope["find"]
+
+
+find = load_find()
+
+
+class Array:
+    def __init__(self, ptr):
+        self.ptr = ptr
+
+    @property
+    def __cuda_array_interface__(self):
+        return {"data": (self.ptr, False), "shape": (1,), "typestr": "|u1", "version": 3}
+
+
+class Trap:
+    """Any code of its own that the search ran would be seen."""
+    ran = 0
+
+    @property
+    def value(self):
+        Trap.ran += 1
+        return Array(0x9000)
+
+    def __getattr__(self, name):
+        Trap.ran += 1
+        return Array(0x9000)
+
+
+def search(namespace, targets, budget=5.0):
+    """Runs find with namespace as the main module; returns
+    {target id: (name, type, owner, file, graph)} and the ending line."""
+    main = types.ModuleType("__main__")
+    main.__dict__.update(namespace)
+    main.__file__ = "/somewhere/train.py"
+    saved = sys.modules["__main__"]
+    sys.modules["__main__"] = main
+    try:
+        text = "".join("%d %d %d\n" % t for t in sorted(targets))
+        answer = find(text, budget)
+    finally:
+        sys.modules["__main__"] = saved
+    found, ending = {}, None
+    for line in answer.split("\n"):
+        fields = line.split("\t")
+        if fields[0] == "#":
+            ending = fields
+        else:
+            found[int(fields[0])] = (fields[2], fields[3], fields[4], fields[5], fields[1] == "1")
+    return found, ending
+
+
+class Net:
+    def __init__(self):
+        self.kept = [Array(0x3000)]
+
+
+class HoldersTest(unittest.TestCase):
+    def test_globals_containers_attributes_closures(self):
+        def make():
+            stash = [Array(0x4000)]
+            return lambda: stash
+
+        class Cache:
+            entries = {"a": Array(0x5000)}
+
+        found, ending = search({"history": [Array(0x1000), Array(0x1010)],
+                                "cache": {"k": (Array(0x2000),)},
+                                "net": Net(), "hook": make(), "Cache": Cache},
+                               [(0x1000, 16, 1), (0x1010, 16, 2), (0x2000, 8, 3),
+                                (0x3000, 8, 4), (0x4000, 8, 5), (0x5000, 8, 6)])
+        self.assertEqual(found[1], ("history[...]", "list", "", "train.py", False))
+        self.assertEqual(found[2], found[1])
+        self.assertEqual(found[3], ("cache[...]", "dict", "", "train.py", False))
+        self.assertEqual(found[4], ("net.kept[...]", "list", "Net", "train.py", False))
+        self.assertEqual(found[5], ("hook.<closure>.stash[...]", "list", "", "train.py", False))
+        self.assertEqual(found[6], ("Cache.entries[...]", "dict", "", "train.py", False))
+        self.assertEqual(ending[2], "all")
+
+    def test_a_pointer_inside_an_allocation_is_charged_to_it(self):
+        found, _ = search({"view": Array(0x1800)}, [(0x1000, 0x1000, 7), (0x3000, 16, 8)])
+        self.assertEqual(found, {7: ("view", "Array", "", "train.py", False)})
+
+    def test_shortest_name_wins(self):
+        shared = Array(0x1000)
+        found, _ = search({"deep": {"a": {"b": [shared]}}, "top": shared}, [(0x1000, 8, 1)])
+        self.assertEqual(found[1][0], "top")
+
+    def test_module_parts_read_as_pytorch_names_them(self):
+        class Linear:
+            def __init__(self):
+                self._parameters = {"weight": Array(0x1000)}
+                self._modules = {}
+
+        class Model:
+            def __init__(self):
+                self._parameters = {}
+                self._modules = {"fc": Linear()}
+
+        found, _ = search({"model": Model()}, [(0x1000, 8, 1)])
+        self.assertEqual(found[1][:3], ("model.fc.weight", "Array", "Linear"))
+
+    def test_the_programs_code_is_not_run(self):
+        Trap.ran = 0
+        found, ending = search({"trap": Trap()}, [(0x9000, 8, 1)])
+        self.assertEqual(Trap.ran, 0)
+        self.assertEqual(found, {})
+        self.assertEqual(ending[2], "done")
+
+    def test_a_failing_array_interface_is_skipped(self):
+        class Broken:
+            @property
+            def __cuda_array_interface__(self):
+                raise RuntimeError("requires grad")
+
+        found, ending = search({"b": Broken(), "a": Array(0x1000)}, [(0x1000, 8, 1)])
+        self.assertEqual(found[1][0], "a")
+        self.assertEqual(ending[2], "all")
+
+    def test_the_budget_bounds_the_search(self):
+        """A million objects that hold nothing: the search stops at its
+        budget, says so, and looks into a container no further than its cap."""
+        big = [[i] for i in range(1000000)]
+        found, ending = search({"big": big}, [(0x1000, 8, 1)], budget=0.05)
+        self.assertEqual(found, {})
+        self.assertEqual(ending[2], "budget")
+        found, ending = search({"big": big}, [(0x1000, 8, 1)], budget=30)
+        self.assertLessEqual(int(ending[1]), 100000 + 100000)
+
+    def test_a_graph_s_saved_tensors_are_charged_to_its_root(self):
+        sys.path.insert(0, os.path.join(ROOT, "tests", "python", "faketorch"))
+        saved_torch = sys.modules.get("torch")
+        try:
+            sys.modules.pop("torch", None)
+            import torch
+            hidden = torch.empty(64)
+            loss = hidden.sum()
+            ptr = hidden.untyped_storage().data_ptr()
+            del hidden
+            found, _ = search({"losses": [loss]},
+                              [(ptr, 64, 1), (loss.untyped_storage().data_ptr(), 8, 2)])
+            self.assertEqual(found[1], ("losses[...]", "list", "", "train.py", True))
+            self.assertEqual(found[2], ("losses[...]", "list", "", "train.py", False))
+        finally:
+            sys.path.pop(0)
+            if saved_torch is None:
+                sys.modules.pop("torch", None)
+            else:
+                sys.modules["torch"] = saved_torch
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,75 @@
+"""A fake of the few parts of PyTorch the shim's holder search reads
+(shim/holders.py): Tensor with is_cuda, untyped_storage().data_ptr(), grad
+and grad_fn, and autograd nodes with _saved_* attributes and
+next_functions. Memory comes from the fake libc10_cuda.so (FAKE_C10), so
+the shim sees it as tensors, as it sees PyTorch's; without FAKE_C10,
+addresses are made up (for tests of the search alone)."""
+import ctypes
+import itertools
+import os
+
+if os.environ.get("FAKE_C10"):
+    _lib = ctypes.CDLL(os.environ["FAKE_C10"])
+    _lib.fake_c10_malloc.restype = ctypes.c_void_p
+    _lib.fake_c10_malloc.argtypes = [ctypes.c_size_t, ctypes.c_int]
+    _lib.fake_c10_free.argtypes = [ctypes.c_void_p, ctypes.c_int]
+    _malloc = _lib.fake_c10_malloc
+    _free = _lib.fake_c10_free  # kept: module teardown may clear _lib first
+    _lib.fake_c10_init(1)
+else:
+    _next = itertools.count(1 << 40, 1 << 20)
+    _malloc = lambda nbytes, device: next(_next)  # noqa: E731
+    _free = lambda ptr, device: None  # noqa: E731
+
+
+class UntypedStorage:
+    """Owns the memory, as a storage does: freed when the last tensor or
+    saved variable that refers to it goes."""
+
+    def __init__(self, nbytes):
+        self._nbytes = nbytes
+        self._ptr = _malloc(nbytes, 0)
+
+    def data_ptr(self):
+        return self._ptr
+
+    def nbytes(self):
+        return self._nbytes
+
+    def __del__(self):
+        _free(self._ptr, 0)
+
+
+class Node:
+    """An autograd node that saved a tensor's storage (as SavedVariable
+    does, with no Python tensor of its own) and points to the nodes before
+    it."""
+
+    def __init__(self, saved, before):
+        self._storage = saved
+        self.next_functions = tuple((n, 0) for n in before)
+
+    @property
+    def _saved_self(self):
+        return Tensor(storage=self._storage)
+
+
+class Tensor:
+    is_cuda = True
+
+    def __init__(self, nbytes=0, storage=None, grad_fn=None):
+        self._storage = storage if storage is not None else UntypedStorage(nbytes)
+        self.grad = None
+        self.grad_fn = grad_fn
+
+    def untyped_storage(self):
+        return self._storage
+
+    def sum(self):
+        """A small result whose graph keeps this tensor's memory."""
+        before = [self.grad_fn] if self.grad_fn is not None else []
+        return Tensor(8, grad_fn=Node(self._storage, before))
+
+
+def empty(nbytes):
+    return Tensor(nbytes)
