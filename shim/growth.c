@@ -130,6 +130,26 @@ static uint64_t floor_of(const uint64_t *values, size_t from, size_t to)
     return low;
 }
 
+/* The moments in values[base..high] at which the series rose to a level
+ * that it then held (the next sample the same, none later below it): a
+ * leak once an epoch adds one each epoch. Memory that is reused (a
+ * sawtooth) or filled once adds at most one or two, and sizes that vary
+ * from step to step (noise) never repeat a value exactly just after rising
+ * to it, so however few the samples, such a series is not taken for one
+ * that rises in held steps. The high point itself needs no next sample. */
+static size_t held_rises(const uint64_t *values, size_t base, size_t high)
+{
+    size_t rises = values[high] > values[high - 1];
+    uint64_t later_floor = values[high];
+    for (size_t i = high - 1; i > base; i--) {
+        if (values[i] > values[i - 1] && values[i] <= later_floor && values[i + 1] == values[i])
+            rises++;
+        if (values[i] < later_floor)
+            later_floor = values[i];
+    }
+    return rises;
+}
+
 void growth_evaluate(const uint64_t *values, const uint64_t *times_ns,
                      const uint64_t *allocations, size_t n, growth_finding_t *out)
 {
@@ -171,12 +191,8 @@ void growth_evaluate(const uint64_t *values, const uint64_t *times_ns,
      * rising stretch. Shutdown frees come at the very end, so a real leak's
      * high point is late. */
     size_t length = high - base + 1;
-    if (length < GROWTH_MIN_SAMPLES || length * 3 < (n - base) * 2)
+    if (length < GROWTH_HELD_RISES + 1 || length * 3 < (n - base) * 2)
         return;
-    size_t third = length / 3;
-    uint64_t f1 = floor_of(values, base, base + third);
-    uint64_t f2 = floor_of(values, base + third, base + 2 * third);
-    uint64_t f3 = floor_of(values, base + 2 * third, high + 1);
     /* Noise can order three floors by chance; a real rise also lifts the
      * floor by a fair share of what was gained, and later samples lie above
      * earlier ones far more often than below (Goodman and Kruskal's gamma:
@@ -189,8 +205,17 @@ void growth_evaluate(const uint64_t *values, const uint64_t *times_ns,
             below += values[j] < values[i];
         }
     out->trend = above + below ? (double)(above - below) / (double)(above + below) : 0;
-    out->grew = f1 < f2 && f2 < f3 && (f3 - f1) * 4 >= out->bytes_gained
-             && out->trend >= GROWTH_MIN_TREND;
+    if (out->trend < GROWTH_MIN_TREND)
+        return;
+    int floors_rose = 0;
+    if (length >= GROWTH_MIN_SAMPLES) {
+        size_t third = length / 3;
+        uint64_t f1 = floor_of(values, base, base + third);
+        uint64_t f2 = floor_of(values, base + third, base + 2 * third);
+        uint64_t f3 = floor_of(values, base + 2 * third, high + 1);
+        floors_rose = f1 < f2 && f2 < f3 && (f3 - f1) * 4 >= out->bytes_gained;
+    }
+    out->grew = floors_rose || held_rises(values, base, high) >= GROWTH_HELD_RISES;
 }
 
 int growth_site(uint32_t site, uint64_t now_ns, uint64_t live_now, uint64_t allocations_now,

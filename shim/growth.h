@@ -12,9 +12,10 @@
 #include <stdint.h>
 
 #define GROWTH_CHECKPOINTS 64
-#define GROWTH_SITES 65536
+#define GROWTH_SITES 65536     /* sites beyond this are not followed (counted) */
 #define GROWTH_MIN_SAMPLES 10 /* from baseline to high point, to judge at all */
-#define GROWTH_MIN_TREND 0.6   /* gamma of the samples, see growth_evaluate */   /* sites beyond this are not followed (counted) */
+#define GROWTH_MIN_TREND 0.6   /* gamma of the samples, see growth_evaluate */
+#define GROWTH_HELD_RISES 5    /* rises never undone that make growth on their own */
 
 /* Reads one site's live bytes for a checkpoint. */
 typedef uint64_t (*growth_reader_t)(uint32_t site);
@@ -51,12 +52,15 @@ typedef struct growth_finding {
  * (interpreter shutdown frees at the end; that point must leave at least
  * two thirds of the samples after the baseline in the window, so noise
  * cannot pick a short rising stretch), split what lies between into
- * three parts, and call it growth when the lowest value of each part is
- * higher than the one before, the floor rose by at least a quarter of the
- * bytes gained, and the samples' rank correlation with time (Goodman and
- * Kruskal's gamma) is at least GROWTH_MIN_TREND: the
- * memory is kept, not reused, and the rise is not noise. Needs at least
- * GROWTH_MIN_SAMPLES samples from baseline to high point. */
+ * three parts, and call it growth when the samples' rank correlation with
+ * time (Goodman and Kruskal's gamma) is at least GROWTH_MIN_TREND and
+ * either the lowest value of each part is higher than the one before and
+ * the floor rose by at least a quarter of the bytes gained (with at least
+ * GROWTH_MIN_SAMPLES samples from baseline to high point), or the series
+ * rose at GROWTH_HELD_RISES moments or more to a level it held at the next
+ * sample and never went back below (a leak once an epoch, however few the
+ * samples): the
+ * memory is kept, not reused, and the rise is not noise. */
 void growth_evaluate(const uint64_t *values, const uint64_t *times_ns,
                      const uint64_t *allocations, size_t n, growth_finding_t *out);
 

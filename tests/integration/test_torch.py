@@ -456,6 +456,16 @@ class TorchTensorsTest(unittest.TestCase):
                                capture_output=True, text=True, timeout=60).stdout
         self.assertIn("held by batches[...] (list in driver_holders_demo.py)", check)
 
+    def test_a_leak_once_an_epoch_is_growth(self):
+        """Validation outputs kept once an epoch, eight epochs: the kept
+        line is the one growth finding, held by the module's list; without
+        the leak, nothing grows."""
+        report, expect, _, _ = self.run_script_file("epoch_demo.py")
+        self.assertEqual([(g["origin"]["line"], [h["name"] for h in g["held_by"]]) for g in report["growth"]],
+                         [(expect["keep_line"], ["module.validation_outputs[...]"])])
+        report, _, _, _ = self.run_script_file("epoch_demo.py", {"EPOCH_LEAK": "0"})
+        self.assertEqual(report["growth"], [])
+
     def test_burst_after_a_quiet_start_up_is_judged(self):
         """200 quick steps after 1.5 s of start-up: checkpoints by the
         allocations made, not only by the clock, give the burst enough

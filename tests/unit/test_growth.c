@@ -113,6 +113,52 @@ START_TEST(short_series_is_not_judged)
 }
 END_TEST
 
+/* A leak once an epoch that begins late: flat for most of the run, then
+ * six epochs of two samples each (every level held to the next sample).
+ * The three floors miss it (the first two are the same); the held rises
+ * do not. */
+static uint64_t late_epochs(int i, unsigned *s)
+{
+    (void)s;
+    return (64u << 20) + (i < 28 ? 0 : (uint64_t)((i - 28) / 2 + 1) * (4u << 20));
+}
+
+START_TEST(once_an_epoch_is_growth_however_late)
+{
+    fill(late_epochs, 0);
+    growth_finding_t g = evaluate();
+    ck_assert_int_eq(g.grew, 1);
+    ck_assert_uint_eq(g.bytes_gained, 6u * (4u << 20));
+    /* Four epochs are not enough on their own. */
+    growth_evaluate(values, times, allocs, N - 4, &g);
+    ck_assert_int_eq(g.grew, 0);
+}
+END_TEST
+
+/* A rise in single steps over six samples (each a new size, none held) is
+ * what noise can do by chance: not judged without the three floors. */
+START_TEST(a_short_rise_without_held_levels_is_not_judged)
+{
+    fill(linear, 0);
+    growth_finding_t g;
+    growth_evaluate(values, times, allocs, 8, &g);
+    ck_assert_int_eq(g.grew, 0);
+}
+END_TEST
+
+/* Short series of noise: the held rises alone must not make growth. */
+START_TEST(short_noise_is_not_growth)
+{
+    for (unsigned seed = 1; seed <= 2000; seed++)
+        for (size_t n = 6; n <= 12; n++) {
+            fill(noise, seed);
+            growth_finding_t g;
+            growth_evaluate(values, times, allocs, n, &g);
+            ck_assert_msg(g.grew == 0, "noise seed %u of %zu samples called growth", seed, n);
+        }
+}
+END_TEST
+
 /* A reader that takes spin_ns of real time a site, and counts the
  * checkpoints (each reads site 0 first). */
 static uint64_t spin_ns, checkpoints_taken;
@@ -190,6 +236,9 @@ int main(void)
     tcase_add_test(tc, startup_step_is_not_growth);
     tcase_add_test(tc, plateau_is_not_growth);
     tcase_add_test(tc, noise_is_not_growth);
+    tcase_add_test(tc, once_an_epoch_is_growth_however_late);
+    tcase_add_test(tc, a_short_rise_without_held_levels_is_not_judged);
+    tcase_add_test(tc, short_noise_is_not_growth);
     tcase_add_test(tc, leak_under_sawtooth_is_growth);
     tcase_add_test(tc, shutdown_frees_do_not_hide_growth);
     tcase_add_test(tc, short_series_is_not_judged);
