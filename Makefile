@@ -8,20 +8,26 @@ BUILD := build
 WARN := -Wall -Wextra
 CFLAGS ?= -O2 -g
 ALL_CFLAGS = $(CFLAGS) $(WARN) -std=gnu11 -fPIC -pthread -I$(CUDA_HOME)/include \
-          -I/usr/include/x86_64-linux-gnu -Ishim
+          -I/usr/include/x86_64-linux-gnu -Ishim -Icommon
 SHIM_CFLAGS = $(ALL_CFLAGS) -fvisibility=hidden -fno-omit-frame-pointer
 SHIM_LIBS := $(EXTRA_LDFLAGS) -lunwind -ldl -lpthread
 PYTHON_CONFIG ?= $(PYTHON)-config
 
 SHIM_SRC := $(wildcard shim/*.c)
+# common/: what the shim and the command share (the report format, the
+# origin rules), built into both.
+COMMON_SRC := $(wildcard common/*.c)
+COMMON_H := $(wildcard common/*.h)
 # holders_py.S carries shim/holders.py into the library (finish.c runs it).
-SHIM_OBJ := $(patsubst shim/%.c,$(BUILD)/shim/%.o,$(SHIM_SRC)) $(BUILD)/shim/holders_py.o
+SHIM_OBJ := $(patsubst shim/%.c,$(BUILD)/shim/%.o,$(SHIM_SRC)) \
+            $(patsubst common/%.c,$(BUILD)/shim/%.o,$(COMMON_SRC)) $(BUILD)/shim/holders_py.o
 # Objects that interpose on the process (dlsym, cu*) stay out of unit tests.
 DOOR_OBJ := $(BUILD)/shim/doors.o $(BUILD)/shim/wrappers.o
 CORE_OBJ := $(filter-out $(DOOR_OBJ),$(SHIM_OBJ))
 
 CLI_SRC := $(wildcard report/*.c)
-CLI_OBJ := $(patsubst report/%.c,$(BUILD)/report/%.o,$(CLI_SRC))
+CLI_OBJ := $(patsubst report/%.c,$(BUILD)/report/%.o,$(CLI_SRC)) \
+           $(patsubst common/%.c,$(BUILD)/report/%.o,$(COMMON_SRC))
 
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
@@ -41,7 +47,10 @@ FAKEC10_OTHER := $(BUILD)/fakec10-other/libc10_cuda.so
 
 all: $(BUILD)/libgpuleak.so $(FAKECUDA) $(BUILD)/gpuleak
 
-$(BUILD)/shim/%.o: shim/%.c $(wildcard shim/*.h) | $(BUILD)/shim
+$(BUILD)/shim/%.o: shim/%.c $(wildcard shim/*.h) $(COMMON_H) | $(BUILD)/shim
+	$(CC) $(SHIM_CFLAGS) -c $< -o $@
+
+$(BUILD)/shim/%.o: common/%.c $(COMMON_H) | $(BUILD)/shim
 	$(CC) $(SHIM_CFLAGS) -c $< -o $@
 
 $(BUILD)/shim/holders_py.o: shim/holders_py.S shim/holders.py | $(BUILD)/shim
@@ -50,7 +59,10 @@ $(BUILD)/shim/holders_py.o: shim/holders_py.S shim/holders.py | $(BUILD)/shim
 $(BUILD)/libgpuleak.so: $(SHIM_OBJ)
 	$(CC) -shared -o $@ $^ $(SHIM_LIBS) -Wl,-rpath,'$$ORIGIN/deps'
 
-$(BUILD)/report/%.o: report/%.c $(wildcard report/*.h) shim/report_format.h | $(BUILD)/report
+$(BUILD)/report/%.o: report/%.c $(wildcard report/*.h) $(COMMON_H) | $(BUILD)/report
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(BUILD)/report/%.o: common/%.c $(COMMON_H) | $(BUILD)/report
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 $(BUILD)/gpuleak: $(CLI_OBJ)

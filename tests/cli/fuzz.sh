@@ -13,7 +13,7 @@ if [ -z "$CLANG" ]; then
 fi
 mkdir -p "$OUT/corpus" "$OUT/artifacts" tests/cli/crashes
 "$CLANG" -g -O1 -std=gnu11 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-    -iquote report -iquote shim -o "$OUT/fuzz_load" tests/cli/fuzz_load.c \
+    -iquote report -iquote shim -iquote common -o "$OUT/fuzz_load" tests/cli/fuzz_load.c \
     report/load.c report/text.c report/frames.c report/units.c report/supp.c report/check.c -ljansson
 # New inputs go to $OUT/corpus (the first directory); the seeds stay as committed.
 set +e

@@ -29,7 +29,7 @@ lines() { n=$(wc -l <"$1"); if [ "$n" -eq "$2" ]; then ok; else bad "$(basename 
 
 echo "== Check suite (units, suppressions, loader)"
 mkdir -p "$BUILD/tests"
-cc ${TEST_CFLAGS:-} -Wall -Wextra -std=gnu11 -g -iquote report -iquote shim -o "$BUILD/tests/test_cli" tests/cli/test_cli.c \
+cc ${TEST_CFLAGS:-} -Wall -Wextra -std=gnu11 -g -iquote report -iquote shim -iquote common -o "$BUILD/tests/test_cli" tests/cli/test_cli.c \
     "$BUILD"/report/load.o "$BUILD"/report/supp.o "$BUILD"/report/units.o "$BUILD"/report/frames.o \
     -lcheck -lsubunit -lm -lrt -lpthread -ljansson || exit 1
 "$BUILD/tests/test_cli" || fails=$((fails + 1))

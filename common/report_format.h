@@ -23,6 +23,9 @@
 #define REPORT_KIND_PHRASE(name, phrase) phrase,
 #define REPORT_KIND_ONE(name, phrase) +1
 #define REPORT_KIND_COUNT (0 REPORT_KINDS(REPORT_KIND_ONE))
+#define REPORT_KIND_ENUM(name, phrase) REPORT_KIND_##name,
+/* The kinds' ids: the shim's alloc_kind_t values, for code both sides share. */
+enum report_kind { REPORT_KINDS(REPORT_KIND_ENUM) };
 
 /* How every view names an object that held memory at Python's finish (a
  * site's "held_by" entry): `history[...]` (list in train.py), `net.kept`
