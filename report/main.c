@@ -8,6 +8,7 @@
 #include "frames.h"
 #include "load.h"
 #include "merge.h"
+#include "rejudge.h"
 #include "report_format.h"
 #include "run.h"
 #include "supp.h"
@@ -29,8 +30,10 @@ static void usage(FILE *f)
           "        [--fail-on-leak[=SIZE]] [--fail-on-growth[=SIZE]] [--max-peak=SIZE]\n"
           "        [--suppressions=FILE]... [--no-default-suppressions]\n"
           "  report FILE... [--top N] [--kind K] [--device D] [--full-stacks]\n"
+          "         [--origin-skip GLOBS] [--origin-rules none|default]\n"
           "  check FILE... [--max-leaked SIZE] [--max-growth SIZE] [--max-peak SIZE]\n"
           "        [--suppressions FILE]... [--no-default-suppressions] [--junit FILE]\n"
+          "        [--origin-skip GLOBS] [--origin-rules none|default]\n"
           "  diff OLD NEW [--threshold SIZE]\n"
           "  merge FILE...\n"
           "  export FILE --format folded|csv|chrome-trace [-o OUT]\n"
@@ -59,6 +62,46 @@ static int option_value(int argc, char **argv, int *i, const char *name, const c
     }
     *value = argv[++*i];
     return 1;
+}
+
+/* The origin options report and check share. origin_set says one was
+ * given: the reports are then judged again (rejudge.h). */
+typedef struct {
+    const char *skip;
+    int builtin, set;
+} origin_options_t;
+
+/* Takes --origin-skip GLOBS or --origin-rules none|default at argv[*i]:
+ * 1 when taken, 0 when argv[*i] is neither, -1 (said on stderr) when bad. */
+static int origin_option(int argc, char **argv, int *i, const char *cmd, origin_options_t *o)
+{
+    const char *v;
+    int rc;
+    if ((rc = option_value(argc, argv, i, "--origin-skip", &v)) != 0) {
+        if (rc > 0) {
+            o->skip = v;
+            o->set = 1;
+        }
+        return rc;
+    }
+    if ((rc = option_value(argc, argv, i, "--origin-rules", &v)) != 0) {
+        if (rc > 0 && (strcmp(v, "none") == 0 || strcmp(v, "default") == 0)) {
+            o->builtin = strcmp(v, "default") == 0;
+            o->set = 1;
+            return 1;
+        }
+        if (rc > 0)
+            fprintf(stderr, "gpuleak %s: --origin-rules takes none or default\n", cmd);
+        return -1;
+    }
+    return 0;
+}
+
+/* Judges r's origins again when an origin option was given. */
+static void origin_apply(const origin_options_t *o, load_report_t *r)
+{
+    if (o->set && r != NULL)
+        rejudge_report(r);
 }
 
 static int size_option(const char *name, const char *value, uint64_t *out)
@@ -102,13 +145,19 @@ static void free_all(load_report_t **reports, int n)
 static int cmd_report(int argc, char **argv)
 {
     text_options_t o = { 10, NULL, -1, 0 };
+    origin_options_t origin = { NULL, 1, 0 };
     char **files = calloc((size_t)argc + 1, sizeof *files);
     int nfiles = 0, rc;
     if (files == NULL)
         return EXIT_USAGE;
     for (int i = 0; i < argc; i++) {
         const char *v;
-        if ((rc = option_value(argc, argv, &i, "--top", &v)) != 0) {
+        if ((rc = origin_option(argc, argv, &i, "report", &origin)) != 0) {
+            if (rc < 0) {
+                free(files);
+                return EXIT_USAGE;
+            }
+        } else if ((rc = option_value(argc, argv, &i, "--top", &v)) != 0) {
             char *end;
             errno = 0;
             unsigned long long n = rc > 0 ? strtoull(v, &end, 10) : 0;
@@ -148,7 +197,8 @@ static int cmd_report(int argc, char **argv)
         }
     }
     if (nfiles == 0) {
-        fputs("usage: gpuleak report FILE... [--top N] [--kind K] [--device D] [--full-stacks]\n", stderr);
+        fputs("usage: gpuleak report FILE... [--top N] [--kind K] [--device D] [--full-stacks]\n"
+              "       [--origin-skip GLOBS] [--origin-rules none|default]\n", stderr);
         free(files);
         return EXIT_USAGE;
     }
@@ -158,9 +208,12 @@ static int cmd_report(int argc, char **argv)
         free(files);
         return EXIT_USAGE;
     }
+    if (origin.set)
+        rejudge_rules(origin.skip, origin.builtin);
     for (int i = 0; i < nfiles; i++) {
         if (i > 0)
             fputc('\n', stdout);
+        origin_apply(&origin, reports[i]);
         text_print(stdout, reports[i], &o);
     }
     free_all(reports, nfiles);
@@ -179,6 +232,7 @@ static int cmd_check(int argc, char **argv)
     b.growth_flag = "--max-growth";
     b.peak_flag = "--max-peak";
     const char *junit_path = NULL;
+    origin_options_t origin = { NULL, 1, 0 };
     int no_defaults = 0, nfiles = 0, nsupp = 0, rc, code = EXIT_USAGE;
     char **files = calloc((size_t)argc + 1, sizeof *files);
     const char **supp_files = calloc((size_t)argc + 1, sizeof *supp_files);
@@ -189,7 +243,10 @@ static int cmd_check(int argc, char **argv)
         goto out;
     for (int i = 0; i < argc; i++) {
         const char *v;
-        if ((rc = option_value(argc, argv, &i, "--max-leaked", &v)) != 0) {
+        if ((rc = origin_option(argc, argv, &i, "check", &origin)) != 0) {
+            if (rc < 0)
+                goto out;
+        } else if ((rc = option_value(argc, argv, &i, "--max-leaked", &v)) != 0) {
             if (rc < 0 || size_option("--max-leaked", v, &b.max_leaked) != 0)
                 goto out;
             b.leaked = true;
@@ -220,7 +277,8 @@ static int cmd_check(int argc, char **argv)
     }
     if (nfiles == 0) {
         fputs("usage: gpuleak check FILE... [--max-leaked SIZE] [--max-growth SIZE] [--max-peak SIZE]\n"
-              "       [--suppressions FILE] [--no-default-suppressions] [--junit FILE]\n", stderr);
+              "       [--suppressions FILE] [--no-default-suppressions] [--junit FILE]\n"
+              "       [--origin-skip GLOBS] [--origin-rules none|default]\n", stderr);
         goto out;
     }
     if (!b.leaked && !b.growth && !b.peak)
@@ -238,6 +296,8 @@ static int cmd_check(int argc, char **argv)
         }
     }
     junit = junit_path ? check_junit_new() : NULL;
+    if (origin.set)
+        rejudge_rules(origin.skip, origin.builtin);
     reports = calloc((size_t)nfiles, sizeof *reports);
     if (reports == NULL)
         goto out;
@@ -256,6 +316,7 @@ static int cmd_check(int argc, char **argv)
             verdict = CHECK_ERROR;
             continue;
         }
+        origin_apply(&origin, reports[i]);
         int v = check_report(stdout, reports[i], &b, supp, junit);
         verdict = v > verdict ? v : verdict;
     }

@@ -456,6 +456,29 @@ class TorchTensorsTest(unittest.TestCase):
                                capture_output=True, text=True, timeout=60).stdout
         self.assertIn("held by batches[...] (list in driver_holders_demo.py)", check)
 
+    def test_origins_are_judged_again_from_the_report(self):
+        """gpuleak report and check re-judge origins with other rules from
+        the frames the report holds: skipping the array class's own line
+        makes each keeping line the origin, with no rerun; a bad rules value
+        is a usage error."""
+        report, expect, _, path = self.run_script_file("driver_holders_demo.py")
+        gpuleak = os.path.join(BUILD, "gpuleak")
+        plain = subprocess.run([gpuleak, "check", path], capture_output=True, text=True, timeout=60)
+        self.assertIn("at DeviceArray.__init__ in ", plain.stdout)
+        for cmd in ("check", "report"):
+            again = subprocess.run([gpuleak, cmd, path, "--origin-skip", "DeviceArray.__init__"],
+                                   capture_output=True, text=True, timeout=60)
+            if cmd == "check":
+                self.assertNotIn("DeviceArray.__init__ in ", again.stdout)
+            for what in ("batches", "outputs"):
+                self.assertIn("<module> in %s:%d (Python)" % (os.path.join(ROOT, "tests/python/driver_holders_demo.py"),
+                                                              expect[what]), again.stdout, cmd)
+        self.assertEqual(plain.returncode, 1)
+        bad = subprocess.run([gpuleak, "check", path, "--origin-rules", "some"],
+                             capture_output=True, text=True, timeout=60)
+        self.assertEqual(bad.returncode, 2)
+        self.assertIn("--origin-rules takes none or default", bad.stderr)
+
     def test_a_leak_once_an_epoch_is_growth(self):
         """Validation outputs kept once an epoch, eight epochs: the kept
         line is the one growth finding, held by the module's list; without
