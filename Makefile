@@ -8,7 +8,7 @@ BUILD := build
 WARN := -Wall -Wextra
 CFLAGS ?= -O2 -g
 ALL_CFLAGS = $(CFLAGS) $(WARN) -std=gnu11 -fPIC -pthread -I$(CUDA_HOME)/include \
-          -I/usr/include/x86_64-linux-gnu -Ishim -Icommon
+          -I/usr/include/x86_64-linux-gnu -Ishim -Icommon -Iinclude
 SHIM_CFLAGS = $(ALL_CFLAGS) -fvisibility=hidden -fno-omit-frame-pointer
 SHIM_LIBS := $(EXTRA_LDFLAGS) -lunwind -ldl -lpthread
 PYTHON_CONFIG ?= $(PYTHON)-config

@@ -555,6 +555,26 @@ static int load_timeline(ctx_t *ctx, json_t *v, load_report_t *r)
                 r->points[i].kinds[k] = bytes;
         }
     }
+    /* Marks are display hints: one this reader cannot read is left out. */
+    json_t *marks = json_object_get(v, "marks");
+    if (json_is_array(marks) && json_array_size(marks) > 0 && !ctx->error) {
+        r->marks = calloc(json_array_size(marks), sizeof *r->marks);
+        if (r->marks == NULL)
+            return fail(ctx, "out of memory");
+        for (size_t i = 0; i < json_array_size(marks); i++) {
+            json_t *m = json_array_get(marks, i);
+            ctx_t quiet = { "marks", NULL, NULL };
+            load_mark_t *out = &r->marks[r->nmarks];
+            get_u64(&quiet, m, "marks", "t_ns", 1, &out->t_ns);
+            get_str(&quiet, m, "marks", "name", 1, &out->name);
+            if (quiet.error == NULL)
+                r->nmarks++;
+            free(quiet.error);
+        }
+    }
+    json_t *dropped = json_object_get(v, "marks_dropped");
+    if (json_is_integer(dropped) && json_integer_value(dropped) > 0)
+        r->marks_dropped = (uint64_t)json_integer_value(dropped);
     /* Points at or after start_ns are absolute times: make them offsets. */
     if (!ctx->error && r->npoints > 0 && r->timeline_start_ns > 0 && r->points[0].t_ns >= r->timeline_start_ns)
         for (size_t i = 0; i < r->npoints; i++)
@@ -737,6 +757,7 @@ void load_free(load_report_t *r)
     }
     free(r->stacks);
     free(r->points);
+    free(r->marks);
     free(r->kinds);
     free(r->devices);
     free(r->argv);

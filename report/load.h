@@ -106,6 +106,12 @@ typedef struct {
     uint64_t kinds[LOAD_KINDS];
 } load_point_t;
 
+/* A named mark on the timeline (the program's gpuleak_mark). */
+typedef struct {
+    uint64_t t_ns;       /* since timeline_start_ns, like the points */
+    const char *name;
+} load_mark_t;
+
 typedef struct {
     const char *path;
     void *doc; /* the parsed document (json_t *) */
@@ -140,6 +146,9 @@ typedef struct {
     uint64_t timeline_start_ns;
     load_point_t *points;
     size_t npoints;
+    load_mark_t *marks;   /* oldest first; a malformed one is left out */
+    size_t nmarks;
+    uint64_t marks_dropped;
     load_stack_t *stacks; /* sorted by site; the site entries' stacks point here */
     size_t nstacks;
 } load_report_t;

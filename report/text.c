@@ -218,6 +218,25 @@ static void axis_unit(uint64_t max, const char **name, double *scale)
     }
 }
 
+/* Marks listed beyond this are counted. */
+#define MARKS_LISTED 20
+
+/* The program's named marks (gpuleak_mark), with their times. */
+static void print_marks(FILE *f, const load_report_t *r)
+{
+    if (r->nmarks == 0)
+        return;
+    fputs("  marks ('|' on the axis):", f);
+    for (size_t i = 0; i < r->nmarks && i < MARKS_LISTED; i++) {
+        fprintf(f, "%s%.3f s ", i ? ", " : " ", (double)r->marks[i].t_ns / 1e9);
+        frames_put(f, r->marks[i].name);
+    }
+    uint64_t more = r->marks_dropped + (r->nmarks > MARKS_LISTED ? r->nmarks - MARKS_LISTED : 0);
+    if (more > 0)
+        fprintf(f, ", and %llu more", (unsigned long long)more);
+    fputc('\n', f);
+}
+
 /* An ASCII chart of live bytes over time in the manner of ms_print: one
  * column per time slice holding the slice's highest point, ':' bars and
  * '#' for the column holding the peak, bytes up the side and seconds along
@@ -275,12 +294,18 @@ void text_timeline_chart(FILE *f, const load_report_t *r, int width, int height)
         }
         fputc('\n', f);
     }
+    /* The program's marks stand on the time axis as '|'. */
     fputs("      0 +", f);
-    for (int c = 0; c < width; c++)
-        fputc('-', f);
+    for (int c = 0; c < width; c++) {
+        int marked = 0;
+        for (size_t m = 0; m < r->nmarks && !marked; m++)
+            marked = (span ? (int)((double)r->marks[m].t_ns / (double)span * (width - 1)) : 0) == c;
+        fputc(marked ? '|' : '-', f);
+    }
     fputs(">s\n", f);
     fprintf(f, "        0%*.*f\n", width - 1, 2, (double)span / 1e9);
     free(cols);
+    print_marks(f, r);
 }
 
 /* Prints the whole human view: header, kinds, leaks, teardown leaks,

@@ -3,6 +3,7 @@
 #include "config.h"
 #include "log.h"
 #include "origin.h"
+#include "python.h"
 #include "stacks.h"
 #include "torch_trace.h"
 
@@ -268,6 +269,7 @@ static int gather(report_view_t *view)
     view->timeline = malloc(sizeof *view->timeline * TIMELINE_POINTS);
     if (view->timeline != NULL)
         view->timeline_count = timeline_points(view->now_ns, view->timeline, TIMELINE_POINTS);
+    view->marks = marks_copy(&view->mark_count, &view->marks_dropped);
     uint64_t allocations = tracker_allocation_count();
     uint32_t high = tracker_site_count();
     /* Where Python finished, its moment is the growth rule's last sample:
@@ -345,6 +347,7 @@ static void release(report_view_t *view)
     free(view->peak.sites);
     free(view->growth.sites);
     free(view->timeline);
+    free(view->marks);
     free(view->oom.sites);
     free(view->callers);
     free(view->held.sites);
@@ -394,6 +397,36 @@ static const char *write_somewhere(const report_view_t *view, char *path, size_t
         log_line("cannot write the report to %s either (%s)", path, strerror(errno));
     warned = 1;
     return NULL;
+}
+
+int report_python_origin(uint32_t site, char *out, size_t size)
+{
+    const stack_record_t *stack = stacks_get(site);
+    if (stack == NULL || size == 0)
+        return -1;
+    origin_frame_t frames[STACKS_MAX_FRAMES];
+    int n = 0;
+    for (int i = 0; i < stack->python_count; i++) {
+        origin_frame_t *fr = &frames[n];
+        if (python_describe(stack->frames[stack->native_count + i], &fr->function, &fr->file,
+                            &fr->line) != 0)
+            continue;
+        fr->module = NULL;
+        fr->is_python = 1;
+        n++;
+    }
+    /* The rules and their cache are the report's: one user at a time. */
+    pthread_mutex_lock(&write_lock);
+    origin_init();
+    int o = origin_find(frames, n);
+    if (o < 0)
+        o = origin_find_via(frames, n);
+    if (o >= 0)
+        snprintf(out, size, "%s:%d in %s", frames[o].file ? frames[o].file : "?", frames[o].line,
+                 frames[o].function ? frames[o].function : "?");
+    origin_end();
+    pthread_mutex_unlock(&write_lock);
+    return o >= 0 ? 0 : -1;
 }
 
 void report_write(report_moment_t moment)

@@ -7,6 +7,7 @@
 
 #include "finish.h"
 #include "growth.h"
+#include "marks.h"
 #include "symbolize.h"
 #include "timeline.h"
 #include "tracker.h"
@@ -73,6 +74,9 @@ typedef struct report_view {
     int has_oom;
     timeline_point_t *timeline;
     size_t timeline_count;
+    mark_t *marks;            /* gpuleak_mark's marks, oldest first */
+    size_t mark_count;
+    uint64_t marks_dropped;   /* made after the first MARKS_MAX */
     uint64_t now_ns;          /* tracker_now_ns() when the view was gathered */
 } report_view_t;
 
@@ -96,6 +100,12 @@ struct origin_frame;
  * leaking path), into out (room for 255). Returns how many, 0 for most
  * sites. Between origin_init and origin_end. */
 int report_origin_callers(const report_view_t *view, uint32_t site, struct origin_frame *out);
+
+/* The line a site's Python frames point at by the report's origin rules
+ * (GPULEAK_ORIGIN_SKIP and GPULEAK_ORIGIN_RULES included), as "file:line in
+ * function", into out. Waits for a report being written. Returns 0, or -1
+ * when no Python frame of the site is kept. */
+int report_python_origin(uint32_t site, char *out, size_t size);
 
 /* Writes the report as JSON to path, through a temporary file in the same
  * directory renamed into place. Returns 0, or -1 with errno set. */

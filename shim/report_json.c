@@ -583,7 +583,15 @@ static void put_timeline(FILE *f, const report_view_t *view)
             fprintf(f, ",\"pool_reserved_bytes\":%llu", (unsigned long long)p->pool_reserved_bytes);
         fputs_unlocked("}", f);
     }
-    fputs_unlocked("]},\n", f);
+    fputs_unlocked("],\n\"marks\":[", f);
+    for (size_t i = 0; i < view->mark_count; i++) {
+        const mark_t *m = &view->marks[i];
+        fprintf(f, "%s{\"t_ns\":%llu,\"name\":", i ? "," : "",
+                (unsigned long long)(m->time_ns > start ? m->time_ns - start : 0));
+        put_string(f, m->name);
+        fputc_unlocked('}', f);
+    }
+    fprintf(f, "],\"marks_dropped\":%llu},\n", (unsigned long long)view->marks_dropped);
 }
 
 /* Which PyTorch allocator mode ran, whether its tensors were followed

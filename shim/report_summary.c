@@ -281,10 +281,20 @@ static void print_chart(FILE *f, const report_view_t *view)
         }
         fputc('\n', f);
     }
+    /* The program's marks (gpuleak_mark) stand on the time axis as '|'. */
     fprintf(f, "%10s +", "0 B");
-    for (size_t c = 0; c < CHART_COLUMNS; c++)
-        fputc('-', f);
+    for (size_t c = 0; c < CHART_COLUMNS; c++) {
+        int marked = 0;
+        for (size_t m = 0; m < view->mark_count && !marked; m++)
+            marked = view->marks[m].time_ns >= start
+                  && (size_t)((double)(view->marks[m].time_ns - start) / (double)span
+                              * (CHART_COLUMNS - 1)) == c;
+        fputc(marked ? '|' : '-', f);
+    }
     fprintf(f, "\n%12s%-*s%.2f s\n", "0 s", CHART_COLUMNS - 6, "", (double)span / 1e9);
+    if (view->mark_count > 0)
+        fprintf(f, "%12s%zu mark(s) ('|'): the first \"%s\", the last \"%s\"\n", "",
+                view->mark_count, view->marks[0].name, view->marks[view->mark_count - 1].name);
 }
 
 /* Seconds from the start of tracking to a tracker time (0 before it). */

@@ -724,6 +724,16 @@ int tracker_held_copy(tracker_held_t *out)
     return taken;
 }
 
+tracker_site_bytes_t *tracker_live_sites(size_t *count)
+{
+    tracker_site_bytes_t *sites = live_sites(1, count);
+    if (sites != NULL && *count == 0) {
+        free(sites);
+        sites = NULL;
+    }
+    return sites;
+}
+
 tracker_record_t *tracker_live_records(size_t *count)
 {
     size_t room = 0, n = 0;

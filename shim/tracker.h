@@ -204,6 +204,11 @@ void tracker_take_held(void);
  * or 0 when none was taken. */
 int tracker_held_copy(tracker_held_t *out);
 
+/* Every site holding GPU memory now (pinned host memory and PyTorch's
+ * cache left out), by site id, with its live bytes, in memory the caller
+ * frees; NULL with *count 0 when none does or memory is out. O(sites). */
+tracker_site_bytes_t *tracker_live_sites(size_t *count);
+
 /* A copy of every live record but PyTorch's segments (tracker_mark_reserve),
  * in memory the caller frees, with their number in *count; NULL with *count
  * 0 when none is live or memory is out. Records made while it copies may be

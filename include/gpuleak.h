@@ -1,0 +1,66 @@
+/* gpuleak.h: what a running program may ask libgpuleak.so.
+ *
+ * The shim exports these when it is preloaded; a program (or the Python
+ * package `gpuleak`, through ctypes) finds them with dlsym and does
+ * nothing when they are absent. Each call is cheap next to an allocation
+ * except where it says otherwise, thread-safe, and harmless while tracking
+ * is off (it then answers 0). Sizes are bytes; kinds are the report's
+ * names ("device", "pool", "vmm", "managed", "host", "array", "tensor"). */
+#ifndef GPULEAK_H
+#define GPULEAK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define GPULEAK_API_VERSION 1
+
+/* GPULEAK_API_VERSION of the loaded shim. */
+int gpuleak_api_version(void);
+
+/* 1 while the shim tracks this process, 0 before its first CUDA call, after
+ * it stopped, or in a forked child. */
+int gpuleak_tracking(void);
+
+/* Live bytes now: of kind (NULL: the driver's GPU memory, the tensors in
+ * it not counted twice) on device (-1: every device). 0 for an unknown
+ * kind. */
+uint64_t gpuleak_live_bytes(const char *kind, int device);
+
+/* Puts a named mark on the report's timeline (the name cut to 63 bytes)
+ * and remembers what each site held then, for gpuleak_live_since. Returns
+ * the mark's id (1, 2, ...), or 0 when not tracking. O(sites). */
+uint64_t gpuleak_mark(const char *name);
+
+/* A site that holds more now than at a mark. */
+typedef struct gpuleak_site {
+    uint32_t site;           /* the report's site id */
+    int kind, device;        /* kind as the index of its name above */
+    uint64_t bytes;          /* live bytes gained since the mark */
+    uint64_t live_bytes;     /* live bytes now */
+    uint64_t live_allocations;
+} gpuleak_site_t;
+
+/* The sites whose live bytes (PyTorch's cache left out) rose since mark,
+ * largest gain first, up to max into out; returns how many there are in
+ * all (more than max when out was too small). A mark older than the last
+ * 64 is forgotten: then 0. O(sites). */
+size_t gpuleak_live_since(uint64_t mark, gpuleak_site_t *out, size_t max);
+
+/* The line a site's Python frames point at, by the report's origin rules:
+ * "file:line in function" into out. Returns 0, or -1 when the site has no
+ * Python frame the rules keep. */
+int gpuleak_site_origin(uint32_t site, char *out, size_t size);
+
+/* The start address and size of up to max of the site's live allocations;
+ * returns how many it has in all. O(live allocations). */
+size_t gpuleak_site_records(uint32_t site, uint64_t *addresses, uint64_t *sizes, size_t max);
+
+/* The source of the search that names the Python objects holding memory
+ * (the shim runs it at Python's exit; see the report's "held_by"). */
+const char *gpuleak_holders_source(void);
+
+/* Writes a report now, as GPULEAK_DUMP_SIGNAL does; the program runs on.
+ * Returns 0, or -1 when not tracking. Takes as long as a report. */
+int gpuleak_snapshot(void);
+
+#endif
