@@ -18,14 +18,16 @@
 #     _record_memory_history(stacks="all");
 #   3 compute-sanitizer --leak-check full on fewer iterations, with a timeout;
 #   4 the CPU benchmarks over the fake driver (tests/bench/run.py: pairs,
-#     threads, memory, exit) on this host's cores, to gpu-bench-cpu.md;
+#     threads, memory, exit) on this host's cores, to $OUT/gpu-bench-cpu.md;
 #   5 (run after 2) tests/bench/unwind_probe.c on the training loop: what
 #     unw_backtrace and an unw_step walk cost a call on PyTorch's stacks.
 #
 # Writes to "${OUT:-/tmp/gpuleak-out}": gpu-bench.md (the tables, also
 # printed at the end), gpu-bench.log (everything printed), gpu-bench-runs.tsv
-# (one line per run). Exit 0 when the tables were written (failed runs are
-# marked in them), 1 when the shim could not be built.
+# (one line per run), and gpu-bench-cpu.md (step 4). These are run logs: keep
+# them outside docs/ (docs/performance.md holds the current numbers). Exit 0
+# when the tables were written (failed runs are marked in them), 1 when the
+# shim could not be built.
 #
 # Knobs: GPU_BENCH_BUDGET_S (default 500: no run starts that could end past
 # it; each run has its own timeout), GPU_BENCH_REPS (7), GPU_BENCH_ITERS

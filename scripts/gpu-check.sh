@@ -10,7 +10,8 @@
 # .deps/ from scripts/fetch-gpu-deps.sh when the machine has no libunwind.
 #
 # Writes to "${OUT:-/tmp/gpuleak-out}" (at most three files, so they all come
-# back from the device tool):
+# back from the device tool; docs/gpu-check.md records the latest results,
+# not these files):
 #   gpu-check.log           everything printed here
 #   gpu-check-summary.txt   one line per check and the verdict
 #   gpu-check-files.tar.gz  reports, CUPTI counts, per-run logs
@@ -23,8 +24,8 @@
 # 6d TENSORS (PyTorch's tensors from its allocator's events against its own
 # memory_stats(), CUDA graphs and torch.compile unchanged, the leak scripts
 # with expandable segments). Each check prints PASS or FAIL;
-# the exit status is 1 when any check but PY-FRAMES failed (set
-# GPU_CHECK_PY_FRAMES_REQUIRED=1 to count it too), 0 otherwise.
+# the exit status is 1 when any check failed, PY-FRAMES included (set
+# GPU_CHECK_PY_FRAMES_REQUIRED=0 to leave it out), 0 otherwise.
 #
 # Knobs: GPU_CHECK_BUDGET_S (default 560: later steps are skipped, as FAIL,
 # once this many seconds have passed), GPU_CHECK_ITERS (train.py iterations,

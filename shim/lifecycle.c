@@ -40,9 +40,10 @@ const char *lifecycle_torch_mode(void)
  * can precede the first driver call, so the choice is made at load time.
  * The program's allocator is left alone unless GPULEAK_TORCH_ALLOCATOR=async
  * asks for the cudaMallocAsync backend (each tensor one driver allocation,
- * at a cost and with other fragmentation: DESIGN.md); by default tensors
- * come from the caching allocator's events (torch_trace.h). A value the
- * user set is never touched. */
+ * but 14% slower on a GPT-2 training step, with other fragmentation and
+ * peaks, and CUDA graph trees fail under it: docs/performance.md); by
+ * default tensors come from the caching allocator's events (torch_trace.h).
+ * A value the user set is never touched. */
 __attribute__((constructor)) static void choose_torch_allocator(void)
 {
     if (!config_enabled_at_load(getenv("GPULEAK_ENABLE")))

@@ -2,8 +2,9 @@
  *
  * PyTorch's native caching allocator hands tensors out of segments it keeps,
  * so the driver sees only the segments. The allocator calls "trace trackers"
- * on every event, with or without memory history (DESIGN.md, "PyTorch's own
- * allocator events"). This module finds that interface at run time in the
+ * on every event, with or without memory history (torch >= 2.2, PyTorch PR
+ * #112238: record_trace in c10/cuda/CUDACachingAllocator.cpp returns early
+ * only when history is off and no tracker is attached). This module finds that interface at run time in the
  * loaded libc10_cuda.so, without PyTorch's headers, checks every piece it
  * relies on, attaches one tracker, and records each tensor as kind tensor
  * with its own stack. Anything it does not recognise is said once on stderr
@@ -40,7 +41,7 @@ const char *torch_trace_action_name(int action);
  * two stores and an atomic load. A second thread arriving while one
  * attaches goes on at once, never waiting on the shim. The attach itself is
  * PyTorch's method: it takes each device allocator's mutex in turn while
- * this thread holds its own device's (DESIGN.md: a thread holding another
+ * this thread holds its own device's (a thread holding another
  * device's mutex and waiting for this one would deadlock with it; none of
  * PyTorch's paths was seen to do so). */
 void torch_trace_notice_segment(alloc_kind_t kind, uint64_t key);

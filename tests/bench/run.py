@@ -22,7 +22,9 @@ baseline run of the same repetition). Benchmarks (--only picks some):
   exit     time from the end of main to the parent's wait, 1M allocations
            over 100k distinct stacks, summary off (bench_live)
 
-Prints markdown tables (and writes them to --out when given).
+Prints markdown tables (and writes them to --out when given: a path outside
+docs/, such as build/bench.md; docs/performance.md keeps the current numbers,
+not run logs).
 """
 import argparse
 import datetime
