@@ -164,9 +164,10 @@ bench: deps all $(BENCH_BIN)
 
 PREFIX ?= /usr/local
 install: $(BUILD)/gpuleak $(BUILD)/libgpuleak.so
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include
 	install -m 755 $(BUILD)/gpuleak $(DESTDIR)$(PREFIX)/bin/gpuleak
 	install -m 755 $(BUILD)/libgpuleak.so $(DESTDIR)$(PREFIX)/lib/libgpuleak.so
+	install -m 644 include/gpuleak.h $(DESTDIR)$(PREFIX)/include/gpuleak.h
 
 clean:
 	rm -rf $(BUILD)

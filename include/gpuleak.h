@@ -27,8 +27,9 @@ int gpuleak_tracking(void);
 uint64_t gpuleak_live_bytes(const char *kind, int device);
 
 /* Puts a named mark on the report's timeline (the name cut to 63 bytes)
- * and remembers what each site held then, for gpuleak_live_since. Returns
- * the mark's id (1, 2, ...), or 0 when not tracking. O(sites). */
+ * and remembers what each site held then, for gpuleak_live_since; before
+ * the process's first CUDA call, nothing. Returns the mark's id (1, 2,
+ * ...), or 0 once tracking is off (or in a forked child). O(sites). */
 uint64_t gpuleak_mark(const char *name);
 
 /* A site that holds more now than at a mark. */

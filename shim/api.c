@@ -70,10 +70,13 @@ EXPORT uint64_t gpuleak_live_bytes(const char *kind, int device)
 
 EXPORT uint64_t gpuleak_mark(const char *name)
 {
-    if (!gpuleak_tracking())
+    /* Before the first CUDA call nothing is live: a mark then is a true
+     * baseline (a test's first allocation may start tracking). */
+    int state = atomic_load(&lifecycle_state_now);
+    if (state == LIFECYCLE_OFF || (state == LIFECYCLE_TRACKING && !lifecycle_report_owed()))
         return 0;
     guard_depth++;
-    uint64_t id = marks_add(name, tracker_now_ns());
+    uint64_t id = marks_add(name, tracker_now_ns(), state == LIFECYCLE_IDLE);
     guard_depth--;
     return id;
 }

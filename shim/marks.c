@@ -16,10 +16,10 @@ static struct {
     size_t count;
 } remembered[MARKS_REMEMBERED];
 
-uint64_t marks_add(const char *name, uint64_t now_ns)
+uint64_t marks_add(const char *name, uint64_t now_ns, int nothing_live)
 {
-    size_t count;
-    tracker_site_bytes_t *sites = tracker_live_sites(&count);
+    size_t count = 0;
+    tracker_site_bytes_t *sites = nothing_live ? NULL : tracker_live_sites(&count);
     pthread_mutex_lock(&marks_lock);
     if (marks == NULL)
         marks = calloc(MARKS_MAX, sizeof *marks);

@@ -20,10 +20,11 @@ typedef struct mark {
     char name[64];
 } mark_t;
 
-/* Adds a mark named name at now_ns and remembers every site's live bytes
- * (none, when memory for them is lacking: then every live byte counts as
- * gained since). Returns its id (1, 2, ...). */
-uint64_t marks_add(const char *name, uint64_t now_ns);
+/* Adds a mark named name at now_ns and remembers every site's live bytes:
+ * none when nothing_live (tracking has not started, so nothing is live and
+ * the tables may not exist yet), or when memory for them is lacking; then
+ * every live byte counts as gained since. Returns its id (1, 2, ...). */
+uint64_t marks_add(const char *name, uint64_t now_ns, int nothing_live);
 
 /* A site's gain since a mark. */
 typedef struct mark_gain {

@@ -1,0 +1,196 @@
+"""gpuleak for the running program: ask the preloaded shim (libgpuleak.so)
+what GPU memory is live, put named marks on its timeline, see which lines
+gained memory since a mark and which objects hold it.
+
+Every call is a harmless no-op when the shim is not loaded (the program
+runs without gpuleak): numbers are 0, lists are empty. The C API behind it
+is include/gpuleak.h."""
+import ctypes
+import os
+
+__all__ = ["loaded", "tracking", "live_bytes", "mark", "live_since", "snapshot",
+           "holders", "Mark", "Site", "KINDS"]
+
+# The report's kinds, in the shim's order (common/report_format.h).
+KINDS = ("device", "pool", "vmm", "managed", "host", "array", "tensor")
+
+
+class _Site(ctypes.Structure):
+    _fields_ = [("site", ctypes.c_uint32), ("kind", ctypes.c_int), ("device", ctypes.c_int),
+                ("bytes", ctypes.c_uint64), ("live_bytes", ctypes.c_uint64),
+                ("live_allocations", ctypes.c_uint64)]
+
+
+def _find_shim():
+    """The shim's functions, when it is loaded into this process."""
+    try:
+        lib = ctypes.CDLL(None)
+        version = lib.gpuleak_api_version
+    except (OSError, AttributeError):
+        return None
+    version.restype = ctypes.c_int
+    if version() < 1:
+        return None
+    lib.gpuleak_tracking.restype = ctypes.c_int
+    lib.gpuleak_live_bytes.restype = ctypes.c_uint64
+    lib.gpuleak_live_bytes.argtypes = [ctypes.c_char_p, ctypes.c_int]
+    lib.gpuleak_mark.restype = ctypes.c_uint64
+    lib.gpuleak_mark.argtypes = [ctypes.c_char_p]
+    lib.gpuleak_live_since.restype = ctypes.c_size_t
+    lib.gpuleak_live_since.argtypes = [ctypes.c_uint64, ctypes.POINTER(_Site), ctypes.c_size_t]
+    lib.gpuleak_site_origin.restype = ctypes.c_int
+    lib.gpuleak_site_origin.argtypes = [ctypes.c_uint32, ctypes.c_char_p, ctypes.c_size_t]
+    lib.gpuleak_site_records.restype = ctypes.c_size_t
+    lib.gpuleak_site_records.argtypes = [ctypes.c_uint32, ctypes.POINTER(ctypes.c_uint64),
+                                         ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t]
+    lib.gpuleak_holders_source.restype = ctypes.c_char_p
+    lib.gpuleak_snapshot.restype = ctypes.c_int
+    return lib
+
+
+_shim = _find_shim()
+
+
+def loaded():
+    """Whether libgpuleak.so is in this process."""
+    return _shim is not None
+
+
+def tracking():
+    """Whether the shim tracks this process now (it starts at the first CUDA
+    call, and never in a child forked after that)."""
+    return _shim is not None and _shim.gpuleak_tracking() == 1
+
+
+def live_bytes(kind=None, device=-1):
+    """Live bytes now: of one kind (one of KINDS; None: the driver's GPU
+    memory) on one device (-1: all)."""
+    if _shim is None:
+        return 0
+    return _shim.gpuleak_live_bytes(kind.encode() if kind else None, device)
+
+
+class Mark:
+    """A named moment on the report's timeline; live_since(mark) answers
+    what grew after it. id is 0 when the shim was not tracking."""
+
+    def __init__(self, name, ident):
+        self.name, self.id = name, ident
+
+    def __repr__(self):
+        return "Mark(%r, %d)" % (self.name, self.id)
+
+
+def mark(name):
+    """Puts a named mark on the timeline (shown in every view of the
+    report) and remembers what each line held then. O(sites)."""
+    ident = _shim.gpuleak_mark(str(name).encode("utf-8", "replace")) if _shim else 0
+    return Mark(str(name), ident)
+
+
+class Site:
+    """A line that holds more memory than at a mark."""
+
+    def __init__(self, raw):
+        self.site, self.device = raw.site, raw.device
+        self.kind = KINDS[raw.kind] if 0 <= raw.kind < len(KINDS) else "?"
+        self.bytes, self.live_bytes = raw.bytes, raw.live_bytes
+        self.live_allocations = raw.live_allocations
+        self.holders = []
+
+    @property
+    def origin(self):
+        """"file:line in function" of the user's line, by the report's
+        origin rules, or None when the site has no such Python frame."""
+        if _shim is None:
+            return None
+        buf = ctypes.create_string_buffer(4096)
+        if _shim.gpuleak_site_origin(self.site, buf, len(buf)) != 0:
+            return None
+        return buf.value.decode("utf-8", "replace")
+
+    def records(self):
+        """(address, size) of the site's live allocations."""
+        if _shim is None:
+            return []
+        n = _shim.gpuleak_site_records(self.site, None, None, 0)
+        addresses, sizes = (ctypes.c_uint64 * n)(), (ctypes.c_uint64 * n)()
+        n = min(n, _shim.gpuleak_site_records(self.site, addresses, sizes, n))
+        return list(zip(addresses[:n], sizes[:n]))
+
+    def __repr__(self):
+        return "Site(%d, %s, +%d bytes, %s)" % (self.site, self.kind, self.bytes, self.origin)
+
+
+def live_since(since, limit=1000):
+    """The sites whose live bytes rose since the mark `since`, largest gain
+    first (PyTorch's cache left out). Empty without the shim, or for a mark
+    older than the last 64."""
+    if _shim is None or since.id == 0:
+        return []
+    buf = (_Site * limit)()
+    n = _shim.gpuleak_live_since(since.id, buf, limit)
+    return [Site(buf[i]) for i in range(min(n, limit))]
+
+
+def snapshot():
+    """Writes a report now (as GPULEAK_DUMP_SIGNAL does); the program runs
+    on. Returns whether one was written."""
+    return _shim is not None and _shim.gpuleak_snapshot() == 0
+
+
+_find = None
+
+
+def holders(sites, budget=1.0):
+    """Fills each site's .holders with (name, bytes) of the Python objects
+    that keep its live allocations, as the report's "held_by" names them
+    (the same search, from the shim): "history[...] (list in train.py)".
+    Returns the sites."""
+    global _find
+    if _shim is None or not sites:
+        return sites
+    if _find is None:
+        scope = {}
+        exec(compile(_shim.gpuleak_holders_source().decode(), "holders.py", "exec"), scope)
+        _find = scope["find"]
+    targets, owner = [], []
+    for s in sites:
+        for address, size in s.records():
+            owner.append((s, size))
+            targets.append((address, size, len(owner) - 1))
+    targets.sort()
+    answer = _find("".join("%d %d %d\n" % t for t in targets), budget)
+    named = {}
+    for line in answer.split("\n"):
+        fields = line.split("\t")
+        if fields[0] == "#" or len(fields) < 6:
+            continue
+        site, size = owner[int(fields[0])]
+        graph, name, kind, owner_type, file = fields[1:6]
+        text = ("the autograd graph of %s (in %s)" % (name, file) if graph == "1"
+                else "%s (%s, attribute of a %s, in %s)" % (name, kind, owner_type, file) if owner_type
+                else "%s (%s in %s)" % (name, kind, file))
+        key = (id(site), text)
+        named[key] = named.get(key, 0) + size
+    for s in sites:
+        s.holders = sorted(((text, n) for (sid, text), n in named.items() if sid == id(s)),
+                           key=lambda h: -h[1])
+    return sites
+
+
+def _library_path():
+    """Where libgpuleak.so is, for running a program under it: GPULEAK_LIB,
+    else next to the gpuleak command (its folder, or ../lib)."""
+    path = os.environ.get("GPULEAK_LIB")
+    if path:
+        return path if os.path.exists(path) else None
+    import shutil
+    command = shutil.which("gpuleak")
+    if command:
+        here = os.path.dirname(os.path.realpath(command))
+        for candidate in (os.path.join(here, "libgpuleak.so"),
+                          os.path.join(here, "..", "lib", "libgpuleak.so")):
+            if os.path.exists(candidate):
+                return os.path.realpath(candidate)
+    return None

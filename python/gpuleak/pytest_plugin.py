@@ -1,0 +1,185 @@
+"""pytest --gpuleak: GPU memory each test leaves behind, by line and holder.
+
+Per test, a mark is put on the report's timeline before its setup; after
+its teardown (and a garbage collection), the lines that hold more GPU
+memory than at the mark are the test's leak. A test fails (at teardown)
+when that exceeds its budget: --gpuleak-max-leaked, or the marker's
+max_leaked. @pytest.mark.gpuleak(repeat=N) runs the body N times and fails
+when every run after the first keeps more memory: growth. The failure names
+the line, as the report does, and the objects that hold the memory.
+
+Without the shim in the process, --gpuleak runs pytest again under it
+(LD_PRELOAD, from GPULEAK_LIB or next to the gpuleak command); each process
+(an xdist worker too) measures its own tests only."""
+import gc
+import os
+import sys
+
+import pytest
+
+import gpuleak
+
+_SIZE_UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1000, "kib": 1024, "m": 1 << 20, "mb": 10**6,
+               "mib": 1 << 20, "g": 1 << 30, "gb": 10**9, "gib": 1 << 30}
+
+
+def parse_size(text):
+    """'0', '512', '4KiB', '1.5MB', '2G' -> bytes."""
+    text = str(text).strip()
+    number = text.rstrip("kKmMgGiIbB")
+    unit = text[len(number):].lower()
+    if unit not in _SIZE_UNITS or not number:
+        raise ValueError("bad size %r (sizes: 123, 4KiB, 1.5MB, 2GiB)" % text)
+    return int(float(number) * _SIZE_UNITS[unit])
+
+
+def _human(n):
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return "%.1f %s" % (n / size, unit)
+    return "%d B" % n
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("gpuleak", "GPU memory leaks (gpuleak)")
+    group.addoption("--gpuleak", action="store_true", default=False,
+                    help="fail tests that leave GPU memory behind (runs pytest under libgpuleak.so)")
+    group.addoption("--gpuleak-max-leaked", default="0", metavar="SIZE",
+                    help="GPU memory a test may leave behind (default 0)")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "gpuleak(max_leaked=SIZE, repeat=N): GPU memory budget "
+                                       "of this test; repeat runs its body N times to judge growth")
+    if not config.getoption("--gpuleak"):
+        return
+    if not gpuleak.loaded():
+        _rerun_under_shim(config)
+    config._gpuleak = _Session(parse_size(config.getoption("--gpuleak-max-leaked")))
+    config.pluginmanager.register(config._gpuleak, "gpuleak-session")
+
+
+def _rerun_under_shim(config):
+    """Runs this pytest again with the shim preloaded, once."""
+    if os.environ.get("GPULEAK_PYTEST_REEXEC"):
+        raise pytest.UsageError("gpuleak: libgpuleak.so was preloaded but is not in the process")
+    lib = gpuleak._library_path()
+    if lib is None:
+        raise pytest.UsageError("gpuleak: libgpuleak.so not found: set GPULEAK_LIB, or put the "
+                                "gpuleak command on PATH, or run `gpuleak run -- pytest ...`")
+    env = dict(os.environ)
+    env["LD_PRELOAD"] = lib + (":" + env["LD_PRELOAD"] if env.get("LD_PRELOAD") else "")
+    env["GPULEAK_PYTEST_REEXEC"] = "1"
+    args = [sys.executable, "-m", "pytest"] + list(config.invocation_params.args)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(sys.executable, args, env)
+
+
+class _Session:
+    def __init__(self, max_leaked):
+        self.max_leaked = max_leaked
+        self.failures = []   # (nodeid, what it left), from the teardown reports
+
+    def _budget(self, item):
+        marker = item.get_closest_marker("gpuleak")
+        max_leaked = self.max_leaked
+        repeat = 1
+        if marker is not None:
+            if "max_leaked" in marker.kwargs:
+                max_leaked = parse_size(marker.kwargs["max_leaked"])
+            repeat = int(marker.kwargs.get("repeat", 1))
+        return max_leaked, max(repeat, 1)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item):
+        gc.collect()
+        item._gpuleak_mark = gpuleak.mark(item.nodeid)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_call(self, item):
+        outcome = yield
+        _, repeat = self._budget(item)
+        if repeat < 2 or outcome.excinfo is not None:
+            return
+        # Each run after the first must not keep more than the one before.
+        kept = []
+        for _ in range(repeat - 1):
+            gc.collect()
+            kept.append(sum(s.bytes for s in gpuleak.live_since(item._gpuleak_mark)))
+            item.runtest()
+        gc.collect()
+        kept.append(sum(s.bytes for s in gpuleak.live_since(item._gpuleak_mark)))
+        steps = [b - a for a, b in zip(kept, kept[1:])]
+        if steps and all(step > 0 for step in steps):
+            item._gpuleak_growth = (min(steps), repeat)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_teardown(self, item):
+        yield
+        mark = getattr(item, "_gpuleak_mark", None)
+        if mark is None or not gpuleak.tracking():
+            return
+        gc.collect()
+        sites = gpuleak.live_since(mark)
+        leaked = sum(s.bytes for s in sites)
+        max_leaked, _ = self._budget(item)
+        item.user_properties.append(("gpuleak_leaked_bytes", leaked))
+        growth = getattr(item, "_gpuleak_growth", None)
+        if leaked <= max_leaked and growth is None:
+            return
+        # By line, as the report groups: the body's repeated runs come from
+        # other stacks (the plugin's), but from the same line.
+        groups = {}
+        for s in sites:
+            key = s.origin or "site %d" % s.site
+            groups.setdefault(key, []).append(s)
+        ranked = sorted(groups.items(), key=lambda kv: -sum(s.bytes for s in kv[1]))
+        gpuleak.holders([s for _, group in ranked[:5] for s in group])
+        lines = []
+        if growth is not None:
+            lines.append("gpuleak: grew by at least %s on each of %d runs" % (_human(growth[0]), growth[1] - 1))
+        if leaked > max_leaked:
+            lines.append("gpuleak: %s of GPU memory left behind (budget %s):" % (_human(leaked), _human(max_leaked)))
+        for where, group in ranked[:5]:
+            lines.append("  %s in %d allocation(s) of %s memory at %s" % (
+                _human(sum(s.bytes for s in group)), sum(s.live_allocations for s in group),
+                group[0].kind, where))
+            named = {}
+            for s in group:
+                for text, size in s.holders:
+                    named[text] = named.get(text, 0) + size
+            for text, size in sorted(named.items(), key=lambda h: -h[1])[:2]:
+                lines.append("    held by %s: %s" % (text, _human(size)))
+        if len(ranked) > 5:
+            lines.append("  ... and %d more line(s)" % (len(ranked) - 5))
+        item._gpuleak_failure = "\n".join(lines)
+        # Travels with the report (to xdist's controller too) for the summary.
+        item.user_properties.append(("gpuleak_failure", "%s left%s, largest at %s" % (
+            _human(leaked), ", grew" if growth else "", ranked[0][0] if ranked else "no line")))
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        outcome = yield
+        report = outcome.get_result()
+        failure = getattr(item, "_gpuleak_failure", None)
+        if call.when == "teardown" and failure is not None and report.passed:
+            report.outcome = "failed"
+            report.longrepr = failure
+
+    def pytest_runtest_logreport(self, report):
+        """Runs where the results are gathered (xdist's controller too)."""
+        if report.when != "teardown":
+            return
+        for name, value in report.user_properties:
+            if name == "gpuleak_failure":
+                self.failures.append((report.nodeid, value))
+
+    def pytest_terminal_summary(self, terminalreporter):
+        tr = terminalreporter
+        if not self.failures:
+            tr.write_sep("=", "gpuleak: no test left GPU memory behind")
+            return
+        tr.write_sep("=", "gpuleak: %d test(s) left GPU memory behind" % len(self.failures))
+        for nodeid, what in self.failures:
+            tr.write_line("%s: %s" % (nodeid, what))

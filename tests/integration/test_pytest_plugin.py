@@ -1,0 +1,150 @@
+"""The Python package (python/gpuleak) and its pytest plugin, over the fake
+driver and the fake PyTorch allocator: a test that leaks fails with its
+line and holder named, a clean one passes, a growing one fails on its
+repeats, xdist's workers keep their own numbers, and JUnit carries them."""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import unittest
+import xml.etree.ElementTree as ET
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUILD = os.path.join(ROOT, "build")
+SUITE = os.path.join(ROOT, "tests", "python", "pytest_suite")
+
+
+def python_with(module):
+    """An interpreter that can import module (Debian's has python3-pytest)."""
+    for exe in (sys.executable, "/usr/bin/python3"):
+        if os.path.exists(exe) and subprocess.run([exe, "-c", "import " + module],
+                                                  capture_output=True).returncode == 0:
+            return exe
+    return None
+
+
+def line_of(marker):
+    with open(os.path.join(SUITE, "test_gpu.py")) as fh:
+        return next(i for i, text in enumerate(fh, 1) if marker in text)
+
+
+class PytestPluginTest(unittest.TestCase):
+    def setUp(self):
+        self.python = python_with("pytest")
+        self.assertIsNotNone(self.python, "pytest is needed: apt-get install python3-pytest")
+        self.tmp = tempfile.mkdtemp(prefix="gpuleak-pytest-")
+
+    def run_pytest(self, *args):
+        env = dict(os.environ)
+        env.update({"PYTHONPATH": os.pathsep.join([os.path.join(ROOT, "python"),
+                                                   os.path.join(ROOT, "tests", "python", "faketorch")]),
+                    "FAKE_C10": os.path.join(BUILD, "fakec10", "libc10_cuda.so"),
+                    "LD_LIBRARY_PATH": os.path.join(BUILD, "fakecuda"),
+                    "GPULEAK_LIB": os.path.join(BUILD, "libgpuleak.so"),
+                    "GPULEAK_OUTPUT": os.path.join(self.tmp, "r-%p.json"),
+                    "GPULEAK_SUMMARY": "0"})
+        env.pop("LD_PRELOAD", None)
+        junit = os.path.join(self.tmp, "junit-%d.xml" % len(os.listdir(self.tmp)))
+        proc = subprocess.run([self.python, "-m", "pytest", "-p", "gpuleak.pytest_plugin", "-p", "no:cacheprovider",
+                               "--junitxml", junit, SUITE] + list(args),
+                              env=env, capture_output=True, text=True, timeout=120)
+        cases = {}
+        for case in ET.parse(junit).iter("testcase"):
+            props = {p.get("name"): p.get("value") for p in case.iter("property")}
+            failed = case.find("error") is not None or case.find("failure") is not None
+            cases[case.get("name")] = (failed, props.get("gpuleak_leaked_bytes"))
+        return proc, cases
+
+    def expect_verdicts(self, cases):
+        self.assertEqual(cases, {"test_clean": (False, "0"),
+                                 "test_leaks": (True, "65536"),
+                                 "test_within_its_budget": (False, "4096"),
+                                 "test_grows_on_each_run": (True, str(4 * 8192)),
+                                 "test_steady_on_each_run": (False, "0")})
+
+    def test_leaking_tests_fail_with_their_line_and_holder(self):
+        proc, cases = self.run_pytest("--gpuleak")
+        self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
+        self.expect_verdicts(cases)
+        out = proc.stdout
+        self.assertIn("64.0 KiB of GPU memory left behind (budget 0 B)", out)
+        self.assertIn("test_gpu.py:%d in test_leaks" % line_of("# LEAK-LINE"), out)
+        self.assertIn("held by kept[...] (list in test_gpu.py): 64.0 KiB", out)
+        self.assertIn("grew by at least 8.0 KiB on each of 3 runs", out)
+        self.assertIn("test_gpu.py:%d in test_grows_on_each_run" % line_of("# GROW-LINE"), out)
+        self.assertIn("gpuleak: 2 test(s) left GPU memory behind", out)
+        # One report for the session, with a mark per test on its timeline.
+        reports = [f for f in os.listdir(self.tmp) if f.startswith("r-")]
+        self.assertEqual(len(reports), 1)
+        text = subprocess.run([os.path.join(BUILD, "gpuleak"), "report", os.path.join(self.tmp, reports[0])],
+                              capture_output=True, text=True, timeout=60).stdout
+        self.assertRegex(text, r"marks \('\|' on the axis\):.*test_clean")
+
+    def test_xdist_workers_keep_their_own_numbers(self):
+        if python_with("xdist") != self.python:
+            self.skipTest("pytest-xdist is not installed for this interpreter")
+        proc, cases = self.run_pytest("--gpuleak", "-n", "2")
+        self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
+        self.expect_verdicts(cases)
+        self.assertIn("gpuleak: 2 test(s) left GPU memory behind", proc.stdout)
+
+    def test_without_the_option_nothing_changes(self):
+        proc, cases = self.run_pytest()
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        self.assertTrue(all(not failed and leaked is None for failed, leaked in cases.values()), cases)
+
+    def test_the_package_is_a_no_op_without_the_shim(self):
+        code = ("import gpuleak\n"
+                "assert not gpuleak.loaded() and not gpuleak.tracking()\n"
+                "m = gpuleak.mark('x')\n"
+                "assert m.id == 0 and gpuleak.live_since(m) == [] and gpuleak.live_bytes() == 0\n"
+                "assert gpuleak.snapshot() is False\n")
+        env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+        env.pop("LD_PRELOAD", None)
+        proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+
+    def test_the_api_answers_under_the_shim(self):
+        """Marks, gains since a mark with their line and holder, live bytes
+        by kind and a snapshot now, from a program under the shim."""
+        code = ("import gpuleak, torch, json, os\n"
+                "assert gpuleak.loaded()\n"
+                "m = gpuleak.mark('before')\n"
+                "kept = [torch.empty(4096) for _ in range(3)]  # KEPT\n"
+                "gone = torch.empty(1 << 20); del gone\n"
+                "sites = gpuleak.holders(gpuleak.live_since(m))\n"
+                "print(json.dumps({'sites': [(s.kind, s.bytes, s.live_allocations, s.origin, s.holders)"
+                " for s in sites], 'tensor': gpuleak.live_bytes('tensor'), 'nothing': gpuleak.live_bytes('nope'),"
+                " 'snap': gpuleak.snapshot()}))\n")
+        script = os.path.join(self.tmp, "api_demo.py")
+        with open(script, "w") as fh:
+            fh.write(code)
+        env = dict(os.environ)
+        env.update({"PYTHONPATH": os.pathsep.join([os.path.join(ROOT, "python"),
+                                                   os.path.join(ROOT, "tests", "python", "faketorch")]),
+                    "FAKE_C10": os.path.join(BUILD, "fakec10", "libc10_cuda.so"),
+                    "LD_LIBRARY_PATH": os.path.join(BUILD, "fakecuda"),
+                    "LD_PRELOAD": os.path.join(BUILD, "libgpuleak.so"),
+                    "GPULEAK_OUTPUT": os.path.join(self.tmp, "api-%p.json"), "GPULEAK_SUMMARY": "0"})
+        proc = subprocess.run([sys.executable, script], env=env, capture_output=True, text=True, timeout=60)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        import json
+        got = json.loads(proc.stdout.splitlines()[-1])
+        (kind, gained, allocations, origin, holders), = got["sites"]
+        self.assertEqual((kind, gained, allocations, holders),
+                         ("tensor", 3 * 4096, 3, [["kept[...] (list in api_demo.py)", 3 * 4096]]))
+        # The comprehension's own frame (<listcomp>) is inlined from Python 3.12.
+        self.assertRegex(origin, "^%s:4 in (<listcomp>|<module>)$" % re.escape(script))
+        self.assertEqual(got["tensor"], 3 * 4096)
+        self.assertEqual(got["nothing"], 0)
+        self.assertTrue(got["snap"])
+
+    def test_the_plugin_is_registered_for_pip(self):
+        with open(os.path.join(ROOT, "python", "pyproject.toml")) as fh:
+            text = fh.read()
+        self.assertRegex(text, r'\[project\.entry-points\.pytest11\]\s*gpuleak = "gpuleak\.pytest_plugin"')
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,33 @@
+"""Tests for the gpuleak pytest plugin to judge (tests/integration/
+test_pytest_plugin.py runs them): tensors of the fake PyTorch
+(tests/python/faketorch) over the fake allocator."""
+import pytest
+import torch  # the fake, on PYTHONPATH
+
+kept = []
+cache = []
+
+
+def test_clean():
+    activations = torch.empty(1 << 20)
+    del activations
+
+
+def test_leaks():
+    kept.append(torch.empty(65536))  # LEAK-LINE
+
+
+@pytest.mark.gpuleak(max_leaked="1MiB")
+def test_within_its_budget():
+    kept.append(torch.empty(4096))
+
+
+@pytest.mark.gpuleak(repeat=4, max_leaked="1MiB")
+def test_grows_on_each_run():
+    cache.append(torch.empty(8192))  # GROW-LINE
+
+
+@pytest.mark.gpuleak(repeat=4)
+def test_steady_on_each_run():
+    scratch = torch.empty(8192)
+    del scratch
