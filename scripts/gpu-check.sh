@@ -49,59 +49,6 @@ NFAIL=0
 NPASS=0
 PYFRAMES_STATUS="not run"
 
-# result STATUS NAME [DETAIL]: records and prints one check.
-result() {
-    local st=$1 name=$2 detail=${3:-}
-    local line
-    line=$(printf '%-5s %s%s' "$st" "$name" "${detail:+  ($detail)}")
-    echo "$line"
-    RESULTS+=("$line")
-    case $st in
-        PASS) NPASS=$((NPASS + 1)) ;;
-        FAIL) NFAIL=$((NFAIL + 1)) ;;
-    esac
-}
-
-# check NAME CMD...: runs CMD, shows its output indented, PASS when it exits 0.
-check() {
-    local name=$1 out rc
-    shift
-    out=$("$@" 2>&1)
-    rc=$?
-    [ -n "$out" ] && printf '%s\n' "$out" | sed 's/^/    /'
-    if [ "$rc" -eq 0 ]; then result PASS "$name"; else result FAIL "$name" "exit $rc"; fi
-    return "$rc"
-}
-
-section() { printf '\n=== %s  [t=%ds]\n' "$*" $((SECONDS - T0)); }
-
-# have_time NAME SECONDS: false (and a FAIL line) when the budget would run out.
-have_time() {
-    local left=$((BUDGET - (SECONDS - T0)))
-    if [ "$left" -lt "$2" ]; then
-        result FAIL "$1" "skipped: ${left}s of the ${BUDGET}s budget left, needs ~$2s"
-        return 1
-    fi
-}
-
-# run_logged NAME TIMEOUT CMD...: runs CMD in $WORK/cwd, output to $WORK/NAME.log.
-# The timeout is cut to what the budget leaves (less 15 s for the summary).
-run_logged() {
-    local name=$1 t=$2 rc t1=$SECONDS left
-    shift 2
-    left=$((BUDGET - (SECONDS - T0) - 15))
-    [ "$left" -lt "$t" ] && t=$left
-    [ "$t" -lt 10 ] && t=10
-    (cd "$WORK/cwd" && timeout -k 10 "$t" "$@") >"$WORK/$name.log" 2>&1
-    rc=$?
-    echo "    [$name] exit $rc after $((SECONDS - t1))s (log: $name.log)"
-    if [ "$rc" -ne 0 ]; then
-        [ "$rc" -eq 124 ] && echo "    [$name] timed out after ${t}s"
-        tail -n 30 "$WORK/$name.log" | sed 's/^/    | /'
-    fi
-    return "$rc"
-}
-
 finish() {
     local verdict st
     section "summary"

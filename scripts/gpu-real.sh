@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# gpu-real.sh: leaks written as users write them, through real libraries
+# (transformers, timm, Lightning, a forward hook), each with its clean
+# twin (LEAK=0), under the shim with the program unchanged. A leak passes
+# when its forward line is the largest growth line and, among what was held
+# when Python finished, is held by the object that keeps it; a clean twin
+# passes with no growth finding (tests/gpu/real/check_real.py). Run from the
+# repository root on the GPU machine:
+#
+#   bash scripts/gpu-real.sh
+#
+# Writes "${OUT:-/tmp/gpuleak-out}"/gpu-real.log, gpu-real-summary.txt and
+# gpu-real-files.tar.gz (the reports and logs). Knobs: GPU_REAL_BUDGET_S
+# (default 540). Exit status 1 when a check failed.
+set -u -o pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
+# shellcheck source=scripts/gpu-common.sh
+. scripts/gpu-common.sh
+gpu_begin gpu-real
+
+BUDGET=${GPU_REAL_BUDGET_S:-540}
+PY=${PYTHON:-python3}
+T0=$SECONDS
+RESULTS=()
+NFAIL=0
+NPASS=0
+R=$WORK/reports
+REAL=$REPO/tests/gpu/real
+
+section "environment"
+date -u '+date: %F %T UTC'
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | sed 's/^/gpu: /'
+"$PY" - <<'PYEOF' 2>&1 | sed 's/^/versions: /'
+import importlib
+for name in ("torch", "transformers", "timm", "lightning", "pytorch_lightning"):
+    try:
+        print(name, importlib.import_module(name).__version__)
+    except Exception as e:
+        print(name, "missing:", type(e).__name__)
+PYEOF
+echo "git: $(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo '?')"
+unset LD_PRELOAD GPULEAK_OUTPUT PYTORCH_CUDA_ALLOC_CONF GPULEAK_TORCH_ALLOCATOR
+
+section "build"
+if gpu_build_shim; then
+    result PASS "BUILD shim"
+else
+    tail -n 30 "$WORK/build-shim.log" | sed 's/^/    | /'
+    result FAIL "BUILD shim"
+fi
+
+# real SCRIPT HOLDER ARGS...: the leak and its clean twin.
+real() {
+    local script=$1 holder=$2 line rep
+    shift 2
+    line=$(grep -n '# LEAK-LINE' "$REAL/$script.py" | cut -d: -f1)
+    for leak in 1 0; do
+        have_time "REAL $script LEAK=$leak" 60 || continue
+        if ! run_logged "$script-$leak" 200 env LEAK=$leak PYTHONUNBUFFERED=1 LD_PRELOAD="$SHIM" \
+            GPULEAK_OUTPUT="$R/$script-$leak-%p.json" GPULEAK_SUMMARY=1 "$PY" "$REAL/$script.py" "$@"; then
+            result FAIL "REAL $script LEAK=$leak run" "see $script-$leak.log"
+            continue
+        fi
+        rep=$(find "$R" -name "$script-$leak-*.json" | head -n 1)
+        [ -n "$rep" ] || { result FAIL "REAL $script LEAK=$leak report" "none written"; continue; }
+        if [ "$leak" = 1 ]; then
+            check "REAL $script (grew at $script.py:$line, held by $holder)" \
+                "$PY" "$REAL/check_real.py" "$rep" "$script.py" --line "$line" --holder "$holder"
+        else
+            check "REAL $script clean twin (no growth)" "$PY" "$REAL/check_real.py" "$rep" "$script.py" --clean
+        fi
+    done
+}
+
+section "real programs"
+real hook_stash stash
+real gpt2_kept_loss losses
+real timm_outputs outputs
+real lightning_val_outputs val_outputs
+
+section "summary"
+printf '%s\n' "${RESULTS[@]}" | tee "$OUT/gpu-real-summary.txt"
+echo "gpu-real: $NPASS passed, $NFAIL failed  [total $((SECONDS - T0))s]" | tee -a "$OUT/gpu-real-summary.txt"
+tar -C "$WORK" --exclude=./cwd/core -czf "$OUT/gpu-real-files.tar.gz" . 2>/dev/null
+exec >&- 2>&-
+wait "$TEE_PID" 2>/dev/null
+[ "$NFAIL" -eq 0 ]
