@@ -2,6 +2,7 @@
  * wording (people already know how to read those), then the tables. */
 #define _GNU_SOURCE
 #include "text.h"
+#include "cuda_errors.h"
 #include "frames.h"
 #include "units.h"
 
@@ -128,10 +129,13 @@ static void print_blocks(FILE *f, const load_list_t *list, const char *title, co
             break;
         }
         shown++;
-        if (strcmp(what, "failure") == 0)
-            fprintf(f, "\n%llu allocation(s) of %s on device %ld refused (%llu byte(s) asked, last result %lld), from:\n",
+        if (strcmp(what, "failure") == 0) {
+            const char *why = s->result >= -(1LL << 31) && s->result < (1LL << 31)
+                            ? cuda_error_name((int)s->result) : NULL;
+            fprintf(f, "\n%llu allocation(s) of %s on device %ld refused (%llu byte(s) asked, last %s, %lld), from:\n",
                     (unsigned long long)s->allocations, frames_kind_phrase(s->kind), s->device,
-                    (unsigned long long)s->bytes, s->result);
+                    (unsigned long long)s->bytes, why ? why : "result", s->result);
+        }
         else {
             fprintf(f, "\n%s of %llu byte(s) in %llu allocation(s) of %s on device %ld",
                     strcmp(what, "teardown") == 0 ? "Teardown leak" : "Leak", (unsigned long long)s->bytes,

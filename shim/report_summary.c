@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "report.h"
 #include "config.h"
+#include "cuda_errors.h"
 #include "lifecycle.h"
 #include "origin.h"
 #include "python.h"
@@ -391,9 +392,11 @@ void report_summary_print(const report_view_t *view, const char *path)
     }
     if (view->failures.count > 0) {
         const report_site_t *s = &view->failures.sites[0];
-        fprintf(f, "\n%zu site(s) had allocations refused; the largest, %s asked in %llu call(s), from:\n",
+        const char *why = cuda_error_name(s->stats.last_failure);
+        fprintf(f, "\n%zu site(s) had allocations refused; the largest, %s asked in %llu call(s) "
+                   "(last %s, %d), from:\n",
                 view->failures.count, human_bytes(s->stats.failed_bytes, a, sizeof a),
-                (unsigned long long)s->stats.failures);
+                (unsigned long long)s->stats.failures, why ? why : "result", s->stats.last_failure);
         print_frames(f, s->id, config.summary_frames);
     }
     print_growth_and_peak(f, view);
