@@ -13,6 +13,7 @@
  * (answers are computed again each time), never an answer. */
 #define _GNU_SOURCE
 #include "origin.h"
+#include "config.h"
 #include "log.h"
 #include "python.h"
 #include "report.h"
@@ -346,7 +347,7 @@ static _Atomic int warned_rules;  /* origin_init runs at every report: warn once
 void origin_init(void)
 {
     origin_end();
-    const char *mode = getenv("GPULEAK_ORIGIN_RULES");
+    const char *mode = config_getenv("GPULEAK_ORIGIN_RULES");
     int builtin = 1;
     if (mode != NULL && strcmp(mode, "none") == 0)
         builtin = 0;
@@ -354,7 +355,7 @@ void origin_init(void)
         log_line("GPULEAK_ORIGIN_RULES=%s is not \"none\" or \"default\"; using the default", mode);
 
     size_t builtin_count = builtin ? sizeof builtin_rules / sizeof builtin_rules[0] : 0;
-    const char *skip = getenv("GPULEAK_ORIGIN_SKIP");
+    const char *skip = config_getenv("GPULEAK_ORIGIN_SKIP");
     size_t user_max = 0;
     if (skip != NULL && *skip != '\0') {
         st.user_text = strdup(skip);

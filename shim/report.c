@@ -31,9 +31,9 @@ int report_expand_path(const char *pattern, char *out, size_t size)
                     snprintf(piece, sizeof piece, "unknown-host");
                 piece[sizeof piece - 1] = '\0';
             } else if (*p == 'r') {
-                const char *rank = getenv("RANK");
+                const char *rank = config_getenv("RANK");
                 if (rank == NULL)
-                    rank = getenv("LOCAL_RANK");
+                    rank = config_getenv("LOCAL_RANK");
                 text = rank != NULL ? rank : "0";
             } else if (*p == '%') {
                 text = "%";
@@ -352,7 +352,7 @@ static void release(report_view_t *view)
  * directory, which every process can write. */
 static void fallback_path(char *out, size_t size)
 {
-    const char *dir = getenv("TMPDIR");
+    const char *dir = config_getenv("TMPDIR");
     if (dir == NULL || *dir == '\0')
         dir = "/tmp";
     snprintf(out, size, "%s/gpuleak-%d.json", dir, (int)getpid());

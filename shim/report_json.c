@@ -477,9 +477,9 @@ static void put_process(FILE *f)
     if (gethostname(host, sizeof host) != 0)
         host[0] = '\0';
     host[sizeof host - 1] = '\0';
-    const char *rank = getenv("RANK");
+    const char *rank = config_getenv("RANK");
     if (rank == NULL)
-        rank = getenv("LOCAL_RANK");
+        rank = config_getenv("LOCAL_RANK");
     fprintf(f, "\"process\":{\"pid\":%d,", (int)getpid());
     put_key(f, "host");
     put_string(f, host);
@@ -561,7 +561,7 @@ static void put_torch_mode(FILE *f, const report_view_t *view)
     fputs_unlocked("\"torch_allocator\":{\"mode\":", f);
     put_string(f, lifecycle_torch_mode());
     fputs_unlocked(",\"PYTORCH_CUDA_ALLOC_CONF\":", f);
-    put_string(f, getenv("PYTORCH_CUDA_ALLOC_CONF"));
+    put_string(f, config_getenv("PYTORCH_CUDA_ALLOC_CONF"));
     fputs_unlocked(",\"tensors\":", f);
     put_string(f, torch_trace_status());
     fputs_unlocked(",\"events\":{", f);

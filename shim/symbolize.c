@@ -23,6 +23,7 @@
  * "?"), never crashes. */
 #define _GNU_SOURCE
 #include "symbolize.h"
+#include "config.h"
 #include "log.h"
 
 #include <dlfcn.h>
@@ -388,7 +389,7 @@ static void find_module(uintptr_t pc, symbolized_frame_t *fr)
 static int libdw_disabled(void)
 {
     static _Atomic int warned;
-    const char *e = getenv("GPULEAK_NO_LIBDW");
+    const char *e = config_getenv("GPULEAK_NO_LIBDW");
     if (e == NULL || *e == '\0' || strcmp(e, "0") == 0)
         return 0;
     if (strcmp(e, "1") == 0)
