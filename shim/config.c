@@ -48,7 +48,8 @@ typedef struct option_spec {
 
 static const option_spec_t options[] = {
     { { "GPULEAK_OUTPUT", "./gpuleak-%p.json",
-        "Report path; %p is the pid, %h the host name, %r the rank (RANK or LOCAL_RANK)." },
+        "Report path; %p is the pid, %h the host name, %r the rank (RANK or LOCAL_RANK, "
+        "digits only)." },
       OPTION_STRING, &config.output, 0, 0, 0 },
     INT_OPTION("GPULEAK_STACK_DEPTH", stack_depth, 64, 0, 256,
                "Native frames recorded per allocation; 0 records no stacks."),

@@ -62,5 +62,86 @@ class SecureModeTest(unittest.TestCase):
         self.assertIsNone(rep["process"]["rank"])
 
 
+class ReportPathTest(Base):
+    """Where the report may go, and what it may replace (issue 23, item 12)."""
+
+    def test_an_empty_hard_linked_file_is_kept(self):
+        # An empty file is someone's too: it was replaced by a new 0644
+        # inode, cutting its hard link.
+        target = os.path.join(self.tmp, "out.json")
+        with open(target, "w"):
+            pass
+        os.chmod(target, 0o600)
+        os.link(target, os.path.join(self.tmp, "other-name"))
+        before = os.stat(target)
+        r = run([PROG, "sleep", "0"], self.tmp, env_extra={"GPULEAK_OUTPUT": target,
+                                                            "TMPDIR": self.tmp,
+                                                            "GPULEAK_SUMMARY": "0"})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        after = os.stat(target)
+        self.assertEqual((after.st_ino, after.st_mode, after.st_nlink, after.st_size),
+                         (before.st_ino, before.st_mode, 2, 0))
+        fallback = os.path.join(self.tmp, f"gpuleak-{r.pid}.json")
+        self.assertEqual(r.stderr.splitlines(),
+                         [f"gpuleak: cannot write the report to {target} (it exists and is not "
+                          f"a gpuleak report); writing to fallback {fallback}"])
+        self.assertEqual(report_files.load(fallback)["process"]["pid"], r.pid)
+
+    def test_rank_cannot_climb_out_of_the_report_directory(self):
+        out = os.path.join(self.tmp, "out")
+        os.mkdir(out)
+        r = run([PROG, "sleep", "0"], self.tmp,
+                env_extra={"GPULEAK_OUTPUT": os.path.join(out, "r-%r-%p.json"),
+                           "RANK": "../../escaped", "GPULEAK_SUMMARY": "0"})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(os.listdir(out), [f"r-0-{r.pid}.json"])
+        self.assertIn("RANK=../../escaped is not a whole number", r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "escaped")))
+        self.assertEqual(report_files.load(os.path.join(out, f"r-0-{r.pid}.json"))["process"]["rank"],
+                         None)
+
+    def test_fallback_name_taken_in_a_shared_directory(self):
+        # Another user of a sticky /tmp can make gpuleak-PID.json (and the
+        # temporary name beside it) before the process writes: the report
+        # was lost. It must go to a name nobody took, and say which.
+        shared = os.path.join(self.tmp, "shared")
+        os.mkdir(shared)
+        os.chmod(shared, 0o1777)
+        precious = os.path.join(self.tmp, "precious")
+        with open(precious, "w") as f:
+            f.write("not yours\n")
+        env = clean_env()
+        env.update({"LD_PRELOAD": str(SHIM), "GPULEAK_OUTPUT": "/nonexistent/dir/r.json",
+                    "TMPDIR": shared, "GPULEAK_SUMMARY": "0"})
+        # The shell's pid becomes the program's at exec: the names can be
+        # taken before the program starts.
+        proc = subprocess.Popen(["/bin/sh", "-c", 'read go; exec "$0" sleep 0', str(PROG)],
+                                env=env, cwd=self.tmp, text=True, stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        taken = os.path.join(shared, f"gpuleak-{proc.pid}.json")
+        os.symlink(precious, taken)
+        os.mkdir(f"{taken}.tmp.{proc.pid}")
+        stdout, stderr = proc.communicate("go\n", timeout=60)
+        self.assertEqual(proc.returncode, 0, stderr)
+        with open(precious) as f:
+            self.assertEqual(f.read(), "not yours\n")
+        self.assertTrue(os.path.islink(taken))
+        written = [n for n in os.listdir(shared)
+                   if n.startswith(f"gpuleak-{proc.pid}-") and n.endswith(".json")]
+        self.assertEqual(len(written), 1, os.listdir(shared))
+        path = os.path.join(shared, written[0])
+        self.assertEqual(stderr.splitlines(),
+                         ["gpuleak: cannot write the report to /nonexistent/dir/r.json (No such "
+                          f"file or directory); writing to fallback {path}"])
+        self.assertEqual(report_files.load(path)["process"]["pid"], proc.pid)
+        self.assertEqual(oct(os.stat(path).st_mode & 0o777), oct(0o644 & ~current_umask()))
+
+
+def current_umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 if __name__ == "__main__":
     unittest.main()
