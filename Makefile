@@ -85,6 +85,10 @@ $(BUILD)/tests/test_live: TEST_LIBS = -Wl,--wrap=tally_each
 $(BUILD)/tests/prog_%: tests/integration/prog_%.c $(FAKECUDA) | $(BUILD)/tests
 	$(CC) $(ALL_CFLAGS) -fno-omit-frame-pointer -O0 -o $@ $< -L$(BUILD)/fakecuda -lcuda -ldl -lpthread
 
+# A program that reaches the driver only by dlopen: no -lcuda.
+$(BUILD)/tests/prog_dlopen: tests/integration/prog_dlopen.c tests/integration/progs.h | $(BUILD)/tests
+	$(CC) $(ALL_CFLAGS) -fno-omit-frame-pointer -O0 -o $@ $< -ldl
+
 $(BUILD)/demo: tests/demo/demo.c $(FAKECUDA) | $(BUILD)
 	$(CC) $(ALL_CFLAGS) -O1 -fno-omit-frame-pointer -o $@ $< -L$(BUILD)/fakecuda -lcuda
 
