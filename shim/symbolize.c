@@ -123,16 +123,32 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static Dwfl_Callbacks dwfl_callbacks;
 static char *debuginfo_path; /* NULL: libdw's default search path */
 
+/* Loaded at most once per process and never unloaded: dlclose of libdw
+ * and its chain ran their exit handlers on the reporter thread under
+ * glibc's exit-handler lock, which fork does not reset, so a child forked
+ * meanwhile hung in exit(). Only symbolize_begin writes these, under lock. */
+static int dw_tried;      /* the dlopen was tried (a failed search costs each report) */
+static void *dw_handle;   /* NULL: libdw is absent or incomplete */
+static struct dw_api libdw;  /* all set when dw_handle is */
+
+/* The C++ demangler once found, with the RTLD_NOLOAD reference that keeps
+ * its runtime loaded while the shim may call it (never dropped, for the
+ * reason above). */
+static cxa_demangle_fn demangler;
+
+/* dl_iterate_phdr holds glibc's dl_load_write_lock, which fork does not
+ * reset either: a child forked during the report's walk would hang at its
+ * first dl_iterate_phdr (an unwinder's, a C++ throw) or dlopen of a new
+ * library. So a fork waits for the walk, which takes no other lock and
+ * allocates nothing (see iterate_modules). */
+static pthread_mutex_t fork_guard = PTHREAD_MUTEX_INITIALIZER;
+
 static struct {
     int open; /* between symbolize_begin and symbolize_end */
-    void *dw_handle;
-    struct dw_api dw;
     Dwfl *dwfl; /* non-NULL only when libdw is fully usable */
     struct cu_index *cu_indexes;
 
     int demangler_looked;
-    cxa_demangle_fn demangle;
-    void *cxx_handle; /* RTLD_NOLOAD reference to drop at end */
 
     int exe_looked;
     char exe_path[PATH_MAX];
@@ -256,21 +272,22 @@ static void find_demangler(void)
 {
     static const char *const runtimes[] = {"libstdc++.so.6", "libc++abi.so.1",
                                            "libc++.so.1"};
-    if (st.demangler_looked)
+    if (demangler || st.demangler_looked)
         return;
     st.demangler_looked = 1;
-    void *p = dlsym(RTLD_DEFAULT, "__cxa_demangle");
-    for (size_t i = 0; !p && i < sizeof(runtimes) / sizeof(runtimes[0]); i++) {
+    for (size_t i = 0; !demangler && i < sizeof(runtimes) / sizeof(runtimes[0]); i++) {
         void *h = dlopen(runtimes[i], RTLD_NOW | RTLD_NOLOAD);
         if (!h)
             continue;
-        p = dlsym(h, "__cxa_demangle");
-        if (p)
-            st.cxx_handle = h;
-        else
-            dlclose(h);
+        demangler = (cxa_demangle_fn)dlsym(h, "__cxa_demangle");
+        if (!demangler)
+            dlclose(h); /* one reference of several: nothing is unloaded */
     }
-    st.demangle = (cxa_demangle_fn)p;
+    if (!demangler) {
+        /* A runtime under another name, loaded globally; no reference is
+         * taken, as none can be without knowing the name. */
+        demangler = (cxa_demangle_fn)dlsym(RTLD_DEFAULT, "__cxa_demangle");
+    }
 }
 
 /* Returns the interned demangled form of an Itanium-mangled name when a
@@ -294,9 +311,9 @@ static const char *demangle(const char *name)
     }
     if (name[0] == '_' && name[1] == 'Z') {
         find_demangler();
-        if (st.demangle) {
+        if (demangler) {
             int status = -1;
-            char *d = st.demangle(name, NULL, NULL, &status);
+            char *d = demangler(name, NULL, NULL, &status);
             const char *r = d && status == 0 ? intern(d) : NULL;
             free(d);
             if (r)
@@ -353,6 +370,35 @@ static const char *exe_path(void)
     return st.exe_path[0] ? st.exe_path : program_invocation_name;
 }
 
+/* fork's side of fork_guard: a fork waits for a walk to end, and both
+ * processes go on with the guard free. */
+static void fork_prepare(void)
+{
+    pthread_mutex_lock(&fork_guard);
+}
+
+static void fork_done(void)
+{
+    pthread_mutex_unlock(&fork_guard);
+}
+
+/* Registered at load, before any report can be written. */
+__attribute__((constructor)) static void guard_forks(void)
+{
+    pthread_atfork(fork_prepare, fork_done, fork_done);
+}
+
+/* dl_iterate_phdr under fork_guard. cb must take no lock and allocate
+ * nothing: a forking thread may hold the malloc locks of an allocator
+ * whose own fork handlers ran before this module's. */
+static int iterate_modules(int (*cb)(struct dl_phdr_info *, size_t, void *), void *data)
+{
+    pthread_mutex_lock(&fork_guard);
+    int r = dl_iterate_phdr(cb, data);
+    pthread_mutex_unlock(&fork_guard);
+    return r;
+}
+
 /* Fills in module and offset for pc (the adjusted lookup address); leaves
  * them as "?" and the raw address when no loaded object holds it. The path is
  * absolute where the loader's is relative (dlopen("./x.so")), so the report
@@ -360,7 +406,7 @@ static const char *exe_path(void)
 static void find_module(uintptr_t pc, symbolized_frame_t *fr)
 {
     struct module_query q = {.pc = pc};
-    if (!dl_iterate_phdr(module_cb, &q) || !q.found)
+    if (!iterate_modules(module_cb, &q) || !q.found)
         return;
     fr->offset = fr->address - q.bias;
     const char *name = q.name;
@@ -399,16 +445,20 @@ static int libdw_disabled(void)
     return 0;
 }
 
-/* dlopens libdw and resolves every entry point; all or nothing, so the
- * lookup code never checks individual pointers. Returns 0 or -1. */
+/* dlopens libdw, the first time only, and resolves every entry point; all
+ * or nothing, so the lookup code never checks individual pointers. Returns
+ * 0 when libdw is usable for this batch, else -1. */
 static int load_libdw(void)
 {
     if (libdw_disabled())
         return -1;
+    if (dw_tried)
+        return dw_handle ? 0 : -1;
+    dw_tried = 1;
     void *h = dlopen("libdw.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!h)
         return -1;
-    struct dw_api *d = &st.dw;
+    struct dw_api *d = &libdw;
     int missing = 0;
 #define DW_LOAD(sym) \
     missing |= (d->sym = (typeof(d->sym))dlsym(h, #sym)) == NULL
@@ -443,11 +493,12 @@ static int load_libdw(void)
     DW_LOAD(dwarf_linesrc);
 #undef DW_LOAD
     if (missing) {
-        dlclose(h);
+        /* An older libdw: it stays loaded, unused, as unloading it would
+         * run its exit handlers here (see dw_tried). */
         memset(d, 0, sizeof(*d));
         return -1;
     }
-    st.dw_handle = h;
+    dw_handle = h;
     return 0;
 }
 
@@ -456,7 +507,7 @@ static int load_libdw(void)
  * -1 with no session (e.g. /proc not mounted). */
 static int open_dwfl(void)
 {
-    struct dw_api *d = &st.dw;
+    struct dw_api *d = &libdw;
     debuginfo_path = NULL;
     dwfl_callbacks.find_elf = d->dwfl_linux_proc_find_elf;
     dwfl_callbacks.find_debuginfo = d->dwfl_standard_find_debuginfo;
@@ -481,7 +532,7 @@ static int open_dwfl(void)
  * inlined instance's name lives. */
 static const char *die_name(Dwarf_Die *die)
 {
-    struct dw_api *d = &st.dw;
+    struct dw_api *d = &libdw;
     Dwarf_Attribute a;
     const char *s = d->dwarf_formstring(
         d->dwarf_attr_integrate(die, DW_AT_linkage_name, &a));
@@ -498,7 +549,7 @@ static const char *die_name(Dwarf_Die *die)
 static uintptr_t die_offset(Dwarf_Die *die, Dwarf_Addr bias, uintptr_t address)
 {
     Dwarf_Addr entry;
-    if (st.dw.dwarf_entrypc(die, &entry) != 0)
+    if (libdw.dwarf_entrypc(die, &entry) != 0)
         return 0;
     entry += bias;
     return address >= entry ? address - entry : 0;
@@ -509,7 +560,7 @@ static uintptr_t die_offset(Dwarf_Die *die, Dwarf_Addr bias, uintptr_t address)
  * holds the concrete inlined DIE, so that CU is the one asked. */
 static void call_site(Dwarf_Die *die, const char **file, int *line)
 {
-    struct dw_api *d = &st.dw;
+    struct dw_api *d = &libdw;
     Dwarf_Attribute a;
     Dwarf_Word w;
     *file = NULL;
@@ -540,7 +591,7 @@ static int index_cu(struct cu_index *x, Dwarf_Die *die)
     Dwarf_Addr base, lo, hi;
     ptrdiff_t off = 0;
     int added = 0;
-    while ((off = st.dw.dwarf_ranges(die, off, &base, &lo, &hi)) > 0) {
+    while ((off = libdw.dwarf_ranges(die, off, &base, &lo, &hi)) > 0) {
         if (lo >= hi)
             continue;
         if (x->nranges == x->ranges_cap) {
@@ -573,12 +624,12 @@ static struct cu_index *cu_index_for(Dwfl_Module *mod)
     x->mod = mod;
     x->next = st.cu_indexes;
     st.cu_indexes = x;
-    Dwarf *dw = st.dw.dwfl_module_getdwarf(mod, &x->bias);
+    Dwarf *dw = libdw.dwfl_module_getdwarf(mod, &x->bias);
     Dwarf_CU *cu = NULL;
     Dwarf_Die die;
-    while (dw && st.dw.dwarf_get_units(dw, cu, &cu, NULL, NULL, &die,
+    while (dw && libdw.dwarf_get_units(dw, cu, &cu, NULL, NULL, &die,
                                        NULL) == 0) {
-        if (st.dw.dwarf_tag(&die) != DW_TAG_compile_unit)
+        if (libdw.dwarf_tag(&die) != DW_TAG_compile_unit)
             continue; /* type and partial units hold no code */
         if (x->ncus == x->cus_cap) {
             size_t cap = x->cus_cap ? x->cus_cap * 2 : 16;
@@ -652,7 +703,7 @@ static int resolve(uintptr_t address, symbolized_frame_t *out, int cap)
     Dwarf_Die *scopes = NULL;
     int nscopes = 0;
     Dwarf_Addr bias = 0;
-    struct dw_api *d = &st.dw;
+    struct dw_api *d = &libdw;
 
     if (st.dwfl) {
         Dwfl_Module *mod = d->dwfl_addrmodule(st.dwfl, pc);
@@ -823,11 +874,8 @@ int symbolize_begin(void)
     pthread_mutex_lock(&lock);
     if (!st.open) {
         st.open = 1;
-        if (load_libdw() == 0 && open_dwfl() != 0) {
-            dlclose(st.dw_handle);
-            st.dw_handle = NULL;
-            memset(&st.dw, 0, sizeof(st.dw));
-        }
+        if (load_libdw() == 0)
+            open_dwfl(); /* without a session (no /proc, say) lookups skip libdw */
     }
     int r = st.dwfl ? 0 : -1;
     pthread_mutex_unlock(&lock);
@@ -858,18 +906,14 @@ int symbolize_address(uintptr_t address, symbolized_frame_t *out, int max)
     return n;
 }
 
-/* See symbolize.h. Drops libdw and the C++ runtime reference too, so a later
- * batch sees the environment (GPULEAK_NO_LIBDW, loaded libraries) afresh. */
+/* See symbolize.h. libdw and the demangler stay loaded (see dw_tried); a
+ * later batch still reads GPULEAK_NO_LIBDW and the module map afresh. */
 void symbolize_end(void)
 {
     pthread_mutex_lock(&lock);
     free_cu_indexes();
     if (st.dwfl)
-        st.dw.dwfl_end(st.dwfl);
-    if (st.dw_handle)
-        dlclose(st.dw_handle);
-    if (st.cxx_handle)
-        dlclose(st.cxx_handle);
+        libdw.dwfl_end(st.dwfl);
     while (st.arena) {
         struct arena_chunk *next = st.arena->next;
         free(st.arena);

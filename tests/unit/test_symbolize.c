@@ -11,10 +11,15 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "symbolize.h"
@@ -489,6 +494,67 @@ START_TEST(test_outside_batch)
 }
 END_TEST
 
+static atomic_int lookups_stop;
+
+/* Symbolizes a few thousand distinct addresses, batch after batch: each is
+ * a walk of the loaded objects. */
+static void *keep_looking_up(void *unused)
+{
+    (void)unused;
+    uintptr_t q = libc_qsort();
+    symbolized_frame_t f;
+    while (!atomic_load(&lookups_stop)) {
+        symbolize_begin();
+        for (uintptr_t i = 1; i < 2000 && !atomic_load(&lookups_stop); i++)
+            symbolize_address(q + i, &f, 1);
+        symbolize_end();
+    }
+    return NULL;
+}
+
+static int no_op_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)info;
+    (void)size;
+    (void)data;
+    return 0;
+}
+
+/* A child forked while a lookup walks the loaded objects inherited the
+ * loader's write lock held (fork does not reset it) and hung at its own
+ * walk, as an unwinder or a C++ throw makes. */
+START_TEST(test_fork_during_lookups)
+{
+    no_libdw(); /* the walks are the point, and they come faster without it */
+    atomic_store(&lookups_stop, 0);
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, keep_looking_up, NULL), 0);
+    int hung = 0, forks = 0;
+    struct timespec start, now;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    do {
+        pid_t child = fork();
+        if (child == 0) {
+            /* Check's own SIGALRM handler would kill the process group. */
+            signal(SIGALRM, SIG_DFL);
+            alarm(5);
+            dl_iterate_phdr(no_op_cb, NULL);
+            _exit(0);
+        }
+        ck_assert_int_gt(child, 0);
+        int status;
+        ck_assert_int_eq(waitpid(child, &status, 0), child);
+        hung += !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        forks++;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+    } while (now.tv_sec - start.tv_sec < 2 && hung == 0);
+    atomic_store(&lookups_stop, 1);
+    pthread_join(t, NULL);
+    unsetenv("GPULEAK_NO_LIBDW");
+    ck_assert_msg(hung == 0, "%d of %d children hung", hung, forks);
+}
+END_TEST
+
 #ifdef INJECT_FAILURES
 /* Runs one begin/lookups/end cycle with allocation failures injected after
  * k successful allocations; every answer must still be well formed. */
@@ -588,6 +654,7 @@ static Suite *symbolize_suite(void)
     tcase_add_test(tc, test_without_libdw);
     tcase_add_test(tc, test_cache);
     tcase_add_test(tc, test_outside_batch);
+    tcase_add_test(tc, test_fork_during_lookups);
     suite_add_tcase(s, tc);
 #ifdef INJECT_FAILURES
     /* Its own case so CK_RUN_CASE=oom can run it alone under a debugger. */
