@@ -92,7 +92,8 @@ static const option_spec_t options[] = {
         "none drops the built-in origin rules, keeping only GPULEAK_ORIGIN_SKIP." },
       OPTION_MODULE, NULL, 0, 0, 0 },
     { { "GPULEAK_NO_LIBDW", "0",
-        "1 symbolizes without libdw (no source lines), as on a machine without elfutils." },
+        "1 symbolizes without libdw (names from the files' symbol tables, no source lines), "
+        "as on a machine without elfutils." },
       OPTION_MODULE, NULL, 0, 0, 0 },
 };
 

@@ -7,15 +7,21 @@
  *   dl_iterate_phdr  module path and offset (offset = address - load bias,
  *                    i.e. the ELF virtual address, so `addr2line -e module
  *                    offset` works on another machine)
- *   dladdr           exported (.dynsym) names
- *   libdw            .symtab names (static functions), file:line from DWARF
- *                    and the inlined frames; loaded with dlopen so the shim
- *                    runs where elfutils is absent
+ *   libdw            names, file:line from DWARF and the inlined frames;
+ *                    loaded with dlopen so the shim runs where elfutils is
+ *                    absent
+ *   elfsyms          names from the module file's own .symtab, else
+ *                    .dynsym, and MiniDebugInfo's (static functions, main,
+ *                    nvcc's static cudart) where libdw is absent or finds
+ *                    none
+ *   dladdr           exported (.dynsym) names, for a module whose file
+ *                    cannot be read (replaced on disk, say)
  *   __cxa_demangle   C++ names, only when the process already has it
  *
  * GPULEAK_NO_LIBDW=1 (read by symbolize_begin) makes the batch behave as if
  * libdw.so.1 were absent; the tests use it, and a user can too if libdw
- * misbehaves on some binary.
+ * misbehaves on some binary. The symbol tables are read per batch, up to
+ * SYMBOL_BUDGET functions in all, and dropped at symbolize_end.
  *
  * Strings handed out come from an arena and are interned, so a report of many
  * stacks holds each path and name once; all of it goes at symbolize_end.
@@ -24,6 +30,7 @@
 #define _GNU_SOURCE
 #include "symbolize.h"
 #include "config.h"
+#include "elfsyms.h"
 #include "log.h"
 
 #include <dlfcn.h>
@@ -38,6 +45,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+/* Functions whose symbols one batch may hold, over every module read (16
+ * bytes each: 64 MiB); a module's table that would go beyond is not read,
+ * and its frames are named by dladdr alone. */
+#define SYMBOL_BUDGET ((size_t)4 << 20)
 
 /* Deepest inline chain kept per address (inlined frames + the real one). */
 #define MAX_FRAMES 32
@@ -110,6 +122,13 @@ struct cu_index {
     size_t nranges, ranges_cap;
 };
 
+/* A module's symbol table, read on its first frame without a name. */
+struct module_syms {
+    struct module_syms *next;
+    uintptr_t bias;
+    elfsyms_t *syms; /* NULL: no readable file, not the loaded one, no functions */
+};
+
 struct cache_slot {
     uintptr_t address;
     uint32_t first; /* index into frames pool */
@@ -147,6 +166,8 @@ static struct {
     int open; /* between symbolize_begin and symbolize_end */
     Dwfl *dwfl; /* non-NULL only when libdw is fully usable */
     struct cu_index *cu_indexes;
+    struct module_syms *module_syms;
+    size_t symbol_budget; /* functions the batch may still read */
 
     int demangler_looked;
 
@@ -402,21 +423,25 @@ static int iterate_modules(int (*cb)(struct dl_phdr_info *, size_t, void *), voi
 /* Fills in module and offset for pc (the adjusted lookup address); leaves
  * them as "?" and the raw address when no loaded object holds it. The path is
  * absolute where the loader's is relative (dlopen("./x.so")), so the report
- * does not depend on the directory the process happened to be in. */
-static void find_module(uintptr_t pc, symbolized_frame_t *fr)
+ * does not depend on the directory the process happened to be in. Returns
+ * 1 with the object's load bias in *bias, or 0 when none holds pc; *is_exe
+ * says it is the program. */
+static int find_module(uintptr_t pc, symbolized_frame_t *fr, uintptr_t *bias, int *is_exe)
 {
     struct module_query q = {.pc = pc};
     if (!iterate_modules(module_cb, &q) || !q.found)
-        return;
+        return 0;
     fr->offset = fr->address - q.bias;
+    *bias = q.bias;
     const char *name = q.name;
-    if (!name || !*name) {
+    *is_exe = !name || !*name;
+    if (*is_exe) {
         /* Only the program is nameless; other anonymous entries are rare
          * enough that "?" would be more misleading than the exe path. */
         name = exe_path();
         const char *s = intern(name);
         fr->module = s ? s : st.exe_path[0] ? st.exe_path : "?";
-        return;
+        return 1;
     }
     char buf[PATH_MAX];
     if (name[0] != '/' && strchr(name, '/') && realpath(name, buf))
@@ -425,6 +450,73 @@ static void find_module(uintptr_t pc, symbolized_frame_t *fr)
     /* Out of memory: the loader's string stays valid while the object is
      * loaded, which at exit it is; a local buffer would not be. */
     fr->module = s ? s : name == buf ? "?" : name;
+    return 1;
+}
+
+/* ---- ELF symbol tables ------------------------------------------------ */
+
+struct loaded_query {
+    uintptr_t bias;
+    const elfsyms_t *file;
+    int matches;
+};
+
+/* dl_iterate_phdr callback: whether the object loaded at q->bias is the
+ * file q->file (elfsyms_is_loaded_as allocates nothing, as the guard
+ * requires). */
+static int loaded_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+    struct loaded_query *q = data;
+    (void)size;
+    if (info->dlpi_addr != q->bias || !elfsyms_is_loaded_as(q->file, info))
+        return 0;
+    q->matches = 1;
+    return 1;
+}
+
+/* The symbol table of the module loaded at bias, from its file (path, or
+ * the program's own through /proc/self/exe, which names it even when the
+ * path was replaced), read the first time one of its frames needs a name.
+ * NULL when there is none to use; the miss is kept too, so it is paid once
+ * a batch. */
+static const elfsyms_t *module_symbols(uintptr_t bias, const char *path, int is_exe)
+{
+    struct module_syms *m;
+    for (m = st.module_syms; m; m = m->next)
+        if (m->bias == bias)
+            return m->syms;
+    m = calloc(1, sizeof(*m));
+    if (!m)
+        return NULL;
+    m->bias = bias;
+    m->next = st.module_syms;
+    st.module_syms = m;
+    elfsyms_t *t = is_exe ? elfsyms_open("/proc/self/exe") : NULL;
+    /* Only an absolute path: a relative one would be looked up in the
+     * current directory, where any file may lie. */
+    if (!t && path[0] == '/')
+        t = elfsyms_open(path);
+    if (!t)
+        return NULL;
+    struct loaded_query q = {.bias = bias, .file = t};
+    iterate_modules(loaded_cb, &q);
+    if (!q.matches || elfsyms_load(t, &st.symbol_budget) == 0) {
+        elfsyms_close(t);
+        return NULL;
+    }
+    m->syms = t;
+    return t;
+}
+
+/* Frees the batch's symbol tables. */
+static void free_module_syms(void)
+{
+    while (st.module_syms) {
+        struct module_syms *next = st.module_syms->next;
+        elfsyms_close(st.module_syms->syms);
+        free(st.module_syms);
+        st.module_syms = next;
+    }
 }
 
 /* ---- libdw ------------------------------------------------------------ */
@@ -695,7 +787,9 @@ static int resolve(uintptr_t address, symbolized_frame_t *out, int cap)
     uintptr_t pc = address ? address - 1 : 0;
     symbolized_frame_t base = {.address = address, .offset = address,
                                .module = "?"};
-    find_module(pc, &base);
+    uintptr_t load_bias = 0;
+    int is_exe = 0;
+    int in_module = find_module(pc, &base, &load_bias, &is_exe);
 
     const char *func = NULL, *file = NULL;
     uintptr_t func_off = 0;
@@ -752,6 +846,13 @@ static int resolve(uintptr_t address, symbolized_frame_t *out, int cap)
         }
     }
 
+    if (!func && in_module) {
+        const elfsyms_t *t = module_symbols(load_bias, base.module, is_exe);
+        uint64_t off;
+        const char *name = t ? elfsyms_lookup(t, pc - load_bias, &off) : NULL;
+        if (name && (func = demangle(name)) != NULL)
+            func_off = off + (address - pc);
+    }
     if (!func) {
         Dl_info info;
         if (dladdr((void *)pc, &info) && info.dli_sname && info.dli_saddr &&
@@ -874,6 +975,7 @@ int symbolize_begin(void)
     pthread_mutex_lock(&lock);
     if (!st.open) {
         st.open = 1;
+        st.symbol_budget = SYMBOL_BUDGET;
         if (load_libdw() == 0)
             open_dwfl(); /* without a session (no /proc, say) lookups skip libdw */
     }
@@ -912,6 +1014,7 @@ void symbolize_end(void)
 {
     pthread_mutex_lock(&lock);
     free_cu_indexes();
+    free_module_syms();
     if (st.dwfl)
         libdw.dwfl_end(st.dwfl);
     while (st.arena) {

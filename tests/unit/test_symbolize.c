@@ -213,7 +213,7 @@ static void no_libdw(void)
 
 /* ---- tests ------------------------------------------------------------ */
 
-/* A static function needs .symtab (libdw) for its name; its line must be the
+/* A static function is named by .symtab alone; its line must be the
  * call's, since the lookup uses address - 1. */
 START_TEST(test_static_function)
 {
@@ -405,8 +405,9 @@ START_TEST(test_demangle_local_runtime)
 }
 END_TEST
 
-/* Without libdw the module and offset are exactly as with it, and exported
- * names still come from dladdr. */
+/* Without libdw the module and offset are exactly as with it, names come
+ * from the file's own .symtab (static functions included), and exported
+ * names of a stripped library (libc) from its .dynsym. */
 START_TEST(test_without_libdw)
 {
     int line = 0;
@@ -430,7 +431,8 @@ START_TEST(test_without_libdw)
     ck_assert_str_eq(f[0].module, with_module);
     ck_assert_uint_eq(f[0].offset, with_offset);
     ck_assert_uint_eq(f[0].offset, ra - exe_bias());
-    ck_assert_ptr_null(f[0].function); /* static: not in .dynsym */
+    ck_assert_str_eq(f[0].function, "static_caller"); /* static: .symtab only */
+    ck_assert_uint_eq(f[0].function_offset, ra - (uintptr_t)(void *)static_caller);
     ck_assert_ptr_null(f[0].file);
     ck_assert_int_eq(f[0].line, 0);
 
@@ -439,6 +441,7 @@ START_TEST(test_without_libdw)
     uintptr_t ira = inline_outer(&inner, &outer);
     ck_assert_int_eq(symbolize_address(ira, f, 4), 1);
     ck_assert_int_eq(f[0].inlined, 0);
+    ck_assert_str_eq(f[0].function, "inline_outer");
 
     ck_assert_int_eq(symbolize_address(q + 1, f, 4), 1);
     ck_assert_ptr_nonnull(strstr(f[0].module, "libc"));
