@@ -38,12 +38,14 @@
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <link.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* Functions whose symbols one batch may hold, over every module read (16
@@ -67,7 +69,8 @@ struct dw_api {
     typeof(&dwfl_report_end) dwfl_report_end;
     typeof(&dwfl_linux_proc_report) dwfl_linux_proc_report;
     typeof(&dwfl_linux_proc_find_elf) dwfl_linux_proc_find_elf;
-    typeof(&dwfl_standard_find_debuginfo) dwfl_standard_find_debuginfo;
+    typeof(&dwfl_build_id_find_debuginfo) dwfl_build_id_find_debuginfo;
+    typeof(&dwfl_module_build_id) dwfl_module_build_id;
     typeof(&dwfl_addrmodule) dwfl_addrmodule;
     typeof(&dwfl_module_addrinfo) dwfl_module_addrinfo;
     typeof(&dwfl_module_addrdie) dwfl_module_addrdie;
@@ -138,7 +141,8 @@ struct cache_slot {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* dwfl_begin keeps a pointer to its callbacks, so they must outlive the
- * session; the members are libdw's own functions, known only after dlopen. */
+ * session; the members are libdw's own functions, known only after dlopen,
+ * and find_debuginfo_locally. */
 static Dwfl_Callbacks dwfl_callbacks;
 static char *debuginfo_path; /* NULL: libdw's default search path */
 
@@ -560,7 +564,8 @@ static int load_libdw(void)
     DW_LOAD(dwfl_report_end);
     DW_LOAD(dwfl_linux_proc_report);
     DW_LOAD(dwfl_linux_proc_find_elf);
-    DW_LOAD(dwfl_standard_find_debuginfo);
+    DW_LOAD(dwfl_build_id_find_debuginfo);
+    DW_LOAD(dwfl_module_build_id);
     DW_LOAD(dwfl_addrmodule);
     DW_LOAD(dwfl_module_addrinfo);
     DW_LOAD(dwfl_module_addrdie);
@@ -594,6 +599,92 @@ static int load_libdw(void)
     return 0;
 }
 
+/* The CRC-32 of fd's whole contents (the .gnu_debuglink checksum: the
+ * zlib polynomial, reflected), or 0 when it cannot be read; its table is
+ * built on first use. */
+static uint32_t file_crc32(int fd)
+{
+    static uint32_t table[256];
+    if (table[1] == 0) {
+        for (uint32_t i = 0; i < 256; i++) {
+            uint32_t c = i;
+            for (int k = 0; k < 8; k++)
+                c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+            table[i] = c;
+        }
+    }
+    unsigned char buf[16384];
+    uint32_t crc = 0xFFFFFFFFu;
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof(buf))) > 0)
+        for (ssize_t i = 0; i < n; i++)
+            crc = table[(crc ^ buf[i]) & 0xFF] ^ (crc >> 8);
+    if (n < 0 || lseek(fd, 0, SEEK_SET) != 0)
+        return 0;
+    return crc ^ 0xFFFFFFFFu;
+}
+
+/* Whether the debug file at path belongs to mod: the same build id, or,
+ * for a module without one, the checksum its .gnu_debuglink names. */
+static int debug_file_matches(Dwfl_Module *mod, const char *path, int fd, GElf_Word crc)
+{
+    const unsigned char *id;
+    GElf_Addr id_vaddr;
+    int id_len = libdw.dwfl_module_build_id(mod, &id, &id_vaddr);
+    if (id_len > 0) {
+        unsigned char other[64];
+        return elfsyms_build_id(path, other, sizeof(other)) == id_len &&
+               memcmp(other, id, (size_t)id_len) == 0;
+    }
+    return crc != 0 && file_crc32(fd) == crc;
+}
+
+/* Dwfl_Callbacks.find_debuginfo: where libdw's standard callback looks,
+ * but on this machine only. dwfl_standard_find_debuginfo, having found
+ * nothing here, asks the debuginfod servers of DEBUGINFOD_URLS (libdw loads
+ * libdebuginfod and libcurl for it): a report made network requests, and
+ * the exit took seconds. The program's DEBUGINFOD_URLS stays as it is, for
+ * the program's own use. Looks in the build-id tree (libdw's
+ * dwfl_build_id_find_debuginfo, local by itself: it also finds dwz's
+ * shared files), then for the .gnu_debuglink name beside the file, in its
+ * .debug directory and under /usr/lib/debug, the standard's default path;
+ * a candidate must match the module. */
+static int find_debuginfo_locally(Dwfl_Module *mod, void **userdata, const char *modname,
+                                  GElf_Addr base, const char *file_name,
+                                  const char *debuglink_file, GElf_Word debuglink_crc,
+                                  char **debuginfo_file_name)
+{
+    int fd = libdw.dwfl_build_id_find_debuginfo(mod, userdata, modname, base, file_name,
+                                                debuglink_file, debuglink_crc,
+                                                debuginfo_file_name);
+    if (fd >= 0 || !debuglink_file || strchr(debuglink_file, '/') || !file_name ||
+        file_name[0] != '/')
+        return fd;
+    const char *slash = strrchr(file_name, '/');
+    int dir_len = (int)(slash - file_name);
+    struct stat main_st;
+    if (stat(file_name, &main_st) != 0)
+        return -1;
+    static const char *const forms[] = {"%.*s/%s", "%.*s/.debug/%s", "/usr/lib/debug%.*s/%s"};
+    for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
+        char path[PATH_MAX];
+        if (snprintf(path, sizeof(path), forms[i], dir_len, file_name, debuglink_file) >=
+            (int)sizeof(path))
+            continue;
+        struct stat st;
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        /* The main file by another name is no debug file. */
+        if (fstat(fd, &st) == 0 && (st.st_dev != main_st.st_dev || st.st_ino != main_st.st_ino) &&
+            debug_file_matches(mod, path, fd, debuglink_crc) &&
+            (*debuginfo_file_name = strdup(path)) != NULL)
+            return fd;
+        close(fd);
+    }
+    return -1;
+}
+
 /* Opens a Dwfl session over this process's own mappings. The module list is
  * read once per batch: at exit no more libraries come and go. Returns 0, or
  * -1 with no session (e.g. /proc not mounted). */
@@ -602,7 +693,7 @@ static int open_dwfl(void)
     struct dw_api *d = &libdw;
     debuginfo_path = NULL;
     dwfl_callbacks.find_elf = d->dwfl_linux_proc_find_elf;
-    dwfl_callbacks.find_debuginfo = d->dwfl_standard_find_debuginfo;
+    dwfl_callbacks.find_debuginfo = find_debuginfo_locally;
     dwfl_callbacks.section_address = NULL;
     dwfl_callbacks.debuginfo_path = &debuginfo_path;
     Dwfl *dwfl = d->dwfl_begin(&dwfl_callbacks);

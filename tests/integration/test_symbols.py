@@ -4,9 +4,12 @@ binaries built without -g, stripped of debug info, or carrying only
 MiniDebugInfo; and no network, ever, while a report is written."""
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -59,6 +62,60 @@ class ElfNamesTest(Base):
         self.assertIn(".symtab", have["strip-debug"])
         self.assertNotIn(".symtab", have["minidebuginfo"])
         self.assertIn(".gnu_debugdata", have["minidebuginfo"])
+
+
+class LocalDebugInfoTest(Base):
+    """libdw looks for separate debug info on this machine only."""
+
+    def test_no_network_while_writing_the_report(self):
+        # With DEBUGINFOD_URLS set, libdw's standard search asked the server
+        # for every module without local debug info: 3 connections and 6.7
+        # s of exit for this program. The test's own server must see none.
+        server = socket.socket()
+        server.bind(("127.0.0.1", 0))
+        server.listen(16)
+        self.addCleanup(server.close)
+        accepted = []
+
+        def accept():
+            while True:
+                try:
+                    conn, _ = server.accept()
+                except OSError:
+                    return
+                accepted.append(conn)
+                conn.close()
+        threading.Thread(target=accept, daemon=True).start()
+        url = "http://127.0.0.1:%d" % server.getsockname()[1]
+        start = time.monotonic()
+        r = run([SYMBOLS / "nodebug"], self.tmp,
+                env_extra={"DEBUGINFOD_URLS": url, "GPULEAK_SUMMARY": "0",
+                           "DEBUGINFOD_CACHE_PATH": os.path.join(self.tmp, "cache"),
+                           "DEBUGINFOD_TIMEOUT": "5"})
+        took = time.monotonic() - start
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(accepted, [], f"{len(accepted)} connection(s) to {url}")
+        self.assertLess(took, 2.0)
+        self.assertEqual(r.report["leaks"][0]["stack"][0]["function"], "cudaStaticMalloc")
+
+    def test_debug_file_named_by_debuglink(self):
+        # Debug info moved beside the binary (.debug/, named by
+        # .gnu_debuglink) still gives lines.
+        bindir = os.path.join(self.tmp, "bin")
+        os.makedirs(os.path.join(bindir, ".debug"))
+        prog = os.path.join(bindir, "prog")
+        debug = os.path.join(bindir, ".debug", "prog.debug")
+        shutil.copy(BUILD / "tests" / "prog_symbols", prog)
+        subprocess.run(["objcopy", "--only-keep-debug", prog, debug], check=True)
+        subprocess.run(["strip", "--strip-debug", prog], check=True)
+        subprocess.run(["objcopy", "--add-gnu-debuglink=" + debug, prog], check=True)
+        self.assertNotIn(".debug_info", sections(prog))
+        r = run([prog], self.tmp, env_extra={"GPULEAK_SUMMARY": "0"})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        frame = r.report["leaks"][0]["stack"][0]
+        self.assertEqual((frame["function"], os.path.basename(frame["file"] or "")),
+                         ("cudaStaticMalloc", "prog_symbols.c"))
+        self.assertGreater(frame["line"], 0)
 
 
 if __name__ == "__main__":
