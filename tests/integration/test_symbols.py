@@ -13,9 +13,10 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_core import BUILD, Base, run  # noqa: E402
+from test_core import BUILD, FAKE_DIR, ROOT, Base, run  # noqa: E402
 
 SYMBOLS = BUILD / "tests" / "symbols"
+CUDA_HOME = os.environ.get("CUDA_HOME", "/usr/local/cuda")
 VARIANTS = ("nodebug", "strip-debug", "minidebuginfo")
 
 
@@ -98,24 +99,58 @@ class LocalDebugInfoTest(Base):
         self.assertLess(took, 2.0)
         self.assertEqual(r.report["leaks"][0]["stack"][0]["function"], "cudaStaticMalloc")
 
-    def test_debug_file_named_by_debuglink(self):
-        # Debug info moved beside the binary (.debug/, named by
-        # .gnu_debuglink) still gives lines.
-        bindir = os.path.join(self.tmp, "bin")
+    def split_debug(self, name, build_id=True):
+        """prog_symbols built with -g, its debug info moved to .debug/
+        beside it and named by .gnu_debuglink. Returns (program, debug)."""
+        bindir = os.path.join(self.tmp, name)
         os.makedirs(os.path.join(bindir, ".debug"))
         prog = os.path.join(bindir, "prog")
         debug = os.path.join(bindir, ".debug", "prog.debug")
-        shutil.copy(BUILD / "tests" / "prog_symbols", prog)
+        subprocess.run(["cc", "-std=gnu11", f"-I{CUDA_HOME}/include", "-O0", "-g",
+                        "-Wl,--build-id" + ("" if build_id else "=none"), "-o", prog,
+                        str(ROOT / "tests" / "integration" / "prog_symbols.c"),
+                        f"-L{FAKE_DIR}", "-lcuda"], check=True)
         subprocess.run(["objcopy", "--only-keep-debug", prog, debug], check=True)
         subprocess.run(["strip", "--strip-debug", prog], check=True)
         subprocess.run(["objcopy", "--add-gnu-debuglink=" + debug, prog], check=True)
         self.assertNotIn(".debug_info", sections(prog))
-        r = run([prog], self.tmp, env_extra={"GPULEAK_SUMMARY": "0"})
+        return prog, debug
+
+    def first_frame(self, prog):
+        tmp = tempfile.mkdtemp(prefix="gpuleak-sym-")
+        self.addCleanup(shutil.rmtree, tmp, ignore_errors=True)
+        r = run([prog], tmp, env_extra={"GPULEAK_SUMMARY": "0"})
         self.assertEqual(r.returncode, 0, r.stderr)
-        frame = r.report["leaks"][0]["stack"][0]
-        self.assertEqual((frame["function"], os.path.basename(frame["file"] or "")),
-                         ("cudaStaticMalloc", "prog_symbols.c"))
-        self.assertGreater(frame["line"], 0)
+        return r.report["leaks"][0]["stack"][0]
+
+    def test_debug_file_named_by_debuglink(self):
+        # Debug info moved beside the binary still gives lines: checked by
+        # build id, or by the link's CRC for a binary without one.
+        for build_id in (True, False):
+            with self.subTest(build_id=build_id):
+                prog, _ = self.split_debug("with-id" if build_id else "no-id", build_id)
+                frame = self.first_frame(prog)
+                self.assertEqual((frame["function"], os.path.basename(frame["file"] or "")),
+                                 ("cudaStaticMalloc", "prog_symbols.c"))
+                self.assertGreater(frame["line"], 0)
+
+    def test_debug_file_of_another_build_is_refused(self):
+        # A .debug file replaced by another build's: its lines would be
+        # wrong, so there are none.
+        for build_id in (True, False):
+            with self.subTest(build_id=build_id):
+                name = "other-id" if build_id else "other-no-id"
+                prog, debug = self.split_debug(name, build_id)
+                other, other_debug = self.split_debug(name + "-2", build_id)
+                with open(other_debug, "ab") as f:
+                    f.write(b"\0" * 64)  # another file, another CRC
+                shutil.copy(other_debug, debug)
+                if build_id:  # and another build id
+                    subprocess.run(["objcopy", "--remove-section=.note.gnu.build-id", debug],
+                                   check=True)
+                frame = self.first_frame(prog)
+                self.assertEqual(frame["function"], "cudaStaticMalloc")
+                self.assertIsNone(frame["file"])
 
 
 if __name__ == "__main__":
