@@ -101,6 +101,33 @@ $(BUILD)/tests/test_live: TEST_LIBS = -Wl,--wrap=tally_each
 $(BUILD)/tests/prog_%: tests/integration/prog_%.c $(FAKECUDA) | $(BUILD)/tests
 	$(CC) $(ALL_CFLAGS) -fno-omit-frame-pointer -O0 -o $@ $< -L$(BUILD)/fakecuda -lcuda -ldl -lpthread
 
+# prog_symbols without DWARF, the ways a shipped binary comes: built
+# without -g; stripped of debug info only (.symtab kept); and with only
+# MiniDebugInfo, as Fedora ships it: .symtab's functions that .dynsym lacks,
+# in an xz-compressed ELF file in .gnu_debugdata of a fully stripped binary.
+SYMBOLS := $(BUILD)/tests/symbols
+SYMBOLS_BIN := $(SYMBOLS)/nodebug $(SYMBOLS)/strip-debug $(SYMBOLS)/minidebuginfo
+$(SYMBOLS)/nodebug: tests/integration/prog_symbols.c tests/integration/progs.h $(FAKECUDA)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -fno-omit-frame-pointer -O0 -g0 -o $@ $< -L$(BUILD)/fakecuda -lcuda
+$(SYMBOLS)/strip-debug: $(BUILD)/tests/prog_symbols
+	@mkdir -p $(@D)
+	strip --strip-debug -o $@ $<
+$(SYMBOLS)/minidebuginfo: $(SYMBOLS)/nodebug
+	nm -D --defined-only --format=posix $< | cut -d' ' -f1 | sort >$@.dynsyms
+	nm --defined-only --format=posix $< | awk '$$2 ~ /^[Tt]$$/ {print $$1}' | sort >$@.funcsyms
+	comm -13 $@.dynsyms $@.funcsyms >$@.keep
+	objcopy --only-keep-debug $< $@.debug
+	objcopy -S --remove-section .gdb_index --remove-section .comment --keep-symbols=$@.keep $@.debug $@.mini
+	xz -f $@.mini
+	strip --strip-all -R .comment -o $@ $<
+	objcopy --add-section .gnu_debugdata=$@.mini.xz $@
+	rm -f $@.dynsyms $@.funcsyms $@.keep $@.debug $@.mini.xz
+
+# A program that reaches the driver only by dlopen: no -lcuda.
+$(BUILD)/tests/prog_dlopen: tests/integration/prog_dlopen.c tests/integration/progs.h | $(BUILD)/tests
+	$(CC) $(ALL_CFLAGS) -fno-omit-frame-pointer -O0 -o $@ $< -ldl
+
 $(BUILD)/demo: tests/demo/demo.c $(FAKECUDA) | $(BUILD)
 	$(CC) $(ALL_CFLAGS) -O1 -fno-omit-frame-pointer -o $@ $< -L$(BUILD)/fakecuda -lcuda
 
@@ -120,7 +147,7 @@ deps:
 unit: deps $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
 
-integration: deps all $(PROG_BIN) $(FAKEC10) $(FAKEC10_STRIPPED) $(FAKEC10_OTHER)
+integration: deps all $(PROG_BIN) $(SYMBOLS_BIN) $(FAKEC10) $(FAKEC10_STRIPPED) $(FAKEC10_OTHER)
 	$(PYTHON) -m unittest discover -s tests/integration -p 'test_*.py' -v
 
 # The unit suites and the gpuleak command again, under AddressSanitizer and

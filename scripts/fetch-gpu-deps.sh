@@ -9,7 +9,8 @@
 #   .deps/include/   libunwind*.h (not unwind.h: that would shadow GCC's own), and the
 #                    build-time-only headers the shim includes: uthash.h (header-only),
 #                    elfutils/libdw*.h, dwarf.h, gelf.h, libelf.h (libdw itself is
-#                    dlopen'ed at run time, and absent there: no source lines then)
+#                    dlopen'ed at run time, and absent there: no source lines then),
+#                    lzma.h and lzma/ (liblzma is dlopen'ed for MiniDebugInfo)
 #   .deps/fallback/  liblzma.so.5* (only for a machine without liblzma; not on rpath)
 #   .deps/MANIFEST   package versions, NEEDED entries, sha256 sums
 set -euo pipefail
@@ -19,7 +20,7 @@ deps="$repo/.deps"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-pkgs=(libunwind8 libunwind-dev liblzma5 uthash-dev libdw-dev libelf-dev libjansson4 libjansson-dev)
+pkgs=(libunwind8 libunwind-dev liblzma5 liblzma-dev uthash-dev libdw-dev libelf-dev libjansson4 libjansson-dev)
 echo "fetch-gpu-deps: downloading ${pkgs[*]}"
 (cd "$work" && apt-get download "${pkgs[@]}") || {
     echo "fetch-gpu-deps: apt-get download failed (run 'apt-get update' once first?)" >&2
@@ -57,7 +58,10 @@ ui="$deps/root/usr/include"
 cp -L "$ui"/ut*.h "$ui/dwarf.h" "$ui/gelf.h" "$ui/libelf.h" "$ui/nlist.h" "$deps/include/"
 mkdir -p "$deps/include/elfutils"
 cp -L "$ui"/elfutils/*.h "$deps/include/elfutils/"
-for h in uthash.h dwarf.h gelf.h libelf.h elfutils/libdw.h elfutils/libdwfl.h; do
+mkdir -p "$deps/include/lzma"
+cp -L "$ui/lzma.h" "$deps/include/"
+cp -L "$ui"/lzma/*.h "$deps/include/lzma/"
+for h in uthash.h dwarf.h gelf.h libelf.h elfutils/libdw.h elfutils/libdwfl.h lzma.h lzma/base.h; do
     [ -f "$deps/include/$h" ] || { echo "fetch-gpu-deps: $h missing" >&2; exit 1; }
 done
 
@@ -95,6 +99,7 @@ cat > "$work/t.c" <<'C'
 #include <uthash.h>
 #include <elfutils/libdwfl.h>
 #include <dwarf.h>
+#include <lzma.h>
 #include <stdio.h>
 int main(void) { void *b[32]; int n = unw_backtrace(b, 32); printf("%d\n", n); return n > 0 ? 0 : 1; }
 C

@@ -5,7 +5,8 @@ set -e
 need=""
 have() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 for pkg in gcc g++ make libunwind-dev uthash-dev check libdw-dev libjansson-dev \
-           python3 python3-dev python3-pytest python3-pytest-xdist libxml2-utils pkg-config clang libclang-rt-14-dev; do
+           python3 python3-dev python3-pytest python3-pytest-xdist libxml2-utils pkg-config clang \
+           libclang-rt-14-dev liblzma-dev xz-utils; do
     have "$pkg" || need="$need $pkg"
 done
 [ -z "$need" ] && exit 0

@@ -1,3 +1,4 @@
+#define _GNU_SOURCE
 #include "config.h"
 #include "log.h"
 
@@ -15,6 +16,16 @@ config_t config;
  * time, or in a test that sets it per case); listed here so that the table
  * stays the one list of variables. */
 enum option_type { OPTION_INT, OPTION_BOOL, OPTION_STRING, OPTION_TORCH, OPTION_MODULE };
+
+/* secure_getenv, not getenv: in a setuid, setgid or file-capability
+ * program (AT_SECURE) the user who started it chose the environment, and
+ * an admin-wide preload (/etc/ld.so.preload) puts the shim there too; a
+ * report path, a rank or a temporary directory taken from that environment
+ * would let them create or replace files as the program's owner. */
+const char *config_getenv(const char *name)
+{
+    return secure_getenv(name);
+}
 
 int config_torch_allocator_async(const char *value)
 {
@@ -37,7 +48,8 @@ typedef struct option_spec {
 
 static const option_spec_t options[] = {
     { { "GPULEAK_OUTPUT", "./gpuleak-%p.json",
-        "Report path; %p is the pid, %h the host name, %r the rank (RANK or LOCAL_RANK)." },
+        "Report path; %p is the pid, %h the host name, %r the rank (RANK or LOCAL_RANK, "
+        "digits only)." },
       OPTION_STRING, &config.output, 0, 0, 0 },
     INT_OPTION("GPULEAK_STACK_DEPTH", stack_depth, 64, 0, 256,
                "Native frames recorded per allocation; 0 records no stacks."),
@@ -82,7 +94,8 @@ static const option_spec_t options[] = {
         "none drops the built-in origin rules, keeping only GPULEAK_ORIGIN_SKIP." },
       OPTION_MODULE, NULL, 0, 0, 0 },
     { { "GPULEAK_NO_LIBDW", "0",
-        "1 symbolizes without libdw (no source lines), as on a machine without elfutils." },
+        "1 symbolizes without libdw (names from the files' symbol tables, no source lines), "
+        "as on a machine without elfutils." },
       OPTION_MODULE, NULL, 0, 0, 0 },
 };
 
@@ -134,7 +147,7 @@ int config_load(void)
             *(const char **)spec->field = spec->doc.default_text;
         else if (spec->type == OPTION_INT || spec->type == OPTION_BOOL)
             *(int *)spec->field = (int)spec->def;
-        const char *text = getenv(spec->doc.name);
+        const char *text = config_getenv(spec->doc.name);
         if (text == NULL || spec->type == OPTION_MODULE)
             continue;
         if (spec->type == OPTION_STRING) {

@@ -24,6 +24,13 @@ typedef struct config {
     int holders_ms;       /* time Python may spend naming holders at its finish (finish.h) */
 } config_t;
 
+/* The value of the environment variable name, or NULL when it is unset or
+ * the process runs in secure-execution mode (setuid, setgid, file
+ * capabilities), where every variable reads as unset and the defaults
+ * apply. Every variable the shim reads (GPULEAK_*, RANK, TMPDIR, ...) is
+ * read through this one function. */
+const char *config_getenv(const char *name);
+
 /* The values in force: zero until config_load has run, then each option's
  * default or its variable's value. */
 extern config_t config;

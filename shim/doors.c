@@ -7,12 +7,15 @@
 
 #include <cuda.h>
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <string.h>
 
 #define EXPORT __attribute__((visibility("default")))
 
 typedef void *(*dlsym_fn)(void *, const char *);
+typedef int (*dlclose_fn)(void *);
 
 typedef struct door {
     const char *name;
@@ -25,13 +28,25 @@ typedef struct door {
 static const door_t doors[DOOR_COUNT] = { DOORS_FUNCTIONS(DOORS_ROW) };
 #undef DOORS_ROW
 
-static _Atomic(void *) real_functions[DOOR_COUNT];
-static _Atomic(void *) libcuda;
-static _Atomic(dlsym_fn) real_dlsym_fn;
+#define HELPER_NAME(name) #name,
+static const char *const helper_names[HELPER_COUNT] = { DOORS_HELPERS(HELPER_NAME) };
+#undef HELPER_NAME
 
-/* glibc's own dlsym, found by version so that our exported dlsym is not
- * found instead: GLIBC_2.34 where libdl merged into libc, GLIBC_2.2.5
- * before. Returns NULL only on a libc with neither, which glibc is not. */
+static _Atomic(void *) real_functions[DOOR_COUNT];
+_Atomic(void *) doors_helper_cache[HELPER_COUNT];
+static _Atomic(dlsym_fn) real_dlsym_fn;
+static _Atomic(dlclose_fn) real_dlclose_fn;
+
+/* One driver function the caches hold, and the base of the object it was
+ * in: when that object is gone (the program dlclosed the driver), every
+ * cached pointer is, and they are dropped (see dlclose below). */
+static _Atomic(void *) driver_probe;
+static _Atomic(uintptr_t) driver_base;
+
+/* glibc's own dlsym and dlclose, found by version so that the shim's
+ * exported ones are not found instead: GLIBC_2.34 where libdl merged into
+ * libc, GLIBC_2.2.5 before. NULL only on a libc with neither, which glibc
+ * is not. */
 static dlsym_fn real_dlsym(void)
 {
     dlsym_fn fn = atomic_load_explicit(&real_dlsym_fn, memory_order_acquire);
@@ -44,40 +59,113 @@ static dlsym_fn real_dlsym(void)
     return fn;
 }
 
-/* The driver library, already loaded by the time any door is used (a door
- * is reached only through libcuda's symbols); a fresh dlopen is the fallback
- * for a program that calls an exported wrapper without linking libcuda. */
-static void *driver_handle(void)
+static dlclose_fn real_dlclose(void)
 {
-    void *h = atomic_load_explicit(&libcuda, memory_order_acquire);
-    if (h != NULL)
-        return h;
-    h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
-    if (h == NULL)
-        h = dlopen("libcuda.so.1", RTLD_LAZY);
-    if (h != NULL)
-        atomic_store_explicit(&libcuda, h, memory_order_release);
-    return h;
+    dlclose_fn fn = atomic_load_explicit(&real_dlclose_fn, memory_order_acquire);
+    if (fn != NULL)
+        return fn;
+    fn = (dlclose_fn)dlvsym(RTLD_NEXT, "dlclose", "GLIBC_2.34");
+    if (fn == NULL)
+        fn = (dlclose_fn)dlvsym(RTLD_NEXT, "dlclose", "GLIBC_2.2.5");
+    atomic_store_explicit(&real_dlclose_fn, fn, memory_order_release);
+    return fn;
 }
 
-void *doors_driver_symbol(const char *name)
+/* Both found at load, before the program runs: a lookup that succeeds
+ * clears the dlerror state, which a first dlclose must not do behind the
+ * program's back. */
+__attribute__((constructor)) static void find_real_dl(void)
 {
-    void *h = driver_handle();
+    real_dlsym();
+    real_dlclose();
+}
+
+/* Keeps fn in slot unless another thread filled it first, and notes which
+ * loaded object the cached pointers come from. */
+static void cache_function(_Atomic(void *) *slot, void *fn)
+{
+    void *expected = NULL;
+    if (!atomic_compare_exchange_strong(slot, &expected, fn)
+        || atomic_load_explicit(&driver_probe, memory_order_acquire) != NULL)
+        return;
+    Dl_info info;
+    if (dladdr(fn, &info) == 0)
+        return;
+    atomic_store_explicit(&driver_base, (uintptr_t)info.dli_fbase, memory_order_relaxed);
+    expected = NULL;
+    atomic_compare_exchange_strong(&driver_probe, &expected, fn);
+}
+
+/* name in the driver the process has loaded, or NULL. Never loads it: a
+ * program that only asks whether CUDA is there must not get it loaded by
+ * the shim. The reference RTLD_NOLOAD takes is dropped at once, so the
+ * program's own dlclose still unloads the driver. */
+static void *driver_function(const char *name)
+{
     dlsym_fn lookup = real_dlsym();
-    if (h == NULL || lookup == NULL)
+    dlclose_fn close = real_dlclose();
+    void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+    if (h == NULL || lookup == NULL || close == NULL)
         return NULL;
-    return lookup(h, name);
+    void *fn = lookup(h, name);
+    close(h);
+    return fn;
 }
 
 void *doors_real(enum door_id door)
 {
     void *fn = atomic_load_explicit(&real_functions[door], memory_order_acquire);
     if (fn == NULL) {
-        fn = doors_driver_symbol(doors[door].name);
+        fn = driver_function(doors[door].name);
         if (fn != NULL)
-            atomic_store_explicit(&real_functions[door], fn, memory_order_release);
+            cache_function(&real_functions[door], fn);
     }
     return fn;
+}
+
+void *doors_helper_slow(enum helper_id id)
+{
+    void *fn = driver_function(helper_names[id]);
+    if (fn != NULL)
+        cache_function(&doors_helper_cache[id], fn);
+    return fn;
+}
+
+/* After any dlclose: when the driver the cached pointers came from is no
+ * longer loaded, drops them all, so the next call looks the functions up
+ * in whatever driver is loaded then (dlopened again, perhaps at another
+ * base) instead of jumping into unmapped code. dladdr, unlike dlopen,
+ * leaves the program's dlerror state alone. */
+static void forget_unloaded_driver(void)
+{
+    void *probe = atomic_load_explicit(&driver_probe, memory_order_acquire);
+    if (probe == NULL)
+        return;
+    Dl_info info;
+    if (dladdr(probe, &info) != 0
+        && (uintptr_t)info.dli_fbase == atomic_load_explicit(&driver_base, memory_order_relaxed))
+        return;
+    for (int i = 0; i < DOOR_COUNT; i++)
+        atomic_store_explicit(&real_functions[i], NULL, memory_order_release);
+    for (int i = 0; i < HELPER_COUNT; i++)
+        atomic_store_explicit(&doors_helper_cache[i], NULL, memory_order_release);
+    atomic_store_explicit(&driver_probe, NULL, memory_order_release);
+}
+
+/* The exported dlclose: glibc's, then the check above. dlclose does not
+ * depend on its caller, so a plain C wrapper is faithful. */
+EXPORT int dlclose(void *handle)
+{
+    dlclose_fn close = real_dlclose();
+    if (close == NULL)
+        return -1;
+    int result = close(handle);
+    if (result == 0) {
+        int saved_errno = errno;
+        forget_unloaded_driver();
+        errno = saved_errno;
+    }
+    return result;
 }
 
 /* Finds a wrapped function by its exported name. Returns its door id, or -1
@@ -137,8 +225,7 @@ static void *hand_out(const char *symbol, void *pfn, int cuda_version, cuuint64_
     }
     if (best < 0)
         return pfn;
-    void *expected = NULL;
-    atomic_compare_exchange_strong(&real_functions[best], &expected, pfn);
+    cache_function(&real_functions[best], pfn);
     return wrappers_table[best];
 }
 
@@ -168,7 +255,12 @@ EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion
 
 /* Called by the dlsym entry below for every lookup that is not relative to
  * the caller (RTLD_NEXT is handled before). A wrapped name that resolves in
- * the library asked gets the wrapper; everything else is the real answer. */
+ * the library asked gets the wrapper; everything else is the real answer.
+ * A lookup in the global scope (RTLD_DEFAULT, the program's handle) finds
+ * the shim's own export first; without the shim it would find the next
+ * definition, the driver's when the driver is loaded globally, else
+ * nothing: "is CUDA here?" probes must get that nothing (and its dlerror
+ * message), not a wrapper that would have to load the driver. */
 __attribute__((used)) void *gpuleak_dlsym_any(void *handle, const char *name)
 {
     dlsym_fn lookup = real_dlsym();
@@ -178,10 +270,11 @@ __attribute__((used)) void *gpuleak_dlsym_any(void *handle, const char *name)
     if (found == NULL || guard_depth != 0)
         return found;
     int door = door_by_name(name);
-    if (door < 0 || found == wrappers_table[door])
+    if (door < 0)
         return found;
-    void *expected = NULL;
-    atomic_compare_exchange_strong(&real_functions[door], &expected, found);
+    if (found == wrappers_table[door])
+        return lookup(RTLD_NEXT, name) != NULL ? found : NULL;
+    cache_function(&real_functions[door], found);
     return wrappers_table[door];
 }
 

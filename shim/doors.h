@@ -7,6 +7,9 @@
 #ifndef GPULEAK_DOORS_H
 #define GPULEAK_DOORS_H
 
+#include <stdatomic.h>
+#include <stddef.h>
+
 /* X(exported name, base name asked of cuGetProcAddress, CUDA version that
  *   introduced this ABI of it, 1 for a per-thread-default-stream variant) */
 #define DOORS_FUNCTIONS(X)                                           \
@@ -39,12 +42,40 @@
 enum door_id { DOORS_FUNCTIONS(DOORS_ENUM) DOOR_COUNT };
 #undef DOORS_ENUM
 
-/* The real driver function behind a door, resolved on first use from
- * libcuda.so.1; NULL when the driver lacks it or is absent. */
+/* X(name): the driver functions the shim calls for itself, never wrapped. */
+#define DOORS_HELPERS(X)                                             \
+    X(cuCtxGetCurrent)                                               \
+    X(cuCtxGetDevice)                                                \
+    X(cuDevicePrimaryCtxGetState)                                    \
+    X(cuDevicePrimaryCtxRetain)                                      \
+    X(cuDevicePrimaryCtxRelease_v2)                                  \
+    X(cuDeviceGetMemPool)                                            \
+    X(cuMemPoolGetAttribute)
+
+#define DOORS_HELPER_ENUM(name) HELPER_##name,
+enum helper_id { DOORS_HELPERS(DOORS_HELPER_ENUM) HELPER_COUNT };
+#undef DOORS_HELPER_ENUM
+
+/* The real driver function behind a door, looked up on first use in the
+ * loaded libcuda.so.1 (the shim never loads the driver itself) and kept
+ * until that driver is unloaded; NULL when the driver lacks it or is not
+ * loaded. */
 void *doors_real(enum door_id door);
 
-/* A driver function the shim calls for itself (cuCtxGetCurrent, ...), not
- * wrapped; NULL when absent. Looked up once per name by the caller. */
-void *doors_driver_symbol(const char *name);
+/* The cache behind doors_helper; only doors.c writes it. */
+extern _Atomic(void *) doors_helper_cache[HELPER_COUNT];
+
+/* doors_helper's first lookup of id, and the one after the driver was
+ * unloaded: as doors_real. */
+void *doors_helper_slow(enum helper_id id);
+
+/* A driver function the shim calls for itself, as doors_real finds a
+ * door's: NULL when absent. Inline, as the allocation path asks for the
+ * current context at every call. */
+static inline void *doors_helper(enum helper_id id)
+{
+    void *fn = atomic_load_explicit(&doors_helper_cache[id], memory_order_acquire);
+    return fn != NULL ? fn : doors_helper_slow(id);
+}
 
 #endif

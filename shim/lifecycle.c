@@ -46,10 +46,10 @@ const char *lifecycle_torch_mode(void)
  * A value the user set is never touched. */
 __attribute__((constructor)) static void choose_torch_allocator(void)
 {
-    if (!config_enabled_at_load(getenv("GPULEAK_ENABLE")))
+    if (!config_enabled_at_load(config_getenv("GPULEAK_ENABLE")))
         return;
-    int async = config_torch_allocator_async(getenv("GPULEAK_TORCH_ALLOCATOR")) == 1;
-    const char *conf = getenv("PYTORCH_CUDA_ALLOC_CONF");
+    int async = config_torch_allocator_async(config_getenv("GPULEAK_TORCH_ALLOCATOR")) == 1;
+    const char *conf = config_getenv("PYTORCH_CUDA_ALLOC_CONF");
     if (conf != NULL) {
         /* Set by the shim in a parent (a shell, a launcher) when async was
          * asked for and the value is exactly the shim's. */

@@ -3,6 +3,7 @@
  * GPULEAK_ORIGIN_RULES. Runs at report time, single-threaded. */
 #define _GNU_SOURCE
 #include "origin.h"
+#include "config.h"
 #include "log.h"
 #include "python.h"
 #include "report.h"
@@ -16,13 +17,13 @@ static _Atomic int warned_rules;  /* origin_init runs at every report: warn once
 
 void origin_init(void)
 {
-    const char *mode = getenv("GPULEAK_ORIGIN_RULES");
+    const char *mode = config_getenv("GPULEAK_ORIGIN_RULES");
     int builtin = 1;
     if (mode != NULL && strcmp(mode, "none") == 0)
         builtin = 0;
     else if (mode != NULL && *mode != '\0' && strcmp(mode, "default") != 0 && !atomic_exchange(&warned_rules, 1))
         log_line("GPULEAK_ORIGIN_RULES=%s is not \"none\" or \"default\"; using the default", mode);
-    origin_rules_init(getenv("GPULEAK_ORIGIN_SKIP"), builtin);
+    origin_rules_init(config_getenv("GPULEAK_ORIGIN_SKIP"), builtin);
 }
 
 void origin_end(void)

@@ -11,8 +11,32 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdatomic.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
+
+/* A rank variable's value when it is 1 to 9 decimal digits, else NULL,
+ * naming a set but refused value once. */
+static const char *rank_from(const char *name, _Atomic int *warned)
+{
+    const char *value = config_getenv(name);
+    if (value == NULL || *value == '\0')
+        return NULL;
+    size_t digits = strspn(value, "0123456789");
+    if (digits > 0 && digits <= 9 && value[digits] == '\0')
+        return value;
+    if (!atomic_exchange(warned, 1))
+        log_line("%s=%s is not a whole number; it is not used as the rank", name, value);
+    return NULL;
+}
+
+const char *report_rank(void)
+{
+    static _Atomic int warned_rank, warned_local;
+    const char *rank = rank_from("RANK", &warned_rank);
+    return rank != NULL ? rank : rank_from("LOCAL_RANK", &warned_local);
+}
 
 int report_expand_path(const char *pattern, char *out, size_t size)
 {
@@ -32,9 +56,7 @@ int report_expand_path(const char *pattern, char *out, size_t size)
                     snprintf(piece, sizeof piece, "unknown-host");
                 piece[sizeof piece - 1] = '\0';
             } else if (*p == 'r') {
-                const char *rank = getenv("RANK");
-                if (rank == NULL)
-                    rank = getenv("LOCAL_RANK");
+                const char *rank = report_rank();
                 text = rank != NULL ? rank : "0";
             } else if (*p == '%') {
                 text = "%";
@@ -353,50 +375,78 @@ static void release(report_view_t *view)
     free(view->held.sites);
 }
 
-/* The place a report goes when its own path cannot be written: the temp
- * directory, which every process can write. */
-static void fallback_path(char *out, size_t size)
-{
-    const char *dir = getenv("TMPDIR");
-    if (dir == NULL || *dir == '\0')
-        dir = "/tmp";
-    snprintf(out, size, "%s/gpuleak-%d.json", dir, (int)getpid());
-}
-
 /* One report at a time: the reporter thread's snapshots, a dump on request,
  * a fatal signal and the exit all write the same file. */
 static pthread_mutex_t write_lock = PTHREAD_MUTEX_INITIALIZER;
-static int primary_failed;       /* warn once, then use the fallback directly */
+static int primary_failed;       /* warned once; the fallback is used directly */
+static char fallback[4096];      /* the fallback name this process took, or "" */
+
+#define FALLBACK_NAMES 16
+
+/* Writes the report into the temporary directory, which every process can
+ * write: to the name this process took before, else to a new name it takes
+ * without replacing anything, since in a shared directory the first choice
+ * (gpuleak-PID.json) may be another user's file, made there to block or to
+ * catch the report; then names with an unguessable suffix are tried.
+ * Returns fallback (the name written), or NULL with errno set. */
+static const char *write_fallback(const report_view_t *view)
+{
+    if (fallback[0] != '\0' && report_json_write(fallback, view, REPORT_REPLACE_REPORT) == 0)
+        return fallback;
+    const char *dir = config_getenv("TMPDIR");
+    if (dir == NULL || *dir == '\0')
+        dir = "/tmp";
+    for (int i = 0; i < FALLBACK_NAMES; i++) {
+        uint32_t noise = 0;
+        if (i > 0 && getrandom(&noise, sizeof noise, GRND_NONBLOCK) != (ssize_t)sizeof noise)
+            noise = (uint32_t)i;
+        int n = i == 0 ? snprintf(fallback, sizeof fallback, "%s/gpuleak-%d.json", dir, (int)getpid())
+                       : snprintf(fallback, sizeof fallback, "%s/gpuleak-%d-%08x.json", dir,
+                                  (int)getpid(), noise);
+        if (n < 0 || (size_t)n >= sizeof fallback) {
+            errno = ENAMETOOLONG;
+            break;
+        }
+        if (report_json_write(fallback, view, REPORT_CREATE_ONLY) == 0)
+            return fallback;
+        if (errno != EEXIST)
+            break;
+    }
+    fallback[0] = '\0';
+    return NULL;
+}
 
 /* Writes the report to its path or, when that fails, to the fallback, and
- * says so once. Returns the path written, or NULL. */
+ * says so in one line the first time (and once more should the fallback
+ * fail later). Returns the path written, or NULL. */
 static const char *write_somewhere(const report_view_t *view, char *path, size_t size)
 {
-    if (report_expand_path(config.output, path, size) != 0) {
-        if (!primary_failed)
-            log_line("GPULEAK_OUTPUT is too long; writing to fallback %s",
-                     (fallback_path(path, size), path));
-        primary_failed = 1;
-    }
+    static int fallback_warned;
+    const char *why = NULL;
     if (!primary_failed) {
-        if (report_json_write(path, view) == 0)
+        int expanded = report_expand_path(config.output, path, size) == 0;
+        if (expanded && report_json_write(path, view, REPORT_REPLACE_REPORT) == 0)
             return path;
-        int err = errno;
-        char fallback[4096];
-        fallback_path(fallback, sizeof fallback);
-        log_line("cannot write the report to %s (%s); writing to fallback %s", path,
-                 err == EEXIST ? "it exists and is not a gpuleak report" : strerror(err),
-                 fallback);
+        why = !expanded ? "too long once expanded"
+            : errno == EEXIST ? "it exists and is not a gpuleak report" : strerror(errno);
+        if (!expanded)
+            snprintf(path, size, "%s", config.output);
         primary_failed = 1;
     }
-    fallback_path(path, size);
-    if (report_json_write(path, view) == 0)
-        return path;
-    static int warned;
-    if (!warned)
-        log_line("cannot write the report to %s either (%s)", path, strerror(errno));
-    warned = 1;
-    return NULL;
+    const char *written = write_fallback(view);
+    if (why != NULL && written != NULL) {
+        log_line("cannot write the report to %s (%s); writing to fallback %s", path, why, written);
+    } else if (written == NULL && (why != NULL || !fallback_warned)) {
+        const char *fallback_why = strerror(errno);
+        if (why != NULL)
+            log_line("cannot write the report to %s (%s), nor to a fallback in the temporary "
+                     "directory (%s)", path, why, fallback_why);
+        else
+            log_line("cannot write the report to a fallback in the temporary directory either (%s)",
+                     fallback_why);
+        fallback_warned = 1;
+    }
+    return written;
 }
 
 int report_python_origin(uint32_t site, char *out, size_t size)

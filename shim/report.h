@@ -85,10 +85,16 @@ typedef struct report_view {
  * fatal signal, the summary. Serialised: one report at a time. */
 void report_write(report_moment_t moment);
 
-/* Expands a GPULEAK_OUTPUT pattern (%p pid, %h host, %r rank from RANK or
- * LOCAL_RANK, %% a percent sign) into out. Returns 0, or -1 when the result
- * does not fit in size bytes. */
+/* Expands a GPULEAK_OUTPUT pattern (%p pid, %h host, %r the rank from
+ * report_rank, 0 without one, %% a percent sign) into out. Returns 0, or -1
+ * when the result does not fit in size bytes. */
 int report_expand_path(const char *pattern, char *out, size_t size);
+
+/* The process's rank: RANK, else LOCAL_RANK, whichever is 1 to 9 decimal
+ * digits; NULL when neither is. A value that is set but not a number (a
+ * path, say: it goes into the report's path) is ignored, with one line on
+ * stderr the first time. The string is the environment's. */
+const char *report_rank(void);
 
 /* The native frames of site, symbolized, inlined frames expanded, innermost
  * first; writes up to max and returns how many. Valid until exit. */
@@ -107,9 +113,17 @@ int report_origin_callers(const report_view_t *view, uint32_t site, struct origi
  * when no Python frame of the site is kept. */
 int report_python_origin(uint32_t site, char *out, size_t size);
 
-/* Writes the report as JSON to path, through a temporary file in the same
- * directory renamed into place. Returns 0, or -1 with errno set. */
-int report_json_write(const char *path, const report_view_t *view);
+/* What report_json_write may do to a file already at its path. */
+typedef enum report_place {
+    REPORT_REPLACE_REPORT, /* replace it only when it is a gpuleak report */
+    REPORT_CREATE_ONLY,    /* never replace anything: a shared directory's name */
+} report_place_t;
+
+/* Writes the report as JSON to path, through a temporary file of an
+ * unguessable name in the same directory (created O_EXCL | O_NOFOLLOW)
+ * moved into place as place allows. Returns 0, or -1 with errno set:
+ * EEXIST when a file at path may not be replaced. */
+int report_json_write(const char *path, const report_view_t *view, report_place_t place);
 
 /* Prints the LeakSanitizer-style summary on stderr; path is where the report
  * went (NULL when it could not be written). */

@@ -16,7 +16,9 @@
 #include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* uthash's default answer to a failed allocation is exit(-1), which would
@@ -512,15 +514,13 @@ static void put_process(FILE *f)
     if (gethostname(host, sizeof host) != 0)
         host[0] = '\0';
     host[sizeof host - 1] = '\0';
-    const char *rank = getenv("RANK");
-    if (rank == NULL)
-        rank = getenv("LOCAL_RANK");
+    const char *rank = report_rank();
     fprintf(f, "\"process\":{\"pid\":%d,", (int)getpid());
     put_key(f, "host");
     put_string(f, host);
     fputs_unlocked(",\"rank\":", f);
-    if (rank != NULL && *rank != '\0' && strspn(rank, "0123456789") == strlen(rank))
-        fputs_unlocked(rank, f);
+    if (rank != NULL)
+        fprintf(f, "%lu", strtoul(rank, NULL, 10)); /* "007" is no JSON number */
     else
         fputs_unlocked("null", f);
     fputs_unlocked(",\"argv\":[", f);
@@ -604,7 +604,7 @@ static void put_torch_mode(FILE *f, const report_view_t *view)
     fputs_unlocked("\"torch_allocator\":{\"mode\":", f);
     put_string(f, lifecycle_torch_mode());
     fputs_unlocked(",\"PYTORCH_CUDA_ALLOC_CONF\":", f);
-    put_string(f, getenv("PYTORCH_CUDA_ALLOC_CONF"));
+    put_string(f, config_getenv("PYTORCH_CUDA_ALLOC_CONF"));
     fputs_unlocked(",\"tensors\":", f);
     put_string(f, torch_trace_status());
     fputs_unlocked(",\"events\":{", f);
@@ -808,7 +808,8 @@ static void write_body(FILE *f, const report_view_t *view)
 
 /* Whether path may be replaced: it does not exist, or it is a regular
  * file (not a link) that starts like a gpuleak report. A report path that
- * names someone's data must never cost them that data. */
+ * names someone's data must never cost them that data: an empty file is
+ * data too (a placeholder made with its own mode, a hard link). */
 static int replaceable(const char *path)
 {
     int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
@@ -821,24 +822,60 @@ static int replaceable(const char *path)
         n = read(fd, head, sizeof head - 1);
     close(fd);
     if (n <= 0)
-        return S_ISREG(st.st_mode) && st.st_size == 0;
+        return 0;
     head[n] = '\0';
     static const char prefix[] = "{\"format\":\"" REPORT_FORMAT_NAME "\"";
     return strncmp(head, prefix, sizeof prefix - 1) == 0;
 }
 
-int report_json_write(const char *path, const report_view_t *view)
+/* Creates path's temporary sibling, exclusively, into tmp. Its name is
+ * unguessable: in a directory others can write (a shared /tmp) a name
+ * known in advance (path.tmp.PID) can be taken first, and the report
+ * would be lost. Returns the descriptor, or -1 with errno set. */
+static int create_temporary(const char *path, char *tmp, size_t size)
 {
-    if (!replaceable(path)) {
+    int fd = -1;
+    for (int attempt = 0; attempt < 16 && fd < 0; attempt++) {
+        uint32_t noise;
+        if (getrandom(&noise, sizeof noise, GRND_NONBLOCK) != (ssize_t)sizeof noise) {
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            noise = (uint32_t)ts.tv_nsec ^ (uint32_t)attempt * 0x9E3779B9u;
+        }
+        if (snprintf(tmp, size, "%s.tmp.%d.%08x", path, (int)getpid(), noise) >= (int)size) {
+            errno = ENAMETOOLONG;
+            return -1;
+        }
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd < 0 && errno != EEXIST)
+            return -1;
+    }
+    return fd;
+}
+
+/* Moves the finished tmp to path without replacing anything there:
+ * renameat2's RENAME_NOREPLACE, or a hard link where the file system has
+ * no such rename. Returns 0, or -1 with errno set (EEXIST: path exists). */
+static int place_new(const char *tmp, const char *path)
+{
+    if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE) == 0)
+        return 0;
+    if (errno != EINVAL && errno != ENOSYS)
+        return -1;
+    if (link(tmp, path) != 0)
+        return -1;
+    unlink(tmp);
+    return 0;
+}
+
+int report_json_write(const char *path, const report_view_t *view, report_place_t place)
+{
+    if (place == REPORT_REPLACE_REPORT && !replaceable(path)) {
         errno = EEXIST;
         return -1;
     }
     char tmp[4200];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof tmp) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    int fd = create_temporary(path, tmp, sizeof tmp);
     if (fd < 0)
         return -1;
     FILE *f = fdopen(fd, "w");
@@ -859,7 +896,7 @@ int report_json_write(const char *path, const report_view_t *view)
         errno = err;
         return -1;
     }
-    if (rename(tmp, path) != 0) {
+    if ((place == REPORT_CREATE_ONLY ? place_new(tmp, path) : rename(tmp, path)) != 0) {
         int err = errno;
         unlink(tmp);
         errno = err;

@@ -7,15 +7,21 @@
  *   dl_iterate_phdr  module path and offset (offset = address - load bias,
  *                    i.e. the ELF virtual address, so `addr2line -e module
  *                    offset` works on another machine)
- *   dladdr           exported (.dynsym) names
- *   libdw            .symtab names (static functions), file:line from DWARF
- *                    and the inlined frames; loaded with dlopen so the shim
- *                    runs where elfutils is absent
+ *   libdw            names, file:line from DWARF and the inlined frames;
+ *                    loaded with dlopen so the shim runs where elfutils is
+ *                    absent
+ *   elfsyms          names from the module file's own .symtab, else
+ *                    .dynsym, and MiniDebugInfo's (static functions, main,
+ *                    nvcc's static cudart) where libdw is absent or finds
+ *                    none
+ *   dladdr           exported (.dynsym) names, for a module whose file
+ *                    cannot be read (replaced on disk, say)
  *   __cxa_demangle   C++ names, only when the process already has it
  *
  * GPULEAK_NO_LIBDW=1 (read by symbolize_begin) makes the batch behave as if
  * libdw.so.1 were absent; the tests use it, and a user can too if libdw
- * misbehaves on some binary.
+ * misbehaves on some binary. The symbol tables are read per batch, up to
+ * SYMBOL_BUDGET functions in all, and dropped at symbolize_end.
  *
  * Strings handed out come from an arena and are interned, so a report of many
  * stacks holds each path and name once; all of it goes at symbolize_end.
@@ -23,6 +29,8 @@
  * "?"), never crashes. */
 #define _GNU_SOURCE
 #include "symbolize.h"
+#include "config.h"
+#include "elfsyms.h"
 #include "log.h"
 
 #include <dlfcn.h>
@@ -30,13 +38,20 @@
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <link.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+/* Functions whose symbols one batch may hold, over every module read (16
+ * bytes each: 64 MiB); a module's table that would go beyond is not read,
+ * and its frames are named by dladdr alone. */
+#define SYMBOL_BUDGET ((size_t)4 << 20)
 
 /* Deepest inline chain kept per address (inlined frames + the real one). */
 #define MAX_FRAMES 32
@@ -54,7 +69,8 @@ struct dw_api {
     typeof(&dwfl_report_end) dwfl_report_end;
     typeof(&dwfl_linux_proc_report) dwfl_linux_proc_report;
     typeof(&dwfl_linux_proc_find_elf) dwfl_linux_proc_find_elf;
-    typeof(&dwfl_standard_find_debuginfo) dwfl_standard_find_debuginfo;
+    typeof(&dwfl_build_id_find_debuginfo) dwfl_build_id_find_debuginfo;
+    typeof(&dwfl_module_build_id) dwfl_module_build_id;
     typeof(&dwfl_addrmodule) dwfl_addrmodule;
     typeof(&dwfl_module_addrinfo) dwfl_module_addrinfo;
     typeof(&dwfl_module_addrdie) dwfl_module_addrdie;
@@ -109,6 +125,13 @@ struct cu_index {
     size_t nranges, ranges_cap;
 };
 
+/* A module's symbol table, read on its first frame without a name. */
+struct module_syms {
+    struct module_syms *next;
+    uintptr_t bias;
+    elfsyms_t *syms; /* NULL: no readable file, not the loaded one, no functions */
+};
+
 struct cache_slot {
     uintptr_t address;
     uint32_t first; /* index into frames pool */
@@ -118,20 +141,39 @@ struct cache_slot {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* dwfl_begin keeps a pointer to its callbacks, so they must outlive the
- * session; the members are libdw's own functions, known only after dlopen. */
+ * session; the members are libdw's own functions, known only after dlopen,
+ * and find_debuginfo_locally. */
 static Dwfl_Callbacks dwfl_callbacks;
 static char *debuginfo_path; /* NULL: libdw's default search path */
 
+/* Loaded at most once per process and never unloaded: dlclose of libdw
+ * and its chain ran their exit handlers on the reporter thread under
+ * glibc's exit-handler lock, which fork does not reset, so a child forked
+ * meanwhile hung in exit(). Only symbolize_begin writes these, under lock. */
+static int dw_tried;      /* the dlopen was tried (a failed search costs each report) */
+static void *dw_handle;   /* NULL: libdw is absent or incomplete */
+static struct dw_api libdw;  /* all set when dw_handle is */
+
+/* The C++ demangler once found, with the RTLD_NOLOAD reference that keeps
+ * its runtime loaded while the shim may call it (never dropped, for the
+ * reason above). */
+static cxa_demangle_fn demangler;
+
+/* dl_iterate_phdr holds glibc's dl_load_write_lock, which fork does not
+ * reset either: a child forked during the report's walk would hang at its
+ * first dl_iterate_phdr (an unwinder's, a C++ throw) or dlopen of a new
+ * library. So a fork waits for the walk, which takes no other lock and
+ * allocates nothing (see iterate_modules). */
+static pthread_mutex_t fork_guard = PTHREAD_MUTEX_INITIALIZER;
+
 static struct {
     int open; /* between symbolize_begin and symbolize_end */
-    void *dw_handle;
-    struct dw_api dw;
     Dwfl *dwfl; /* non-NULL only when libdw is fully usable */
     struct cu_index *cu_indexes;
+    struct module_syms *module_syms;
+    size_t symbol_budget; /* functions the batch may still read */
 
     int demangler_looked;
-    cxa_demangle_fn demangle;
-    void *cxx_handle; /* RTLD_NOLOAD reference to drop at end */
 
     int exe_looked;
     char exe_path[PATH_MAX];
@@ -255,21 +297,22 @@ static void find_demangler(void)
 {
     static const char *const runtimes[] = {"libstdc++.so.6", "libc++abi.so.1",
                                            "libc++.so.1"};
-    if (st.demangler_looked)
+    if (demangler || st.demangler_looked)
         return;
     st.demangler_looked = 1;
-    void *p = dlsym(RTLD_DEFAULT, "__cxa_demangle");
-    for (size_t i = 0; !p && i < sizeof(runtimes) / sizeof(runtimes[0]); i++) {
+    for (size_t i = 0; !demangler && i < sizeof(runtimes) / sizeof(runtimes[0]); i++) {
         void *h = dlopen(runtimes[i], RTLD_NOW | RTLD_NOLOAD);
         if (!h)
             continue;
-        p = dlsym(h, "__cxa_demangle");
-        if (p)
-            st.cxx_handle = h;
-        else
-            dlclose(h);
+        demangler = (cxa_demangle_fn)dlsym(h, "__cxa_demangle");
+        if (!demangler)
+            dlclose(h); /* one reference of several: nothing is unloaded */
     }
-    st.demangle = (cxa_demangle_fn)p;
+    if (!demangler) {
+        /* A runtime under another name, loaded globally; no reference is
+         * taken, as none can be without knowing the name. */
+        demangler = (cxa_demangle_fn)dlsym(RTLD_DEFAULT, "__cxa_demangle");
+    }
 }
 
 /* Returns the interned demangled form of an Itanium-mangled name when a
@@ -293,9 +336,9 @@ static const char *demangle(const char *name)
     }
     if (name[0] == '_' && name[1] == 'Z') {
         find_demangler();
-        if (st.demangle) {
+        if (demangler) {
             int status = -1;
-            char *d = st.demangle(name, NULL, NULL, &status);
+            char *d = demangler(name, NULL, NULL, &status);
             const char *r = d && status == 0 ? intern(d) : NULL;
             free(d);
             if (r)
@@ -352,24 +395,57 @@ static const char *exe_path(void)
     return st.exe_path[0] ? st.exe_path : program_invocation_name;
 }
 
+/* fork's side of fork_guard: a fork waits for a walk to end, and both
+ * processes go on with the guard free. */
+static void fork_prepare(void)
+{
+    pthread_mutex_lock(&fork_guard);
+}
+
+static void fork_done(void)
+{
+    pthread_mutex_unlock(&fork_guard);
+}
+
+/* Registered at load, before any report can be written. */
+__attribute__((constructor)) static void guard_forks(void)
+{
+    pthread_atfork(fork_prepare, fork_done, fork_done);
+}
+
+/* dl_iterate_phdr under fork_guard. cb must take no lock and allocate
+ * nothing: a forking thread may hold the malloc locks of an allocator
+ * whose own fork handlers ran before this module's. */
+static int iterate_modules(int (*cb)(struct dl_phdr_info *, size_t, void *), void *data)
+{
+    pthread_mutex_lock(&fork_guard);
+    int r = dl_iterate_phdr(cb, data);
+    pthread_mutex_unlock(&fork_guard);
+    return r;
+}
+
 /* Fills in module and offset for pc (the adjusted lookup address); leaves
  * them as "?" and the raw address when no loaded object holds it. The path is
  * absolute where the loader's is relative (dlopen("./x.so")), so the report
- * does not depend on the directory the process happened to be in. */
-static void find_module(uintptr_t pc, symbolized_frame_t *fr)
+ * does not depend on the directory the process happened to be in. Returns
+ * 1 with the object's load bias in *bias, or 0 when none holds pc; *is_exe
+ * says it is the program. */
+static int find_module(uintptr_t pc, symbolized_frame_t *fr, uintptr_t *bias, int *is_exe)
 {
     struct module_query q = {.pc = pc};
-    if (!dl_iterate_phdr(module_cb, &q) || !q.found)
-        return;
+    if (!iterate_modules(module_cb, &q) || !q.found)
+        return 0;
     fr->offset = fr->address - q.bias;
+    *bias = q.bias;
     const char *name = q.name;
-    if (!name || !*name) {
+    *is_exe = !name || !*name;
+    if (*is_exe) {
         /* Only the program is nameless; other anonymous entries are rare
          * enough that "?" would be more misleading than the exe path. */
         name = exe_path();
         const char *s = intern(name);
         fr->module = s ? s : st.exe_path[0] ? st.exe_path : "?";
-        return;
+        return 1;
     }
     char buf[PATH_MAX];
     if (name[0] != '/' && strchr(name, '/') && realpath(name, buf))
@@ -378,6 +454,73 @@ static void find_module(uintptr_t pc, symbolized_frame_t *fr)
     /* Out of memory: the loader's string stays valid while the object is
      * loaded, which at exit it is; a local buffer would not be. */
     fr->module = s ? s : name == buf ? "?" : name;
+    return 1;
+}
+
+/* ---- ELF symbol tables ------------------------------------------------ */
+
+struct loaded_query {
+    uintptr_t bias;
+    const elfsyms_t *file;
+    int matches;
+};
+
+/* dl_iterate_phdr callback: whether the object loaded at q->bias is the
+ * file q->file (elfsyms_is_loaded_as allocates nothing, as the guard
+ * requires). */
+static int loaded_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+    struct loaded_query *q = data;
+    (void)size;
+    if (info->dlpi_addr != q->bias || !elfsyms_is_loaded_as(q->file, info))
+        return 0;
+    q->matches = 1;
+    return 1;
+}
+
+/* The symbol table of the module loaded at bias, from its file (path, or
+ * the program's own through /proc/self/exe, which names it even when the
+ * path was replaced), read the first time one of its frames needs a name.
+ * NULL when there is none to use; the miss is kept too, so it is paid once
+ * a batch. */
+static const elfsyms_t *module_symbols(uintptr_t bias, const char *path, int is_exe)
+{
+    struct module_syms *m;
+    for (m = st.module_syms; m; m = m->next)
+        if (m->bias == bias)
+            return m->syms;
+    m = calloc(1, sizeof(*m));
+    if (!m)
+        return NULL;
+    m->bias = bias;
+    m->next = st.module_syms;
+    st.module_syms = m;
+    elfsyms_t *t = is_exe ? elfsyms_open("/proc/self/exe") : NULL;
+    /* Only an absolute path: a relative one would be looked up in the
+     * current directory, where any file may lie. */
+    if (!t && path[0] == '/')
+        t = elfsyms_open(path);
+    if (!t)
+        return NULL;
+    struct loaded_query q = {.bias = bias, .file = t};
+    iterate_modules(loaded_cb, &q);
+    if (!q.matches || elfsyms_load(t, &st.symbol_budget) == 0) {
+        elfsyms_close(t);
+        return NULL;
+    }
+    m->syms = t;
+    return t;
+}
+
+/* Frees the batch's symbol tables. */
+static void free_module_syms(void)
+{
+    while (st.module_syms) {
+        struct module_syms *next = st.module_syms->next;
+        elfsyms_close(st.module_syms->syms);
+        free(st.module_syms);
+        st.module_syms = next;
+    }
 }
 
 /* ---- libdw ------------------------------------------------------------ */
@@ -388,7 +531,7 @@ static void find_module(uintptr_t pc, symbolized_frame_t *fr)
 static int libdw_disabled(void)
 {
     static _Atomic int warned;
-    const char *e = getenv("GPULEAK_NO_LIBDW");
+    const char *e = config_getenv("GPULEAK_NO_LIBDW");
     if (e == NULL || *e == '\0' || strcmp(e, "0") == 0)
         return 0;
     if (strcmp(e, "1") == 0)
@@ -398,16 +541,20 @@ static int libdw_disabled(void)
     return 0;
 }
 
-/* dlopens libdw and resolves every entry point; all or nothing, so the
- * lookup code never checks individual pointers. Returns 0 or -1. */
+/* dlopens libdw, the first time only, and resolves every entry point; all
+ * or nothing, so the lookup code never checks individual pointers. Returns
+ * 0 when libdw is usable for this batch, else -1. */
 static int load_libdw(void)
 {
     if (libdw_disabled())
         return -1;
+    if (dw_tried)
+        return dw_handle ? 0 : -1;
+    dw_tried = 1;
     void *h = dlopen("libdw.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!h)
         return -1;
-    struct dw_api *d = &st.dw;
+    struct dw_api *d = &libdw;
     int missing = 0;
 #define DW_LOAD(sym) \
     missing |= (d->sym = (typeof(d->sym))dlsym(h, #sym)) == NULL
@@ -417,7 +564,8 @@ static int load_libdw(void)
     DW_LOAD(dwfl_report_end);
     DW_LOAD(dwfl_linux_proc_report);
     DW_LOAD(dwfl_linux_proc_find_elf);
-    DW_LOAD(dwfl_standard_find_debuginfo);
+    DW_LOAD(dwfl_build_id_find_debuginfo);
+    DW_LOAD(dwfl_module_build_id);
     DW_LOAD(dwfl_addrmodule);
     DW_LOAD(dwfl_module_addrinfo);
     DW_LOAD(dwfl_module_addrdie);
@@ -442,12 +590,99 @@ static int load_libdw(void)
     DW_LOAD(dwarf_linesrc);
 #undef DW_LOAD
     if (missing) {
-        dlclose(h);
+        /* An older libdw: it stays loaded, unused, as unloading it would
+         * run its exit handlers here (see dw_tried). */
         memset(d, 0, sizeof(*d));
         return -1;
     }
-    st.dw_handle = h;
+    dw_handle = h;
     return 0;
+}
+
+/* The CRC-32 of fd's whole contents (the .gnu_debuglink checksum: the
+ * zlib polynomial, reflected), or 0 when it cannot be read; its table is
+ * built on first use. */
+static uint32_t file_crc32(int fd)
+{
+    static uint32_t table[256];
+    if (table[1] == 0) {
+        for (uint32_t i = 0; i < 256; i++) {
+            uint32_t c = i;
+            for (int k = 0; k < 8; k++)
+                c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+            table[i] = c;
+        }
+    }
+    unsigned char buf[16384];
+    uint32_t crc = 0xFFFFFFFFu;
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof(buf))) > 0)
+        for (ssize_t i = 0; i < n; i++)
+            crc = table[(crc ^ buf[i]) & 0xFF] ^ (crc >> 8);
+    if (n < 0 || lseek(fd, 0, SEEK_SET) != 0)
+        return 0;
+    return crc ^ 0xFFFFFFFFu;
+}
+
+/* Whether the debug file at path belongs to mod: the same build id, or,
+ * for a module without one, the checksum its .gnu_debuglink names. */
+static int debug_file_matches(Dwfl_Module *mod, const char *path, int fd, GElf_Word crc)
+{
+    const unsigned char *id;
+    GElf_Addr id_vaddr;
+    int id_len = libdw.dwfl_module_build_id(mod, &id, &id_vaddr);
+    if (id_len > 0) {
+        unsigned char other[64];
+        return elfsyms_build_id(path, other, sizeof(other)) == id_len &&
+               memcmp(other, id, (size_t)id_len) == 0;
+    }
+    return crc != 0 && file_crc32(fd) == crc;
+}
+
+/* Dwfl_Callbacks.find_debuginfo: where libdw's standard callback looks,
+ * but on this machine only. dwfl_standard_find_debuginfo, having found
+ * nothing here, asks the debuginfod servers of DEBUGINFOD_URLS (libdw loads
+ * libdebuginfod and libcurl for it): a report made network requests, and
+ * the exit took seconds. The program's DEBUGINFOD_URLS stays as it is, for
+ * the program's own use. Looks in the build-id tree (libdw's
+ * dwfl_build_id_find_debuginfo, local by itself: it also finds dwz's
+ * shared files), then for the .gnu_debuglink name beside the file, in its
+ * .debug directory and under /usr/lib/debug, the standard's default path;
+ * a candidate must match the module. */
+static int find_debuginfo_locally(Dwfl_Module *mod, void **userdata, const char *modname,
+                                  GElf_Addr base, const char *file_name,
+                                  const char *debuglink_file, GElf_Word debuglink_crc,
+                                  char **debuginfo_file_name)
+{
+    int fd = libdw.dwfl_build_id_find_debuginfo(mod, userdata, modname, base, file_name,
+                                                debuglink_file, debuglink_crc,
+                                                debuginfo_file_name);
+    if (fd >= 0 || !debuglink_file || strchr(debuglink_file, '/') || !file_name ||
+        file_name[0] != '/')
+        return fd;
+    const char *slash = strrchr(file_name, '/');
+    int dir_len = (int)(slash - file_name);
+    struct stat main_st;
+    if (stat(file_name, &main_st) != 0)
+        return -1;
+    static const char *const forms[] = {"%.*s/%s", "%.*s/.debug/%s", "/usr/lib/debug%.*s/%s"};
+    for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
+        char path[PATH_MAX];
+        if (snprintf(path, sizeof(path), forms[i], dir_len, file_name, debuglink_file) >=
+            (int)sizeof(path))
+            continue;
+        struct stat st;
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        /* The main file by another name is no debug file. */
+        if (fstat(fd, &st) == 0 && (st.st_dev != main_st.st_dev || st.st_ino != main_st.st_ino) &&
+            debug_file_matches(mod, path, fd, debuglink_crc) &&
+            (*debuginfo_file_name = strdup(path)) != NULL)
+            return fd;
+        close(fd);
+    }
+    return -1;
 }
 
 /* Opens a Dwfl session over this process's own mappings. The module list is
@@ -455,10 +690,10 @@ static int load_libdw(void)
  * -1 with no session (e.g. /proc not mounted). */
 static int open_dwfl(void)
 {
-    struct dw_api *d = &st.dw;
+    struct dw_api *d = &libdw;
     debuginfo_path = NULL;
     dwfl_callbacks.find_elf = d->dwfl_linux_proc_find_elf;
-    dwfl_callbacks.find_debuginfo = d->dwfl_standard_find_debuginfo;
+    dwfl_callbacks.find_debuginfo = find_debuginfo_locally;
     dwfl_callbacks.section_address = NULL;
     dwfl_callbacks.debuginfo_path = &debuginfo_path;
     Dwfl *dwfl = d->dwfl_begin(&dwfl_callbacks);
@@ -480,7 +715,7 @@ static int open_dwfl(void)
  * inlined instance's name lives. */
 static const char *die_name(Dwarf_Die *die)
 {
-    struct dw_api *d = &st.dw;
+    struct dw_api *d = &libdw;
     Dwarf_Attribute a;
     const char *s = d->dwarf_formstring(
         d->dwarf_attr_integrate(die, DW_AT_linkage_name, &a));
@@ -497,7 +732,7 @@ static const char *die_name(Dwarf_Die *die)
 static uintptr_t die_offset(Dwarf_Die *die, Dwarf_Addr bias, uintptr_t address)
 {
     Dwarf_Addr entry;
-    if (st.dw.dwarf_entrypc(die, &entry) != 0)
+    if (libdw.dwarf_entrypc(die, &entry) != 0)
         return 0;
     entry += bias;
     return address >= entry ? address - entry : 0;
@@ -508,7 +743,7 @@ static uintptr_t die_offset(Dwarf_Die *die, Dwarf_Addr bias, uintptr_t address)
  * holds the concrete inlined DIE, so that CU is the one asked. */
 static void call_site(Dwarf_Die *die, const char **file, int *line)
 {
-    struct dw_api *d = &st.dw;
+    struct dw_api *d = &libdw;
     Dwarf_Attribute a;
     Dwarf_Word w;
     *file = NULL;
@@ -539,7 +774,7 @@ static int index_cu(struct cu_index *x, Dwarf_Die *die)
     Dwarf_Addr base, lo, hi;
     ptrdiff_t off = 0;
     int added = 0;
-    while ((off = st.dw.dwarf_ranges(die, off, &base, &lo, &hi)) > 0) {
+    while ((off = libdw.dwarf_ranges(die, off, &base, &lo, &hi)) > 0) {
         if (lo >= hi)
             continue;
         if (x->nranges == x->ranges_cap) {
@@ -572,12 +807,12 @@ static struct cu_index *cu_index_for(Dwfl_Module *mod)
     x->mod = mod;
     x->next = st.cu_indexes;
     st.cu_indexes = x;
-    Dwarf *dw = st.dw.dwfl_module_getdwarf(mod, &x->bias);
+    Dwarf *dw = libdw.dwfl_module_getdwarf(mod, &x->bias);
     Dwarf_CU *cu = NULL;
     Dwarf_Die die;
-    while (dw && st.dw.dwarf_get_units(dw, cu, &cu, NULL, NULL, &die,
+    while (dw && libdw.dwarf_get_units(dw, cu, &cu, NULL, NULL, &die,
                                        NULL) == 0) {
-        if (st.dw.dwarf_tag(&die) != DW_TAG_compile_unit)
+        if (libdw.dwarf_tag(&die) != DW_TAG_compile_unit)
             continue; /* type and partial units hold no code */
         if (x->ncus == x->cus_cap) {
             size_t cap = x->cus_cap ? x->cus_cap * 2 : 16;
@@ -643,7 +878,9 @@ static int resolve(uintptr_t address, symbolized_frame_t *out, int cap)
     uintptr_t pc = address ? address - 1 : 0;
     symbolized_frame_t base = {.address = address, .offset = address,
                                .module = "?"};
-    find_module(pc, &base);
+    uintptr_t load_bias = 0;
+    int is_exe = 0;
+    int in_module = find_module(pc, &base, &load_bias, &is_exe);
 
     const char *func = NULL, *file = NULL;
     uintptr_t func_off = 0;
@@ -651,7 +888,7 @@ static int resolve(uintptr_t address, symbolized_frame_t *out, int cap)
     Dwarf_Die *scopes = NULL;
     int nscopes = 0;
     Dwarf_Addr bias = 0;
-    struct dw_api *d = &st.dw;
+    struct dw_api *d = &libdw;
 
     if (st.dwfl) {
         Dwfl_Module *mod = d->dwfl_addrmodule(st.dwfl, pc);
@@ -700,6 +937,13 @@ static int resolve(uintptr_t address, symbolized_frame_t *out, int cap)
         }
     }
 
+    if (!func && in_module) {
+        const elfsyms_t *t = module_symbols(load_bias, base.module, is_exe);
+        uint64_t off;
+        const char *name = t ? elfsyms_lookup(t, pc - load_bias, &off) : NULL;
+        if (name && (func = demangle(name)) != NULL)
+            func_off = off + (address - pc);
+    }
     if (!func) {
         Dl_info info;
         if (dladdr((void *)pc, &info) && info.dli_sname && info.dli_saddr &&
@@ -822,11 +1066,9 @@ int symbolize_begin(void)
     pthread_mutex_lock(&lock);
     if (!st.open) {
         st.open = 1;
-        if (load_libdw() == 0 && open_dwfl() != 0) {
-            dlclose(st.dw_handle);
-            st.dw_handle = NULL;
-            memset(&st.dw, 0, sizeof(st.dw));
-        }
+        st.symbol_budget = SYMBOL_BUDGET;
+        if (load_libdw() == 0)
+            open_dwfl(); /* without a session (no /proc, say) lookups skip libdw */
     }
     int r = st.dwfl ? 0 : -1;
     pthread_mutex_unlock(&lock);
@@ -857,18 +1099,15 @@ int symbolize_address(uintptr_t address, symbolized_frame_t *out, int max)
     return n;
 }
 
-/* See symbolize.h. Drops libdw and the C++ runtime reference too, so a later
- * batch sees the environment (GPULEAK_NO_LIBDW, loaded libraries) afresh. */
+/* See symbolize.h. libdw and the demangler stay loaded (see dw_tried); a
+ * later batch still reads GPULEAK_NO_LIBDW and the module map afresh. */
 void symbolize_end(void)
 {
     pthread_mutex_lock(&lock);
     free_cu_indexes();
+    free_module_syms();
     if (st.dwfl)
-        st.dw.dwfl_end(st.dwfl);
-    if (st.dw_handle)
-        dlclose(st.dw_handle);
-    if (st.cxx_handle)
-        dlclose(st.cxx_handle);
+        libdw.dwfl_end(st.dwfl);
     while (st.arena) {
         struct arena_chunk *next = st.arena->next;
         free(st.arena);

@@ -23,9 +23,10 @@ typedef struct symbolized_frame {
     int inlined;           /* 1 for a frame inlined into the next one */
 } symbolized_frame_t;
 
-/* Prepares for a batch of lookups (reads the process's module map, loads
- * libdw if present). Returns 0, or -1 when nothing beyond dladdr is usable
- * (lookups still work, with less detail). */
+/* Prepares for a batch of lookups (reads the process's module map; loads
+ * libdw if present, the first time, for the rest of the process's life).
+ * Returns 0, or -1 when nothing beyond dladdr is usable (lookups still
+ * work, with less detail). */
 int symbolize_begin(void);
 
 /* Resolves one return address. A return address points after the call, so
@@ -34,7 +35,9 @@ int symbolize_begin(void);
  * Returns how many were written (at least 1 when max >= 1). */
 int symbolize_address(uintptr_t address, symbolized_frame_t *out, int max);
 
-/* Frees everything symbolize_begin and the lookups made. */
+/* Frees everything symbolize_begin and the lookups made; loaded libraries
+ * stay (unloading them would run their exit handlers on the reporter
+ * thread, which a forked child could then deadlock on). */
 void symbolize_end(void);
 
 #endif

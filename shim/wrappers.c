@@ -55,17 +55,14 @@ static void finish_call(int driver_errno)
 
 /* The context current on this thread and its device, cached per thread:
  * cuCtxGetCurrent is a cheap read inside the driver, cuCtxGetDevice less so,
- * and a thread rarely switches contexts. Device -1 when there is none. */
+ * and a thread rarely switches contexts. Device -1 when there is none. The
+ * driver's functions come from doors_helper each time, never a static of
+ * their own: a driver dlclosed and loaded again elsewhere invalidates them. */
 static int current_device(const void **context_out)
 {
     static __thread const void *cached_context __attribute__((tls_model("initial-exec")));
     static __thread int cached_device __attribute__((tls_model("initial-exec"))) = -1;
-    static CUresult (*get_current)(CUcontext *);
-    static CUresult (*get_device)(CUdevice *);
-    if (get_current == NULL)
-        get_current = doors_driver_symbol("cuCtxGetCurrent");
-    if (get_device == NULL)
-        get_device = doors_driver_symbol("cuCtxGetDevice");
+    CUresult (*get_current)(CUcontext *) = doors_helper(HELPER_cuCtxGetCurrent);
     CUcontext ctx = NULL;
     if (get_current == NULL || get_current(&ctx) != CUDA_SUCCESS || ctx == NULL) {
         *context_out = NULL;
@@ -73,6 +70,7 @@ static int current_device(const void **context_out)
     }
     *context_out = ctx;
     if (ctx != cached_context) {
+        CUresult (*get_device)(CUdevice *) = doors_helper(HELPER_cuCtxGetDevice);
         CUdevice dev = -1;
         if (get_device == NULL || get_device(&dev) != CUDA_SUCCESS)
             dev = -1;
@@ -355,15 +353,10 @@ EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
  * for good; NULL when it is not active (then nothing lives in it). */
 static const void *primary_context(CUdevice dev)
 {
-    static CUresult (*get_state)(CUdevice, unsigned int *, int *);
-    static CUresult (*retain)(CUcontext *, CUdevice);
-    static CUresult (*release)(CUdevice);
-    if (get_state == NULL)
-        get_state = doors_driver_symbol("cuDevicePrimaryCtxGetState");
-    if (retain == NULL)
-        retain = doors_driver_symbol("cuDevicePrimaryCtxRetain");
-    if (release == NULL)
-        release = doors_driver_symbol("cuDevicePrimaryCtxRelease_v2");
+    CUresult (*get_state)(CUdevice, unsigned int *, int *) =
+        doors_helper(HELPER_cuDevicePrimaryCtxGetState);
+    CUresult (*retain)(CUcontext *, CUdevice) = doors_helper(HELPER_cuDevicePrimaryCtxRetain);
+    CUresult (*release)(CUdevice) = doors_helper(HELPER_cuDevicePrimaryCtxRelease_v2);
     unsigned int flags;
     int active = 0;
     CUcontext ctx = NULL;
@@ -394,17 +387,14 @@ EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
 
 void wrappers_sample_point(struct timeline_point *point)
 {
-    static CUresult (*get_pool)(CUmemoryPool *, CUdevice);
-    static CUresult (*get_attribute)(CUmemoryPool, CUmemPool_attribute, void *);
     tracker_sample(point);
     /* Inside PyTorch's allocator event the reservation is not asked: no
      * CUDA call may run under its mutex. The point goes without it. */
     if (point->kind_bytes[KIND_POOL] == 0 || torch_trace_in_event())
         return;
-    if (get_pool == NULL)
-        get_pool = doors_driver_symbol("cuDeviceGetMemPool");
-    if (get_attribute == NULL)
-        get_attribute = doors_driver_symbol("cuMemPoolGetAttribute");
+    CUresult (*get_pool)(CUmemoryPool *, CUdevice) = doors_helper(HELPER_cuDeviceGetMemPool);
+    CUresult (*get_attribute)(CUmemoryPool, CUmemPool_attribute, void *) =
+        doors_helper(HELPER_cuMemPoolGetAttribute);
     if (get_pool == NULL || get_attribute == NULL)
         return;
     for (int d = 0; d < TIMELINE_DEVICES; d++) {

@@ -12,6 +12,12 @@
  *                   delay; the child allocates, frees and exits 0
  *   fork-term       leak, fork a child that waits; SIGTERM it and exit 0
  *                   when it died of the signal within a second, 3 when not
+ *   fork-exit SECONDS THREADS
+ *                   leak from a few sites, then THREADS threads fork for
+ *                   SECONDS while snapshots are written; each child walks
+ *                   the loaded objects (dl_iterate_phdr, as an unwinder
+ *                   does) and calls exit(0); a child that has not exited
+ *                   within 5 s is killed and counted; exits 3 when any was
  *   stress SECONDS THREADS
  *                   THREADS threads allocate and free at random across every
  *                   family for SECONDS, while the main thread forks children
@@ -20,6 +26,7 @@
 #define _GNU_SOURCE
 #include "progs.h"
 
+#include <link.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -108,6 +115,74 @@ static int fork_term(void)
     double took = now_s() - sent;
     printf("child died of signal %d after %.3f s\n", WIFSIGNALED(status) ? WTERMSIG(status) : 0, took);
     return WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM && took < 1.0 ? 0 : 3;
+}
+
+/* A few distinct sites, so each snapshot has frames to symbolize. */
+__attribute__((noinline)) static void leak_at(int depth)
+{
+    if (depth > 0) {
+        leak_at(depth - 1);
+        __asm__ volatile("" ::: "memory"); /* keep the call a call */
+        return;
+    }
+    CUdeviceptr p;
+    OK(cuMemAlloc(&p, 4096));
+}
+
+static double fork_exit_until;
+static atomic_int forked, hung;
+
+static int no_op_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)info;
+    (void)size;
+    (void)data;
+    return 0;
+}
+
+/* Forks until fork_exit_until; each child must be gone within 5 s. */
+static void *fork_exit_thread(void *unused)
+{
+    (void)unused;
+    while (now_s() < fork_exit_until) {
+        pid_t child = fork();
+        if (child == 0) {
+            dl_iterate_phdr(no_op_cb, NULL);
+            exit(0);
+        }
+        if (child < 0)
+            continue;
+        atomic_fetch_add(&forked, 1);
+        int status;
+        double deadline = now_s() + 5;
+        while (waitpid(child, &status, WNOHANG) == 0) {
+            if (now_s() > deadline) {
+                atomic_fetch_add(&hung, 1);
+                kill(child, SIGKILL);
+                waitpid(child, &status, 0);
+                break;
+            }
+            struct timespec tick = { 0, 1000 * 1000 };
+            nanosleep(&tick, NULL);
+        }
+    }
+    return NULL;
+}
+
+static int fork_exit(double seconds, int threads)
+{
+    for (int i = 0; i < 8; i++)
+        leak_at(i);
+    fork_exit_until = now_s() + seconds;
+    pthread_t tids[64];
+    if (threads > 64)
+        threads = 64;
+    for (int t = 0; t < threads; t++)
+        pthread_create(&tids[t], NULL, fork_exit_thread, NULL);
+    for (int t = 0; t < threads; t++)
+        pthread_join(tids[t], NULL);
+    printf("%d of %d children hung\n", atomic_load(&hung), atomic_load(&forked));
+    return atomic_load(&hung) == 0 ? 0 : 3;
 }
 
 /* What a stress thread holds: a ring of live allocations of every family. */
@@ -264,6 +339,8 @@ int main(int argc, char **argv)
         return fork_while_starting(atol(argv[2]));
     if (strcmp(mode, "fork-term") == 0)
         return fork_term();
+    if (strcmp(mode, "fork-exit") == 0 && argc > 3)
+        return fork_exit(atof(argv[2]), atoi(argv[3]));
     if (strcmp(mode, "stress") == 0 && argc > 3)
         return stress(atof(argv[2]), atoi(argv[3]));
     return prog_bad_mode(mode);

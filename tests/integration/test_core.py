@@ -587,6 +587,43 @@ class ShimTest(Base):
     def test_errno_passes_through(self):
         self.run_shim(("errors", "errno"))
 
+    def test_dlsym_probe_without_driver_finds_nothing(self):
+        # "Is CUDA here?" through dlsym(RTLD_DEFAULT) found the shim's own
+        # exports in a process without the driver (and calling one loaded
+        # it). Without the shim: NULL and a dlerror message.
+        for shim in (False, True):
+            with self.subTest(shim=shim):
+                r = run([BUILD / "tests" / "prog_dlopen", "probe"], self.tmp, shim=shim)
+                self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+                self.assertIn("cuMemAlloc_v2: NULL", r.stdout)
+                self.assertEqual(r.reports, [])
+
+    def test_driver_dlclosed_and_loaded_again_elsewhere(self):
+        # The wrappers kept the first driver's function pointers: after a
+        # dlclose and a dlopen at another base they jumped into unmapped
+        # code. The shim also held its own reference, so the program's
+        # dlclose did not unload the driver.
+        second = os.path.join(self.tmp, "second")
+        os.mkdir(second)
+        shutil.copy(FAKE_DIR / "libcuda.so.1", second)
+        for driver in ("libcuda.so.1", os.path.join(second, "libcuda.so.1")):
+            with self.subTest(driver=driver):
+                for old in glob.glob(os.path.join(self.tmp, "r-*.json")):
+                    os.unlink(old)
+                r = run([BUILD / "tests" / "prog_dlopen", "reload", driver], self.tmp,
+                        env_extra={"GPULEAK_SUMMARY": "0"})
+                self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+                t = r.report["totals"]
+                self.assertEqual((t["allocations"], t["frees"], t["leaked_allocations"],
+                                  t["leaked_bytes"]), (4, 3, 1, 4000))
+                # The books of the driver loaded second (the first wrote its
+                # own when it was unloaded): every call after the reload
+                # reached it.
+                self.assertEqual((r.counts["succeeded"]["cuMemAlloc_v2"],
+                                  r.counts["succeeded"]["cuMemFree_v2"],
+                                  r.counts["live_bytes"]["device"]), (2, 1, 4000))
+                self.leak_site(r.report, "reload")
+
     # ---- configuration and output -------------------------------------------
 
     def test_unwritable_output_falls_back(self):

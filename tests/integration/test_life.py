@@ -114,6 +114,19 @@ class LifeTest(Base):
                 for p in glob.glob(os.path.join(self.tmp, "r-*.json"))}
         self.assertGreaterEqual(len(pids), 40)
 
+    def test_children_forked_during_snapshots_exit(self):
+        # Each snapshot dlopened and dlclosed libdw and its chain (exit
+        # handlers run under glibc's exit-handler lock) and walked the loaded
+        # objects (under the loader's write lock); fork resets neither, so a
+        # child forked meanwhile hung in exit() or in its own walk: 9 of
+        # about 9,000 children over 8 s of 8 forking threads.
+        r = run([PROG, "fork-exit", "6", "8"], self.tmp, timeout=120,
+                env_extra={"GPULEAK_FLUSH_INTERVAL": "1", "GPULEAK_SUMMARY": "0"})
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertRegex(r.stdout, r"^0 of [1-9][0-9]* children hung")
+        (rep,) = r.reports
+        self.assertEqual(rep["status"]["moment"], "exit")
+
     def test_sigterm_kills_a_forked_child_at_once(self):
         # The child inherits the fatal-signal handler but not the reporter
         # thread it waits for: it waited 5 s before dying.

@@ -1,12 +1,29 @@
 /* Unit tests for config.c: values parsed, invalid values named with the
- * default kept, and every option documented in the README. */
+ * default kept, every option documented in the README, and every variable
+ * read with secure_getenv semantics. */
+#define _GNU_SOURCE
 #include "suite.h"
+#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "config.h"
+#include "report.h"
+
+/* A setuid program cannot be started by a unit test, so this binary
+ * defines secure_getenv itself (the shim's objects are linked in, and
+ * bind to it): with secure_mode set it answers as glibc does in
+ * secure-execution mode, and secure_calls shows the shim asked it. */
+static int secure_mode;
+static int secure_calls;
+
+char *secure_getenv(const char *name)
+{
+    secure_calls++;
+    return secure_mode ? NULL : getenv(name);
+}
 
 /* Runs config_load with stderr captured into buf. Returns its result. */
 static int load_capturing(char *buf, size_t size)
@@ -174,6 +191,55 @@ START_TEST(every_option_is_in_the_readme)
 }
 END_TEST
 
+/* In secure-execution mode every variable reads as unset: the defaults
+ * apply, and the report path's %r is not the user's RANK. */
+START_TEST(secure_mode_reads_every_variable_as_unset)
+{
+    char err[1024], path[256];
+    setenv("GPULEAK_STACK_DEPTH", "12", 1);
+    setenv("GPULEAK_OUTPUT", "/etc/x-%p.json", 1);
+    setenv("RANK", "5", 1);
+    secure_calls = 0;
+    secure_mode = 1;
+    ck_assert_int_eq(load_capturing(err, sizeof err), 0);
+    ck_assert_int_eq(config.stack_depth, 64);
+    ck_assert_str_eq(config.output, "./gpuleak-%p.json");
+    ck_assert_ptr_null(config_getenv("RANK"));
+    ck_assert_int_eq(report_expand_path("r%r", path, sizeof path), 0);
+    ck_assert_str_eq(path, "r0");
+    ck_assert_int_gt(secure_calls, 3);
+    secure_mode = 0;
+    ck_assert_int_eq(load_capturing(err, sizeof err), 0);
+    ck_assert_int_eq(config.stack_depth, 12);
+    ck_assert_str_eq(config_getenv("RANK"), "5");
+    ck_assert_int_eq(report_expand_path("r%r", path, sizeof path), 0);
+    ck_assert_str_eq(path, "r5");
+    unsetenv("GPULEAK_STACK_DEPTH");
+    unsetenv("GPULEAK_OUTPUT");
+    unsetenv("RANK");
+}
+END_TEST
+
+/* "In one place": no shim source but config.c calls getenv, so a new
+ * variable cannot slip past secure_getenv. */
+START_TEST(only_config_reads_the_environment)
+{
+    static char text[1 << 20];
+    glob_t g;
+    ck_assert_int_eq(glob("shim/*.c", 0, NULL, &g), 0);
+    ck_assert_uint_gt(g.gl_pathc, 10);
+    for (size_t i = 0; i < g.gl_pathc; i++) {
+        if (strcmp(g.gl_pathv[i], "shim/config.c") == 0)
+            continue;
+        suite_read_file(g.gl_pathv[i], text, sizeof text);
+        for (const char *p = text; (p = strstr(p, "getenv(")) != NULL; p++)
+            ck_assert_msg(p > text && p[-1] == '_',
+                          "%s calls getenv; use config_getenv", g.gl_pathv[i]);
+    }
+    globfree(&g);
+}
+END_TEST
+
 int main(void)
 {
     Suite *suite = suite_create("config");
@@ -185,6 +251,8 @@ int main(void)
     tcase_add_test(tc, enable_at_load_reads_as_config_load_does);
     tcase_add_test(tc, torch_allocator_switches_only_on_request);
     tcase_add_test(tc, every_option_is_in_the_readme);
+    tcase_add_test(tc, secure_mode_reads_every_variable_as_unset);
+    tcase_add_test(tc, only_config_reads_the_environment);
     suite_add_tcase(suite, tc);
     return suite_run(suite, 0);
 }

@@ -8,7 +8,10 @@
  * exactly one of their allocations fail. */
 #define _GNU_SOURCE
 #include "suite.h"
+#include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "origin.h"
@@ -100,7 +103,7 @@ static char report[1 << 20];
 START_TEST(report_lists_stacks_and_frames)
 {
     fail_at = 0;
-    ck_assert_int_eq(report_json_write(path, &view), 0);
+    ck_assert_int_eq(report_json_write(path, &view, REPORT_REPLACE_REPORT), 0);
     size_t n = read_report(report, sizeof report);
     ck_assert_str_eq(report + n - 2, "}\n");
     char key[32];
@@ -124,14 +127,14 @@ START_TEST(report_survives_each_failed_allocation)
 {
     allocations_seen = 0;
     fail_at = 0;
-    ck_assert_int_eq(report_json_write(path, &view), 0);
+    ck_assert_int_eq(report_json_write(path, &view, REPORT_REPLACE_REPORT), 0);
     unsigned long needed = allocations_seen;
     ck_assert_uint_gt(needed, 3);
     for (unsigned long n = 1; n <= needed; n++) {
         unlink(path);
         allocations_seen = 0;
         fail_at = n;
-        int rc = report_json_write(path, &view);
+        int rc = report_json_write(path, &view, REPORT_REPLACE_REPORT);
         fail_at = 0;
         if (rc != 0) {
             ck_assert_int_ne(access(path, F_OK), 0);
@@ -145,6 +148,79 @@ START_TEST(report_survives_each_failed_allocation)
 }
 END_TEST
 
+/* An empty file at the path is someone's (a placeholder with its own mode,
+ * a hard link): it stays as it was, same inode, mode and links. */
+START_TEST(an_empty_file_is_never_replaced)
+{
+    char other[80];
+    snprintf(other, sizeof other, "%s.link", path);
+    unlink(path);
+    unlink(other);
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    ck_assert_int_eq(chmod(path, 0600), 0);
+    ck_assert_int_eq(link(path, other), 0);
+    struct stat before, after;
+    ck_assert_int_eq(stat(path, &before), 0);
+    errno = 0;
+    ck_assert_int_eq(report_json_write(path, &view, REPORT_REPLACE_REPORT), -1);
+    ck_assert_int_eq(errno, EEXIST);
+    ck_assert_int_eq(stat(path, &after), 0);
+    ck_assert_uint_eq(after.st_ino, before.st_ino);
+    ck_assert_uint_eq(after.st_mode & 0777, 0600);
+    ck_assert_uint_eq(after.st_nlink, 2);
+    ck_assert_int_eq(after.st_size, 0);
+    unlink(other);
+    unlink(path);
+}
+END_TEST
+
+/* A name taken in a shared directory replaces nothing, a report included;
+ * an old report at the report's own path is replaced. */
+START_TEST(create_only_replaces_nothing)
+{
+    unlink(path);
+    ck_assert_int_eq(report_json_write(path, &view, REPORT_CREATE_ONLY), 0);
+    struct stat first, again;
+    ck_assert_int_eq(stat(path, &first), 0);
+    errno = 0;
+    ck_assert_int_eq(report_json_write(path, &view, REPORT_CREATE_ONLY), -1);
+    ck_assert_int_eq(errno, EEXIST);
+    ck_assert_int_eq(stat(path, &again), 0);
+    ck_assert_uint_eq(again.st_ino, first.st_ino);
+    ck_assert_int_eq(report_json_write(path, &view, REPORT_REPLACE_REPORT), 0);
+    ck_assert_int_eq(stat(path, &again), 0);
+    ck_assert_uint_ne(again.st_ino, first.st_ino);
+    unlink(path);
+}
+END_TEST
+
+/* %r takes RANK, then LOCAL_RANK, only as digits: a value that would climb
+ * out of the report's directory is not used. */
+START_TEST(rank_in_the_path_is_digits_only)
+{
+    char out[256];
+    unsetenv("LOCAL_RANK");
+    setenv("RANK", "../../x", 1);
+    ck_assert_int_eq(report_expand_path("/d/r-%r.json", out, sizeof out), 0);
+    ck_assert_str_eq(out, "/d/r-0.json");
+    ck_assert_ptr_null(report_rank());
+    setenv("LOCAL_RANK", "3", 1);
+    ck_assert_int_eq(report_expand_path("/d/r-%r.json", out, sizeof out), 0);
+    ck_assert_str_eq(out, "/d/r-3.json");
+    setenv("RANK", "12", 1);
+    ck_assert_int_eq(report_expand_path("/d/r-%r.json", out, sizeof out), 0);
+    ck_assert_str_eq(out, "/d/r-12.json");
+    setenv("RANK", "1/2", 1);
+    setenv("LOCAL_RANK", "", 1);
+    ck_assert_int_eq(report_expand_path("/d/r-%r.json", out, sizeof out), 0);
+    ck_assert_str_eq(out, "/d/r-0.json");
+    unsetenv("RANK");
+    unsetenv("LOCAL_RANK");
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("report");
@@ -152,6 +228,9 @@ int main(void)
     tcase_add_unchecked_fixture(tc, setup, NULL);
     tcase_add_test(tc, report_lists_stacks_and_frames);
     tcase_add_test(tc, report_survives_each_failed_allocation);
+    tcase_add_test(tc, an_empty_file_is_never_replaced);
+    tcase_add_test(tc, create_only_replaces_nothing);
+    tcase_add_test(tc, rank_in_the_path_is_digits_only);
     suite_add_tcase(s, tc);
     return suite_run(s, 1);
 }

@@ -11,10 +11,15 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "symbolize.h"
@@ -208,7 +213,7 @@ static void no_libdw(void)
 
 /* ---- tests ------------------------------------------------------------ */
 
-/* A static function needs .symtab (libdw) for its name; its line must be the
+/* A static function is named by .symtab alone; its line must be the
  * call's, since the lookup uses address - 1. */
 START_TEST(test_static_function)
 {
@@ -400,8 +405,9 @@ START_TEST(test_demangle_local_runtime)
 }
 END_TEST
 
-/* Without libdw the module and offset are exactly as with it, and exported
- * names still come from dladdr. */
+/* Without libdw the module and offset are exactly as with it, names come
+ * from the file's own .symtab (static functions included), and exported
+ * names of a stripped library (libc) from its .dynsym. */
 START_TEST(test_without_libdw)
 {
     int line = 0;
@@ -425,7 +431,8 @@ START_TEST(test_without_libdw)
     ck_assert_str_eq(f[0].module, with_module);
     ck_assert_uint_eq(f[0].offset, with_offset);
     ck_assert_uint_eq(f[0].offset, ra - exe_bias());
-    ck_assert_ptr_null(f[0].function); /* static: not in .dynsym */
+    ck_assert_str_eq(f[0].function, "static_caller"); /* static: .symtab only */
+    ck_assert_uint_eq(f[0].function_offset, ra - (uintptr_t)(void *)static_caller);
     ck_assert_ptr_null(f[0].file);
     ck_assert_int_eq(f[0].line, 0);
 
@@ -434,6 +441,7 @@ START_TEST(test_without_libdw)
     uintptr_t ira = inline_outer(&inner, &outer);
     ck_assert_int_eq(symbolize_address(ira, f, 4), 1);
     ck_assert_int_eq(f[0].inlined, 0);
+    ck_assert_str_eq(f[0].function, "inline_outer");
 
     ck_assert_int_eq(symbolize_address(q + 1, f, 4), 1);
     ck_assert_ptr_nonnull(strstr(f[0].module, "libc"));
@@ -486,6 +494,67 @@ START_TEST(test_outside_batch)
     ck_assert_ptr_nonnull(strstr(f.module, "libc"));
     ck_assert_ptr_nonnull(strstr(f.function, "qsort"));
     symbolize_end();
+}
+END_TEST
+
+static atomic_int lookups_stop;
+
+/* Symbolizes a few thousand distinct addresses, batch after batch: each is
+ * a walk of the loaded objects. */
+static void *keep_looking_up(void *unused)
+{
+    (void)unused;
+    uintptr_t q = libc_qsort();
+    symbolized_frame_t f;
+    while (!atomic_load(&lookups_stop)) {
+        symbolize_begin();
+        for (uintptr_t i = 1; i < 2000 && !atomic_load(&lookups_stop); i++)
+            symbolize_address(q + i, &f, 1);
+        symbolize_end();
+    }
+    return NULL;
+}
+
+static int no_op_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)info;
+    (void)size;
+    (void)data;
+    return 0;
+}
+
+/* A child forked while a lookup walks the loaded objects inherited the
+ * loader's write lock held (fork does not reset it) and hung at its own
+ * walk, as an unwinder or a C++ throw makes. */
+START_TEST(test_fork_during_lookups)
+{
+    no_libdw(); /* the walks are the point, and they come faster without it */
+    atomic_store(&lookups_stop, 0);
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, keep_looking_up, NULL), 0);
+    int hung = 0, forks = 0;
+    struct timespec start, now;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    do {
+        pid_t child = fork();
+        if (child == 0) {
+            /* Check's own SIGALRM handler would kill the process group. */
+            signal(SIGALRM, SIG_DFL);
+            alarm(5);
+            dl_iterate_phdr(no_op_cb, NULL);
+            _exit(0);
+        }
+        ck_assert_int_gt(child, 0);
+        int status;
+        ck_assert_int_eq(waitpid(child, &status, 0), child);
+        hung += !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        forks++;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+    } while (now.tv_sec - start.tv_sec < 2 && hung == 0);
+    atomic_store(&lookups_stop, 1);
+    pthread_join(t, NULL);
+    unsetenv("GPULEAK_NO_LIBDW");
+    ck_assert_msg(hung == 0, "%d of %d children hung", hung, forks);
 }
 END_TEST
 
@@ -588,6 +657,7 @@ static Suite *symbolize_suite(void)
     tcase_add_test(tc, test_without_libdw);
     tcase_add_test(tc, test_cache);
     tcase_add_test(tc, test_outside_batch);
+    tcase_add_test(tc, test_fork_during_lookups);
     suite_add_tcase(s, tc);
 #ifdef INJECT_FAILURES
     /* Its own case so CK_RUN_CASE=oom can run it alone under a debugger. */
