@@ -163,13 +163,15 @@ const char *lifecycle_stop_reason(void)
 /* The report is written from a destructor, after the program's atexit
  * handlers (and so after Python's shutdown has freed what it frees), with
  * tracking stopped first so frees made by other destructors do not race the
- * writer. */
+ * writer. When a signal's report is being written already, the exit waits
+ * for it (a bounded time: the process dies with it, or ends when it ends). */
 __attribute__((destructor)) static void write_report_at_exit(void)
 {
     if (!atomic_load(&started))
         return;
     guard_depth++;
     lifecycle_stop();
-    report_write(REPORT_AT_EXIT);
+    report_write(REPORT_AT_EXIT, 0, 0);
+    report_final_wait(LIFECYCLE_FINAL_WAIT_MS);
     guard_depth--;
 }

@@ -3,14 +3,17 @@
 #include "config.h"
 #include "log.h"
 #include "origin.h"
+#include "patience.h"
 #include "stacks.h"
 #include "torch_trace.h"
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 int report_expand_path(const char *pattern, char *out, size_t size)
@@ -253,20 +256,29 @@ static int by_held_bytes(const void *a, const void *b)
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
-/* Gathers every site's counters and the sections of the report. Call
- * between origin_init and origin_end (owners decide the reserve). */
+/* Gathers every site's counters and the sections of the report: every
+ * read that takes a lock is made here, so that the writers know how many
+ * locks were given up. Call between origin_init and origin_end (owners
+ * decide the reserve). */
 static int gather(report_view_t *view)
 {
     memset(view, 0, sizeof *view);
     view->now_ns = tracker_now_ns();
     tracker_totals(&view->totals);
-    tracker_kind_totals(KIND_TENSOR, &view->tensors);
+    for (int k = 0; k < KIND_COUNT; k++)
+        tracker_kind_totals((alloc_kind_t)k, &view->kinds[k]);
+    view->tensors = view->kinds[KIND_TENSOR];
+    for (int d = 0; d < TRACKER_MAX_DEVICES; d++)
+        if (tracker_device_totals(d, &view->devices[d]) == 0)
+            view->devices_seen |= 1ull << d;
+    view->shim_bytes = tracker_memory_bytes() + stacks_memory_bytes();
     view->peak_is_tensors = tracker_peak_is_tensors() && view->tensors.allocations > 0;
     view->has_oom = tracker_oom_copy(&view->oom);
     int followed = torch_trace_followed() && view->tensors.allocations > 0;
     view->timeline = malloc(sizeof *view->timeline * TIMELINE_POINTS);
     if (view->timeline != NULL)
         view->timeline_count = timeline_points(view->now_ns, view->timeline, TIMELINE_POINTS);
+    view->timeline_interval_ns = timeline_interval_ns();
     uint64_t allocations = tracker_allocation_count();
     uint32_t high = tracker_site_count();
     /* Where Python finished, its moment is the growth rule's last sample:
@@ -394,29 +406,82 @@ static const char *write_somewhere(const report_view_t *view, char *path, size_t
     return NULL;
 }
 
-void report_write(report_moment_t moment)
+/* The final report's progress: a signal's handler and the exit wait for
+ * it, and nothing replaces it once begun. */
+enum { FINAL_NONE, FINAL_WRITING, FINAL_DONE };
+static _Atomic int final_state;
+
+int report_final_wait(unsigned ms)
 {
-    pthread_mutex_lock(&write_lock);
+    struct timespec tick = { 0, 1000 * 1000 };
+    for (unsigned waited = 0; atomic_load(&final_state) != FINAL_DONE; waited++) {
+        if (waited >= ms)
+            return 0;
+        nanosleep(&tick, NULL);
+    }
+    return 1;
+}
+
+static __thread int quiet_driver __attribute__((tls_model("initial-exec")));
+
+int report_may_call_driver(void)
+{
+    return !quiet_driver;
+}
+
+/* Takes write_lock within REPORT_WAIT_S: the report before this one is
+ * written by a running thread, but one stalled for good (in malloc, say,
+ * on an arena a thread a signal interrupted holds) must not hang the exit. */
+static int lock_writer(void)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += REPORT_WAIT_S;
+    if (pthread_mutex_clocklock(&write_lock, CLOCK_MONOTONIC, &until) == 0)
+        return 1;
+    log_line("the report before this one did not finish in %d s; this one is not written",
+             REPORT_WAIT_S);
+    return 0;
+}
+
+static void write_locked(report_moment_t moment, int signal)
+{
     report_view_t view;
     symbolize_begin();
     origin_init();
-    if (gather(&view) != 0) {
+    patience_begin();
+    int gathered = gather(&view) == 0;
+    view.locks_skipped = patience_end();
+    if (!gathered) {
         log_line("no memory to gather the report; none written");
-        release(&view);
-        origin_end();
-        symbolize_end();
-        pthread_mutex_unlock(&write_lock);
-        return;
+    } else {
+        view.moment = moment;
+        view.signal = signal;
+        char path[4096];
+        const char *written = write_somewhere(&view, path, sizeof path);
+        if (config.summary && (moment == REPORT_AT_EXIT || moment == REPORT_ON_SIGNAL))
+            report_summary_print(&view, written);
+        else if (moment == REPORT_ON_REQUEST && written != NULL)
+            log_line("report written to %s (on request; the program runs on)", written);
     }
-    view.moment = moment;
-    char path[4096];
-    const char *written = write_somewhere(&view, path, sizeof path);
-    if (config.summary && (moment == REPORT_AT_EXIT || moment == REPORT_ON_SIGNAL))
-        report_summary_print(&view, written);
-    else if (moment == REPORT_ON_REQUEST && written != NULL)
-        log_line("report written to %s (on request; the program runs on)", written);
     origin_end();
     symbolize_end();
     release(&view);
-    pthread_mutex_unlock(&write_lock);
+}
+
+void report_write(report_moment_t moment, int signal, int interrupted)
+{
+    int final = moment == REPORT_AT_EXIT || moment == REPORT_ON_SIGNAL;
+    int none = FINAL_NONE;
+    if (final ? !atomic_compare_exchange_strong(&final_state, &none, FINAL_WRITING)
+              : atomic_load(&final_state) != FINAL_NONE)
+        return;
+    if (lock_writer()) {
+        quiet_driver = interrupted;
+        write_locked(moment, signal);
+        quiet_driver = 0;
+        pthread_mutex_unlock(&write_lock);
+    }
+    if (final)
+        atomic_store(&final_state, FINAL_DONE);
 }

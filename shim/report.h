@@ -32,7 +32,7 @@ typedef struct report_list {
  * a snapshot or a dump on request is overwritten by the next one. */
 typedef enum report_moment {
     REPORT_AT_EXIT,
-    REPORT_ON_SIGNAL,      /* SIGTERM, SIGINT or SIGHUP at their default action */
+    REPORT_ON_SIGNAL,      /* a signal that ends the process, at its default action */
     REPORT_ON_REQUEST,     /* GPULEAK_DUMP_SIGNAL */
     REPORT_SNAPSHOT,       /* every GPULEAK_FLUSH_INTERVAL seconds */
 } report_moment_t;
@@ -68,13 +68,38 @@ typedef struct report_view {
     int has_oom;
     timeline_point_t *timeline;
     size_t timeline_count;
+    uint64_t timeline_interval_ns;
+    totals_t kinds[KIND_COUNT];             /* each kind's totals */
+    totals_t devices[TRACKER_MAX_DEVICES];  /* each device's, where devices_seen */
+    uint64_t devices_seen;                  /* a bit per device */
+    uint64_t shim_bytes;      /* the shim's tables and stack depot */
     uint64_t now_ns;          /* tracker_now_ns() when the view was gathered */
+    unsigned locks_skipped;   /* locks the gathering gave up (patience.h): the
+                                 parts behind them read without or left out */
+    int signal;               /* the signal a REPORT_ON_SIGNAL report is for */
 } report_view_t;
 
 /* Writes the report file (GPULEAK_OUTPUT, or the fallback it names on
  * stderr, once, when that path cannot be written) and, at exit or on a
- * fatal signal, the summary. Serialised: one report at a time. */
-void report_write(report_moment_t moment);
+ * fatal signal, the summary. Serialised: one report at a time, waited for
+ * at most REPORT_WAIT_S (then this one is not written). The final report
+ * (exit or signal) is written once: a second final one, and any snapshot or
+ * dump from the moment a final one begins, returns at once. signal names
+ * the signal of a REPORT_ON_SIGNAL report. With interrupted (a report owed
+ * by a thread that a signal interrupted, which may hold the driver's own
+ * locks), the report asks the driver nothing. Never waits on a shim lock
+ * without an end (patience.h). */
+#define REPORT_WAIT_S 10
+void report_write(report_moment_t moment, int signal, int interrupted);
+
+/* Waits up to ms for the final report, which another thread may be
+ * writing, to be done (written, or given up). Returns 1 once done, 0 when
+ * the time ran out. Async-signal-safe. */
+int report_final_wait(unsigned ms);
+
+/* 0 while this thread writes a report for a thread a signal interrupted
+ * (see report_write): the driver is then not to be called. */
+int report_may_call_driver(void);
 
 /* Expands a GPULEAK_OUTPUT pattern (%p pid, %h host, %r rank from RANK or
  * LOCAL_RANK, %% a percent sign) into out. Returns 0, or -1 when the result

@@ -13,13 +13,8 @@
 #include <stdatomic.h>
 #include <time.h>
 
-/* How long a fatal signal waits for its report before the process dies
- * anyway: the interrupted thread may hold a lock the writer needs. */
-#define FATAL_REPORT_WAIT_MS 5000
-
 static sem_t wake;
 static _Atomic int fatal_signal;     /* the signal to die of once reported */
-static _Atomic int fatal_reported;
 static _Atomic int dump_requested;
 
 static const int fatal_signals[] = { SIGTERM, SIGINT, SIGHUP };
@@ -34,10 +29,7 @@ static void on_fatal_signal(int sig)
     int expected = 0;
     if (lifecycle_report_owed() && atomic_compare_exchange_strong(&fatal_signal, &expected, sig)) {
         sem_post(&wake);
-        struct timespec tick = { 0, 10 * 1000 * 1000 };
-        for (int waited = 0; waited < FATAL_REPORT_WAIT_MS && !atomic_load(&fatal_reported);
-             waited += 10)
-            nanosleep(&tick, NULL);
+        report_final_wait(LIFECYCLE_FINAL_WAIT_MS);
     }
     signal(sig, SIG_DFL);
     raise(sig); /* delivered when this handler returns: the default action */
@@ -87,17 +79,14 @@ static void *reporter_main(void *unused)
                 continue;
         }
         if (atomic_load(&fatal_signal) != 0) {
-            if (!atomic_load(&fatal_reported)) {
-                lifecycle_stop();
-                report_write(REPORT_ON_SIGNAL);
-                atomic_store(&fatal_reported, 1);
-            }
+            lifecycle_stop();
+            report_write(REPORT_ON_SIGNAL, atomic_load(&fatal_signal), 1);  /* once */
             continue;
         }
         if (atomic_exchange(&dump_requested, 0))
-            report_write(REPORT_ON_REQUEST);
+            report_write(REPORT_ON_REQUEST, 0, 0);
         else if (!woke && atomic_load(&lifecycle_state_now) == LIFECYCLE_TRACKING)
-            report_write(REPORT_SNAPSHOT);
+            report_write(REPORT_SNAPSHOT, 0, 0);
     }
     return NULL;
 }

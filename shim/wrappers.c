@@ -6,6 +6,7 @@
 #include "guard.h"
 #include "lifecycle.h"
 #include "python.h"
+#include "report.h"
 #include "selftime.h"
 #include "timeline.h"
 #include "torch_trace.h"
@@ -398,8 +399,10 @@ void wrappers_sample_point(struct timeline_point *point)
     static CUresult (*get_attribute)(CUmemoryPool, CUmemPool_attribute, void *);
     tracker_sample(point);
     /* Inside PyTorch's allocator event the reservation is not asked: no
-     * CUDA call may run under its mutex. The point goes without it. */
-    if (point->kind_bytes[KIND_POOL] == 0 || torch_trace_in_event())
+     * CUDA call may run under its mutex; nor in a report for a thread a
+     * signal interrupted, which may hold the driver's locks. The point goes
+     * without it. */
+    if (point->kind_bytes[KIND_POOL] == 0 || torch_trace_in_event() || !report_may_call_driver())
         return;
     if (get_pool == NULL)
         get_pool = doors_driver_symbol("cuDeviceGetMemPool");
