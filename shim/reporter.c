@@ -12,27 +12,46 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <time.h>
+#include <unistd.h>
 
 static sem_t wake;
+static _Atomic pid_t running_in;     /* the process the thread runs in: not a forked child */
 static _Atomic int fatal_signal;     /* the signal to die of once reported */
 static _Atomic int dump_requested;
+static _Atomic int exit_requested;
 
 static const int fatal_signals[] = { SIGTERM, SIGINT, SIGHUP };
 
+/* Whether the reporter thread runs in this process: a forked child
+ * inherits the handlers, not the thread. Async-signal-safe. */
+static int reporter_here(void)
+{
+    return atomic_load(&running_in) == getpid();
+}
+
 /* Fatal-signal handler: asks the thread for the report, waits for it (a
- * bounded time), then dies of the signal with its default action, so the
- * parent sees the same exit status as without the shim. A forked child,
- * which inherits the handler but owes no report and has no reporter
- * thread, dies at once. */
+ * bounded time: the first signal's, when several come), then dies of the
+ * signal with its default action, so the parent sees the same exit status
+ * as without the shim. A thread inside the shim's own code may hold a lock
+ * the report needs: the signal is put off until it leaves (guard.h). A
+ * forked child, which has no reporter thread, dies at once. */
 static void on_fatal_signal(int sig)
 {
-    int expected = 0;
-    if (lifecycle_report_owed() && atomic_compare_exchange_strong(&fatal_signal, &expected, sig)) {
-        sem_post(&wake);
+    int saved_errno = errno;
+    if (reporter_here()) {
+        if (guard_inside_shim()) {
+            guard_defer(sig);
+            errno = saved_errno;
+            return;
+        }
+        int expected = 0;
+        if (atomic_compare_exchange_strong(&fatal_signal, &expected, sig))
+            sem_post(&wake);
         report_final_wait(LIFECYCLE_FINAL_WAIT_MS);
     }
     signal(sig, SIG_DFL);
     raise(sig); /* delivered when this handler returns: the default action */
+    errno = saved_errno;
 }
 
 static void on_dump_signal(int sig)
@@ -78,6 +97,8 @@ static void *reporter_main(void *unused)
             if (!woke)
                 continue;
         }
+        if (atomic_load(&exit_requested))
+            report_write(REPORT_AT_EXIT, 0, 1);  /* then a fatal signal's is not written */
         if (atomic_load(&fatal_signal) != 0) {
             lifecycle_stop();
             report_write(REPORT_ON_SIGNAL, atomic_load(&fatal_signal), 1);  /* once */
@@ -111,9 +132,19 @@ int reporter_start(void)
         return -1;
     }
     pthread_setname_np(thread, "gpuleak-report");
+    atomic_store(&running_in, getpid());
     for (size_t i = 0; i < sizeof fatal_signals / sizeof fatal_signals[0]; i++)
         take_if_default(fatal_signals[i], on_fatal_signal);
     if (config.dump_signal > 0)
         take_if_default(config.dump_signal, on_dump_signal);
+    return 0;
+}
+
+int reporter_write_exit_report(void)
+{
+    if (!reporter_here())
+        return -1;
+    atomic_store(&exit_requested, 1);
+    sem_post(&wake);
     return 0;
 }

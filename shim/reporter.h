@@ -15,4 +15,9 @@
  * thread cannot start (then only the report at exit is written). */
 int reporter_start(void);
 
+/* Asks the thread to write the report at exit, for a thread that may hold
+ * a lock the report needs (report_final_wait waits for it). Returns 0, or
+ * -1 when no reporter thread runs in this process. */
+int reporter_write_exit_report(void);
+
 #endif

@@ -42,15 +42,17 @@ static int begin_call(void)
 }
 
 /* The driver call inside a recorded wrapper: its time is the driver's, not
- * the shim's (selftime.h). */
-#define DRIVER(call) ({ selftime_pause(0); CUresult driver_result_ = (call); \
-                        selftime_resume(); driver_result_; })
+ * the shim's (selftime.h), and a signal arriving then is not put off
+ * (guard.h: the call may block for long, and no shim lock is held). */
+#define DRIVER(call) ({ selftime_pause(0); guard_in_driver = 1;                 \
+                        CUresult driver_result_ = (call);                      \
+                        guard_in_driver = 0; selftime_resume(); driver_result_; })
 
 /* Leaves the shim, giving the caller back the errno the driver left. */
 static void finish_call(int driver_errno)
 {
     selftime_pause(1);
-    guard_depth--;
+    guard_leave();
     errno = driver_errno;
 }
 

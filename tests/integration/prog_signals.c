@@ -9,10 +9,10 @@
  *   own-term-exit     the same under the program's own SIGTERM handler,
  *                     which calls exit(3)
  *   term-in-exit-report
- *                     leak from SITES stacks, return from main; a thread
- *                     sends SIGTERM to the main thread once the report's
- *                     temporary file exists (the report at exit is being
- *                     written)
+ *                     leak pool memory, return from main: SIGTERM lands in
+ *                     the main thread while it writes the report at exit
+ *                     (the fake raises it when the report asks the pool's
+ *                     reservation)
  *   sites N           leak from N stacks, exit 0
  *   fork-dump         leak, fork a child that waits; send it SIGUSR2 and print
  *                     how it ended; exit 0 when it died of the signal, 3 if not
@@ -109,21 +109,8 @@ static void exit_five(int sig)
     _exit(5);
 }
 
-static pthread_t main_thread;
-
-/* Waits for the report's temporary file (GPULEAK_OUTPUT is r-%p.json in
- * the working directory), then interrupts the main thread writing it. */
-static void *term_when_writing(void *unused)
-{
-    (void)unused;
-    char tmp[64];
-    snprintf(tmp, sizeof tmp, "r-%d.json.tmp.%d", (int)getpid(), (int)getpid());
-    double until = now_s() + 10;
-    while (access(tmp, F_OK) != 0 && now_s() < until) {
-    }
-    pthread_kill(main_thread, SIGTERM);
-    return NULL;
-}
+/* tests/fakecuda's hook: its next cuMemPoolGetAttribute raises sig. */
+void fakecuda_raise_at_pool_query(int sig);
 
 static int fork_dump(void)
 {
@@ -155,7 +142,6 @@ int main(int argc, char **argv)
     if (strcmp(mode, "own-abort") == 0)  /* before the first CUDA call starts the shim */
         signal(SIGABRT, exit_five);
     context = use_primary(0);
-    main_thread = pthread_self();
     if (strcmp(mode, "pthread-exit") == 0 && argc > 2) {
         worker_ms = atof(argv[2]);
         leak_here();
@@ -172,9 +158,9 @@ int main(int argc, char **argv)
         alloc_forever();
     }
     if (strcmp(mode, "term-in-exit-report") == 0) {
-        leak_sites(200);
-        pthread_t t;
-        EXPECT(pthread_create(&t, NULL, term_when_writing, NULL) == 0);
+        CUdeviceptr p;
+        OK(cuMemAllocAsync(&p, 4096, NULL));
+        fakecuda_raise_at_pool_query(SIGTERM);
         return 0;
     }
     if (strcmp(mode, "sites") == 0) {
