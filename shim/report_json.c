@@ -489,7 +489,9 @@ static void put_process(FILE *f)
     else
         fputs_unlocked("null", f);
     fputs_unlocked(",\"argv\":[", f);
-    FILE *cmdline = fopen("/proc/self/cmdline", "r");
+    /* This thread's: the process's (main's) is empty once main has left
+     * through pthread_exit. */
+    FILE *cmdline = fopen("/proc/thread-self/cmdline", "r");
     int redact = config.redact_argv;
     if (cmdline != NULL) {
         char arg[4096];

@@ -6,15 +6,23 @@
 #include "log.h"
 #include "report.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 static sem_t wake;
+static int wake_ready;               /* sem_init succeeded, at load */
+static _Atomic int main_gone;        /* main left through pthread_exit */
 static _Atomic pid_t running_in;     /* the process the thread runs in: not a forked child */
 static _Atomic int fatal_signal;     /* the signal to die of once reported */
 static _Atomic int dump_requested;
@@ -75,46 +83,122 @@ static int take_if_default(int sig, void (*handler)(int))
     return sigaction(sig, &ours, NULL) == 0;
 }
 
+static uint64_t monotonic_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Whether every other thread of the process is gone (a zombie main thread
+ * left by pthread_exit included): 1, 0, or -1 when /proc cannot tell. Once
+ * none is left none can come, so a 1 stays true. */
+static int alone(void)
+{
+    DIR *tasks = opendir("/proc/self/task");
+    if (tasks == NULL)
+        return -1;
+    int alone = 1;
+    pid_t me = gettid();
+    for (struct dirent *e; alone == 1 && (e = readdir(tasks)) != NULL;) {
+        if (e->d_name[0] == '.' || atoi(e->d_name) == me)
+            continue;
+        char path[64], stat[512];
+        snprintf(path, sizeof path, "/proc/self/task/%.32s/stat", e->d_name);  /* a number */
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        ssize_t n = fd >= 0 ? read(fd, stat, sizeof stat - 1) : -1;
+        if (fd >= 0)
+            close(fd);
+        if (n <= 0)
+            continue;  /* gone meanwhile */
+        stat[n] = '\0';
+        const char *state = strrchr(stat, ')');  /* after the name, which may hold ')' */
+        alone = state != NULL && (state[2] == 'Z' || state[2] == 'X');
+    }
+    closedir(tasks);
+    return alone;
+}
+
 /* The thread: never tracked, deaf to signals from its first instruction
  * (reporter_start creates it with every signal blocked: a fatal signal's
  * handler run here would wait for the report this thread is to write),
- * waking for a request or when a snapshot is due. */
+ * waking for a request or when a snapshot is due.
+ *
+ * glibc ends a process when its last thread exits, and this thread is one:
+ * once main has left through pthread_exit, it looks every ALONE_POLL_MS
+ * whether it is the last, and then returns, so that its exit ends the
+ * process (exit(0), with the report at exit) as the program's last thread
+ * would have. Where /proc cannot tell, it returns at once: the program's
+ * threads then run on without it (no snapshot or signal report). */
+#define ALONE_POLL_NS (50ull * 1000 * 1000)
+
 static void *reporter_main(void *unused)
 {
     (void)unused;
     guard_depth = 1;
+    uint64_t interval_ns = (uint64_t)config.flush_interval_s * 1000000000ull;
+    uint64_t snapshot_ns = interval_ns > 0 ? monotonic_ns() + interval_ns : UINT64_MAX;
     for (;;) {
-        int woke;
-        if (config.flush_interval_s > 0) {
-            struct timespec due;
-            clock_gettime(CLOCK_REALTIME, &due);
-            due.tv_sec += config.flush_interval_s;
-            woke = sem_timedwait(&wake, &due) == 0;
-            if (!woke && errno != ETIMEDOUT)
-                continue;
+        uint64_t until = snapshot_ns;
+        if (atomic_load(&main_gone)) {
+            if (alone() != 0)
+                break;
+            uint64_t now = monotonic_ns();
+            if (until > now + ALONE_POLL_NS)
+                until = now + ALONE_POLL_NS;
+        }
+        if (until == UINT64_MAX) {
+            sem_wait(&wake);
         } else {
-            woke = sem_wait(&wake) == 0;
-            if (!woke)
-                continue;
+            struct timespec ts = { (time_t)(until / 1000000000ull), (long)(until % 1000000000ull) };
+            sem_clockwait(&wake, CLOCK_MONOTONIC, &ts);
         }
         if (atomic_load(&exit_requested))
             report_write(REPORT_AT_EXIT, 0, 1);  /* then a fatal signal's is not written */
         if (atomic_load(&fatal_signal) != 0) {
             lifecycle_stop();
             report_write(REPORT_ON_SIGNAL, atomic_load(&fatal_signal), 1);  /* once */
-            continue;
         }
         if (atomic_exchange(&dump_requested, 0))
             report_write(REPORT_ON_REQUEST, 0, 0);
-        else if (!woke && atomic_load(&lifecycle_state_now) == LIFECYCLE_TRACKING)
-            report_write(REPORT_SNAPSHOT, 0, 0);
+        if (monotonic_ns() >= snapshot_ns) {
+            if (atomic_load(&lifecycle_state_now) == LIFECYCLE_TRACKING)
+                report_write(REPORT_SNAPSHOT, 0, 0);
+            snapshot_ns = monotonic_ns() + interval_ns;
+        }
     }
+    /* No handler is to wait for this thread now, and the exit this return
+     * may make (the process's last thread) is an ordinary one. */
+    atomic_store(&running_in, 0);
+    guard_depth = 0;
     return NULL;
+}
+
+/* Main's exit through pthread_exit (or a cancel) runs this key's
+ * destructor on it; a return from main calls exit(), which runs none. */
+static pthread_key_t main_key;
+
+static void main_thread_left(void *unused)
+{
+    (void)unused;
+    atomic_store(&main_gone, 1);
+    sem_post(&wake);
+}
+
+/* At load, on the main thread (a later dlopen from another thread cannot
+ * watch it), before tracking may start on any thread. */
+__attribute__((constructor)) static void watch_main_thread(void)
+{
+    if (!config_enabled_at_load(getenv("GPULEAK_ENABLE")))
+        return;
+    wake_ready = sem_init(&wake, 0, 0) == 0;
+    if (wake_ready && gettid() == getpid() && pthread_key_create(&main_key, main_thread_left) == 0)
+        pthread_setspecific(main_key, &main_key);
 }
 
 int reporter_start(void)
 {
-    if (sem_init(&wake, 0, 0) != 0)
+    if (!wake_ready)
         return -1;
     pthread_t thread;
     pthread_attr_t attr;

@@ -12,7 +12,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_core import BUILD, Base, clean_env, report_files  # noqa: E402
+from test_core import BUILD, Base, clean_env, report_files, sites_with  # noqa: E402
 
 PROG = BUILD / "tests" / "prog_signals"
 SHIM = BUILD / "libgpuleak.so"
@@ -58,6 +58,26 @@ class SignalsTest(Base):
 
     def leftovers(self):
         return glob.glob(os.path.join(self.tmp, "*.tmp.*"))
+
+    def test_pthread_exit_from_main_ends_the_process(self):
+        # The helper thread kept the process alive for good once main left
+        # through pthread_exit, every signal blocked in it.
+        proc = self.start("pthread-exit", "200")
+        _, err = self.finish(proc, timeout=10, what="pthread_exit from main")
+        self.assertEqual(proc.returncode, 0, err)
+        (rep,) = self.reports(proc.pid)
+        self.assertEqual(rep["status"]["moment"], "exit")
+        self.assertEqual(sites_with(rep["leaks"], "leak_here")[0]["allocations"], 3)
+        self.assertGreater(rep["totals"]["allocations"], 3)  # the thread's, after main left
+
+    def test_sigterm_after_main_left_is_reported(self):
+        proc = self.start("pthread-exit", "20000")
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGTERM)
+        self.finish(proc, what="SIGTERM after main left")
+        self.assertEqual(proc.returncode, -signal.SIGTERM)
+        (rep,) = self.reports(proc.pid)
+        self.assertEqual(rep["status"]["moment"], "signal")
 
     def test_own_handler_calling_exit_never_deadlocks(self):
         # The handler interrupted tracker_alloc holding a shard's lock, and
