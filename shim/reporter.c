@@ -37,6 +37,14 @@ static int reporter_here(void)
     return atomic_load(&running_in) == getpid();
 }
 
+/* Hands sig on as if the shim had never taken it: to its default action,
+ * raised again here and delivered as the handler returns. */
+static void pass_on(int sig)
+{
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
 /* Fatal-signal handler: asks the thread for the report, waits for it (a
  * bounded time: the first signal's, when several come), then dies of the
  * signal with its default action, so the parent sees the same exit status
@@ -57,16 +65,23 @@ static void on_fatal_signal(int sig)
             sem_post(&wake);
         report_final_wait(LIFECYCLE_FINAL_WAIT_MS);
     }
-    signal(sig, SIG_DFL);
-    raise(sig); /* delivered when this handler returns: the default action */
+    pass_on(sig);
     errno = saved_errno;
 }
 
+/* Dump handler: asks the thread for a report; the program runs on. A
+ * forked child has no thread to write it: there the signal does what it
+ * would without the shim (SIGUSR2 kills). */
 static void on_dump_signal(int sig)
 {
-    (void)sig;
-    atomic_store(&dump_requested, 1);
-    sem_post(&wake);
+    int saved_errno = errno;
+    if (reporter_here()) {
+        atomic_store(&dump_requested, 1);
+        sem_post(&wake);
+    } else {
+        pass_on(sig);
+    }
+    errno = saved_errno;
 }
 
 /* Installs handler for sig only when the program left it at the default.

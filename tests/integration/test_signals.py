@@ -128,6 +128,13 @@ class SignalsTest(Base):
             self.assertEqual(rep["status"]["moment"], "exit")
             self.assertEqual(self.leftovers(), [])
 
+    def test_forked_child_dies_of_the_dump_signal(self):
+        proc = self.start("fork-dump", wait_ready=False)
+        out, err = self.finish(proc, timeout=10, what="fork-dump")
+        self.assertEqual(proc.returncode, 0, out + err)
+        self.assertIn("died of signal 12", out)
+        self.assertEqual(len(self.reports(proc.pid)), 1)
+
 
 if __name__ == "__main__":
     unittest.main()
