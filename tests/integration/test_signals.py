@@ -135,6 +135,25 @@ class SignalsTest(Base):
         self.assertIn("died of signal 12", out)
         self.assertEqual(len(self.reports(proc.pid)), 1)
 
+    def test_dump_signal_must_be_free_for_it(self):
+        for value in ("32", "33", "15", "2", "1", "17", "13", "14", "9", "11", "6", "3", "20"):
+            with self.subTest(value=value):
+                proc = self.start("sites", "1", env_extra={"GPULEAK_DUMP_SIGNAL": value},
+                                  wait_ready=False)
+                _, err = self.finish(proc, what=value)
+                self.assertEqual(proc.returncode, 0, err)
+                lines = [line for line in err.splitlines() if "GPULEAK_DUMP_SIGNAL" in line]
+                self.assertEqual(len(lines), 1, err)
+                self.assertIn(f"GPULEAK_DUMP_SIGNAL={value} ", lines[0])
+                self.assertIn("default 12", lines[0])
+        for value in ("0", "10", "12", "34", "64"):
+            with self.subTest(value=value):
+                proc = self.start("sites", "1", env_extra={"GPULEAK_DUMP_SIGNAL": value},
+                                  wait_ready=False)
+                _, err = self.finish(proc, what=value)
+                self.assertEqual(proc.returncode, 0, err)
+                self.assertNotIn("GPULEAK_DUMP_SIGNAL", err)
+
 
 if __name__ == "__main__":
     unittest.main()
