@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -375,6 +376,21 @@ static void fallback_path(char *out, size_t size)
 static pthread_mutex_t write_lock = PTHREAD_MUTEX_INITIALIZER;
 static int primary_failed;       /* warn once, then use the fallback directly */
 
+/* A report larger than the file size limit (ulimit -f) fits in no path:
+ * one warning in the run says so, and no fallback is tried. Returns 1 when
+ * the write that set errno failed so. */
+static int too_large(const char *path)
+{
+    static int warned;
+    if (errno != EFBIG)
+        return 0;
+    if (!warned)
+        log_line("cannot write the report to %s: it passes the file size limit (ulimit -f)",
+                 path);
+    warned = 1;
+    return 1;
+}
+
 /* Writes the report to its path or, when that fails, to the fallback, and
  * says so once. Returns the path written, or NULL. */
 static const char *write_somewhere(const report_view_t *view, char *path, size_t size)
@@ -388,6 +404,8 @@ static const char *write_somewhere(const report_view_t *view, char *path, size_t
     if (!primary_failed) {
         if (report_json_write(path, view) == 0)
             return path;
+        if (too_large(path))
+            return NULL;
         int err = errno;
         char fallback[4096];
         fallback_path(fallback, sizeof fallback);
@@ -399,6 +417,8 @@ static const char *write_somewhere(const report_view_t *view, char *path, size_t
     fallback_path(path, size);
     if (report_json_write(path, view) == 0)
         return path;
+    if (too_large(path))
+        return NULL;
     static int warned;
     if (!warned)
         log_line("cannot write the report to %s either (%s)", path, strerror(errno));
@@ -444,8 +464,18 @@ static int lock_writer(void)
     return 0;
 }
 
+/* Writes the report and its lines on stderr. A write past the file size
+ * limit (ulimit -f) raises SIGXFSZ on its thread, whose default action
+ * kills the program: it is blocked meanwhile (the write fails with EFBIG
+ * instead), and one the report raised is taken back before it is
+ * unblocked (one pending before is left to the program). */
 static void write_locked(report_moment_t moment, int signal)
 {
+    sigset_t xfsz, old, pending;
+    sigemptyset(&xfsz);
+    sigaddset(&xfsz, SIGXFSZ);
+    pthread_sigmask(SIG_BLOCK, &xfsz, &old);
+    int was_pending = sigpending(&pending) == 0 && sigismember(&pending, SIGXFSZ);
     report_view_t view;
     symbolize_begin();
     origin_init();
@@ -467,6 +497,9 @@ static void write_locked(report_moment_t moment, int signal)
     origin_end();
     symbolize_end();
     release(&view);
+    if (!was_pending && sigpending(&pending) == 0 && sigismember(&pending, SIGXFSZ))
+        sigtimedwait(&xfsz, NULL, &(struct timespec){ 0, 0 });
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 void report_write(report_moment_t moment, int signal, int interrupted)

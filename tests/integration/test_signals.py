@@ -5,6 +5,7 @@ failed at least once in its runs before its fix."""
 import glob
 import os
 import random
+import resource
 import signal
 import subprocess
 import sys
@@ -127,6 +128,17 @@ class SignalsTest(Base):
             (rep,) = self.reports(proc.pid)
             self.assertEqual(rep["status"]["moment"], "exit")
             self.assertEqual(self.leftovers(), [])
+
+    def test_file_size_limit_is_one_warning_not_sigxfsz(self):
+        def limit():
+            resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+        proc = self.start("sites", "100", preexec_fn=limit, wait_ready=False)
+        _, err = self.finish(proc, timeout=20, what="ulimit -f")
+        self.assertEqual(proc.returncode, 0, err)
+        warnings = [line for line in err.splitlines() if "cannot write the report" in line]
+        self.assertEqual(len(warnings), 1, err)
+        self.assertIn("file size limit", warnings[0])
+        self.assertEqual(glob.glob(os.path.join(self.tmp, "r-*")), [])
 
     def test_forked_child_dies_of_the_dump_signal(self):
         proc = self.start("fork-dump", wait_ready=False)
