@@ -28,7 +28,18 @@ static _Atomic int fatal_signal;     /* the signal to die of once reported */
 static _Atomic int dump_requested;
 static _Atomic int exit_requested;
 
-static const int fatal_signals[] = { SIGTERM, SIGINT, SIGHUP };
+/* The signals whose default action ends the process and that get a report
+ * first: those sent to end it, and the faults (a crash, a failed assert),
+ * which keep their core dump. */
+static const int fatal_signals[] = { SIGTERM, SIGINT, SIGHUP,
+                                     SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT };
+
+/* A fault is raised by the instruction the thread runs (or by abort()):
+ * never put off, since the thread cannot go on. */
+static int is_fault(int sig)
+{
+    return sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE || sig == SIGABRT;
+}
 
 /* Whether the reporter thread runs in this process: a forked child
  * inherits the handlers, not the thread. Async-signal-safe. */
@@ -37,64 +48,76 @@ static int reporter_here(void)
     return atomic_load(&running_in) == getpid();
 }
 
-/* Hands sig on as if the shim had never taken it: to its default action,
- * raised again here and delivered as the handler returns. */
-static void pass_on(int sig)
+/* Hands sig on as if the shim had never taken it, to its default action: a
+ * fault the kernel raised comes again as its instruction runs again; a
+ * signal that was sent (kill, raise, abort) is raised again here, and
+ * delivered as the handler returns. */
+static void pass_on(int sig, const siginfo_t *info)
 {
     signal(sig, SIG_DFL);
-    raise(sig);
+    if (!is_fault(sig) || info == NULL || info->si_code <= 0)
+        raise(sig);
 }
 
 /* Fatal-signal handler: asks the thread for the report, waits for it (a
- * bounded time: the first signal's, when several come), then dies of the
- * signal with its default action, so the parent sees the same exit status
- * as without the shim. A thread inside the shim's own code may hold a lock
- * the report needs: the signal is put off until it leaves (guard.h). A
- * forked child, which has no reporter thread, dies at once. */
-static void on_fatal_signal(int sig)
+ * bounded time: the first signal's, when several come), then hands the
+ * signal on to its default action, so the parent sees the same end (exit
+ * status, core dump) as without the shim. A thread inside the shim's own
+ * code may hold a lock the report needs: a signal sent to end the process
+ * is put off until it leaves (guard.h), and a fault there (the shim's own,
+ * or a heap it found broken) gets no report, which could fault again or
+ * wait for that lock. A forked child, which has no reporter thread, and a
+ * process whose reporter has left end at once. */
+static void on_fatal_signal(int sig, siginfo_t *info, void *context)
 {
+    (void)context;
     int saved_errno = errno;
     if (reporter_here()) {
-        if (guard_inside_shim()) {
+        if (!guard_inside_shim()) {
+            int expected = 0;
+            if (atomic_compare_exchange_strong(&fatal_signal, &expected, sig))
+                sem_post(&wake);
+            report_final_wait(LIFECYCLE_FINAL_WAIT_MS);
+        } else if (!is_fault(sig)) {
             guard_defer(sig);
             errno = saved_errno;
             return;
         }
-        int expected = 0;
-        if (atomic_compare_exchange_strong(&fatal_signal, &expected, sig))
-            sem_post(&wake);
-        report_final_wait(LIFECYCLE_FINAL_WAIT_MS);
     }
-    pass_on(sig);
+    pass_on(sig, info);
     errno = saved_errno;
 }
 
 /* Dump handler: asks the thread for a report; the program runs on. A
  * forked child has no thread to write it: there the signal does what it
  * would without the shim (SIGUSR2 kills). */
-static void on_dump_signal(int sig)
+static void on_dump_signal(int sig, siginfo_t *info, void *context)
 {
+    (void)context;
     int saved_errno = errno;
     if (reporter_here()) {
         atomic_store(&dump_requested, 1);
         sem_post(&wake);
     } else {
-        pass_on(sig);
+        pass_on(sig, info);
     }
     errno = saved_errno;
 }
 
 /* Installs handler for sig only when the program left it at the default.
- * Returns 1 when installed. */
-static int take_if_default(int sig, void (*handler)(int))
+ * On the thread's alternate stack, where the program set one: a stack
+ * overflow's SIGSEGV can be reported there (without one the kernel ends
+ * the process as it would have, with no report). Returns 1 when
+ * installed. */
+static int take_if_default(int sig, void (*handler)(int, siginfo_t *, void *))
 {
     struct sigaction current, ours = { 0 };
     if (sigaction(sig, NULL, &current) != 0 || (current.sa_flags & SA_SIGINFO)
         || current.sa_handler != SIG_DFL)
         return 0;
-    ours.sa_handler = handler;
+    ours.sa_sigaction = handler;
     sigemptyset(&ours.sa_mask);
-    ours.sa_flags = SA_RESTART;
+    ours.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
     return sigaction(sig, &ours, NULL) == 0;
 }
 

