@@ -108,11 +108,6 @@ __attribute__((constructor)) static void watch_forks(void)
     pthread_atfork(NULL, NULL, child_after_fork);
 }
 
-int lifecycle_report_owed(void)
-{
-    return atomic_load(&started);
-}
-
 static void start_tracking(void)
 {
     atomic_store(&starting, 1);
@@ -187,6 +182,7 @@ __attribute__((destructor)) static void write_report_at_exit(void)
 {
     if (!atomic_load(&started))
         return;
+    int saved_errno = errno;  /* for the destructors and exit handlers after this one */
     int interrupted = guard_depth > 0;
     guard_depth++;
     lifecycle_stop();
@@ -194,4 +190,5 @@ __attribute__((destructor)) static void write_report_at_exit(void)
         report_write(REPORT_AT_EXIT, 0, interrupted);
     report_final_wait(LIFECYCLE_FINAL_WAIT_MS);
     guard_leave();
+    errno = saved_errno;
 }

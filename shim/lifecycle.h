@@ -23,10 +23,6 @@ typedef void (*lifecycle_sampler_t)(struct timeline_point *point);
  * it on every call. Returns 1 while tracking, 0 when off. */
 int lifecycle_start_slow(lifecycle_sampler_t sampler);
 
-/* Whether this process owes a report at exit: tracking started here (not
- * in the parent of a forked child). */
-int lifecycle_report_owed(void);
-
 static inline int lifecycle_tracking(lifecycle_sampler_t sampler)
 {
     int state = atomic_load_explicit(&lifecycle_state_now, memory_order_acquire);
