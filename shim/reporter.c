@@ -163,17 +163,31 @@ static int alone(void)
  * waking for a request or when a snapshot is due.
  *
  * glibc ends a process when its last thread exits, and this thread is one:
- * once main has left through pthread_exit, it looks every ALONE_POLL_MS
+ * once main has left through pthread_exit, it looks every ALONE_POLL_NS
  * whether it is the last, and then returns, so that its exit ends the
  * process (exit(0), with the report at exit) as the program's last thread
  * would have. Where /proc cannot tell, it returns at once: the program's
  * threads then run on without it (no snapshot or signal report). */
 #define ALONE_POLL_NS (50ull * 1000 * 1000)
 
+/* Writes the final report a handler or the exit asked for (the exit's
+ * first: a fatal signal's is then not written). */
+static void serve_final(void)
+{
+    if (atomic_load(&exit_requested))
+        report_write(REPORT_AT_EXIT, 0, 1);
+    if (atomic_load(&fatal_signal) != 0) {
+        lifecycle_stop();
+        report_write(REPORT_ON_SIGNAL, atomic_load(&fatal_signal), 1);  /* once */
+    }
+}
+
 static void *reporter_main(void *unused)
 {
     (void)unused;
     guard_depth = 1;
+    pthread_setname_np(pthread_self(), "gpuleak-report");  /* here: detached, it may be gone
+                                                               before its creator could */
     uint64_t interval_ns = (uint64_t)config.flush_interval_s * 1000000000ull;
     uint64_t snapshot_ns = interval_ns > 0 ? monotonic_ns() + interval_ns : UINT64_MAX;
     for (;;) {
@@ -191,12 +205,7 @@ static void *reporter_main(void *unused)
             struct timespec ts = { (time_t)(until / 1000000000ull), (long)(until % 1000000000ull) };
             sem_clockwait(&wake, CLOCK_MONOTONIC, &ts);
         }
-        if (atomic_load(&exit_requested))
-            report_write(REPORT_AT_EXIT, 0, 1);  /* then a fatal signal's is not written */
-        if (atomic_load(&fatal_signal) != 0) {
-            lifecycle_stop();
-            report_write(REPORT_ON_SIGNAL, atomic_load(&fatal_signal), 1);  /* once */
-        }
+        serve_final();
         if (atomic_exchange(&dump_requested, 0))
             report_write(REPORT_ON_REQUEST, 0, 0);
         if (monotonic_ns() >= snapshot_ns) {
@@ -205,9 +214,11 @@ static void *reporter_main(void *unused)
             snapshot_ns = monotonic_ns() + interval_ns;
         }
     }
-    /* No handler is to wait for this thread now, and the exit this return
-     * may make (the process's last thread) is an ordinary one. */
+    /* No handler is to wait for this thread from now; one that asked just
+     * before is served. The exit this return may make (the process's last
+     * thread) is an ordinary one. */
     atomic_store(&running_in, 0);
+    serve_final();
     guard_depth = 0;
     return NULL;
 }
@@ -245,16 +256,16 @@ int reporter_start(void)
     sigset_t all, old;
     sigfillset(&all);
     int masked = pthread_sigmask(SIG_BLOCK, &all, &old) == 0;  /* the thread inherits it */
+    atomic_store(&running_in, getpid());  /* before it runs: it may leave at once */
     int rc = pthread_create(&thread, &attr, reporter_main, NULL);
     if (masked)
         pthread_sigmask(SIG_SETMASK, &old, NULL);
     pthread_attr_destroy(&attr);
     if (rc != 0) {
+        atomic_store(&running_in, 0);
         log_line("cannot start the reporter thread; only the report at exit will be written");
         return -1;
     }
-    pthread_setname_np(thread, "gpuleak-report");
-    atomic_store(&running_in, getpid());
     for (size_t i = 0; i < sizeof fatal_signals / sizeof fatal_signals[0]; i++)
         take_if_default(fatal_signals[i], on_fatal_signal);
     if (config.dump_signal > 0)
