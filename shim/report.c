@@ -469,7 +469,34 @@ static int lock_writer(void)
  * kills the program: it is blocked meanwhile (the write fails with EFBIG
  * instead), and one the report raised is taken back before it is
  * unblocked (one pending before is left to the program). */
-static void write_locked(report_moment_t moment, int signal)
+/* The summary on stderr. A thread a signal interrupted may hold stderr's
+ * stdio lock for good (it was printing): for its report the summary is
+ * made in memory and written to descriptor 2 in one call, without that
+ * lock (or not at all when memory is out). */
+static void print_summary(const report_view_t *view, const char *written, int interrupted)
+{
+    if (!interrupted) {
+        report_summary_print(stderr, view, written);
+        return;
+    }
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (f == NULL)
+        return;
+    report_summary_print(f, view, written);
+    if (fclose(f) == 0) {
+        for (size_t done = 0; done < len;) {
+            ssize_t n = write(STDERR_FILENO, text + done, len - done);
+            if (n <= 0)
+                break;
+            done += (size_t)n;
+        }
+    }
+    free(text);
+}
+
+static void write_locked(report_moment_t moment, int signal, int interrupted)
 {
     sigset_t xfsz, old, pending;
     sigemptyset(&xfsz);
@@ -490,7 +517,7 @@ static void write_locked(report_moment_t moment, int signal)
         char path[4096];
         const char *written = write_somewhere(&view, path, sizeof path);
         if (config.summary && (moment == REPORT_AT_EXIT || moment == REPORT_ON_SIGNAL))
-            report_summary_print(&view, written);
+            print_summary(&view, written, interrupted);
         else if (moment == REPORT_ON_REQUEST && written != NULL)
             log_line("report written to %s (on request; the program runs on)", written);
     }
@@ -511,7 +538,7 @@ void report_write(report_moment_t moment, int signal, int interrupted)
         return;
     if (lock_writer()) {
         quiet_driver = interrupted;
-        write_locked(moment, signal);
+        write_locked(moment, signal, interrupted);
         quiet_driver = 0;
         pthread_mutex_unlock(&write_lock);
     }

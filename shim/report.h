@@ -3,6 +3,7 @@
 #define GPULEAK_REPORT_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "growth.h"
@@ -87,8 +88,9 @@ typedef struct report_view {
  * dump from the moment a final one begins, returns at once. signal names
  * the signal of a REPORT_ON_SIGNAL report. With interrupted (a report owed
  * by a thread that a signal interrupted, which may hold the driver's own
- * locks), the report asks the driver nothing. Never waits on a shim lock
- * without an end (patience.h). */
+ * locks, or stderr's), the report asks the driver nothing and writes its
+ * summary without stdio's lock. Never waits on a shim lock without an end
+ * (patience.h). */
 #define REPORT_WAIT_S 10
 void report_write(report_moment_t moment, int signal, int interrupted);
 
@@ -121,8 +123,8 @@ int report_origin_callers(const report_view_t *view, uint32_t site, struct origi
  * directory renamed into place. Returns 0, or -1 with errno set. */
 int report_json_write(const char *path, const report_view_t *view);
 
-/* Prints the LeakSanitizer-style summary on stderr; path is where the report
+/* Prints the LeakSanitizer-style summary to f; path is where the report
  * went (NULL when it could not be written). */
-void report_summary_print(const report_view_t *view, const char *path);
+void report_summary_print(FILE *f, const report_view_t *view, const char *path);
 
 #endif

@@ -318,9 +318,8 @@ static void print_growth_and_peak(FILE *f, const report_view_t *view)
     }
 }
 
-void report_summary_print(const report_view_t *view, const char *path)
+void report_summary_print(FILE *f, const report_view_t *view, const char *path)
 {
-    FILE *f = stderr;
     char a[32], b[32];
     uint64_t leaked = view->leaked_bytes, leaked_allocations = view->leaked_allocations;
     int pid = (int)getpid();

@@ -8,6 +8,8 @@
  *                     a signal ends the process
  *   own-term-exit     the same under the program's own SIGTERM handler,
  *                     which calls exit(3)
+ *   print-loop        leak, print "ready", print to stderr until a signal
+ *                     ends the process (stdio's lock on stderr mostly held)
  *   term-in-exit-report
  *                     leak pool memory, return from main: SIGTERM lands in
  *                     the main thread while it writes the report at exit
@@ -156,6 +158,12 @@ int main(int argc, char **argv)
         leak_here();
         ready();
         alloc_forever();
+    }
+    if (strcmp(mode, "print-loop") == 0) {
+        leak_here();
+        ready();
+        for (;;)
+            fprintf(stderr, "%0100d\n", 0);
     }
     if (strcmp(mode, "term-in-exit-report") == 0) {
         CUdeviceptr p;

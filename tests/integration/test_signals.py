@@ -117,6 +117,18 @@ class SignalsTest(Base):
             self.assertIn(rep["totals"]["leaked_allocations"], (3, 4))  # the loop's may be live
         self.assertEqual(self.leftovers(), [])
 
+    def test_sigterm_while_the_program_prints(self):
+        # The thread SIGTERM interrupted held stderr's stdio lock (its pipe
+        # full), and the summary waited for it: a 5 s stall.
+        proc = self.start("print-loop")
+        time.sleep(0.2)
+        proc.send_signal(signal.SIGTERM)
+        _, err = self.finish(proc, what="print-loop")
+        self.assertEqual(proc.returncode, -signal.SIGTERM)
+        self.assertIn("SUMMARY: gpuleak", err)
+        (rep,) = self.reports(proc.pid)
+        self.assertEqual(rep["status"]["moment"], "signal")
+
     def test_sigterm_during_the_exit_report(self):
         # The main thread, writing the report at exit, took SIGTERM; its
         # handler waited for the helper thread, which waited for the report
