@@ -139,7 +139,7 @@ EXPORT int gpuleak_snapshot(void)
     if (!gpuleak_tracking())
         return -1;
     guard_depth++;
-    report_write(REPORT_ON_REQUEST);
+    report_write(REPORT_ON_REQUEST, 0, 0);
     guard_depth--;
     return 0;
 }

@@ -73,8 +73,8 @@ static const option_spec_t options[] = {
                "Milliseconds a Python program may spend at its exit naming the objects that hold its GPU memory; 0 skips it."),
     INT_OPTION("GPULEAK_DUMP_SIGNAL", dump_signal, 12, 0, 64,
                "Signal that writes a report now and lets the program run on (12 is SIGUSR2); "
-               "0 turns it off; never taken when the program has its own handler; fault signals "
-               "and SIGKILL and SIGSTOP are refused."),
+               "0 turns it off; never taken when the program has its own handler; only SIGUSR1 "
+               "(10), SIGUSR2 (12) or a real-time signal (34 to 64) is taken."),
     BOOL_OPTION("GPULEAK_FAST_UNWIND", fast_unwind, 1,
                 "1 steps native frames by each address's cached unwind rule, asking libunwind "
                 "only where a frame needs more; 0 always asks libunwind."),
@@ -128,13 +128,16 @@ int config_enabled_at_load(const char *value)
     return value == NULL || parse_bounded_long(value, 0, 1, &enabled) != 0 || enabled == 1;
 }
 
-/* Signals a dump handler must not take: a fault signal's handler returns to
- * the faulting instruction, which faults again (a crash would become an
- * endless loop of reports), and SIGKILL and SIGSTOP cannot be caught. */
-static int unusable_dump_signal(int sig)
+/* The signals a dump handler may take: those that mean nothing to the
+ * system. Every other one already does something a report-and-run-on
+ * handler would change: a fault's handler returns to the faulting
+ * instruction (an endless loop of reports), SIGTERM or SIGINT would no
+ * longer end the program, SIGCHLD would write a report at every child's
+ * exit and cut its sleeps short, 32 and 33 are glibc's own (thread
+ * cancellation, setxid), and SIGKILL and SIGSTOP cannot be caught. */
+static int usable_dump_signal(int sig)
 {
-    return sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL || sig == SIGTRAP
-        || sig == SIGSYS || sig == SIGKILL || sig == SIGSTOP;
+    return sig == 0 || sig == SIGUSR1 || sig == SIGUSR2 || (sig >= SIGRTMIN && sig <= SIGRTMAX);
 }
 
 int config_load(void)
@@ -161,7 +164,7 @@ int config_load(void)
         } else {
             long value;
             if (parse_bounded_long(text, spec->min, spec->max, &value) == 0) {
-                refused_signal = spec->field == &config.dump_signal && unusable_dump_signal((int)value);
+                refused_signal = spec->field == &config.dump_signal && !usable_dump_signal((int)value);
                 if (!refused_signal) {
                     *(int *)spec->field = (int)value;
                     continue;
@@ -170,8 +173,9 @@ int config_load(void)
         }
         invalid++;
         if (refused_signal)
-            log_line("%s=%s is a fault signal or cannot be caught; using the default %s",
-                     spec->doc.name, text, spec->doc.default_text);
+            log_line("%s=%s is not SIGUSR1 (%d), SIGUSR2 (%d) or a real-time signal (%d to %d); "
+                     "using the default %s", spec->doc.name, text, SIGUSR1, SIGUSR2, SIGRTMIN,
+                     SIGRTMAX, spec->doc.default_text);
         else if (spec->type == OPTION_STRING)
             log_line("%s is empty; using the default %s", spec->doc.name,
                      spec->doc.default_text);

@@ -1,5 +1,6 @@
 #include "growth.h"
 #include "clock.h"
+#include "patience.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -225,7 +226,8 @@ int growth_site(uint32_t site, uint64_t now_ns, uint64_t live_now, uint64_t allo
         return -1;
     uint64_t values[GROWTH_CHECKPOINTS + 1], times[GROWTH_CHECKPOINTS + 1],
         allocs[GROWTH_CHECKPOINTS + 1];
-    pthread_mutex_lock(&growth_lock);
+    if (!patience_mutex_lock(&growth_lock))
+        return -1;
     size_t n = 0;
     for (size_t c = 0; c < checkpoint_count; c++) {
         if (site > checkpoint_sites[c])

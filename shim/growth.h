@@ -67,7 +67,8 @@ void growth_evaluate(const uint64_t *values, const uint64_t *times_ns,
 /* Evaluates the recorded series of site up to now_ns, with a final sample
  * (live_now at now_ns) appended: checkpoints taken after now_ns are left
  * out, so an earlier moment (Python's finish) can end the series. Returns
- * 0, or -1 for a site not followed. */
+ * 0, or -1 for a site not followed (or when a report's bounded wait for
+ * the checkpoints' lock ended: patience.h). */
 int growth_site(uint32_t site, uint64_t now_ns, uint64_t live_now, uint64_t allocations_now,
                 growth_finding_t *out);
 

@@ -13,11 +13,26 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 __thread int guard_depth __attribute__((tls_model("initial-exec")));
+__thread int guard_in_driver __attribute__((tls_model("initial-exec")));
+__thread _Atomic uint64_t guard_deferred __attribute__((tls_model("initial-exec")));
+
+/* Each signal raised again now that no shim lock is held: its handler
+ * (reporter.c) acts this time. */
+void guard_raise_deferred(void)
+{
+    int saved_errno = errno;
+    uint64_t deferred = atomic_exchange_explicit(&guard_deferred, 0, memory_order_relaxed);
+    for (int sig = 1; sig < 64; sig++)
+        if (deferred & (1ull << sig))
+            raise(sig);
+    errno = saved_errno;
+}
 
 _Atomic int lifecycle_state_now = LIFECYCLE_IDLE;
 static pthread_once_t start_once = PTHREAD_ONCE_INIT;
@@ -113,13 +128,13 @@ static void start_tracking(void)
     config_load();
     if (!config.enabled) {
         atomic_store(&lifecycle_state_now, LIFECYCLE_OFF);
-        guard_depth--;
+        guard_leave();
         return;
     }
     if (tracker_init(start_sampler) != 0) {
         log_line("no memory for the allocation tables; tracking is off");
         atomic_store(&lifecycle_state_now, LIFECYCLE_OFF);
-        guard_depth--;
+        guard_leave();
         return;
     }
     stacks_init(config.fast_unwind);
@@ -131,7 +146,7 @@ static void start_tracking(void)
     atomic_store(&started, 1);
     atomic_store_explicit(&lifecycle_state_now, LIFECYCLE_TRACKING, memory_order_release);
     reporter_start();
-    guard_depth--;
+    guard_leave();
 }
 
 int lifecycle_start_slow(lifecycle_sampler_t sampler)
@@ -166,13 +181,22 @@ const char *lifecycle_stop_reason(void)
 /* The report is written from a destructor, after the program's atexit
  * handlers (and so after Python's shutdown has freed what it frees), with
  * tracking stopped first so frees made by other destructors do not race the
- * writer. */
+ * writer. A thread that exits from inside the shim (a signal's handler of
+ * the program's own called exit() there) may hold a shim lock, or malloc's,
+ * for good: it hands the report to the reporter thread. When a signal's
+ * report is being written already, the exit waits for it. Both waits are
+ * bounded: the process then ends as it would have, report or not. */
 __attribute__((destructor)) static void write_report_at_exit(void)
 {
     if (!atomic_load(&started))
         return;
+    int saved_errno = errno;  /* for the destructors and exit handlers after this one */
+    int interrupted = guard_depth > 0;
     guard_depth++;
     lifecycle_stop();
-    report_write(REPORT_AT_EXIT);
-    guard_depth--;
+    if (!interrupted || reporter_write_exit_report() != 0)
+        report_write(REPORT_AT_EXIT, 0, interrupted);
+    report_final_wait(LIFECYCLE_FINAL_WAIT_MS);
+    guard_leave();
+    errno = saved_errno;
 }

@@ -40,6 +40,10 @@ static inline int lifecycle_tracking(lifecycle_sampler_t sampler)
  * report, still written at exit, says tracking stopped and why. */
 void lifecycle_disable(const char *reason);
 
+/* How long the exit, or a signal's handler, waits for a final report
+ * another thread writes before the process goes on to its end anyway. */
+#define LIFECYCLE_FINAL_WAIT_MS 5000
+
 /* Stops tracking before a final report (exit, fatal signal): later calls
  * are forwarded untouched, so the report does not race them. */
 void lifecycle_stop(void);

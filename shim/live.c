@@ -1,5 +1,5 @@
 #include "live.h"
-#include "spin.h"
+#include "patience.h"
 #include "tally.h"
 
 #include <stddef.h>
@@ -324,16 +324,19 @@ static void add_share(tally_block_t *tb, void *arg)
 }
 
 /* Under the row's lock so that no fold moves a delta into the committed
- * bytes while it is summed (it would count twice or not at all). */
+ * bytes while it is summed (it would count twice or not at all). A report
+ * whose wait for the lock ended (patience.h) sums without it: the parts are
+ * atomics, and only a fold under way could be seen half done. */
 static uint64_t sum_parts(uint32_t id, int at_peak)
 {
     live_row_t *row = row_of(id);
     sum_t s = { id, at_peak, 0, 0 };
-    spin_lock(&row->lock);
+    int locked = patience_spin_lock(&row->lock);
     s.now_epoch = epoch_now();
     s.total = part(&row->committed, &row->at_peak, &row->epoch, &s);
     tally_each(add_share, &s);
-    spin_unlock(&row->lock);
+    if (locked)
+        spin_unlock(&row->lock);
     return s.total > 0 ? (uint64_t)s.total : 0;
 }
 
@@ -369,13 +372,16 @@ uint64_t live_count(uint32_t id, live_count_t field)
     return c.total;
 }
 
+/* Without the lock (a report that gave it up) the peak and its time may
+ * be of two moments. */
 uint64_t live_peak(uint32_t id, uint64_t *time_ns)
 {
     live_row_t *row = row_of(id);
-    spin_lock(&row->lock);
+    int locked = patience_spin_lock(&row->lock);
     uint64_t peak = atomic_load_explicit(&row->peak, memory_order_relaxed);
     if (time_ns != NULL)
         *time_ns = atomic_load_explicit(&row->peak_time_ns, memory_order_relaxed);
-    spin_unlock(&row->lock);
+    if (locked)
+        spin_unlock(&row->lock);
     return peak;
 }

@@ -1,4 +1,5 @@
 #include "marks.h"
+#include "patience.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -76,7 +77,12 @@ mark_gain_t *marks_gains_since(uint64_t id, size_t *count)
 
 mark_t *marks_copy(size_t *count, uint64_t *dropped)
 {
-    pthread_mutex_lock(&marks_lock);
+    *count = 0;
+    *dropped = 0;
+    /* A report's wait is bounded: a thread a signal stopped inside
+     * gpuleak_mark may hold the lock for good; the marks are left out. */
+    if (!patience_mutex_lock(&marks_lock))
+        return NULL;
     size_t kept = mark_count < MARKS_MAX ? (size_t)mark_count : MARKS_MAX;
     mark_t *out = kept && marks != NULL ? malloc(kept * sizeof *out) : NULL;
     if (out != NULL)

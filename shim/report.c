@@ -3,17 +3,21 @@
 #include "config.h"
 #include "log.h"
 #include "origin.h"
+#include "patience.h"
 #include "python.h"
 #include "stacks.h"
 #include "torch_trace.h"
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 /* A rank variable's value when it is 1 to 9 decimal digits, else NULL,
@@ -276,14 +280,22 @@ static int by_held_bytes(const void *a, const void *b)
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
-/* Gathers every site's counters and the sections of the report. Call
- * between origin_init and origin_end (owners decide the reserve). */
+/* Gathers every site's counters and the sections of the report: every
+ * read that takes a lock is made here, so that the writers know how many
+ * locks were given up. Call between origin_init and origin_end (owners
+ * decide the reserve). */
 static int gather(report_view_t *view)
 {
     memset(view, 0, sizeof *view);
     view->now_ns = tracker_now_ns();
     tracker_totals(&view->totals);
-    tracker_kind_totals(KIND_TENSOR, &view->tensors);
+    for (int k = 0; k < KIND_COUNT; k++)
+        tracker_kind_totals((alloc_kind_t)k, &view->kinds[k]);
+    view->tensors = view->kinds[KIND_TENSOR];
+    for (int d = 0; d < TRACKER_MAX_DEVICES; d++)
+        if (tracker_device_totals(d, &view->devices[d]) == 0)
+            view->devices_seen |= 1ull << d;
+    view->shim_bytes = tracker_memory_bytes() + stacks_memory_bytes();
     view->peak_is_tensors = tracker_peak_is_tensors() && view->tensors.allocations > 0;
     view->has_oom = tracker_oom_copy(&view->oom);
     finish_search(&view->holders);
@@ -292,6 +304,7 @@ static int gather(report_view_t *view)
     if (view->timeline != NULL)
         view->timeline_count = timeline_points(view->now_ns, view->timeline, TIMELINE_POINTS);
     view->marks = marks_copy(&view->mark_count, &view->marks_dropped);
+    view->timeline_interval_ns = timeline_interval_ns();
     uint64_t allocations = tracker_allocation_count();
     uint32_t high = tracker_site_count();
     /* Where Python finished, its moment is the growth rule's last sample:
@@ -416,6 +429,21 @@ static const char *write_fallback(const report_view_t *view)
     return NULL;
 }
 
+/* A report larger than the file size limit (ulimit -f) fits in no path:
+ * one warning in the run says so, and no fallback is tried. Returns 1 when
+ * the write that set errno failed so. */
+static int too_large(const char *path)
+{
+    static int warned;
+    if (errno != EFBIG)
+        return 0;
+    if (!warned)
+        log_line("cannot write the report to %s: it passes the file size limit (ulimit -f)",
+                 path);
+    warned = 1;
+    return 1;
+}
+
 /* Writes the report to its path or, when that fails, to the fallback, and
  * says so in one line the first time (and once more should the fallback
  * fail later). Returns the path written, or NULL. */
@@ -427,6 +455,8 @@ static const char *write_somewhere(const report_view_t *view, char *path, size_t
         int expanded = report_expand_path(config.output, path, size) == 0;
         if (expanded && report_json_write(path, view, REPORT_REPLACE_REPORT) == 0)
             return path;
+        if (expanded && too_large(path))
+            return NULL;
         why = !expanded ? "too long once expanded"
             : errno == EEXIST ? "it exists and is not a gpuleak report" : strerror(errno);
         if (!expanded)
@@ -434,6 +464,8 @@ static const char *write_somewhere(const report_view_t *view, char *path, size_t
         primary_failed = 1;
     }
     const char *written = write_fallback(view);
+    if (written == NULL && too_large("the temporary directory"))
+        return NULL;
     if (why != NULL && written != NULL) {
         log_line("cannot write the report to %s (%s); writing to fallback %s", path, why, written);
     } else if (written == NULL && (why != NULL || !fallback_warned)) {
@@ -479,29 +511,122 @@ int report_python_origin(uint32_t site, char *out, size_t size)
     return o >= 0 ? 0 : -1;
 }
 
-void report_write(report_moment_t moment)
+/* The final report's progress: a signal's handler and the exit wait for
+ * it, and nothing replaces it once begun. */
+enum { FINAL_NONE, FINAL_WRITING, FINAL_DONE };
+static _Atomic int final_state;
+
+int report_final_wait(unsigned ms)
 {
-    pthread_mutex_lock(&write_lock);
+    struct timespec tick = { 0, 1000 * 1000 };
+    for (unsigned waited = 0; atomic_load(&final_state) != FINAL_DONE; waited++) {
+        if (waited >= ms)
+            return 0;
+        nanosleep(&tick, NULL);
+    }
+    return 1;
+}
+
+static __thread int quiet_driver __attribute__((tls_model("initial-exec")));
+
+int report_may_call_driver(void)
+{
+    return !quiet_driver;
+}
+
+/* Takes write_lock within REPORT_WAIT_S: the report before this one is
+ * written by a running thread, but one stalled for good (in malloc, say,
+ * on an arena a thread a signal interrupted holds) must not hang the exit. */
+static int lock_writer(void)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += REPORT_WAIT_S;
+    if (pthread_mutex_clocklock(&write_lock, CLOCK_MONOTONIC, &until) == 0)
+        return 1;
+    log_line("the report before this one did not finish in %d s; this one is not written",
+             REPORT_WAIT_S);
+    return 0;
+}
+
+/* Writes the report and its lines on stderr. A write past the file size
+ * limit (ulimit -f) raises SIGXFSZ on its thread, whose default action
+ * kills the program: it is blocked meanwhile (the write fails with EFBIG
+ * instead), and one the report raised is taken back before it is
+ * unblocked (one pending before is left to the program). */
+/* The summary on stderr. A thread a signal interrupted may hold stderr's
+ * stdio lock for good (it was printing): for its report the summary is
+ * made in memory and written to descriptor 2 in one call, without that
+ * lock (or not at all when memory is out). */
+static void print_summary(const report_view_t *view, const char *written, int interrupted)
+{
+    if (!interrupted) {
+        report_summary_print(stderr, view, written);
+        return;
+    }
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (f == NULL)
+        return;
+    report_summary_print(f, view, written);
+    if (fclose(f) == 0) {
+        for (size_t done = 0; done < len;) {
+            ssize_t n = write(STDERR_FILENO, text + done, len - done);
+            if (n <= 0)
+                break;
+            done += (size_t)n;
+        }
+    }
+    free(text);
+}
+
+static void write_locked(report_moment_t moment, int signal, int interrupted)
+{
+    sigset_t xfsz, old, pending;
+    sigemptyset(&xfsz);
+    sigaddset(&xfsz, SIGXFSZ);
+    pthread_sigmask(SIG_BLOCK, &xfsz, &old);
+    int was_pending = sigpending(&pending) == 0 && sigismember(&pending, SIGXFSZ);
     report_view_t view;
     symbolize_begin();
     origin_init();
-    if (gather(&view) != 0) {
+    patience_begin();
+    int gathered = gather(&view) == 0;
+    view.locks_skipped = patience_end();
+    if (!gathered) {
         log_line("no memory to gather the report; none written");
-        release(&view);
-        origin_end();
-        symbolize_end();
-        pthread_mutex_unlock(&write_lock);
-        return;
+    } else {
+        view.moment = moment;
+        view.signal = signal;
+        char path[4096];
+        const char *written = write_somewhere(&view, path, sizeof path);
+        if (config.summary && (moment == REPORT_AT_EXIT || moment == REPORT_ON_SIGNAL))
+            print_summary(&view, written, interrupted);
+        else if (moment == REPORT_ON_REQUEST && written != NULL)
+            log_line("report written to %s (on request; the program runs on)", written);
     }
-    view.moment = moment;
-    char path[4096];
-    const char *written = write_somewhere(&view, path, sizeof path);
-    if (config.summary && (moment == REPORT_AT_EXIT || moment == REPORT_ON_SIGNAL))
-        report_summary_print(&view, written);
-    else if (moment == REPORT_ON_REQUEST && written != NULL)
-        log_line("report written to %s (on request; the program runs on)", written);
     origin_end();
     symbolize_end();
     release(&view);
-    pthread_mutex_unlock(&write_lock);
+    if (!was_pending && sigpending(&pending) == 0 && sigismember(&pending, SIGXFSZ))
+        sigtimedwait(&xfsz, NULL, &(struct timespec){ 0, 0 });
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+void report_write(report_moment_t moment, int signal, int interrupted)
+{
+    int final = moment == REPORT_AT_EXIT || moment == REPORT_ON_SIGNAL;
+    int none = FINAL_NONE;
+    if (final ? !atomic_compare_exchange_strong(&final_state, &none, FINAL_WRITING)
+              : atomic_load(&final_state) != FINAL_NONE)
+        return;
+    if (lock_writer()) {
+        quiet_driver = interrupted;
+        write_locked(moment, signal, interrupted);
+        quiet_driver = 0;
+        pthread_mutex_unlock(&write_lock);
+    }
+    if (final)
+        atomic_store(&final_state, FINAL_DONE);
 }

@@ -3,6 +3,7 @@
 #define GPULEAK_REPORT_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "finish.h"
@@ -37,7 +38,7 @@ typedef struct report_list {
  * a snapshot or a dump on request is overwritten by the next one. */
 typedef enum report_moment {
     REPORT_AT_EXIT,
-    REPORT_ON_SIGNAL,      /* SIGTERM, SIGINT or SIGHUP at their default action */
+    REPORT_ON_SIGNAL,      /* a signal that ends the process, at its default action */
     REPORT_ON_REQUEST,     /* GPULEAK_DUMP_SIGNAL */
     REPORT_SNAPSHOT,       /* every GPULEAK_FLUSH_INTERVAL seconds */
 } report_moment_t;
@@ -77,13 +78,39 @@ typedef struct report_view {
     mark_t *marks;            /* gpuleak_mark's marks, oldest first */
     size_t mark_count;
     uint64_t marks_dropped;   /* made after the first MARKS_MAX */
+    uint64_t timeline_interval_ns;
+    totals_t kinds[KIND_COUNT];             /* each kind's totals */
+    totals_t devices[TRACKER_MAX_DEVICES];  /* each device's, where devices_seen */
+    uint64_t devices_seen;                  /* a bit per device */
+    uint64_t shim_bytes;      /* the shim's tables and stack depot */
     uint64_t now_ns;          /* tracker_now_ns() when the view was gathered */
+    unsigned locks_skipped;   /* locks the gathering gave up (patience.h): the
+                                 parts behind them read without or left out */
+    int signal;               /* the signal a REPORT_ON_SIGNAL report is for */
 } report_view_t;
 
 /* Writes the report file (GPULEAK_OUTPUT, or the fallback it names on
  * stderr, once, when that path cannot be written) and, at exit or on a
- * fatal signal, the summary. Serialised: one report at a time. */
-void report_write(report_moment_t moment);
+ * fatal signal, the summary. Serialised: one report at a time, waited for
+ * at most REPORT_WAIT_S (then this one is not written). The final report
+ * (exit or signal) is written once: a second final one, and any snapshot or
+ * dump from the moment a final one begins, returns at once. signal names
+ * the signal of a REPORT_ON_SIGNAL report. With interrupted (a report owed
+ * by a thread that a signal interrupted, which may hold the driver's own
+ * locks, or stderr's), the report asks the driver nothing and writes its
+ * summary without stdio's lock. Never waits on a shim lock without an end
+ * (patience.h). */
+#define REPORT_WAIT_S 10
+void report_write(report_moment_t moment, int signal, int interrupted);
+
+/* Waits up to ms for the final report, which another thread may be
+ * writing, to be done (written, or given up). Returns 1 once done, 0 when
+ * the time ran out. Async-signal-safe. */
+int report_final_wait(unsigned ms);
+
+/* 0 while this thread writes a report for a thread a signal interrupted
+ * (see report_write): the driver is then not to be called. */
+int report_may_call_driver(void);
 
 /* Expands a GPULEAK_OUTPUT pattern (%p pid, %h host, %r the rank from
  * report_rank, 0 without one, %% a percent sign) into out. Returns 0, or -1
@@ -125,8 +152,8 @@ typedef enum report_place {
  * EEXIST when a file at path may not be replaced. */
 int report_json_write(const char *path, const report_view_t *view, report_place_t place);
 
-/* Prints the LeakSanitizer-style summary on stderr; path is where the report
+/* Prints the LeakSanitizer-style summary to f; path is where the report
  * went (NULL when it could not be written). */
-void report_summary_print(const report_view_t *view, const char *path);
+void report_summary_print(FILE *f, const report_view_t *view, const char *path);
 
 #endif

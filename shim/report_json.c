@@ -524,7 +524,9 @@ static void put_process(FILE *f)
     else
         fputs_unlocked("null", f);
     fputs_unlocked(",\"argv\":[", f);
-    FILE *cmdline = fopen("/proc/self/cmdline", "r");
+    /* This thread's: the process's (main's) is empty once main has left
+     * through pthread_exit. */
+    FILE *cmdline = fopen("/proc/thread-self/cmdline", "r");
     int redact = config.redact_argv;
     if (cmdline != NULL) {
         char arg[4096];
@@ -560,7 +562,7 @@ static void put_timeline(FILE *f, const report_view_t *view)
     uint64_t start = lifecycle_started_ns();
     fprintf(f, "\"timeline\":{\"start_ns\":%llu,\"interval_ns\":%llu,\"points\":[",
             (unsigned long long)(start + lifecycle_epoch_offset_ns()),
-            (unsigned long long)timeline_interval_ns());
+            (unsigned long long)view->timeline_interval_ns);
     for (size_t i = 0; i < view->timeline_count; i++) {
         const timeline_point_t *p = &view->timeline[i];
         fprintf(f, "%s\n{\"t_ns\":%llu,\"bytes\":%llu,\"max_bytes\":%llu,\"kinds\":{",
@@ -572,8 +574,7 @@ static void put_timeline(FILE *f, const report_view_t *view)
         fputs_unlocked("},\"devices\":{", f);
         int first = 1;
         for (int d = 0; d < TIMELINE_DEVICES; d++) {
-            totals_t dt;
-            if (tracker_device_totals(d, &dt) != 0)
+            if (!(view->devices_seen & (1ull << d)))
                 continue;
             fprintf(f, "%s\"%d\":%llu", first ? "" : ",", d, (unsigned long long)p->device_bytes[d]);
             first = 0;
@@ -661,10 +662,8 @@ static void put_oom(FILE *f, frame_tables_t *tables, const report_view_t *view)
     size_t shown = oom_holders(oom, chosen);
     for (size_t i = 0; i < shown; i++) {
         uint32_t site = oom->sites[chosen[i]].site;
-        site_stats_t st;
-        tracker_site(site, &st);
         fprintf(f, "%s{\"site\":%u,\"kind\":\"%s\",\"bytes\":%llu}", i ? "," : "", site,
-                tracker_kind_name((alloc_kind_t)st.kind),
+                tracker_kind_name((alloc_kind_t)tracker_site_kind(site)),
                 (unsigned long long)oom->sites[chosen[i]].bytes);
         list_site(tables, site);
     }
@@ -688,6 +687,12 @@ static void write_body(FILE *f, const report_view_t *view)
             moments[view->moment], view->moment <= REPORT_ON_SIGNAL ? "true" : "false",
             reason ? "off" : "on");
     put_string(f, reason);
+    fputs_unlocked(",\"signal\":", f);
+    if (view->moment == REPORT_ON_SIGNAL)
+        fprintf(f, "%d", view->signal);
+    else
+        fputs_unlocked("null", f);
+    fprintf(f, ",\"locks_skipped\":%u", view->locks_skipped);
     fprintf(f, ",\"stacks_dropped\":%llu,\"growth_sites_unfollowed\":%llu},\n",
             (unsigned long long)stacks_overflowed(), (unsigned long long)growth_sites_unfollowed());
 
@@ -697,10 +702,9 @@ static void write_body(FILE *f, const report_view_t *view)
      * the leaks section's, where PyTorch's cache is not a leak. */
     totals_t all = { 0 };
     for (int k = 0; k < KIND_COUNT; k++) {
-        totals_t kt;
+        const totals_t kt = view->kinds[k];
         if (k == KIND_TENSOR)
             continue;
-        tracker_kind_totals((alloc_kind_t)k, &kt);
         all.allocations += kt.allocations;
         all.frees += kt.frees;
         all.failures += kt.failures;
@@ -727,7 +731,7 @@ static void write_body(FILE *f, const report_view_t *view)
     put_u64(f, "unmaps", tracker_maps(1), 1);
     put_u64(f, "sites", view->sites.count, 1);
     put_u64(f, "stacks", stacks_count(), 1);
-    put_u64(f, "shim_bytes", tracker_memory_bytes() + stacks_memory_bytes(), 0);
+    put_u64(f, "shim_bytes", view->shim_bytes, 0);
     selftime_totals_t own;
     selftime_read(&own);
     if (own.calls > 0) {
@@ -745,20 +749,17 @@ static void write_body(FILE *f, const report_view_t *view)
     }
     fputs_unlocked("},\n\"kinds\":{", f);
     for (int k = 0; k < KIND_COUNT; k++) {
-        totals_t kt;
-        tracker_kind_totals((alloc_kind_t)k, &kt);
         fputs_unlocked(k ? "," : "", f);
         put_key(f, tracker_kind_name((alloc_kind_t)k));
-        put_totals(f, &kt);
+        put_totals(f, &view->kinds[k]);
     }
     fputs_unlocked("},\n\"devices\":[", f);
     int first = 1;
     for (int d = 0; d < TRACKER_MAX_DEVICES; d++) {
-        totals_t dt;
-        if (tracker_device_totals(d, &dt) != 0)
+        if (!(view->devices_seen & (1ull << d)))
             continue;
         fprintf(f, "%s{\"device\":%d,", first ? "" : ",", d);
-        put_totals_fields(f, &dt);
+        put_totals_fields(f, &view->devices[d]);
         fputc_unlocked('}', f);
         first = 0;
     }

@@ -343,9 +343,8 @@ static void print_growth_and_peak(FILE *f, const report_view_t *view)
     }
 }
 
-void report_summary_print(const report_view_t *view, const char *path)
+void report_summary_print(FILE *f, const report_view_t *view, const char *path)
 {
-    FILE *f = stderr;
     char a[32], b[32];
     uint64_t leaked = view->leaked_bytes, leaked_allocations = view->leaked_allocations;
     int pid = (int)getpid();
@@ -423,6 +422,9 @@ void report_summary_print(const report_view_t *view, const char *path)
     if (lifecycle_stop_reason() != NULL)
         fprintf(f, "gpuleak: tracking stopped early (%s); counts cover the run until then.\n",
                 lifecycle_stop_reason());
+    if (view->locks_skipped > 0)
+        fprintf(f, "gpuleak: the report gave up %u lock(s) a thread interrupted by a signal "
+                "held; some counts may be off (status.locks_skipped).\n", view->locks_skipped);
     selftime_totals_t own;
     selftime_read(&own);
     if (own.calls > 0) {

@@ -27,7 +27,9 @@ static _Atomic uint32_t depot_last_id;
 static _Atomic uint64_t depot_overflow;
 static pthread_mutex_t depot_insert_lock = PTHREAD_MUTEX_INITIALIZER;
 static char *arena_next, *arena_end;
-static size_t arena_used;
+/* Grown under depot_insert_lock, read without it: a report must not wait
+ * for an interning thread a signal interrupted (patience.h). */
+static _Atomic size_t arena_used;
 
 /* dl_iterate_phdr callback: records the extent of the object that holds this
  * function, which is the shim itself (or the test binary linking it). */
@@ -155,7 +157,8 @@ static void *arena_take(size_t bytes)
     }
     void *p = arena_next;
     arena_next += bytes;
-    arena_used += bytes;
+    atomic_store_explicit(&arena_used, atomic_load_explicit(&arena_used, memory_order_relaxed) + bytes,
+                          memory_order_relaxed);
     return p;
 }
 
@@ -271,8 +274,5 @@ uint64_t stacks_overflowed(void)
 
 size_t stacks_memory_bytes(void)
 {
-    pthread_mutex_lock(&depot_insert_lock);
-    size_t used = arena_used;
-    pthread_mutex_unlock(&depot_insert_lock);
-    return used;
+    return atomic_load_explicit(&arena_used, memory_order_relaxed);
 }

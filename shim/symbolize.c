@@ -380,12 +380,14 @@ static int module_cb(struct dl_phdr_info *info, size_t size, void *data)
 }
 
 /* The program's own path: the loader names it "", and argv[0] may be
- * relative or a bare name found on PATH, so /proc/self/exe is preferred. */
+ * relative or a bare name found on PATH, so /proc/thread-self/exe is
+ * preferred (not /proc/self's: once main has left through pthread_exit it
+ * answers nothing). */
 static const char *exe_path(void)
 {
     if (!st.exe_looked) {
         st.exe_looked = 1;
-        ssize_t n = readlink("/proc/self/exe", st.exe_path,
+        ssize_t n = readlink("/proc/thread-self/exe", st.exe_path,
                              sizeof(st.exe_path) - 1);
         if (n > 0)
             st.exe_path[n] = '\0';
@@ -685,9 +687,11 @@ static int find_debuginfo_locally(Dwfl_Module *mod, void **userdata, const char 
     return -1;
 }
 
-/* Opens a Dwfl session over this process's own mappings. The module list is
- * read once per batch: at exit no more libraries come and go. Returns 0, or
- * -1 with no session (e.g. /proc not mounted). */
+/* Opens a Dwfl session over this process's own mappings, read from this
+ * thread's /proc entry (the process's, the main thread's, is empty once
+ * main has left through pthread_exit). The module list is read once per
+ * batch: at exit no more libraries come and go. Returns 0, or -1 with no
+ * session (e.g. /proc not mounted). */
 static int open_dwfl(void)
 {
     struct dw_api *d = &libdw;
@@ -700,7 +704,7 @@ static int open_dwfl(void)
     if (!dwfl)
         return -1;
     d->dwfl_report_begin(dwfl);
-    if (d->dwfl_linux_proc_report(dwfl, getpid()) != 0 ||
+    if (d->dwfl_linux_proc_report(dwfl, gettid()) != 0 ||
         d->dwfl_report_end(dwfl, NULL, NULL) != 0) {
         d->dwfl_end(dwfl);
         return -1;

@@ -1,4 +1,5 @@
 #include "timeline.h"
+#include "patience.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -6,7 +7,10 @@
 
 static timeline_point_t points[TIMELINE_POINTS];
 static size_t point_count;
-static uint64_t interval_ns = 1000000;
+/* Written under timeline_lock; read without it by timeline_interval_ns,
+ * which a report calls (patience.h: a report never waits on this lock for
+ * what one load can tell). */
+static _Atomic uint64_t interval_ns = 1000000;
 static _Atomic uint64_t next_due_ns = UINT64_MAX; /* UINT64_MAX until init */
 static _Atomic uint64_t interval_max;             /* highest live since the last point */
 static pthread_mutex_t timeline_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -16,7 +20,8 @@ void timeline_init(uint64_t start_ns, uint64_t first_interval_ns, timeline_sampl
 {
     pthread_mutex_lock(&timeline_lock);
     point_count = 0;
-    interval_ns = first_interval_ns ? first_interval_ns : 1000000;
+    atomic_store_explicit(&interval_ns, first_interval_ns ? first_interval_ns : 1000000,
+                          memory_order_relaxed);
     sample_rows = sampler;
     atomic_store(&interval_max, 0);
     atomic_store(&next_due_ns, start_ns);
@@ -37,7 +42,8 @@ static void decimate(void)
     if (point_count % 2)
         points[kept++] = points[point_count - 1];
     point_count = kept;
-    interval_ns *= 2;
+    atomic_store_explicit(&interval_ns, atomic_load_explicit(&interval_ns, memory_order_relaxed) * 2,
+                          memory_order_relaxed);
 }
 
 /* Appends a point at now_ns; caller holds timeline_lock. */
@@ -63,7 +69,8 @@ static __attribute__((noinline)) void take_due_point(uint64_t now_ns, uint64_t l
         return;
     if (now_ns >= atomic_load(&next_due_ns)) {
         take_point(now_ns, live);
-        atomic_store(&next_due_ns, now_ns + interval_ns);
+        atomic_store(&next_due_ns,
+                     now_ns + atomic_load_explicit(&interval_ns, memory_order_relaxed));
     }
     pthread_mutex_unlock(&timeline_lock);
 }
@@ -86,7 +93,8 @@ uint64_t timeline_interval_high(void)
 
 size_t timeline_points(uint64_t now_ns, timeline_point_t *out, size_t max)
 {
-    pthread_mutex_lock(&timeline_lock);
+    if (!patience_mutex_lock(&timeline_lock))
+        return 0;
     if (atomic_load(&next_due_ns) != UINT64_MAX)
         take_point(now_ns, point_count ? points[point_count - 1].bytes : 0);
     size_t n = point_count < max ? point_count : max;
@@ -97,8 +105,5 @@ size_t timeline_points(uint64_t now_ns, timeline_point_t *out, size_t max)
 
 uint64_t timeline_interval_ns(void)
 {
-    pthread_mutex_lock(&timeline_lock);
-    uint64_t v = interval_ns;
-    pthread_mutex_unlock(&timeline_lock);
-    return v;
+    return atomic_load_explicit(&interval_ns, memory_order_relaxed);
 }

@@ -319,7 +319,7 @@ static void on_event(const void *storage, const void *entry)
     selftime_pause(1);
     errno = entry_errno;
     in_event = 0;
-    guard_depth--;
+    guard_leave();
 }
 
 int torch_trace_followed(void)

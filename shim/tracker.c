@@ -2,8 +2,8 @@
 #include "tracker.h"
 #include "growth.h"
 #include "live.h"
+#include "patience.h"
 #include "report_format.h"
-#include "spin.h"
 #include "stacks.h"
 #include "tally.h"
 #include "timeline.h"
@@ -35,7 +35,6 @@ typedef struct shard {
     size_t bucket_count;
     size_t live;              /* records in the table */
     live_alloc_t *spare;      /* recycled records */
-    size_t records;           /* records carved, live or spare */
 } __attribute__((aligned(64))) shard_t;  /* a line each: threads on neighbouring shards */
 
 /* A kind's, a device's or the GPU's row. Its allocations, frees, bytes
@@ -59,6 +58,10 @@ typedef struct atomic_site {
 } __attribute__((aligned(64))) atomic_site_t;
 
 static shard_t shards[SPACE_COUNT][SHARDS];
+/* The bytes of every shard's records (live or spare) and buckets, added to
+ * as they grow (every 128 records, or a doubling): read without a shard's
+ * lock, which a report must not wait for (patience.h). */
+static _Atomic size_t table_bytes;
 static atomic_site_t *sites;          /* indexed by stack id, 0 = no stack */
 static _Atomic uint32_t site_high;
 static atomic_totals_t kind_totals[KIND_COUNT];
@@ -287,6 +290,8 @@ static void grow_buckets(shard_t *sh)
         }
     }
     free(sh->buckets);
+    atomic_fetch_add_explicit(&table_bytes, (count - sh->bucket_count) * sizeof *bigger,
+                              memory_order_relaxed);
     sh->buckets = bigger;
     sh->bucket_count = count;
 }
@@ -300,6 +305,8 @@ static int link_record(shard_t *sh, live_alloc_t *r)
         if (sh->buckets == NULL)
             return -1;
         sh->bucket_count = FIRST_BUCKETS;
+        atomic_fetch_add_explicit(&table_bytes, FIRST_BUCKETS * sizeof *sh->buckets,
+                                  memory_order_relaxed);
     }
     if (sh->live >= sh->bucket_count)
         grow_buckets(sh);
@@ -322,7 +329,8 @@ static live_alloc_t *take_record(shard_t *sh)
             chunk[i].next = sh->spare;
             sh->spare = &chunk[i];
         }
-        sh->records += RECORDS_PER_CHUNK;
+        atomic_fetch_add_explicit(&table_bytes, RECORDS_PER_CHUNK * sizeof *chunk,
+                                  memory_order_relaxed);
     }
     live_alloc_t *r = sh->spare;
     sh->spare = r->next;
@@ -616,6 +624,13 @@ int tracker_site(uint32_t site, site_stats_t *out)
     return 0;
 }
 
+int tracker_site_kind(uint32_t site)
+{
+    if (sites == NULL || site > atomic_load(&site_high))
+        return KIND_DEVICE;
+    return atomic_load(&sites[site].kind);
+}
+
 uint32_t tracker_site_count(void)
 {
     return atomic_load(&site_high);
@@ -665,15 +680,7 @@ uint64_t tracker_maps(int unmaps)
 
 size_t tracker_memory_bytes(void)
 {
-    size_t bytes = 0;
-    for (int s = 0; s < SPACE_COUNT; s++)
-        for (int i = 0; i < SHARDS; i++) {
-            spin_lock(&shards[s][i].lock);
-            bytes += shards[s][i].records * sizeof(live_alloc_t)
-                   + shards[s][i].bucket_count * sizeof(live_alloc_t *);
-            spin_unlock(&shards[s][i].lock);
-        }
-    return bytes + tally_memory_bytes();
+    return atomic_load_explicit(&table_bytes, memory_order_relaxed) + tally_memory_bytes();
 }
 
 /* A copy of count (site, bytes) pairs the caller frees, or NULL with
@@ -714,7 +721,8 @@ void tracker_take_held(void)
 int tracker_held_copy(tracker_held_t *out)
 {
     memset(out, 0, sizeof *out);
-    pthread_mutex_lock(&held_lock);
+    if (!patience_mutex_lock(&held_lock))
+        return 0;
     int taken = atomic_load_explicit(&held_taken, memory_order_relaxed);
     if (taken) {
         *out = held;
@@ -776,7 +784,8 @@ int tracker_peak_is_tensors(void)
 int tracker_oom_copy(tracker_oom_t *out)
 {
     memset(out, 0, sizeof *out);
-    pthread_mutex_lock(&oom_lock);
+    if (!patience_mutex_lock(&oom_lock))
+        return 0;
     int taken = oom.count != 0;
     if (taken) {
         *out = oom;

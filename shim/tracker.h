@@ -166,6 +166,10 @@ uint64_t tracker_teardown(const void *context, int device, teardown_reason_t rea
  * the sites seen. */
 int tracker_site(uint32_t site, site_stats_t *out);
 
+/* The kind of site's last event (an alloc_kind_t), with no lock and no
+ * sum: for a writer that needs no more of it. */
+int tracker_site_kind(uint32_t site);
+
 /* The largest site id seen. */
 uint32_t tracker_site_count(void);
 
@@ -192,8 +196,9 @@ int tracker_device_totals(int device, totals_t *out); /* -1: never seen */
 
 /* Copies the out-of-memory record into *out, its sites into memory the
  * caller frees (out->sites, NULL when none could be had). Returns 1, or 0
- * when no allocation ran out of memory (then *out is zeroed). A copy,
- * since PyTorch's OOM event may replace the record while a report reads. */
+ * when no allocation ran out of memory (then *out is zeroed), or when a
+ * report's bounded wait for its lock ended (patience.h). A copy, since
+ * PyTorch's OOM event may replace the record while a report reads. */
 int tracker_oom_copy(tracker_oom_t *out);
 
 /* Takes the held-at-finish snapshot, the first time only: O(sites); a
@@ -201,7 +206,7 @@ int tracker_oom_copy(tracker_oom_t *out);
 void tracker_take_held(void);
 
 /* Copies the held-at-finish snapshot as tracker_oom_copy does. Returns 1,
- * or 0 when none was taken. */
+ * or 0 when none was taken (or its lock was given up). */
 int tracker_held_copy(tracker_held_t *out);
 
 /* Every site holding GPU memory now (pinned host memory and PyTorch's
@@ -227,7 +232,7 @@ void tracker_sample(struct timeline_point *point);
 uint64_t tracker_unknown_frees(void);
 uint64_t tracker_maps(int unmaps);
 /* Bytes of memory the live-allocation records and the per-thread counts
- * use now. */
+ * use now. Takes no lock. */
 size_t tracker_memory_bytes(void);
 
 #endif

@@ -6,6 +6,7 @@
 #include "guard.h"
 #include "lifecycle.h"
 #include "python.h"
+#include "report.h"
 #include "selftime.h"
 #include "timeline.h"
 #include "torch_trace.h"
@@ -41,15 +42,17 @@ static int begin_call(void)
 }
 
 /* The driver call inside a recorded wrapper: its time is the driver's, not
- * the shim's (selftime.h). */
-#define DRIVER(call) ({ selftime_pause(0); CUresult driver_result_ = (call); \
-                        selftime_resume(); driver_result_; })
+ * the shim's (selftime.h), and a signal arriving then is not put off
+ * (guard.h: the call may block for long, and no shim lock is held). */
+#define DRIVER(call) ({ selftime_pause(0); guard_in_driver = 1;                 \
+                        CUresult driver_result_ = (call);                      \
+                        guard_in_driver = 0; selftime_resume(); driver_result_; })
 
 /* Leaves the shim, giving the caller back the errno the driver left. */
 static void finish_call(int driver_errno)
 {
     selftime_pause(1);
-    guard_depth--;
+    guard_leave();
     errno = driver_errno;
 }
 
@@ -389,8 +392,10 @@ void wrappers_sample_point(struct timeline_point *point)
 {
     tracker_sample(point);
     /* Inside PyTorch's allocator event the reservation is not asked: no
-     * CUDA call may run under its mutex. The point goes without it. */
-    if (point->kind_bytes[KIND_POOL] == 0 || torch_trace_in_event())
+     * CUDA call may run under its mutex; nor in a report for a thread a
+     * signal interrupted, which may hold the driver's locks. The point goes
+     * without it. */
+    if (point->kind_bytes[KIND_POOL] == 0 || torch_trace_in_event() || !report_may_call_driver())
         return;
     CUresult (*get_pool)(CUmemoryPool *, CUdevice) = doors_helper(HELPER_cuDeviceGetMemPool);
     CUresult (*get_attribute)(CUmemoryPool, CUmemPool_attribute, void *) =

@@ -17,6 +17,8 @@
  *                          that the driver under the shim scales like a
  *                          real one and what does not scale is the shim's.
  *
+ * Test hook: fakecuda_raise_at_pool_query(sig) (see below).
+ *
  * Every exported name is an alias of a static function, and the
  * cuGetProcAddress table holds the static addresses. Taking the address of
  * an exported function from inside a shared object yields whatever the
@@ -28,6 +30,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -1159,11 +1162,25 @@ static CUresult impl_cuDeviceGetMemPool(CUmemoryPool *out, CUdevice dev)
 }
 FK_EXPORT(cuDeviceGetMemPool, impl_cuDeviceGetMemPool)
 
+static _Atomic int g_pool_query_signal;
+
+/* A test's hook, not a driver function: the next cuMemPoolGetAttribute
+ * raises sig in its caller first. The shim asks it in the last timeline
+ * point of the report at exit: a signal landing there lands in the middle
+ * of that report, every time. */
+__attribute__((visibility("default"))) void fakecuda_raise_at_pool_query(int sig)
+{
+    atomic_store(&g_pool_query_signal, sig);
+}
+
 /* The fake's model of a pool's reservation: every live pool byte, rounded
  * up to 2 MiB chunks, as reserved by device 0's default pool (the only one
  * the tests allocate from); other attributes are not supported. */
 static CUresult impl_cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
 {
+    int sig = atomic_exchange(&g_pool_query_signal, 0);
+    if (sig != 0)
+        raise(sig);
     if (!value || pool != (CUmemoryPool)&g_default_pool[0])
         return CUDA_ERROR_INVALID_VALUE;
     if (attr != CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT)
