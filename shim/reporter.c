@@ -238,7 +238,7 @@ static void main_thread_left(void *unused)
  * watch it), before tracking may start on any thread. */
 __attribute__((constructor)) static void watch_main_thread(void)
 {
-    if (!config_enabled_at_load(getenv("GPULEAK_ENABLE")))
+    if (!config_enabled_at_load(config_getenv("GPULEAK_ENABLE")))
         return;
     wake_ready = sem_init(&wake, 0, 0) == 0;
     if (wake_ready && gettid() == getpid() && pthread_key_create(&main_key, main_thread_left) == 0)

@@ -536,7 +536,10 @@ class ShimTest(Base):
             if captures:
                 self.assertLessEqual(t["shim_native_stack_ns"] + t["shim_python_frames_ns"]
                                      + t["shim_intern_ns"], t["shim_time_ns"], key)
-                self.assertGreater(t["shim_intern_ns"], 0, key)
+                # Interning a stack the thread's site cache already knows is
+                # a lookup of a few ns, which the clock reads' own cost (left
+                # out) can cover whole: 0 is a true reading there.
+                self.assertGreaterEqual(t["shim_intern_ns"], 0, key)
                 self.assertGreater(t["shim_native_stack_ns"], 0, key)
                 self.assertGreaterEqual(t["shim_native_frames"], 2 * captures, key)
                 self.assertGreaterEqual(t["shim_unwound_frames"], t["shim_native_frames"], key)
