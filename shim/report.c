@@ -280,6 +280,30 @@ static int by_held_bytes(const void *a, const void *b)
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
+/* The largest holders of GPU memory at the out-of-memory failure, as
+ * indices into oom->sites, largest first (ties by site order); a selection,
+ * since the rest are small. Returns how many (<= OOM_HOLDERS). */
+static size_t oom_holders(const tracker_oom_t *oom, size_t chosen[OOM_HOLDERS])
+{
+    size_t shown = 0;
+    uint64_t floor_bytes = UINT64_MAX;
+    while (shown < OOM_HOLDERS) {
+        size_t best = oom->site_count;
+        for (size_t i = 0; i < oom->site_count; i++) {
+            uint64_t b = oom->sites[i].bytes;
+            if (b < floor_bytes && (best == oom->site_count || b > oom->sites[best].bytes))
+                best = i;
+        }
+        if (best == oom->site_count)
+            break;
+        floor_bytes = oom->sites[best].bytes;
+        for (size_t i = 0; i < oom->site_count && shown < OOM_HOLDERS; i++)
+            if (oom->sites[i].bytes == floor_bytes)
+                chosen[shown++] = i;
+    }
+    return shown;
+}
+
 /* Gathers every site's counters and the sections of the report: every
  * read that takes a lock is made here, so that the writers know how many
  * locks were given up. Call between origin_init and origin_end (owners
@@ -298,6 +322,8 @@ static int gather(report_view_t *view)
     view->shim_bytes = tracker_memory_bytes() + stacks_memory_bytes();
     view->peak_is_tensors = tracker_peak_is_tensors() && view->tensors.allocations > 0;
     view->has_oom = tracker_oom_copy(&view->oom);
+    if (view->has_oom)
+        view->oom_holder_count = oom_holders(&view->oom, view->oom_holders);
     finish_search(&view->holders);
     int followed = torch_trace_followed() && view->tensors.allocations > 0;
     view->timeline = malloc(sizeof *view->timeline * TIMELINE_POINTS);

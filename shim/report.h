@@ -43,6 +43,9 @@ typedef enum report_moment {
     REPORT_SNAPSHOT,       /* every GPULEAK_FLUSH_INTERVAL seconds */
 } report_moment_t;
 
+/* The holders an out-of-memory record lists. */
+#define OOM_HOLDERS 20
+
 /* Everything the writers show, gathered once at exit. */
 typedef struct report_view {
     report_moment_t moment;
@@ -73,6 +76,9 @@ typedef struct report_view {
     finish_search_t holders;  /* how the search for holders went */
     tracker_oom_t oom;        /* the out-of-memory record, when has_oom */
     int has_oom;
+    size_t oom_holders[OOM_HOLDERS];  /* its largest holders, as indices into
+                                         oom.sites, largest first */
+    size_t oom_holder_count;
     timeline_point_t *timeline;
     size_t timeline_count;
     mark_t *marks;            /* gpuleak_mark's marks, oldest first */

@@ -616,32 +616,6 @@ static void put_torch_mode(FILE *f, const report_view_t *view)
     fputs_unlocked("}\n", f);
 }
 
-#define OOM_HOLDERS 20
-
-/* The largest holders of GPU memory at the out-of-memory failure, as
- * indices into oom->sites, largest first (ties by site order); a selection,
- * since the rest are small. Returns how many (<= OOM_HOLDERS). */
-static size_t oom_holders(const tracker_oom_t *oom, size_t chosen[OOM_HOLDERS])
-{
-    size_t shown = 0;
-    uint64_t floor_bytes = UINT64_MAX;
-    while (shown < OOM_HOLDERS) {
-        size_t best = oom->site_count;
-        for (size_t i = 0; i < oom->site_count; i++) {
-            uint64_t b = oom->sites[i].bytes;
-            if (b < floor_bytes && (best == oom->site_count || b > oom->sites[best].bytes))
-                best = i;
-        }
-        if (best == oom->site_count)
-            break;
-        floor_bytes = oom->sites[best].bytes;
-        for (size_t i = 0; i < oom->site_count && shown < OOM_HOLDERS; i++)
-            if (oom->sites[i].bytes == floor_bytes)
-                chosen[shown++] = i;
-    }
-    return shown;
-}
-
 /* What filled the GPU when an allocation first ran out of memory. */
 static void put_oom(FILE *f, frame_tables_t *tables, const report_view_t *view)
 {
@@ -658,14 +632,12 @@ static void put_oom(FILE *f, frame_tables_t *tables, const report_view_t *view)
             (unsigned long long)oom->bytes_asked, tracker_kind_name((alloc_kind_t)oom->kind),
             oom->device, (unsigned long long)oom->live_bytes, oom->site);
     list_site(tables, oom->site);
-    size_t chosen[OOM_HOLDERS];
-    size_t shown = oom_holders(oom, chosen);
-    for (size_t i = 0; i < shown; i++) {
-        uint32_t site = oom->sites[chosen[i]].site;
-        fprintf(f, "%s{\"site\":%u,\"kind\":\"%s\",\"bytes\":%llu}", i ? "," : "", site,
-                tracker_kind_name((alloc_kind_t)tracker_site_kind(site)),
-                (unsigned long long)oom->sites[chosen[i]].bytes);
-        list_site(tables, site);
+    for (size_t i = 0; i < view->oom_holder_count; i++) {
+        const tracker_site_bytes_t *h = &oom->sites[view->oom_holders[i]];
+        fprintf(f, "%s{\"site\":%u,\"kind\":\"%s\",\"bytes\":%llu}", i ? "," : "", h->site,
+                tracker_kind_name((alloc_kind_t)tracker_site_kind(h->site)),
+                (unsigned long long)h->bytes);
+        list_site(tables, h->site);
     }
     fputs_unlocked("]},\n", f);
 }

@@ -305,6 +305,29 @@ static double seconds_since_start(uint64_t time_ns)
     return time_ns > start ? (double)(time_ns - start) / 1e9 : 0.0;
 }
 
+/* The first out-of-memory failure: what was asked, from where, and what
+ * held the GPU then (the program's own OOM: PyTorch's, where its tensors
+ * are followed, with its cache left out). */
+static void print_oom(FILE *f, const report_view_t *view)
+{
+    if (!view->has_oom)
+        return;
+    char a[32], b[32];
+    const tracker_oom_t *oom = &view->oom;
+    fprintf(f, "\nOut of memory at %.2f s: %s of %s asked on device %d, from %s",
+            seconds_since_start(oom->time_ns), human_bytes(oom->bytes_asked, a, sizeof a),
+            kind_phrase(oom->kind), oom->device, origin_phrase(view, oom->site, oom->kind));
+    if (oom->count > 1)
+        fprintf(f, " (%llu out-of-memory failures in all)", (unsigned long long)oom->count);
+    fprintf(f, ".\n%s was live then; the largest holders:\n", human_bytes(oom->live_bytes, b, sizeof b));
+    for (size_t i = 0; i < view->oom_holder_count && i < (size_t)config.summary_sites; i++) {
+        const tracker_site_bytes_t *h = &oom->sites[view->oom_holders[i]];
+        int kind = tracker_site_kind(h->site);
+        fprintf(f, "  %10s %s from %s\n", human_bytes(h->bytes, a, sizeof a), kind_phrase(kind),
+                origin_phrase(view, h->site, kind));
+    }
+}
+
 /* The sites that grew, and what was live at the peak, a line each. */
 static void print_growth_and_peak(FILE *f, const report_view_t *view)
 {
@@ -398,6 +421,7 @@ void report_summary_print(FILE *f, const report_view_t *view, const char *path)
                 (unsigned long long)s->stats.failures, why ? why : "result", s->stats.last_failure);
         print_frames(f, s->id, config.summary_frames);
     }
+    print_oom(f, view);
     print_growth_and_peak(f, view);
     print_chart(f, view);
     double peak_s = seconds_since_start(view->totals.peak_time_ns);

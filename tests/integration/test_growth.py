@@ -60,7 +60,12 @@ class GrowthTest(Base):
         self.assertIn("GPU memory over time", stderr)
 
     def test_oom_snapshot_names_what_filled_the_gpu(self):
-        rep, _ = self.report("oom", {"FAKECUDA_OOM_AFTER": "3"})
+        rep, stderr = self.report("oom", {"FAKECUDA_OOM_AFTER": "3"})
+        # The exit summary shows it too: what was asked, and who held the GPU.
+        self.assertRegex(stderr, r"Out of memory at [0-9.]+ s: 2\.0 MiB of device memory asked on device 0, "
+                                 r"from .*ask_too_much.* \(2 out-of-memory failures in all\)\.\n"
+                                 r"3\.0 MiB was live then; the largest holders:\n +3\.0 MiB device memory from "
+                                 r".*hold_for_oom")
         oom = rep["oom"]
         self.assertIsNotNone(oom)
         self.assertEqual(oom["count"], 2)
