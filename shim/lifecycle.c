@@ -1,45 +1,21 @@
+/* lifecycle.c: the state every part of the shim reads: whether tracking
+ * runs, why it stopped, when it started (the clocks' offsets), and which
+ * PyTorch allocator the program uses. start.c moves it. */
 #define _GNU_SOURCE
 #include "lifecycle.h"
 #include "config.h"
-#include "finish.h"
-#include "guard.h"
 #include "log.h"
-#include "python.h"
-#include "report.h"
-#include "reporter.h"
-#include "selftime.h"
-#include "stacks.h"
 #include "tracker.h"
 
-#include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-__thread int guard_depth __attribute__((tls_model("initial-exec")));
-__thread int guard_in_driver __attribute__((tls_model("initial-exec")));
-__thread _Atomic uint64_t guard_deferred __attribute__((tls_model("initial-exec")));
-
-/* Each signal raised again now that no shim lock is held: its handler
- * (reporter.c) acts this time. */
-void guard_raise_deferred(void)
-{
-    int saved_errno = errno;
-    uint64_t deferred = atomic_exchange_explicit(&guard_deferred, 0, memory_order_relaxed);
-    for (int sig = 1; sig < 64; sig++)
-        if (deferred & (1ull << sig))
-            raise(sig);
-    errno = saved_errno;
-}
-
 _Atomic int lifecycle_state_now = LIFECYCLE_IDLE;
-static pthread_once_t start_once = PTHREAD_ONCE_INIT;
-static lifecycle_sampler_t start_sampler;
 static _Atomic(const char *) stop_reason;
 static _Atomic int started;      /* the report is owed at exit */
-static _Atomic int starting;     /* start_tracking has begun (it may not have ended) */
+static _Atomic int starting;     /* lifecycle_begin has run (tracking may not have started) */
 static uint64_t epoch_offset_ns;
 static uint64_t started_ns;
 
@@ -115,48 +91,21 @@ int lifecycle_report_owed(void)
     return atomic_load(&started);
 }
 
-static void start_tracking(void)
+void lifecycle_begin(void)
 {
     atomic_store(&starting, 1);
-    guard_depth++;
     struct timespec real, mono;
     clock_gettime(CLOCK_REALTIME, &real);
     clock_gettime(CLOCK_MONOTONIC_COARSE, &mono);
     epoch_offset_ns = ((uint64_t)real.tv_sec * 1000000000ull + (uint64_t)real.tv_nsec)
                     - ((uint64_t)mono.tv_sec * 1000000000ull + (uint64_t)mono.tv_nsec);
     started_ns = tracker_now_ns();
-    config_load();
-    if (!config.enabled) {
-        atomic_store(&lifecycle_state_now, LIFECYCLE_OFF);
-        guard_leave();
-        return;
-    }
-    if (tracker_init(start_sampler) != 0) {
-        log_line("no memory for the allocation tables; tracking is off");
-        atomic_store(&lifecycle_state_now, LIFECYCLE_OFF);
-        guard_leave();
-        return;
-    }
-    stacks_init(config.fast_unwind);
-    python_watch_finish();
-    finish_watch();
-    if (config.python_frames)
-        python_init();
-    selftime_init(config.self_time);
-    atomic_store(&started, 1);
-    atomic_store_explicit(&lifecycle_state_now, LIFECYCLE_TRACKING, memory_order_release);
-    reporter_start();
-    guard_leave();
 }
 
-int lifecycle_start_slow(lifecycle_sampler_t sampler)
+void lifecycle_tracking_on(void)
 {
-    int entry_errno = errno;
-    if (start_sampler == NULL)
-        start_sampler = sampler; /* every caller passes the same one */
-    pthread_once(&start_once, start_tracking);
-    errno = entry_errno;
-    return atomic_load_explicit(&lifecycle_state_now, memory_order_acquire) == LIFECYCLE_TRACKING;
+    atomic_store(&started, 1);
+    atomic_store_explicit(&lifecycle_state_now, LIFECYCLE_TRACKING, memory_order_release);
 }
 
 void lifecycle_disable(const char *reason)
@@ -178,25 +127,3 @@ const char *lifecycle_stop_reason(void)
     return atomic_load(&stop_reason);
 }
 
-/* The report is written from a destructor, after the program's atexit
- * handlers (and so after Python's shutdown has freed what it frees), with
- * tracking stopped first so frees made by other destructors do not race the
- * writer. A thread that exits from inside the shim (a signal's handler of
- * the program's own called exit() there) may hold a shim lock, or malloc's,
- * for good: it hands the report to the reporter thread. When a signal's
- * report is being written already, the exit waits for it. Both waits are
- * bounded: the process then ends as it would have, report or not. */
-__attribute__((destructor)) static void write_report_at_exit(void)
-{
-    if (!atomic_load(&started))
-        return;
-    int saved_errno = errno;  /* for the destructors and exit handlers after this one */
-    int interrupted = guard_depth > 0;
-    guard_depth++;
-    lifecycle_stop();
-    if (!interrupted || reporter_write_exit_report() != 0)
-        report_write(REPORT_AT_EXIT, 0, interrupted);
-    report_final_wait(LIFECYCLE_FINAL_WAIT_MS);
-    guard_leave();
-    errno = saved_errno;
-}

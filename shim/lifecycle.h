@@ -1,8 +1,7 @@
-/* lifecycle.h: when tracking starts, when it stops, and the report at exit.
- *
- * Tracking starts on the first call that reaches a door, not at load time,
- * so processes the preload reaches that never touch CUDA (shells, compilers)
- * pay nothing, print nothing and write no report. */
+/* lifecycle.h: the state every part of the shim reads: whether tracking
+ * runs (idle until the first CUDA call, then tracking, then off for good),
+ * why it stopped, when it started, which PyTorch allocator the program uses.
+ * start.h moves it from idle; anything may turn it off. */
 #ifndef GPULEAK_LIFECYCLE_H
 #define GPULEAK_LIFECYCLE_H
 
@@ -13,27 +12,17 @@ enum lifecycle_state { LIFECYCLE_IDLE, LIFECYCLE_TRACKING, LIFECYCLE_OFF };
 
 extern _Atomic int lifecycle_state_now;
 
-struct timeline_point;
-typedef void (*lifecycle_sampler_t)(struct timeline_point *point);
+/* Notes that tracking is starting (a child forked from now on never starts
+ * again) and reads the clocks lifecycle_epoch_offset_ns and
+ * lifecycle_started_ns give. start.c calls it first. */
+void lifecycle_begin(void);
 
-/* Starts tracking on first use (reads GPULEAK_*, sets up the tables with
- * sampler filling the timeline's points, finds Python) and says whether
- * this call should be recorded. Thread-safe: other threads wait while one
- * starts it. Leaves errno as it found it, so that a wrapper need not save
- * it on every call. Returns 1 while tracking, 0 when off. */
-int lifecycle_start_slow(lifecycle_sampler_t sampler);
+/* Tracking runs from now, and the report is owed at exit. */
+void lifecycle_tracking_on(void);
 
 /* Whether this process owes a report at exit: tracking started here (not
  * in the parent of a forked child). */
 int lifecycle_report_owed(void);
-
-static inline int lifecycle_tracking(lifecycle_sampler_t sampler)
-{
-    int state = atomic_load_explicit(&lifecycle_state_now, memory_order_acquire);
-    if (state == LIFECYCLE_TRACKING)
-        return 1;
-    return state == LIFECYCLE_IDLE ? lifecycle_start_slow(sampler) : 0;
-}
 
 /* Turns tracking off for good after a failure inside the shim, with one
  * warning naming the reason; every later call is forwarded untouched and the

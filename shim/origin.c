@@ -6,7 +6,7 @@
 #include "config.h"
 #include "log.h"
 #include "python.h"
-#include "report.h"
+#include "symbolize.h"
 #include "stacks.h"
 
 #include <stdatomic.h>
@@ -35,6 +35,17 @@ void origin_end(void)
  * report_json.c allows. */
 #define SITE_NATIVE_MAX 512
 
+int origin_site_frames(uint32_t site, symbolized_frame_t *out, int max)
+{
+    const stack_record_t *stack = stacks_get(site);
+    if (stack == NULL)
+        return 0;
+    int n = 0;
+    for (int i = 0; i < stack->native_count && n < max; i++)
+        n += symbolize_address((uintptr_t)stack->frames[i], out + n, max - n);
+    return n;
+}
+
 /* Builds the site's frames the way the report shows them (Python first,
  * then native, both innermost first) and asks both questions. The buffers
  * are static: 100k sites would otherwise put 40 KiB on the stack per call
@@ -58,7 +69,7 @@ static int site_frames(uint32_t site)
         fr->is_python = 1;
         frame_native[n++] = -1;
     }
-    int native_count = report_site_frames(site, native, SITE_NATIVE_MAX);
+    int native_count = origin_site_frames(site, native, SITE_NATIVE_MAX);
     for (int i = 0; i < native_count; i++) {
         frames[n] = (origin_frame_t){ native[i].function, native[i].file, native[i].module,
                                       native[i].line, 0 };

@@ -11,6 +11,12 @@
 #include <stdint.h>
 
 #include "origin_rules.h"
+#include "symbolize.h"
+
+/* The native frames of site, symbolized, inlined frames expanded, innermost
+ * first; writes up to max and returns how many. Between symbolize_begin and
+ * symbolize_end. */
+int origin_site_frames(uint32_t site, symbolized_frame_t *out, int max);
 
 /* Reads GPULEAK_ORIGIN_SKIP (extra globs, colon-separated, tried before the
  * built-in table; a glob starting with '!' keeps instead of skipping) and
@@ -39,7 +45,7 @@ typedef struct origin_site {
 } origin_site_t;
 
 /* Answers both questions for a site of the stack depot: its Python frames
- * (python_describe) first, then its native frames (report_site_frames,
+ * (python_describe) first, then its native frames (origin_site_frames,
  * inlined frames expanded), with kind its alloc_kind_t. Call between
  * symbolize_begin and symbolize_end, from one thread (it uses static
  * buffers). A site without a stack gets found 0 and owner "unknown". */

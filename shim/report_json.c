@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-#include "report.h"
+#include "report_json.h"
 #include "config.h"
 #include "lifecycle.h"
 #include "origin.h"

@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-#include "report.h"
+#include "report_summary.h"
 #include "config.h"
 #include "cuda_errors.h"
 #include "lifecycle.h"
@@ -51,7 +51,7 @@ static void print_frames(FILE *f, uint32_t site, int limit)
         if (python_describe(stack->frames[stack->native_count + i], &function, &file, &line) == 0)
             fprintf(f, "    #%d %s in %s:%d (Python)\n", shown++, function, file, line);
     }
-    int n = report_site_frames(site, frames, SUMMARY_FRAMES_MAX);
+    int n = origin_site_frames(site, frames, SUMMARY_FRAMES_MAX);
     for (int i = 0; i < n && shown < limit; i++, shown++) {
         const symbolized_frame_t *fr = &frames[i];
         fprintf(f, "    #%d 0x%llx in %s", shown, (unsigned long long)fr->address,

@@ -4,7 +4,7 @@
 #include "capture.h"
 #include "config.h"
 #include "guard.h"
-#include "lifecycle.h"
+#include "start.h"
 #include "python.h"
 #include "report.h"
 #include "selftime.h"
@@ -34,7 +34,7 @@ void *const wrappers_table[DOOR_COUNT] = { DOORS_FUNCTIONS(WRAPPER_ENTRY) };
  * outermost wrapper). On 1 the caller must end with finish_call. */
 static int begin_call(void)
 {
-    if (guard_depth != 0 || !lifecycle_tracking(wrappers_sample_point))
+    if (guard_depth != 0 || !start_tracking(wrappers_sample_point))
         return 0;
     guard_depth++;
     selftime_resume();
@@ -241,7 +241,7 @@ EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
  * (a handle released while still mapped stays resident until unmapped). */
 static CUresult count_mapping(CUresult result, size_t size, int is_unmap)
 {
-    if (result == CUDA_SUCCESS && guard_depth == 0 && lifecycle_tracking(wrappers_sample_point))
+    if (result == CUDA_SUCCESS && guard_depth == 0 && start_tracking(wrappers_sample_point))
         tracker_map(size, is_unmap);
     return result;
 }

@@ -16,6 +16,8 @@
 
 #include "origin.h"
 #include "report.h"
+#include "report_json.h"
+#include "report_summary.h"
 #include "stacks.h"
 #include "tracker.h"
 

@@ -1,0 +1,366 @@
+/* report_view.c: a report's content, gathered once into a view
+ * (report_view.h): every section's sites, selected and sorted, with their
+ * origins' helpers and holders, the totals, the timeline and marks, the
+ * out-of-memory record and what Python held at its finish. */
+#define _GNU_SOURCE
+#include "report_view.h"
+#include "config.h"
+#include "log.h"
+#include "origin.h"
+#include "patience.h"
+#include "stacks.h"
+#include "torch_trace.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A rank variable's value when it is 1 to 9 decimal digits, else NULL,
+ * naming a set but refused value once. */
+static const char *rank_from(const char *name, _Atomic int *warned)
+{
+    const char *value = config_getenv(name);
+    if (value == NULL || *value == '\0')
+        return NULL;
+    size_t digits = strspn(value, "0123456789");
+    if (digits > 0 && digits <= 9 && value[digits] == '\0')
+        return value;
+    if (!atomic_exchange(warned, 1))
+        log_line("%s=%s is not a whole number; it is not used as the rank", name, value);
+    return NULL;
+}
+
+const char *report_rank(void)
+{
+    static _Atomic int warned_rank, warned_local;
+    const char *rank = rank_from("RANK", &warned_rank);
+    return rank != NULL ? rank : rank_from("LOCAL_RANK", &warned_local);
+}
+
+static int by_live_bytes(const void *a, const void *b)
+{
+    const report_site_t *x = a, *y = b;
+    if (x->stats.live_bytes != y->stats.live_bytes)
+        return x->stats.live_bytes < y->stats.live_bytes ? 1 : -1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static int by_teardown_bytes(const void *a, const void *b)
+{
+    const report_site_t *x = a, *y = b;
+    if (x->stats.teardown_bytes != y->stats.teardown_bytes)
+        return x->stats.teardown_bytes < y->stats.teardown_bytes ? 1 : -1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static int by_failed_bytes(const void *a, const void *b)
+{
+    const report_site_t *x = a, *y = b;
+    if (x->stats.failed_bytes != y->stats.failed_bytes)
+        return x->stats.failed_bytes < y->stats.failed_bytes ? 1 : -1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static int by_at_peak_bytes(const void *a, const void *b)
+{
+    const report_site_t *x = a, *y = b;
+    if (x->stats.at_peak_bytes != y->stats.at_peak_bytes)
+        return x->stats.at_peak_bytes < y->stats.at_peak_bytes ? 1 : -1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static int by_bytes_gained(const void *a, const void *b)
+{
+    const report_site_t *x = a, *y = b;
+    if (x->growth.bytes_gained != y->growth.bytes_gained)
+        return x->growth.bytes_gained < y->growth.bytes_gained ? 1 : -1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static int by_peak_bytes(const void *a, const void *b)
+{
+    const report_site_t *x = a, *y = b;
+    if (x->stats.peak_live_bytes != y->stats.peak_live_bytes)
+        return x->stats.peak_live_bytes < y->stats.peak_live_bytes ? 1 : -1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* Keeps the sites for which keep() holds, sorted by order. Returns -1 when
+ * memory is out (the list is then empty). */
+static int select_sites(const report_site_t *all, size_t count, int (*keep)(const report_site_t *),
+                        int (*order)(const void *, const void *), report_list_t *out)
+{
+    out->count = 0;
+    out->sites = malloc(sizeof *out->sites * (count ? count : 1));
+    if (out->sites == NULL)
+        return -1;
+    for (size_t i = 0; i < count; i++)
+        if (keep(&all[i]))
+            out->sites[out->count++] = all[i];
+    qsort(out->sites, out->count, sizeof *out->sites, order);
+    return 0;
+}
+
+static int is_leak(const report_site_t *s) { return s->stats.live_allocations > 0 && !s->aside; }
+static int is_teardown(const report_site_t *s) { return s->stats.teardown_allocations > 0; }
+static int is_failure(const report_site_t *s) { return s->stats.failures > 0; }
+static int is_used(const report_site_t *s) { return s->stats.allocations > 0 || s->stats.failures > 0; }
+static int is_at_peak(const report_site_t *s) { return s->stats.at_peak_bytes > 0 && !s->aside; }
+static int is_growing(const report_site_t *s) { return s->growth.grew && !s->aside; }
+static int is_held(const report_site_t *s) { return s->held_bytes > 0 && !s->aside; }
+
+/* Sets PyTorch's cache aside where its tensors are followed, so that its
+ * memory is counted once, by the tensors inside it: a driver site whose
+ * owner is the caching allocator is set aside whole; otherwise the segments
+ * PyTorch's events named (a frameless site with stacks off holds them
+ * beside the program's own allocations) leave the site's live counts. Where
+ * the tensors' frees stopped being seen, tensor sites are set aside, as
+ * what they hold is no longer known. */
+static void set_aside_cache(report_view_t *view, report_site_t *site, int followed)
+{
+    site_stats_t *st = &site->stats;
+    if (st->kind == KIND_TENSOR) {
+        site->aside = !followed;
+        return;
+    }
+    if (!followed || (st->kind != KIND_DEVICE && st->kind != KIND_VMM))
+        return;
+    origin_site_t o;
+    origin_site(site->id, st->kind, &o);
+    if (o.owner != NULL && strcmp(o.owner, ORIGIN_OWNER_CACHING) == 0) {
+        site->aside = 1;
+        view->reserve_bytes += st->live_bytes;
+        return;
+    }
+    uint64_t bytes = st->reserve_bytes < st->live_bytes ? st->reserve_bytes : st->live_bytes;
+    uint64_t count = st->reserve_allocations < st->live_allocations ? st->reserve_allocations
+                                                                     : st->live_allocations;
+    view->reserve_bytes += bytes;
+    st->live_bytes -= bytes;
+    st->live_allocations -= count;
+}
+
+#define HELPER_SITES 1000    /* leaks, and freed sites, compared for a shared origin */
+#define HELPER_CALLERS 8      /* the most callers shown after a shared origin */
+
+/* For each site of kept (the leaks, or what was held when Python finished:
+ * kept_is_held)
+ * whose origin line is also the origin of a site whose memory was freed (a
+ * helper the user calls for both), how many of
+ * its callers in the user's code the views show: down to the first caller
+ * no freed site with that origin shares, so a leaking and a freed path read
+ * apart. Among the largest HELPER_SITES of each; leaves view->callers NULL
+ * when none needs it or memory is short. */
+static void find_helpers(report_view_t *view, const report_list_t *kept, int kept_is_held)
+{
+    static origin_frame_t mine[HELPER_CALLERS], theirs[HELPER_CALLERS];
+    static struct { const report_site_t *site; origin_frame_t origin; } freed[HELPER_SITES];
+    size_t freed_n = 0;
+    for (size_t j = 0; j < view->sites.count && freed_n < HELPER_SITES; j++) {
+        const report_site_t *other = &view->sites.sites[j];
+        /* Freed: nothing live at exit (for the leaks), or nothing held when
+         * Python finished (for what was held then). */
+        int kept_too = kept_is_held ? other->held_bytes != 0 : other->stats.live_allocations != 0;
+        if (kept_too || other->stats.allocations == 0)
+            continue;
+        origin_site_t oo;
+        origin_site(other->id, other->stats.kind, &oo);
+        if (oo.found)
+            freed[freed_n++] = (typeof(freed[0])){ other, oo.frame };
+    }
+    for (size_t i = 0; i < kept->count && i < HELPER_SITES && freed_n > 0; i++) {
+        const report_site_t *leak = &kept->sites[i];
+        origin_site_t lo;
+        origin_site(leak->id, leak->stats.kind, &lo);
+        if (!lo.found)
+            continue;
+        int mine_n = -1, depth = 0;
+        for (size_t j = 0; j < freed_n; j++) {
+            /* The same kind: a helper's freed tensors, not the segment its
+             * first call made the allocator take. */
+            if (freed[j].site->id == leak->id || freed[j].site->stats.kind != leak->stats.kind
+                || freed[j].site->aside || !origin_same_frame(&freed[j].origin, &lo.frame))
+                continue;
+            if (mine_n < 0)
+                mine_n = origin_callers(leak->id, mine, HELPER_CALLERS);
+            const report_site_t *other = freed[j].site;
+            int theirs_n = origin_callers(other->id, theirs, HELPER_CALLERS);
+            int d = 0;  /* callers shared with this freed site */
+            while (d < mine_n && d < theirs_n && origin_same_frame(&mine[d], &theirs[d]))
+                d++;
+            if (d == mine_n && d == theirs_n)
+                continue;  /* the same path (deeper down, or deeper in a recursion): no caller tells them apart */
+            int want = d + 1 <= mine_n ? d + 1 : mine_n;
+            if (want > depth)
+                depth = want;
+        }
+        if (depth == 0)
+            continue;
+        if (view->callers == NULL) {
+            view->callers_high = tracker_site_count();
+            view->callers = calloc((size_t)view->callers_high + 1, 1);
+            if (view->callers == NULL)
+                return;
+        }
+        if (leak->id <= view->callers_high)
+            view->callers[leak->id] = (uint8_t)depth;
+    }
+}
+
+int report_origin_callers(const report_view_t *view, uint32_t site, origin_frame_t *out)
+{
+    if (view == NULL || view->callers == NULL || site > view->callers_high
+        || view->callers[site] == 0)
+        return 0;
+    return origin_callers(site, out, view->callers[site]);
+}
+
+#define HELD_SITES 1000
+#define HELD_LATER_ALLOCATIONS 64  /* allocations after Python's finish that still count as its end */
+
+static int by_held_bytes(const void *a, const void *b)
+{
+    const report_site_t *x = a, *y = b;
+    if (x->held_bytes != y->held_bytes)
+        return x->held_bytes < y->held_bytes ? 1 : -1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* The largest holders of GPU memory at the out-of-memory failure, as
+ * indices into oom->sites, largest first (ties by site order); a selection,
+ * since the rest are small. Returns how many (<= OOM_HOLDERS). */
+static size_t oom_holders(const tracker_oom_t *oom, size_t chosen[OOM_HOLDERS])
+{
+    size_t shown = 0;
+    uint64_t floor_bytes = UINT64_MAX;
+    while (shown < OOM_HOLDERS) {
+        size_t best = oom->site_count;
+        for (size_t i = 0; i < oom->site_count; i++) {
+            uint64_t b = oom->sites[i].bytes;
+            if (b < floor_bytes && (best == oom->site_count || b > oom->sites[best].bytes))
+                best = i;
+        }
+        if (best == oom->site_count)
+            break;
+        floor_bytes = oom->sites[best].bytes;
+        for (size_t i = 0; i < oom->site_count && shown < OOM_HOLDERS; i++)
+            if (oom->sites[i].bytes == floor_bytes)
+                chosen[shown++] = i;
+    }
+    return shown;
+}
+
+/* Gathers every site's counters and the sections of the report: every
+ * read that takes a lock is made here, so that the writers know how many
+ * locks were given up. Call between origin_init and origin_end (owners
+ * decide the reserve). */
+int report_view_gather(report_view_t *view, report_moment_t moment, int signal)
+{
+    memset(view, 0, sizeof *view);
+    view->moment = moment;
+    view->signal = signal;
+    view->now_ns = tracker_now_ns();
+    tracker_totals(&view->totals);
+    for (int k = 0; k < KIND_COUNT; k++)
+        tracker_kind_totals((alloc_kind_t)k, &view->kinds[k]);
+    view->tensors = view->kinds[KIND_TENSOR];
+    for (int d = 0; d < TRACKER_MAX_DEVICES; d++)
+        if (tracker_device_totals(d, &view->devices[d]) == 0)
+            view->devices_seen |= 1ull << d;
+    view->shim_bytes = tracker_memory_bytes() + stacks_memory_bytes();
+    view->peak_is_tensors = tracker_peak_is_tensors() && view->tensors.allocations > 0;
+    view->has_oom = tracker_oom_copy(&view->oom);
+    if (view->has_oom)
+        view->oom_holder_count = oom_holders(&view->oom, view->oom_holders);
+    finish_search(&view->holders);
+    int followed = torch_trace_followed() && view->tensors.allocations > 0;
+    view->timeline = malloc(sizeof *view->timeline * TIMELINE_POINTS);
+    if (view->timeline != NULL)
+        view->timeline_count = timeline_points(view->now_ns, view->timeline, TIMELINE_POINTS);
+    view->marks = marks_copy(&view->mark_count, &view->marks_dropped);
+    view->timeline_interval_ns = timeline_interval_ns();
+    uint64_t allocations = tracker_allocation_count();
+    uint32_t high = tracker_site_count();
+    /* Where Python finished, its moment is the growth rule's last sample:
+     * its shutdown then freed what the script kept. */
+    tracker_held_t held;
+    int has_held = tracker_held_copy(&held);
+    /* A program that embeds Python and goes on allocating after finalizing
+     * it was not at its end then: the moment is not its finish. Teardown
+     * itself frees; a few allocations are its destructors' own. */
+    if (has_held && allocations > held.allocations + HELD_LATER_ALLOCATIONS)
+        has_held = 0;
+    uint64_t *held_by_site = has_held ? calloc((size_t)high + 1, sizeof *held_by_site) : NULL;
+    for (size_t i = 0; held_by_site != NULL && i < held.site_count; i++)
+        if (held.sites[i].site <= high)
+            held_by_site[held.sites[i].site] = held.sites[i].bytes;
+    if (held_by_site != NULL) {
+        view->held_time_ns = held.time_ns;
+        view->held_gpu_bytes = held.gpu_bytes;
+        view->held_tensor_bytes = held.tensor_bytes;
+    }
+    free(held.sites);
+    report_site_t *all = malloc(sizeof *all * ((size_t)high + 1));
+    if (all == NULL) {
+        free(held_by_site);
+        return -1;
+    }
+    size_t count = 0;
+    for (uint32_t id = 0; id <= high; id++) {
+        report_site_t *site = &all[count];
+        site->id = id;
+        if (tracker_site(id, &site->stats) != 0 || !is_used(site))
+            continue;
+        site->aside = 0;
+        set_aside_cache(view, site, followed);
+        site->held_bytes = held_by_site != NULL ? held_by_site[id] : 0;
+        site->holder_count = finish_holders(id, &site->holders);
+        uint64_t last_ns = held_by_site != NULL ? view->held_time_ns : view->now_ns;
+        uint64_t last_bytes = held_by_site != NULL ? site->held_bytes : site->stats.live_bytes;
+        if (site->stats.kind == KIND_HOST
+            || growth_site(id, last_ns, last_bytes, allocations, &site->growth) != 0)
+            memset(&site->growth, 0, sizeof site->growth);
+        count++;
+    }
+    int rc = select_sites(all, count, is_leak, by_live_bytes, &view->leaks)
+           | select_sites(all, count, is_teardown, by_teardown_bytes, &view->teardown)
+           | select_sites(all, count, is_failure, by_failed_bytes, &view->failures)
+           | select_sites(all, count, is_used, by_peak_bytes, &view->sites)
+           | select_sites(all, count, is_at_peak, by_at_peak_bytes, &view->peak)
+           | select_sites(all, count, is_growing, by_bytes_gained, &view->growth)
+           | select_sites(all, count, is_held, by_held_bytes, &view->held);
+    free(all);
+    for (size_t i = 0; i < view->leaks.count; i++) {
+        view->leaked_bytes += view->leaks.sites[i].stats.live_bytes;
+        view->leaked_allocations += view->leaks.sites[i].stats.live_allocations;
+    }
+    free(held_by_site);
+    view->held_sites = view->held.count;
+    for (size_t i = 0; i < view->held.count; i++)
+        view->held_bytes += view->held.sites[i].held_bytes;
+    if (view->held.count > HELD_SITES)
+        view->held.count = HELD_SITES;
+    if (rc == 0) {
+        find_helpers(view, &view->leaks, 0);
+        find_helpers(view, &view->held, 1);
+    }
+    return rc;
+}
+
+void report_view_release(report_view_t *view)
+{
+    free(view->leaks.sites);
+    free(view->teardown.sites);
+    free(view->failures.sites);
+    free(view->sites.sites);
+    free(view->peak.sites);
+    free(view->growth.sites);
+    free(view->timeline);
+    free(view->marks);
+    free(view->oom.sites);
+    free(view->callers);
+    free(view->held.sites);
+}
+
+/* One report at a time: the reporter thread's snapshots, a dump on request,
+ * a fatal signal and the exit all write the same file. */

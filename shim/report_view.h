@@ -1,0 +1,123 @@
+/* report_view.h: a report's content, gathered once (report_view_gather)
+ * into one view that the writers (report_json.h, report_summary.h) only
+ * format: the sites of each section, the totals, the timeline, the marks,
+ * the out-of-memory record, what Python held at its finish and who held it. */
+#ifndef GPULEAK_REPORT_VIEW_H
+#define GPULEAK_REPORT_VIEW_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "finish.h"
+#include "growth.h"
+#include "marks.h"
+#include "timeline.h"
+#include "tracker.h"
+
+/* A site with its counters, as the report lists it. */
+typedef struct report_site {
+    uint32_t id;
+    site_stats_t stats;
+    growth_finding_t growth;
+    uint64_t held_bytes;  /* held list only: live when Python began to finish */
+    const finish_holder_t *holders;  /* the Python objects that held its memory
+                                        at Python's finish, largest first */
+    size_t holder_count;
+    int aside;     /* not the program's own to list as a leak, growth or peak
+                      holder: PyTorch's cached segments where its tensors are
+                      followed (shown by the tensors in them), or tensors
+                      whose frees stopped being seen (torch_trace.h) */
+} report_site_t;
+
+/* The sites of one report section, sorted by the section's byte count. */
+typedef struct report_list {
+    report_site_t *sites;
+    size_t count;
+} report_list_t;
+
+/* Why a report is being written: it is final at exit or on a fatal signal;
+ * a snapshot or a dump on request is overwritten by the next one. */
+typedef enum report_moment {
+    REPORT_AT_EXIT,
+    REPORT_ON_SIGNAL,      /* a signal that ends the process, at its default action */
+    REPORT_ON_REQUEST,     /* GPULEAK_DUMP_SIGNAL */
+    REPORT_SNAPSHOT,       /* every GPULEAK_FLUSH_INTERVAL seconds */
+} report_moment_t;
+
+/* The holders an out-of-memory record lists. */
+#define OOM_HOLDERS 20
+
+/* Everything the writers show, gathered once at exit. */
+typedef struct report_view {
+    report_moment_t moment;
+    report_list_t leaks;      /* live at exit, by live bytes */
+    report_list_t teardown;   /* live at context teardown, by bytes */
+    report_list_t failures;   /* refused allocations, by bytes asked */
+    report_list_t sites;      /* every site, by peak live bytes */
+    report_list_t peak;       /* live at the peak (the tensors' when seen,
+                                 else the GPU's), by bytes then */
+    report_list_t growth;     /* grew during the run, by bytes gained */
+    totals_t totals;          /* the driver's GPU memory (reserved, with tensors) */
+    totals_t tensors;         /* PyTorch's tensors (allocated); zero when unseen */
+    int peak_is_tensors;      /* 1: the peak section is at the tensors' peak */
+    uint64_t reserve_bytes;   /* live bytes of the reserve sites */
+    uint64_t leaked_bytes, leaked_allocations;  /* the leaks section's sums */
+    uint8_t *callers;         /* by site id (NULL: none): how many of the user's
+                                 frames after the origin the views show with it,
+                                 where the origin line alone (a helper) is shared
+                                 by sites that leak and sites that do not */
+    uint32_t callers_high;    /* the last site id callers covers */
+    report_list_t held;       /* live when Python began to finish (before its
+                                 shutdown freed the script's globals), by
+                                 held_bytes; growth.grew set where the site
+                                 also grew; empty without Python */
+    uint64_t held_time_ns, held_gpu_bytes, held_tensor_bytes;
+    uint64_t held_bytes;      /* every held site's bytes, the unlisted too */
+    size_t held_sites;        /* every held site, the unlisted too */
+    finish_search_t holders;  /* how the search for holders went */
+    tracker_oom_t oom;        /* the out-of-memory record, when has_oom */
+    int has_oom;
+    size_t oom_holders[OOM_HOLDERS];  /* its largest holders, as indices into
+                                         oom.sites, largest first */
+    size_t oom_holder_count;
+    timeline_point_t *timeline;
+    size_t timeline_count;
+    mark_t *marks;            /* gpuleak_mark's marks, oldest first */
+    size_t mark_count;
+    uint64_t marks_dropped;   /* made after the first MARKS_MAX */
+    uint64_t timeline_interval_ns;
+    totals_t kinds[KIND_COUNT];             /* each kind's totals */
+    totals_t devices[TRACKER_MAX_DEVICES];  /* each device's, where devices_seen */
+    uint64_t devices_seen;                  /* a bit per device */
+    uint64_t shim_bytes;      /* the shim's tables and stack depot */
+    uint64_t now_ns;          /* tracker_now_ns() when the view was gathered */
+    unsigned locks_skipped;   /* locks the gathering gave up (patience.h): the
+                                 parts behind them read without or left out */
+    int signal;               /* the signal a REPORT_ON_SIGNAL report is for */
+} report_view_t;
+
+/* Gathers everything a report shows into *view (signal: a
+ * REPORT_ON_SIGNAL report's), taking every lock it needs
+ * within patience.h's bounds (view->locks_skipped counts those given up).
+ * Call between origin_init and origin_end (owners decide PyTorch's cache),
+ * with symbolize_begin before. Returns 0, or -1 when memory is lacking
+ * (release the view either way). */
+int report_view_gather(report_view_t *view, report_moment_t moment, int signal);
+
+/* Frees what report_view_gather allocated. */
+void report_view_release(report_view_t *view);
+
+/* The process's rank: RANK, else LOCAL_RANK, whichever is 1 to 9 decimal
+ * digits; NULL when neither is. A value that is set but not a number (a
+ * path, say: it goes into the report's path) is ignored, with one line on
+ * stderr the first time. The string is the environment's. */
+const char *report_rank(void);
+
+struct origin_frame;
+
+/* The callers view->callers says to show after site's origin (a helper's
+ * leaking path), into out (room for 255). Returns how many, 0 for most
+ * sites. Between origin_init and origin_end. */
+int report_origin_callers(const report_view_t *view, uint32_t site, struct origin_frame *out);
+
+#endif
