@@ -68,7 +68,7 @@ $(BUILD)/report/%.o: common/%.c $(COMMON_H) | $(BUILD)/report
 $(BUILD)/gpuleak: $(CLI_OBJ)
 	$(CC) $(CFLAGS) -o $@ $^ -ljansson
 
-$(FAKECUDA): tests/fakecuda/fakecuda.c | $(BUILD)/fakecuda
+$(FAKECUDA): tests/fakecuda/fakecuda.c common/report_format.h | $(BUILD)/fakecuda
 	$(CC) $(ALL_CFLAGS) -shared -Wl,-soname,libcuda.so.1 -o $@ $< -lpthread
 	ln -sf libcuda.so.1 $(BUILD)/fakecuda/libcuda.so
 

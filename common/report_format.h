@@ -7,24 +7,27 @@
 #define REPORT_FORMAT_VERSION 2
 #define GPULEAK_VERSION "0.1.0"
 
-/* The allocation kinds, in the order of the shim's alloc_kind_t: the name
- * the report spells and the phrase both text views print. One table, so the
- * writer, the reader and the views cannot drift apart. */
-#define REPORT_KINDS(X)                                  \
-    X(device, "device memory")                           \
-    X(pool, "stream-ordered pool memory")                \
-    X(vmm, "VMM physical memory")                        \
-    X(managed, "managed memory")                         \
-    X(host, "pinned host memory")                        \
-    X(array, "CUDA array memory")                        \
-    X(tensor, "PyTorch tensor memory")
+/* The allocation kinds: the name the report spells, the phrase every view
+ * prints, and (for the reader of this table) the calls that make each. One
+ * table, so the shim, the command and the fake driver cannot drift apart: a
+ * new kind is one line here plus its wrappers. Their ids are enum
+ * report_kind's (REPORT_KIND_device, ...), the shim's alloc_kind_t. */
+#define REPORT_KINDS(X)                                                         \
+    X(device, "device memory")              /* cuMemAlloc_v2, cuMemAllocPitch_v2 */ \
+    X(pool, "stream-ordered pool memory")   /* cuMemAllocAsync, ...FromPoolAsync */ \
+    X(vmm, "VMM physical memory")           /* cuMemCreate, keyed by handle */   \
+    X(managed, "managed memory")            /* cuMemAllocManaged */              \
+    X(host, "pinned host memory")           /* cuMemAllocHost_v2, cuMemHostAlloc */ \
+    X(array, "CUDA array memory")           /* cuArrayCreate_v2, cuArray3DCreate_v2 */ \
+    X(tensor, "PyTorch tensor memory")      /* PyTorch's allocator events (inside \
+                                               the driver kinds' segments) */
 
 #define REPORT_KIND_NAME(name, phrase) #name,
 #define REPORT_KIND_PHRASE(name, phrase) phrase,
 #define REPORT_KIND_ONE(name, phrase) +1
 #define REPORT_KIND_COUNT (0 REPORT_KINDS(REPORT_KIND_ONE))
 #define REPORT_KIND_ENUM(name, phrase) REPORT_KIND_##name,
-/* The kinds' ids: the shim's alloc_kind_t values, for code both sides share. */
+/* The kinds' ids: the shim's alloc_kind_t, for code both sides share. */
 enum report_kind { REPORT_KINDS(REPORT_KIND_ENUM) };
 
 /* How every view names an object that held memory at Python's finish (a

@@ -17,6 +17,10 @@
 /* GPULEAK_API_VERSION of the loaded shim. */
 int gpuleak_api_version(void);
 
+/* The name of kind (as gpuleak_site_t.kind numbers it), or NULL past the
+ * last: the report's table, for callers that have no copy of it. */
+const char *gpuleak_kind_name(int kind);
+
 /* 1 while the shim tracks this process, 0 before its first CUDA call, after
  * it stopped, or in a forked child. */
 int gpuleak_tracking(void);

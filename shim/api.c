@@ -24,6 +24,11 @@ EXPORT int gpuleak_api_version(void)
     return GPULEAK_API_VERSION;
 }
 
+EXPORT const char *gpuleak_kind_name(int kind)
+{
+    return kind >= 0 && kind < REPORT_KIND_COUNT ? tracker_kind_name((alloc_kind_t)kind) : NULL;
+}
+
 EXPORT int gpuleak_tracking(void)
 {
     return lifecycle_report_owed()
@@ -33,7 +38,7 @@ EXPORT int gpuleak_tracking(void)
 /* The kind named name, or -1. */
 static int kind_of(const char *name)
 {
-    for (int k = 0; k < KIND_COUNT; k++)
+    for (int k = 0; k < REPORT_KIND_COUNT; k++)
         if (strcmp(name, tracker_kind_name((alloc_kind_t)k)) == 0)
             return k;
     return -1;

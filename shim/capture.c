@@ -39,7 +39,7 @@ static void order_timing(selftime_capture_t *timing, uint64_t python_done)
 /* The depot's tag of a site: its kind, and its device above the kinds'
  * bits (device 0 and unknown devices add nothing, so a one-GPU program's
  * frameless sites keep the depot's fast path). */
-_Static_assert(KIND_COUNT <= 16, "a kind fits below the device's bits");
+_Static_assert(REPORT_KIND_COUNT <= 16, "a kind fits below the device's bits");
 
 static uint32_t site_tag(alloc_kind_t kind, int device)
 {

@@ -568,7 +568,7 @@ static void put_timeline(FILE *f, const report_view_t *view)
         fprintf(f, "%s\n{\"t_ns\":%llu,\"bytes\":%llu,\"max_bytes\":%llu,\"kinds\":{",
                 i ? "," : "", (unsigned long long)(p->time_ns - start),
                 (unsigned long long)p->bytes, (unsigned long long)p->max_bytes);
-        for (int k = 0; k < KIND_COUNT; k++)
+        for (int k = 0; k < REPORT_KIND_COUNT; k++)
             fprintf(f, "%s\"%s\":%llu", k ? "," : "", tracker_kind_name((alloc_kind_t)k),
                     (unsigned long long)p->kind_bytes[k]);
         fputs_unlocked("},\"devices\":{", f);
@@ -673,9 +673,9 @@ static void write_body(FILE *f, const report_view_t *view)
      * entry under kinds); peak_bytes is GPU memory; the leaked fields are
      * the leaks section's, where PyTorch's cache is not a leak. */
     totals_t all = { 0 };
-    for (int k = 0; k < KIND_COUNT; k++) {
+    for (int k = 0; k < REPORT_KIND_COUNT; k++) {
         const totals_t kt = view->kinds[k];
-        if (k == KIND_TENSOR)
+        if (k == REPORT_KIND_tensor)
             continue;
         all.allocations += kt.allocations;
         all.frees += kt.frees;
@@ -720,7 +720,7 @@ static void write_body(FILE *f, const report_view_t *view)
         put_u64(f, "shim_reused_frames", own.reused_frames, 0);
     }
     fputs_unlocked("},\n\"kinds\":{", f);
-    for (int k = 0; k < KIND_COUNT; k++) {
+    for (int k = 0; k < REPORT_KIND_COUNT; k++) {
         fputs_unlocked(k ? "," : "", f);
         put_key(f, tracker_kind_name((alloc_kind_t)k));
         put_totals(f, &view->kinds[k]);

@@ -189,8 +189,8 @@ static line_group_t groups[GROUPED_SITES];  /* the summary is single-threaded */
 
 static const char *kind_phrase(int kind)
 {
-    static const char *const phrases[KIND_COUNT] = { REPORT_KINDS(REPORT_KIND_PHRASE) };
-    return (unsigned)kind < KIND_COUNT ? phrases[kind] : "memory";
+    static const char *const phrases[REPORT_KIND_COUNT] = { REPORT_KINDS(REPORT_KIND_PHRASE) };
+    return (unsigned)kind < REPORT_KIND_COUNT ? phrases[kind] : "memory";
 }
 
 /* The objects that held the site's memory at Python's finish, the largest

@@ -119,11 +119,11 @@ static int is_held(const report_site_t *s) { return s->held_bytes > 0 && !s->asi
 static void set_aside_cache(report_view_t *view, report_site_t *site, int followed)
 {
     site_stats_t *st = &site->stats;
-    if (st->kind == KIND_TENSOR) {
+    if (st->kind == REPORT_KIND_tensor) {
         site->aside = !followed;
         return;
     }
-    if (!followed || (st->kind != KIND_DEVICE && st->kind != KIND_VMM))
+    if (!followed || (st->kind != REPORT_KIND_device && st->kind != REPORT_KIND_vmm))
         return;
     origin_site_t o;
     origin_site(site->id, st->kind, &o);
@@ -261,9 +261,9 @@ int report_view_gather(report_view_t *view, report_moment_t moment, int signal)
     view->signal = signal;
     view->now_ns = tracker_now_ns();
     tracker_totals(&view->totals);
-    for (int k = 0; k < KIND_COUNT; k++)
+    for (int k = 0; k < REPORT_KIND_COUNT; k++)
         tracker_kind_totals((alloc_kind_t)k, &view->kinds[k]);
-    view->tensors = view->kinds[KIND_TENSOR];
+    view->tensors = view->kinds[REPORT_KIND_tensor];
     for (int d = 0; d < TRACKER_MAX_DEVICES; d++)
         if (tracker_device_totals(d, &view->devices[d]) == 0)
             view->devices_seen |= 1ull << d;
@@ -317,7 +317,7 @@ int report_view_gather(report_view_t *view, report_moment_t moment, int signal)
         site->holder_count = finish_holders(id, &site->holders);
         uint64_t last_ns = held_by_site != NULL ? view->held_time_ns : view->now_ns;
         uint64_t last_bytes = held_by_site != NULL ? site->held_bytes : site->stats.live_bytes;
-        if (site->stats.kind == KIND_HOST
+        if (site->stats.kind == REPORT_KIND_host
             || growth_site(id, last_ns, last_bytes, allocations, &site->growth) != 0)
             memset(&site->growth, 0, sizeof site->growth);
         count++;

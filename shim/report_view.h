@@ -86,7 +86,7 @@ typedef struct report_view {
     size_t mark_count;
     uint64_t marks_dropped;   /* made after the first MARKS_MAX */
     uint64_t timeline_interval_ns;
-    totals_t kinds[KIND_COUNT];             /* each kind's totals */
+    totals_t kinds[REPORT_KIND_COUNT];             /* each kind's totals */
     totals_t devices[TRACKER_MAX_DEVICES];  /* each device's, where devices_seen */
     uint64_t devices_seen;                  /* a bit per device */
     uint64_t shim_bytes;      /* the shim's tables and stack depot */

@@ -20,7 +20,7 @@ typedef struct timeline_point {
     uint64_t time_ns;                    /* tracker_now_ns() */
     uint64_t bytes;                      /* live GPU bytes at time_ns */
     uint64_t max_bytes;                  /* highest live GPU bytes in the interval */
-    uint64_t kind_bytes[KIND_COUNT];     /* live bytes per kind (host included) */
+    uint64_t kind_bytes[REPORT_KIND_COUNT];     /* live bytes per kind (host included) */
     uint64_t device_bytes[TIMELINE_DEVICES];
     uint64_t pool_reserved_bytes;        /* reserved by the devices' current pools, when known */
 } timeline_point_t;

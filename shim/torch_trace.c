@@ -295,8 +295,8 @@ static void on_event(const void *storage, const void *entry)
     } else {
         atomic_fetch_add_explicit(&counts[action], 1, memory_order_relaxed);
         if (action == TORCH_ALLOC && addr != 0) {
-            uint32_t site = capture_site(KIND_TENSOR, device);
-            if (tracker_alloc(KIND_TENSOR, addr, (size_t)size, device, NULL, site) != 0)
+            uint32_t site = capture_site(REPORT_KIND_tensor, device);
+            if (tracker_alloc(REPORT_KIND_tensor, addr, (size_t)size, device, NULL, site) != 0)
                 lifecycle_disable("no memory left for allocation records");
         } else if (action == TORCH_FREE_REQUESTED && addr != 0) {
             /* The tensor is the program's no more: PyTorch's allocated bytes
@@ -312,8 +312,8 @@ static void on_event(const void *storage, const void *entry)
             tracker_mark_reserve((alloc_kind_t)last_driver_kind, last_driver_key);
             last_driver_key = 0;
         } else if (action == TORCH_OOM) {
-            tracker_failure(KIND_TENSOR, (size_t)size, TRACKER_OUT_OF_MEMORY, device,
-                            capture_site(KIND_TENSOR, device));
+            tracker_failure(REPORT_KIND_tensor, (size_t)size, TRACKER_OUT_OF_MEMORY, device,
+                            capture_site(REPORT_KIND_tensor, device));
         }
     }
     selftime_pause(1);

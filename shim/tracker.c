@@ -64,14 +64,14 @@ static shard_t shards[SPACE_COUNT][SHARDS];
 static _Atomic size_t table_bytes;
 static atomic_site_t *sites;          /* indexed by stack id, 0 = no stack */
 static _Atomic uint32_t site_high;
-static atomic_totals_t kind_totals[KIND_COUNT];
+static atomic_totals_t kind_totals[REPORT_KIND_COUNT];
 static atomic_totals_t device_totals[TRACKER_MAX_DEVICES];
 static _Atomic uint64_t devices_seen;  /* bit per device */
 static atomic_totals_t gpu_totals;     /* every kind but host */
 
-/* Rows 0 to KIND_COUNT - 1 are the kinds', then the devices', then the
+/* Rows 0 to REPORT_KIND_COUNT - 1 are the kinds', then the devices', then the
  * GPU's. */
-#define GPU_ROW (KIND_COUNT + TRACKER_MAX_DEVICES)
+#define GPU_ROW (REPORT_KIND_COUNT + TRACKER_MAX_DEVICES)
 static _Atomic uint64_t unknown_frees, map_count, unmap_count;
 
 _Static_assert(GPU_ROW < LIVE_ROWS, "a live row per kind and device, and the GPU's");
@@ -81,10 +81,9 @@ _Static_assert(STACKS_CAPACITY + 1 <= LIVE_SITES, "a live row per site id");
 static pthread_mutex_t oom_lock = PTHREAD_MUTEX_INITIALIZER;
 static tracker_oom_t oom;
 
-static const char *const kind_names[KIND_COUNT] = { REPORT_KINDS(REPORT_KIND_NAME) };
-_Static_assert(REPORT_KIND_COUNT == KIND_COUNT, "report_format.h lists every kind");
+static const char *const kind_names[REPORT_KIND_COUNT] = { REPORT_KINDS(REPORT_KIND_NAME) };
 
-static const key_space_t kind_space[KIND_COUNT] = {
+static const key_space_t kind_space[REPORT_KIND_COUNT] = {
     SPACE_DEVICE, SPACE_DEVICE, SPACE_VMM, SPACE_DEVICE, SPACE_HOST, SPACE_ARRAY, SPACE_TENSOR,
 };
 
@@ -103,15 +102,15 @@ uint64_t tracker_now_ns(void)
 
 const char *tracker_kind_name(alloc_kind_t kind)
 {
-    return (unsigned)kind < KIND_COUNT ? kind_names[kind] : "unknown";
+    return (unsigned)kind < REPORT_KIND_COUNT ? kind_names[kind] : "unknown";
 }
 
 int tracker_init(void (*sampler)(struct timeline_point *point))
 {
-    for (int k = 0; k < KIND_COUNT; k++)
+    for (int k = 0; k < REPORT_KIND_COUNT; k++)
         kind_totals[k].row = (unsigned)k;
     for (int d = 0; d < TRACKER_MAX_DEVICES; d++)
-        device_totals[d].row = (unsigned)(KIND_COUNT + d);
+        device_totals[d].row = (unsigned)(REPORT_KIND_COUNT + d);
     gpu_totals.row = GPU_ROW;
     if (live_init(GPU_ROW) != 0)
         return -1;
@@ -442,7 +441,7 @@ static tracker_site_bytes_t *live_sites(int without_cache, size_t *count)
         uint64_t live = site_live_bytes(i);
         uint64_t cache = without_cache ? atomic_load(&sites[i].reserve_bytes) : 0;
         live = live > cache ? live - cache : 0;
-        if (live > 0 && atomic_load(&sites[i].kind) != KIND_HOST)
+        if (live > 0 && atomic_load(&sites[i].kind) != REPORT_KIND_host)
             out[(*count)++] = (tracker_site_bytes_t){ i, live };
     }
     return out;
@@ -455,11 +454,11 @@ static void snapshot_oom(alloc_kind_t kind, size_t size, int device, uint32_t si
     pthread_mutex_lock(&oom_lock);
     /* Once PyTorch's own event is the record, the driver's refusals are
      * its allocator's retries, not more of the program's OOMs. */
-    if (oom.count > 0 && oom.kind == KIND_TENSOR && kind != KIND_TENSOR) {
+    if (oom.count > 0 && oom.kind == REPORT_KIND_tensor && kind != REPORT_KIND_tensor) {
         pthread_mutex_unlock(&oom_lock);
         return;
     }
-    int torch_replaces_driver = kind == KIND_TENSOR && oom.count > 0 && oom.kind != KIND_TENSOR;
+    int torch_replaces_driver = kind == REPORT_KIND_tensor && oom.count > 0 && oom.kind != REPORT_KIND_tensor;
     oom.count = torch_replaces_driver ? 1 : oom.count + 1;
     if (torch_replaces_driver) {
         free(oom.sites);
@@ -472,9 +471,9 @@ static void snapshot_oom(alloc_kind_t kind, size_t size, int device, uint32_t si
         oom.kind = kind;
         oom.device = device;
         oom.site = site;
-        oom.live_bytes = live_bytes(kind == KIND_TENSOR ? kind_totals[KIND_TENSOR].row : GPU_ROW);
+        oom.live_bytes = live_bytes(kind == REPORT_KIND_tensor ? kind_totals[REPORT_KIND_tensor].row : GPU_ROW);
         /* At PyTorch's OOM its cache is not a holder: its tensors are. */
-        oom.sites = live_sites(kind == KIND_TENSOR, &oom.site_count);
+        oom.sites = live_sites(kind == REPORT_KIND_tensor, &oom.site_count);
     }
     pthread_mutex_unlock(&oom_lock);
 }
@@ -613,7 +612,7 @@ int tracker_site(uint32_t site, site_stats_t *out)
     out->teardown_allocations = atomic_load(&s->teardown_allocations);
     out->live_allocations = live_allocations(out->allocations, out->frees, out->teardown_allocations);
     out->at_peak_bytes = live_at_peak(LIVE_SITE(site));
-    if (atomic_load(&s->kind) == KIND_HOST)
+    if (atomic_load(&s->kind) == REPORT_KIND_host)
         out->at_peak_bytes = 0;
     out->kind = atomic_load(&s->kind);
     out->device = atomic_load(&s->device);
@@ -627,7 +626,7 @@ int tracker_site(uint32_t site, site_stats_t *out)
 int tracker_site_kind(uint32_t site)
 {
     if (sites == NULL || site > atomic_load(&site_high))
-        return KIND_DEVICE;
+        return REPORT_KIND_device;
     return atomic_load(&sites[site].kind);
 }
 
@@ -710,7 +709,7 @@ void tracker_take_held(void)
     if (!atomic_load_explicit(&held_taken, memory_order_relaxed)) {
         held.time_ns = tracker_now_ns();
         held.gpu_bytes = live_bytes(GPU_ROW);
-        held.tensor_bytes = live_bytes(kind_totals[KIND_TENSOR].row);
+        held.tensor_bytes = live_bytes(kind_totals[REPORT_KIND_tensor].row);
         held.allocations = tracker_allocation_count();
         held.sites = live_sites(1, &held.site_count);
         atomic_store_explicit(&held_taken, 1, memory_order_release);
@@ -772,7 +771,7 @@ static _Atomic int peak_at_tensors;
 
 void tracker_peak_at_tensors(void)
 {
-    live_set_epoch_row(kind_totals[KIND_TENSOR].row);
+    live_set_epoch_row(kind_totals[REPORT_KIND_tensor].row);
     atomic_store(&peak_at_tensors, 1);
 }
 
@@ -798,14 +797,14 @@ int tracker_oom_copy(tracker_oom_t *out)
 uint64_t tracker_allocation_count(void)
 {
     return live_count(GPU_ROW, LIVE_ALLOCATIONS)
-         + live_count(kind_totals[KIND_HOST].row, LIVE_ALLOCATIONS)
-         + live_count(kind_totals[KIND_TENSOR].row, LIVE_ALLOCATIONS);
+         + live_count(kind_totals[REPORT_KIND_host].row, LIVE_ALLOCATIONS)
+         + live_count(kind_totals[REPORT_KIND_tensor].row, LIVE_ALLOCATIONS);
 }
 
 void tracker_sample(timeline_point_t *point)
 {
     point->bytes = live_bytes(GPU_ROW);
-    for (int k = 0; k < KIND_COUNT; k++)
+    for (int k = 0; k < REPORT_KIND_COUNT; k++)
         point->kind_bytes[k] = live_bytes(kind_totals[k].row);
     for (int d = 0; d < TIMELINE_DEVICES; d++)
         point->device_bytes[d] = live_bytes(device_totals[d].row);

@@ -12,19 +12,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum alloc_kind {
-    KIND_DEVICE,   /* cuMemAlloc_v2, cuMemAllocPitch_v2 */
-    KIND_POOL,     /* cuMemAllocAsync, cuMemAllocFromPoolAsync */
-    KIND_VMM,      /* cuMemCreate physical memory, keyed by handle */
-    KIND_MANAGED,  /* cuMemAllocManaged */
-    KIND_HOST,     /* cuMemAllocHost_v2, cuMemHostAlloc (pinned host) */
-    KIND_ARRAY,    /* cuArrayCreate_v2, cuArray3DCreate_v2, keyed by handle */
-    KIND_TENSOR,   /* a PyTorch tensor, from its caching allocator's events
-                      (torch_trace.h): memory inside the segments the driver
-                      kinds count, so never added to the GPU's or a device's
-                      totals */
-    KIND_COUNT
-} alloc_kind_t;
+#include "report_format.h"
+
+/* An allocation's kind: common/report_format.h's table (REPORT_KINDS) gives
+ * each its id (REPORT_KIND_device, ...), name and phrase, and the calls
+ * that make it. Tensors (torch_trace.h) are memory inside the segments the
+ * driver kinds count, so never added to the GPU's or a device's totals. */
+typedef enum report_kind alloc_kind_t;
 
 /* Which free releases what: one key space per family of free calls, so a
  * VMM handle and a device address with the same value never collide. */
@@ -177,7 +171,7 @@ uint32_t tracker_site_count(void);
  * but host and tensor): the kinds the GPU's and the devices' totals sum. */
 static inline int tracker_is_driver_gpu_kind(int kind)
 {
-    return kind != KIND_HOST && kind != KIND_TENSOR;
+    return kind != REPORT_KIND_host && kind != REPORT_KIND_tensor;
 }
 
 /* From now on, what was live at the peak (site_stats_t.at_peak_bytes) is

@@ -99,7 +99,7 @@ static void record_alloc(alloc_kind_t kind, CUresult result, uint64_t key, size_
     }
     /* How PyTorch's segments arrive (device, VMM), or its cudaMallocAsync
      * backend's tensors (pool), which the adapter then names as refused. */
-    if (kind == KIND_DEVICE || kind == KIND_VMM || kind == KIND_POOL)
+    if (kind == REPORT_KIND_device || kind == REPORT_KIND_vmm || kind == REPORT_KIND_pool)
         torch_trace_notice_segment(kind, key);
 }
 
@@ -145,7 +145,7 @@ static void record_alloc(alloc_kind_t kind, CUresult result, uint64_t key, size_
 EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
     REAL(cuMemAlloc_v2, CUdeviceptr *, size_t);
-    RECORDED_ALLOC(KIND_DEVICE, dptr, bytesize, real(dptr, bytesize));
+    RECORDED_ALLOC(REPORT_KIND_device, dptr, bytesize, real(dptr, bytesize));
 }
 
 EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes,
@@ -163,7 +163,7 @@ EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t Wid
     size_t size = WidthInBytes * Height;
     if (result == CUDA_SUCCESS && pPitch != NULL)
         size = *pPitch * Height;
-    record_alloc(KIND_DEVICE, result, result == CUDA_SUCCESS ? *dptr : 0, size, context, device);
+    record_alloc(REPORT_KIND_device, result, result == CUDA_SUCCESS ? *dptr : 0, size, context, device);
     finish_call(driver_errno);
     return result;
 }
@@ -177,27 +177,27 @@ EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
 EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
 {
     REAL(cuMemAllocAsync, CUdeviceptr *, size_t, CUstream);
-    RECORDED_ALLOC(KIND_POOL, dptr, bytesize, real(dptr, bytesize, hStream));
+    RECORDED_ALLOC(REPORT_KIND_pool, dptr, bytesize, real(dptr, bytesize, hStream));
 }
 
 EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
 {
     REAL(cuMemAllocAsync_ptsz, CUdeviceptr *, size_t, CUstream);
-    RECORDED_ALLOC(KIND_POOL, dptr, bytesize, real(dptr, bytesize, hStream));
+    RECORDED_ALLOC(REPORT_KIND_pool, dptr, bytesize, real(dptr, bytesize, hStream));
 }
 
 EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
                                         CUstream hStream)
 {
     REAL(cuMemAllocFromPoolAsync, CUdeviceptr *, size_t, CUmemoryPool, CUstream);
-    RECORDED_ALLOC(KIND_POOL, dptr, bytesize, real(dptr, bytesize, pool, hStream));
+    RECORDED_ALLOC(REPORT_KIND_pool, dptr, bytesize, real(dptr, bytesize, pool, hStream));
 }
 
 EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
                                              CUmemoryPool pool, CUstream hStream)
 {
     REAL(cuMemAllocFromPoolAsync_ptsz, CUdeviceptr *, size_t, CUmemoryPool, CUstream);
-    RECORDED_ALLOC(KIND_POOL, dptr, bytesize, real(dptr, bytesize, pool, hStream));
+    RECORDED_ALLOC(REPORT_KIND_pool, dptr, bytesize, real(dptr, bytesize, pool, hStream));
 }
 
 EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
@@ -226,7 +226,7 @@ EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
     int device = -1;
     if (prop != NULL && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE)
         device = prop->location.id;
-    record_alloc(KIND_VMM, result, result == CUDA_SUCCESS ? *handle : 0, size, NULL, device);
+    record_alloc(REPORT_KIND_vmm, result, result == CUDA_SUCCESS ? *handle : 0, size, NULL, device);
     finish_call(driver_errno);
     return result;
 }
@@ -270,19 +270,19 @@ EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
 EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
 {
     REAL(cuMemAllocManaged, CUdeviceptr *, size_t, unsigned int);
-    RECORDED_ALLOC(KIND_MANAGED, dptr, bytesize, real(dptr, bytesize, flags));
+    RECORDED_ALLOC(REPORT_KIND_managed, dptr, bytesize, real(dptr, bytesize, flags));
 }
 
 EXPORT CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
 {
     REAL(cuMemAllocHost_v2, void **, size_t);
-    RECORDED_ALLOC(KIND_HOST, pp, bytesize, real(pp, bytesize));
+    RECORDED_ALLOC(REPORT_KIND_host, pp, bytesize, real(pp, bytesize));
 }
 
 EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
 {
     REAL(cuMemHostAlloc, void **, size_t, unsigned int);
-    RECORDED_ALLOC(KIND_HOST, pp, bytesize, real(pp, bytesize, Flags));
+    RECORDED_ALLOC(REPORT_KIND_host, pp, bytesize, real(pp, bytesize, Flags));
 }
 
 EXPORT CUresult cuMemFreeHost(void *p)
@@ -322,7 +322,7 @@ EXPORT CUresult cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *
 {
     REAL(cuArrayCreate_v2, CUarray *, const CUDA_ARRAY_DESCRIPTOR *);
     size_t size = desc ? array_bytes(desc->Width, desc->Height, 1, desc->NumChannels, desc->Format) : 0;
-    RECORDED_ALLOC(KIND_ARRAY, pHandle, size, real(pHandle, desc));
+    RECORDED_ALLOC(REPORT_KIND_array, pHandle, size, real(pHandle, desc));
 }
 
 EXPORT CUresult cuArray3DCreate_v2(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *desc)
@@ -330,7 +330,7 @@ EXPORT CUresult cuArray3DCreate_v2(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPT
     REAL(cuArray3DCreate_v2, CUarray *, const CUDA_ARRAY3D_DESCRIPTOR *);
     size_t size = desc ? array_bytes(desc->Width, desc->Height, desc->Depth, desc->NumChannels,
                                      desc->Format) : 0;
-    RECORDED_ALLOC(KIND_ARRAY, pHandle, size, real(pHandle, desc));
+    RECORDED_ALLOC(REPORT_KIND_array, pHandle, size, real(pHandle, desc));
 }
 
 EXPORT CUresult cuArrayDestroy(CUarray hArray)
@@ -395,7 +395,7 @@ void wrappers_sample_point(struct timeline_point *point)
      * CUDA call may run under its mutex; nor in a report for a thread a
      * signal interrupted, which may hold the driver's locks. The point goes
      * without it. */
-    if (point->kind_bytes[KIND_POOL] == 0 || torch_trace_in_event() || !report_may_call_driver())
+    if (point->kind_bytes[REPORT_KIND_pool] == 0 || torch_trace_in_event() || !report_may_call_driver())
         return;
     CUresult (*get_pool)(CUmemoryPool *, CUdevice) = doors_helper(HELPER_cuDeviceGetMemPool);
     CUresult (*get_attribute)(CUmemoryPool, CUmemPool_attribute, void *) =

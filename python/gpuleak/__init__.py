@@ -9,10 +9,7 @@ import ctypes
 import os
 
 __all__ = ["loaded", "tracking", "live_bytes", "mark", "live_since", "snapshot",
-           "holders", "Mark", "Site", "KINDS"]
-
-# The report's kinds, in the shim's order (common/report_format.h).
-KINDS = ("device", "pool", "vmm", "managed", "host", "array", "tensor")
+           "holders", "kinds", "Mark", "Site"]
 
 
 class _Site(ctypes.Structure):
@@ -45,10 +42,24 @@ def _find_shim():
                                          ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t]
     lib.gpuleak_holders_source.restype = ctypes.c_char_p
     lib.gpuleak_snapshot.restype = ctypes.c_int
+    lib.gpuleak_kind_name.restype = ctypes.c_char_p
+    lib.gpuleak_kind_name.argtypes = [ctypes.c_int]
     return lib
 
 
 _shim = _find_shim()
+
+
+def kinds():
+    """The report's kinds, as the shim names them (its table:
+    common/report_format.h); empty without the shim."""
+    names = []
+    while _shim is not None:
+        name = _shim.gpuleak_kind_name(len(names))
+        if name is None:
+            break
+        names.append(name.decode())
+    return tuple(names)
 
 
 def loaded():
@@ -63,7 +74,7 @@ def tracking():
 
 
 def live_bytes(kind=None, device=-1):
-    """Live bytes now: of one kind (one of KINDS; None: the driver's GPU
+    """Live bytes now: of one kind (one of kinds(); None: the driver's GPU
     memory) on one device (-1: all)."""
     if _shim is None:
         return 0
@@ -93,7 +104,8 @@ class Site:
 
     def __init__(self, raw):
         self.site, self.device = raw.site, raw.device
-        self.kind = KINDS[raw.kind] if 0 <= raw.kind < len(KINDS) else "?"
+        name = _shim.gpuleak_kind_name(raw.kind) if _shim is not None else None
+        self.kind = name.decode() if name else "?"
         self.bytes, self.live_bytes = raw.bytes, raw.live_bytes
         self.live_allocations = raw.live_allocations
         self.holders = []

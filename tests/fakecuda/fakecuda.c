@@ -26,6 +26,8 @@
  * wrapper; the table must hand out the fake's own code, like the real driver.
  * For the same reason the fake never calls its own exported names. */
 #define _GNU_SOURCE
+#include "report_format.h"
+
 #include <cuda.h>
 
 #include <errno.h>
@@ -101,10 +103,10 @@ typedef struct {
 enum { FK_COUNTED(FK_ENUM) FN_COUNT };
 static const char *const fn_names[FN_COUNT] = { FK_COUNTED(FK_NAME) };
 
-enum { K_DEVICE, K_POOL, K_VMM, K_MANAGED, K_HOST, K_ARRAY, K_COUNT };
-static const char *const kind_names[K_COUNT] = {
-    "device", "pool", "vmm", "managed", "host", "array"
-};
+/* The report's kinds (common/report_format.h), of which a driver makes all
+ * but the last, PyTorch's tensors. */
+#define K_COUNT REPORT_KIND_tensor
+static const char *const kind_names[REPORT_KIND_COUNT] = { REPORT_KINDS(REPORT_KIND_NAME) };
 #define KM(k) (1u << (k))
 
 enum { B_MALLOC, B_CALLOC, B_MMAP32, B_NONE };
@@ -299,7 +301,7 @@ static void books_add(const rec_t *r)
     if (g_live_total > g_peak_total)
         g_peak_total = g_live_total;
     /* Pinned host memory is in host RAM: no device holds it. */
-    if (r->kind == K_HOST)
+    if (r->kind == REPORT_KIND_host)
         return;
     g_gpu_live += r->bytes;
     if (g_gpu_live > g_gpu_peak)
@@ -318,7 +320,7 @@ static void books_drop(const rec_t *r)
     g_live[r->kind]--;
     g_live_bytes[r->kind] -= r->bytes;
     g_live_total -= r->bytes;
-    if (r->kind != K_HOST) {
+    if (r->kind != REPORT_KIND_host) {
         g_gpu_live -= r->bytes;
         g_dev_live[r->device]--;
         g_dev_live_bytes[r->device] -= r->bytes;
@@ -409,9 +411,9 @@ static CUresult track_free(int fn, uint64_t key, unsigned kinds)
     }
     books_drop(r);
     g_frees[r->kind]++;
-    if (r->kind != K_HOST)
+    if (r->kind != REPORT_KIND_host)
         g_dev_frees[r->device]++;
-    if (r->kind == K_VMM && r->maps > 0) {
+    if (r->kind == REPORT_KIND_vmm && r->maps > 0) {
         /* Released but still mapped: the memory lives until the last unmap,
          * but the handle is gone, so it leaves the live books now. */
         r->released = 1;
@@ -438,7 +440,7 @@ static void teardown(fk_ctx *ctx, int fn)
     for (size_t i = 0; i < g_nbuckets; i++) {
         for (rec_t **p = &g_buckets[i]; *p;) {
             rec_t *r = *p;
-            if (r->ctx == ctx && r->kind != K_VMM) {
+            if (r->ctx == ctx && r->kind != REPORT_KIND_vmm) {
                 *p = r->next;
                 g_count--;
                 books_drop(r);
@@ -971,7 +973,7 @@ static CUresult device_alloc(int fn, uint64_t *out, size_t bytes, int low32)
         *out = bookless_address();
         return CUDA_SUCCESS;
     }
-    return track_new(fn, K_DEVICE, bytes, bytes, low32 ? B_MMAP32 : B_MALLOC, c, c->device, out);
+    return track_new(fn, REPORT_KIND_device, bytes, bytes, low32 ? B_MMAP32 : B_MALLOC, c, c->device, out);
 }
 
 static CUresult impl_cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
@@ -1046,7 +1048,7 @@ FK_EXPORT(cuMemAllocPitch, impl_cuMemAllocPitch_v1)
 
 /* cuMemFree takes linear, managed and stream-ordered memory, as the
  * driver's does (it synchronises for the last). */
-#define FREE_KINDS (KM(K_DEVICE) | KM(K_POOL) | KM(K_MANAGED))
+#define FREE_KINDS (KM(REPORT_KIND_device) | KM(REPORT_KIND_pool) | KM(REPORT_KIND_managed))
 
 static CUresult impl_cuMemFree_v2(CUdeviceptr dptr)
 {
@@ -1095,7 +1097,7 @@ static CUresult pool_alloc(int fn, CUdeviceptr *dptr, size_t bytes, fk_pool *poo
     if (rc != CUDA_SUCCESS)
         return rc;
     uint64_t key;
-    rc = track_new(fn, K_POOL, bytes, bytes, B_MALLOC, c, c->device, &key);
+    rc = track_new(fn, REPORT_KIND_pool, bytes, bytes, B_MALLOC, c, c->device, &key);
     if (rc == CUDA_SUCCESS)
         *dptr = (CUdeviceptr)key;
     return rc;
@@ -1134,7 +1136,7 @@ static CUresult pool_free(int fn, CUdeviceptr dptr, CUstream s)
     CUresult rc = stream_ctx(s, &c);
     if (rc != CUDA_SUCCESS)
         return rc;
-    return track_free(fn, dptr, KM(K_POOL) | KM(K_DEVICE));
+    return track_free(fn, dptr, KM(REPORT_KIND_pool) | KM(REPORT_KIND_device));
 }
 
 static CUresult impl_cuMemFreeAsync(CUdeviceptr dptr, CUstream s) { return pool_free(FN_cuMemFreeAsync, dptr, s); }
@@ -1186,7 +1188,7 @@ static CUresult impl_cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribut
     if (attr != CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT)
         return CUDA_ERROR_NOT_SUPPORTED;
     pthread_mutex_lock(&g_lock);
-    unsigned long long live = g_live_bytes[K_POOL];
+    unsigned long long live = g_live_bytes[REPORT_KIND_pool];
     pthread_mutex_unlock(&g_lock);
     unsigned long long chunk = 2ull << 20;
     *(cuuint64_t *)value = (live + chunk - 1) / chunk * chunk;
@@ -1266,7 +1268,7 @@ static CUresult impl_cuMemCreate(CUmemGenericAllocationHandle *handle, size_t si
     if (!valid_device(prop->location.id))
         return CUDA_ERROR_INVALID_DEVICE;
     uint64_t key;
-    CUresult rc = track_new(FN_cuMemCreate, K_VMM, size, 0, B_NONE, NULL, prop->location.id, &key);
+    CUresult rc = track_new(FN_cuMemCreate, REPORT_KIND_vmm, size, 0, B_NONE, NULL, prop->location.id, &key);
     if (rc == CUDA_SUCCESS)
         *handle = key;
     return rc;
@@ -1278,7 +1280,7 @@ FK_EXPORT(cuMemCreate, impl_cuMemCreate)
 static CUresult impl_cuMemRelease(CUmemGenericAllocationHandle handle)
 {
     atomic_fetch_add(&g_calls[FN_cuMemRelease], 1);
-    return track_free(FN_cuMemRelease, handle, KM(K_VMM));
+    return track_free(FN_cuMemRelease, handle, KM(REPORT_KIND_vmm));
 }
 FK_EXPORT(cuMemRelease, impl_cuMemRelease)
 
@@ -1367,7 +1369,7 @@ static CUresult impl_cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
     for (range_t *q = g_mappings; q; q = q->next)
         if (ptr < q->va + q->size && q->va < ptr + size)
             overlaps = 1;
-    if (r && r->kind == K_VMM && !r->released && offset <= r->bytes &&
+    if (r && r->kind == REPORT_KIND_vmm && !r->released && offset <= r->bytes &&
         size <= r->bytes - offset && in_reservation && !overlaps) {
         m->va = ptr;
         m->size = size;
@@ -1451,7 +1453,7 @@ static CUresult impl_cuMemAllocManaged(CUdeviceptr *dptr, size_t bytes, unsigned
     if (rc != CUDA_SUCCESS)
         return rc;
     uint64_t key;
-    rc = track_new(FN_cuMemAllocManaged, K_MANAGED, bytes, bytes, B_CALLOC, c, c->device, &key);
+    rc = track_new(FN_cuMemAllocManaged, REPORT_KIND_managed, bytes, bytes, B_CALLOC, c, c->device, &key);
     if (rc == CUDA_SUCCESS)
         *dptr = (CUdeviceptr)key;
     return rc;
@@ -1470,7 +1472,7 @@ static CUresult host_alloc(int fn, void **pp, size_t bytes)
     if (rc != CUDA_SUCCESS)
         return rc;
     uint64_t key;
-    rc = track_new(fn, K_HOST, bytes, bytes, B_MALLOC, c, c->device, &key);
+    rc = track_new(fn, REPORT_KIND_host, bytes, bytes, B_MALLOC, c, c->device, &key);
     if (rc == CUDA_SUCCESS)
         *pp = (void *)(uintptr_t)key;
     return rc;
@@ -1491,7 +1493,7 @@ FK_EXPORT(cuMemHostAlloc, impl_cuMemHostAlloc)
 static CUresult impl_cuMemFreeHost(void *p)
 {
     atomic_fetch_add(&g_calls[FN_cuMemFreeHost], 1);
-    return track_free(FN_cuMemFreeHost, (uint64_t)(uintptr_t)p, KM(K_HOST));
+    return track_free(FN_cuMemFreeHost, (uint64_t)(uintptr_t)p, KM(REPORT_KIND_host));
 }
 FK_EXPORT(cuMemFreeHost, impl_cuMemFreeHost)
 
@@ -1523,7 +1525,7 @@ static CUresult array_create(int fn, CUarray *out, size_t w, size_t h, size_t d,
     if (rc != CUDA_SUCCESS)
         return rc;
     uint64_t key;
-    rc = track_new(fn, K_ARRAY, bytes, bytes, B_CALLOC, c, c->device, &key);
+    rc = track_new(fn, REPORT_KIND_array, bytes, bytes, B_CALLOC, c, c->device, &key);
     if (rc == CUDA_SUCCESS)
         *out = (CUarray)(uintptr_t)key;
     return rc;
@@ -1574,7 +1576,7 @@ FK_EXPORT(cuArray3DCreate, impl_cuArray3DCreate_v1)
 static CUresult impl_cuArrayDestroy(CUarray a)
 {
     atomic_fetch_add(&g_calls[FN_cuArrayDestroy], 1);
-    return track_free(FN_cuArrayDestroy, (uint64_t)(uintptr_t)a, KM(K_ARRAY));
+    return track_free(FN_cuArrayDestroy, (uint64_t)(uintptr_t)a, KM(REPORT_KIND_array));
 }
 FK_EXPORT(cuArrayDestroy, impl_cuArrayDestroy)
 

@@ -51,12 +51,12 @@ START_TEST(test_plain_c)
         NAT("/home/u/app/leaky", "_start"),
     };
     ck_assert_int_eq(origin_find(frames, COUNT(frames)), 2);
-    ck_assert_str_eq(origin_owner(frames, COUNT(frames), KIND_DEVICE), "user");
-    ck_assert_str_eq(origin_owner(frames, COUNT(frames), KIND_HOST), "user");
+    ck_assert_str_eq(origin_owner(frames, COUNT(frames), REPORT_KIND_device), "user");
+    ck_assert_str_eq(origin_owner(frames, COUNT(frames), REPORT_KIND_host), "user");
     /* Without the user's frames, nothing is left. */
     const origin_frame_t tail[] = { frames[0], frames[1], frames[4], frames[5], frames[6] };
     ck_assert_int_eq(origin_find(tail, COUNT(tail)), -1);
-    ck_assert_str_eq(origin_owner(tail, COUNT(tail), KIND_DEVICE), "cuda-runtime");
+    ck_assert_str_eq(origin_owner(tail, COUNT(tail), REPORT_KIND_device), "cuda-runtime");
     origin_end();
 }
 END_TEST
@@ -81,7 +81,7 @@ START_TEST(test_static_cudart)
         NATL(bin, "main", "/home/u/cu/leak.cu", 40),
     };
     ck_assert_int_eq(origin_find(frames, COUNT(frames)), 7);
-    ck_assert_str_eq(origin_owner(frames, COUNT(frames), KIND_DEVICE), "user");
+    ck_assert_str_eq(origin_owner(frames, COUNT(frames), REPORT_KIND_device), "user");
     /* The runtime's own allocation, before main (a constructor). */
     const origin_frame_t init[] = {
         frames[0], frames[1], frames[2],
@@ -90,7 +90,7 @@ START_TEST(test_static_cudart)
         NAT(bin, "_start"),
     };
     ck_assert_int_eq(origin_find(init, COUNT(init)), -1);
-    ck_assert_str_eq(origin_owner(init, COUNT(init), KIND_DEVICE), "cuda-runtime");
+    ck_assert_str_eq(origin_owner(init, COUNT(init), REPORT_KIND_device), "cuda-runtime");
     origin_end();
 }
 END_TEST
@@ -153,27 +153,27 @@ START_TEST(test_pytorch)
     ck_assert_int_eq(o, 3);
     ck_assert_str_eq(frames[o].file, "/home/u/proj/train.py");
     ck_assert_int_eq(frames[o].line, 42);
-    ck_assert_str_eq(origin_owner(frames, n, KIND_DEVICE), "pytorch-caching-allocator");
+    ck_assert_str_eq(origin_owner(frames, n, REPORT_KIND_device), "pytorch-caching-allocator");
     /* Expandable segments map physical memory from the same allocator. */
     n = torch_stack(frames, python, COUNT(python),
                     "c10::cuda::CUDACachingAllocator::Native::ExpandableSegment::map("
                     "c10::cuda::CUDACachingAllocator::Native::SegmentRange)");
-    ck_assert_str_eq(origin_owner(frames, n, KIND_VMM), "pytorch-caching-allocator");
+    ck_assert_str_eq(origin_owner(frames, n, REPORT_KIND_vmm), "pytorch-caching-allocator");
     /* The cudaMallocAsync backend: by name, whatever the kind... */
     n = torch_stack(frames, python, COUNT(python),
                     "c10::cuda::CUDACachingAllocator::CudaMallocAsync::mallocAsync("
                     "void**, signed char, unsigned long, CUstream_st*)");
-    ck_assert_str_eq(origin_owner(frames, n, KIND_POOL), "pytorch-tensor");
-    ck_assert_str_eq(origin_owner(frames, n, KIND_DEVICE), "pytorch-tensor");
+    ck_assert_str_eq(origin_owner(frames, n, REPORT_KIND_pool), "pytorch-tensor");
+    ck_assert_str_eq(origin_owner(frames, n, REPORT_KIND_device), "pytorch-tensor");
     ck_assert_int_eq(origin_find(frames, n), 3);
     /* ...or pool memory from libc10_cuda without names. */
     n = torch_stack(frames, python, COUNT(python), NULL);
     frames[COUNT(python) + 2].function = NULL;
     frames[COUNT(python) + 3].function = NULL;
-    ck_assert_str_eq(origin_owner(frames, n, KIND_POOL), "pytorch-tensor");
-    ck_assert_str_eq(origin_owner(frames, n, KIND_DEVICE), "pytorch-caching-allocator");
+    ck_assert_str_eq(origin_owner(frames, n, REPORT_KIND_pool), "pytorch-tensor");
+    ck_assert_str_eq(origin_owner(frames, n, REPORT_KIND_device), "pytorch-caching-allocator");
     /* Pinned host memory is not the device caching allocator's. */
-    ck_assert_str_eq(origin_owner(frames, n, KIND_HOST), "user");
+    ck_assert_str_eq(origin_owner(frames, n, REPORT_KIND_host), "user");
     origin_end();
 }
 END_TEST
@@ -239,7 +239,7 @@ START_TEST(test_pytorch_python_rules)
     };
     n = torch_stack(frames, none, COUNT(none), NULL);
     ck_assert_int_eq(origin_find(frames, n), -1);
-    ck_assert_str_eq(origin_owner(frames, n, KIND_DEVICE), "pytorch-caching-allocator");
+    ck_assert_str_eq(origin_owner(frames, n, REPORT_KIND_device), "pytorch-caching-allocator");
     /* And a user's C++ extension under a user script: its frame comes
      * after the Python ones, so the script still wins. */
     origin_frame_t ext[64];
@@ -254,7 +254,7 @@ START_TEST(test_pytorch_python_rules)
                                    "pybind11::cpp_function::dispatcher(_object*, _object*, _object*)");
     ck_assert_int_eq(origin_find(ext, n), 0);
     ck_assert_int_eq(origin_find(ext + 1, n - 1), 2);
-    ck_assert_str_eq(origin_owner(ext, n, KIND_DEVICE), "user");
+    ck_assert_str_eq(origin_owner(ext, n, REPORT_KIND_device), "user");
     origin_end();
 }
 END_TEST
@@ -277,8 +277,8 @@ START_TEST(test_nccl)
         NAT("/usr/bin/python3.11", "_PyEval_EvalFrameDefault"),
     };
     ck_assert_int_eq(origin_find(frames, COUNT(frames)), 2);
-    ck_assert_str_eq(origin_owner(frames, COUNT(frames), KIND_VMM), "nccl");
-    ck_assert_str_eq(origin_owner(frames, COUNT(frames), KIND_DEVICE), "nccl");
+    ck_assert_str_eq(origin_owner(frames, COUNT(frames), REPORT_KIND_vmm), "nccl");
+    ck_assert_str_eq(origin_owner(frames, COUNT(frames), REPORT_KIND_device), "nccl");
 
     const origin_frame_t c[] = {
         NAT(LIBCUDA, NULL),
@@ -288,7 +288,7 @@ START_TEST(test_nccl)
         NATL("/home/u/allreduce", "main", "/home/u/allreduce.c", 80),
     };
     ck_assert_int_eq(origin_find(c, COUNT(c)), 3);
-    ck_assert_str_eq(origin_owner(c, COUNT(c), KIND_DEVICE), "nccl");
+    ck_assert_str_eq(origin_owner(c, COUNT(c), REPORT_KIND_device), "nccl");
     /* NCCL linked statically into the user's binary, found by name. */
     const origin_frame_t s[] = {
         NAT(LIBCUDA, NULL),
@@ -296,7 +296,7 @@ START_TEST(test_nccl)
         NAT("/home/u/allreduce", "init_comms"),
     };
     ck_assert_int_eq(origin_find(s, COUNT(s)), 2);
-    ck_assert_str_eq(origin_owner(s, COUNT(s), KIND_DEVICE), "nccl");
+    ck_assert_str_eq(origin_owner(s, COUNT(s), REPORT_KIND_device), "nccl");
     origin_end();
 }
 END_TEST
@@ -316,7 +316,7 @@ START_TEST(test_cublas_cudnn)
         NATL("/home/u/gemm", "main", "/home/u/gemm.cu", 50),
     };
     ck_assert_int_eq(origin_find(frames, COUNT(frames)), 4);
-    ck_assert_str_eq(origin_owner(frames, COUNT(frames), KIND_DEVICE), "cublas");
+    ck_assert_str_eq(origin_owner(frames, COUNT(frames), REPORT_KIND_device), "cublas");
 
     const origin_frame_t dnn[] = {
         NAT(LIBCUDA, NULL),
@@ -325,13 +325,13 @@ START_TEST(test_cublas_cudnn)
         NAT("/home/u/conv", "make_handle"),
     };
     ck_assert_int_eq(origin_find(dnn, COUNT(dnn)), 3);
-    ck_assert_str_eq(origin_owner(dnn, COUNT(dnn), KIND_DEVICE), "cudnn");
+    ck_assert_str_eq(origin_owner(dnn, COUNT(dnn), REPORT_KIND_device), "cudnn");
 
     origin_frame_t torch[64];
     const origin_frame_t py[] = { PY("forward", "/home/u/proj/model.py", 7) };
     int n = torch_stack(torch, py, COUNT(py), NULL);
     torch[n - 9].function = "at::cuda::getCUDABlasLtWorkspace()";
-    ck_assert_str_eq(origin_owner(torch, n, KIND_DEVICE), "pytorch-caching-allocator");
+    ck_assert_str_eq(origin_owner(torch, n, REPORT_KIND_device), "pytorch-caching-allocator");
     origin_end();
 }
 END_TEST
@@ -343,8 +343,8 @@ START_TEST(test_edges)
     const origin_frame_t unknown[] = { NAT(LIBCUDA, NULL), NAT("?", NULL), { NULL, NULL, NULL, 0, 0 } };
     ck_assert_int_eq(origin_find(unknown, COUNT(unknown)), 1);
     ck_assert_int_eq(origin_find(unknown, 0), -1);
-    ck_assert_str_eq(origin_owner(unknown, 0, KIND_DEVICE), "unknown");
-    ck_assert_str_eq(origin_owner(unknown, 1, KIND_DEVICE), "cuda-runtime");
+    ck_assert_str_eq(origin_owner(unknown, 0, REPORT_KIND_device), "unknown");
+    ck_assert_str_eq(origin_owner(unknown, 1, REPORT_KIND_device), "cuda-runtime");
     ck_assert_str_eq(origin_owner(unknown, COUNT(unknown), -1), "user");
     ck_assert_str_eq(origin_owner(unknown, COUNT(unknown), 99), "user");
     origin_end();
@@ -394,7 +394,7 @@ START_TEST(test_overrides)
     init_capturing(err, sizeof err);
     ck_assert_str_eq(err, "");
     ck_assert_int_eq(origin_find(frames, n), 4);
-    ck_assert_str_eq(origin_owner(frames, n, KIND_DEVICE), "user");
+    ck_assert_str_eq(origin_owner(frames, n, REPORT_KIND_device), "user");
 
     /* Empty entries are ignored; a glob on files reaches Python frames. */
     setenv("GPULEAK_ORIGIN_SKIP", "::*/proj/helpers.py::", 1);
@@ -415,7 +415,7 @@ START_TEST(test_overrides)
         NAT("/home/u/a", "main"),
     };
     ck_assert_int_eq(origin_find(nccl, COUNT(nccl)), 1);
-    ck_assert_str_eq(origin_owner(nccl, COUNT(nccl), KIND_DEVICE), "nccl");
+    ck_assert_str_eq(origin_owner(nccl, COUNT(nccl), REPORT_KIND_device), "nccl");
 
     /* No built-in table: the innermost frame is the origin... */
     unsetenv("GPULEAK_ORIGIN_SKIP");
@@ -423,10 +423,10 @@ START_TEST(test_overrides)
     origin_init();
     ck_assert_int_eq(origin_find(frames, n), 0);
     /* ...while owners still see the libraries and the runtime. */
-    ck_assert_str_eq(origin_owner(nccl, COUNT(nccl), KIND_DEVICE), "nccl");
-    ck_assert_str_eq(origin_owner(frames, n, KIND_DEVICE), "user");
+    ck_assert_str_eq(origin_owner(nccl, COUNT(nccl), REPORT_KIND_device), "nccl");
+    ck_assert_str_eq(origin_owner(frames, n, REPORT_KIND_device), "user");
     const origin_frame_t rt[] = { NAT(SHIM, NULL), NAT(LIBCUDA, NULL) };
-    ck_assert_str_eq(origin_owner(rt, COUNT(rt), KIND_DEVICE), "cuda-runtime");
+    ck_assert_str_eq(origin_owner(rt, COUNT(rt), REPORT_KIND_device), "cuda-runtime");
 
     /* ...and only the user's globs apply. */
     setenv("GPULEAK_ORIGIN_SKIP", "*/libgpuleak.so:*/libcuda.so.1", 1);
@@ -497,11 +497,11 @@ START_TEST(test_site)
     void *in_libc = dlsym(libc, "gnu_get_libc_version");
     ck_assert_ptr_nonnull(in_libc);
     uintptr_t native[2] = { (uintptr_t)in_libc + 4, (uintptr_t)&origin_test_user_frame + 4 };
-    uint32_t id = stacks_intern(KIND_DEVICE, native, 2, NULL, 0);
+    uint32_t id = stacks_intern(REPORT_KIND_device, native, 2, NULL, 0);
     ck_assert_uint_ne(id, 0);
     symbolize_begin();
     origin_site_t o;
-    origin_site(id, KIND_DEVICE, &o);
+    origin_site(id, REPORT_KIND_device, &o);
     ck_assert_int_eq(o.found, 1);
     ck_assert_str_eq(o.owner, "user");
     ck_assert_int_eq(o.frame.is_python, 0);
@@ -511,12 +511,12 @@ START_TEST(test_site)
     ck_assert_uint_ne(o.offset, 0);
     if (o.frame.function != NULL)
         ck_assert_str_eq(o.frame.function, "origin_test_user_frame");
-    origin_site(0, KIND_DEVICE, &o);
+    origin_site(0, REPORT_KIND_device, &o);
     ck_assert_int_eq(o.found, 0);
     ck_assert_str_eq(o.owner, "unknown");
     /* Only libc: no origin, the runtime's. */
-    uint32_t libc_only = stacks_intern(KIND_DEVICE, native, 1, NULL, 0);
-    origin_site(libc_only, KIND_DEVICE, &o);
+    uint32_t libc_only = stacks_intern(REPORT_KIND_device, native, 1, NULL, 0);
+    origin_site(libc_only, REPORT_KIND_device, &o);
     ck_assert_int_eq(o.found, 0);
     ck_assert_str_eq(o.owner, "cuda-runtime");
     symbolize_end();
@@ -557,7 +557,7 @@ START_TEST(test_scale)
         }
         frames[DEPTH - 1] = (origin_frame_t)NAT("/home/u/app", "main");
         int o = origin_find(frames, DEPTH);
-        const char *owner = origin_owner(frames, DEPTH, KIND_DEVICE);
+        const char *owner = origin_owner(frames, DEPTH, REPORT_KIND_device);
         wrong += o != DEPTH - 1 || strcmp(owner, "user") != 0;
         checksum += o;
     }
@@ -580,7 +580,7 @@ START_TEST(test_scale)
         };
         int n = torch_stack(big, python, COUNT(python), NULL);
         wrong += origin_find(big, n) != 1;
-        wrong += strcmp(origin_owner(big, n, KIND_DEVICE), "pytorch-caching-allocator") != 0;
+        wrong += strcmp(origin_owner(big, n, REPORT_KIND_device), "pytorch-caching-allocator") != 0;
     }
     took = seconds() - start;
     fprintf(stderr, "origin: %d PyTorch-shaped sites in %.2f s\n", SITES, took);

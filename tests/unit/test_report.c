@@ -65,7 +65,7 @@ static __attribute__((noinline)) uint32_t intern_here(int depth)
     }
     uintptr_t frames[64];
     int n = stacks_capture(frames, 64, NULL);
-    return stacks_intern(KIND_DEVICE, frames, n, NULL, 0);
+    return stacks_intern(REPORT_KIND_device, frames, n, NULL, 0);
 }
 
 static void setup(void)
@@ -76,7 +76,7 @@ static void setup(void)
     for (int i = 0; i < SITES; i++) {
         uint32_t site = intern_here(i);
         ck_assert_uint_ne(site, 0);
-        ck_assert_int_eq(tracker_alloc(KIND_DEVICE, 0x10000 + (uint64_t)i * 0x1000,
+        ck_assert_int_eq(tracker_alloc(REPORT_KIND_device, 0x10000 + (uint64_t)i * 0x1000,
                                        (size_t)(i + 1) * 256, 0, NULL, site), 0);
         sites[i].id = site;
         ck_assert_int_eq(tracker_site(site, &sites[i].stats), 0);

@@ -29,9 +29,9 @@ static void free_key(key_space_t space, uint64_t key, int freed)
 START_TEST(alloc_then_free_balances_site_and_kind)
 {
     totals_t before, after;
-    tracker_kind_totals(KIND_MANAGED, &before);
-    ck_assert_int_eq(tracker_alloc(KIND_MANAGED, 0x1000, 100, 3, NULL, 11), 0);
-    ck_assert_int_eq(tracker_alloc(KIND_MANAGED, 0x2000, 50, 3, NULL, 11), 0);
+    tracker_kind_totals(REPORT_KIND_managed, &before);
+    ck_assert_int_eq(tracker_alloc(REPORT_KIND_managed, 0x1000, 100, 3, NULL, 11), 0);
+    ck_assert_int_eq(tracker_alloc(REPORT_KIND_managed, 0x2000, 50, 3, NULL, 11), 0);
     site_stats_t s;
     ck_assert_int_eq(tracker_site(11, &s), 0);
     ck_assert_uint_eq(s.live_bytes, 150);
@@ -42,9 +42,9 @@ START_TEST(alloc_then_free_balances_site_and_kind)
     ck_assert_uint_eq(s.peak_live_bytes, 150);
     ck_assert_uint_eq(s.allocations, 2);
     ck_assert_uint_eq(s.frees, 1);
-    ck_assert_int_eq(s.kind, KIND_MANAGED);
+    ck_assert_int_eq(s.kind, REPORT_KIND_managed);
     ck_assert_int_eq(s.device, 3);
-    tracker_kind_totals(KIND_MANAGED, &after);
+    tracker_kind_totals(REPORT_KIND_managed, &after);
     ck_assert_uint_eq(after.allocations - before.allocations, 2);
     ck_assert_uint_eq(after.frees - before.frees, 1);
     ck_assert_uint_eq(after.live_bytes - before.live_bytes, 50);
@@ -57,8 +57,8 @@ END_TEST
 
 START_TEST(key_spaces_do_not_collide)
 {
-    ck_assert_int_eq(tracker_alloc(KIND_VMM, 0x5000, 10, 0, NULL, 12), 0);
-    ck_assert_int_eq(tracker_alloc(KIND_DEVICE, 0x5000, 20, 0, NULL, 13), 0);
+    ck_assert_int_eq(tracker_alloc(REPORT_KIND_vmm, 0x5000, 10, 0, NULL, 12), 0);
+    ck_assert_int_eq(tracker_alloc(REPORT_KIND_device, 0x5000, 20, 0, NULL, 13), 0);
     free_key(SPACE_VMM, 0x5000, 1);
     site_stats_t vmm, dev;
     tracker_site(12, &vmm);
@@ -80,7 +80,7 @@ END_TEST
 
 START_TEST(refused_free_keeps_allocation_live)
 {
-    ck_assert_int_eq(tracker_alloc(KIND_HOST, 0x7000, 64, 0, NULL, 14), 0);
+    ck_assert_int_eq(tracker_alloc(REPORT_KIND_host, 0x7000, 64, 0, NULL, 14), 0);
     free_key(SPACE_HOST, 0x7000, 0);
     site_stats_t s;
     tracker_site(14, &s);
@@ -99,11 +99,11 @@ END_TEST
 START_TEST(refused_free_of_a_reused_address_leaves_only_the_newer)
 {
     totals_t before, after;
-    tracker_kind_totals(KIND_DEVICE, &before);
-    ck_assert_int_eq(tracker_alloc(KIND_DEVICE, 0x41000, 100, 0, NULL, 41), 0);
+    tracker_kind_totals(REPORT_KIND_device, &before);
+    ck_assert_int_eq(tracker_alloc(REPORT_KIND_device, 0x41000, 100, 0, NULL, 41), 0);
     tracker_pending_t pending;
     tracker_free_begin(SPACE_DEVICE, 0x41000, &pending);
-    ck_assert_int_eq(tracker_alloc(KIND_DEVICE, 0x41000, 300, 0, NULL, 41), 0);
+    ck_assert_int_eq(tracker_alloc(REPORT_KIND_device, 0x41000, 300, 0, NULL, 41), 0);
     tracker_free_end(&pending, 0);
     site_stats_t s;
     tracker_site(41, &s);
@@ -113,15 +113,15 @@ START_TEST(refused_free_of_a_reused_address_leaves_only_the_newer)
     tracker_site(41, &s);
     ck_assert_uint_eq(s.live_bytes, 0);
     ck_assert_uint_eq(s.live_allocations, 0);
-    tracker_kind_totals(KIND_DEVICE, &after);
+    tracker_kind_totals(REPORT_KIND_device, &after);
     ck_assert_uint_eq(after.live_bytes, before.live_bytes);
 }
 END_TEST
 
 START_TEST(reused_address_replaces_stale_record)
 {
-    ck_assert_int_eq(tracker_alloc(KIND_DEVICE, 0x9000, 8, 0, NULL, 15), 0);
-    ck_assert_int_eq(tracker_alloc(KIND_DEVICE, 0x9000, 16, 0, NULL, 16), 0);
+    ck_assert_int_eq(tracker_alloc(REPORT_KIND_device, 0x9000, 8, 0, NULL, 15), 0);
+    ck_assert_int_eq(tracker_alloc(REPORT_KIND_device, 0x9000, 16, 0, NULL, 16), 0);
     site_stats_t old, fresh;
     tracker_site(15, &old);
     tracker_site(16, &fresh);
@@ -135,15 +135,15 @@ END_TEST
 START_TEST(failure_is_recorded_not_live)
 {
     totals_t before, after;
-    tracker_kind_totals(KIND_ARRAY, &before);
-    tracker_failure(KIND_ARRAY, 1 << 20, 2, 0, 17);
+    tracker_kind_totals(REPORT_KIND_array, &before);
+    tracker_failure(REPORT_KIND_array, 1 << 20, 2, 0, 17);
     site_stats_t s;
     tracker_site(17, &s);
     ck_assert_uint_eq(s.failures, 1);
     ck_assert_uint_eq(s.failed_bytes, 1 << 20);
     ck_assert_int_eq(s.last_failure, 2);
     ck_assert_uint_eq(s.live_allocations, 0);
-    tracker_kind_totals(KIND_ARRAY, &after);
+    tracker_kind_totals(REPORT_KIND_array, &after);
     ck_assert_uint_eq(after.failures - before.failures, 1);
     ck_assert_uint_eq(after.live_bytes, before.live_bytes);
 }
@@ -152,9 +152,9 @@ END_TEST
 START_TEST(teardown_moves_only_that_context)
 {
     static int ctx_a, ctx_b;
-    ck_assert_int_eq(tracker_alloc(KIND_DEVICE, 0xa000, 100, 5, &ctx_a, 18), 0);
-    ck_assert_int_eq(tracker_alloc(KIND_HOST, 0xa000, 10, 5, &ctx_a, 18), 0);
-    ck_assert_int_eq(tracker_alloc(KIND_DEVICE, 0xb000, 200, 5, &ctx_b, 19), 0);
+    ck_assert_int_eq(tracker_alloc(REPORT_KIND_device, 0xa000, 100, 5, &ctx_a, 18), 0);
+    ck_assert_int_eq(tracker_alloc(REPORT_KIND_host, 0xa000, 10, 5, &ctx_a, 18), 0);
+    ck_assert_int_eq(tracker_alloc(REPORT_KIND_device, 0xb000, 200, 5, &ctx_b, 19), 0);
     ck_assert_uint_eq(tracker_teardown(&ctx_a, -1, TEARDOWN_CTX_DESTROY), 2);
     site_stats_t a, b;
     tracker_site(18, &a);
@@ -179,7 +179,7 @@ START_TEST(tables_grow_and_keep_every_record)
     static int ctx;
     size_t memory_before = tracker_memory_bytes();
     for (uint64_t i = 0; i < N; i++)
-        ck_assert_int_eq(tracker_alloc(KIND_MANAGED, 0x7000000000ull + i * 512, 3, 7, &ctx, 40), 0);
+        ck_assert_int_eq(tracker_alloc(REPORT_KIND_managed, 0x7000000000ull + i * 512, 3, 7, &ctx, 40), 0);
     size_t per_record = (tracker_memory_bytes() - memory_before) / N;
     ck_assert_msg(per_record < 100, "%zu bytes a record", per_record);
     for (uint64_t i = 0; i < N; i += 2)
@@ -204,9 +204,9 @@ START_TEST(gpu_peak_is_exact_and_excludes_host)
     totals_t t0, t1;
     tracker_totals(&t0);
     uint64_t base = t0.live_bytes;
-    ck_assert_int_eq(tracker_alloc(KIND_DEVICE, 0xc000, 1000000, 0, NULL, 20), 0);
-    ck_assert_int_eq(tracker_alloc(KIND_POOL, 0xd000, 2000000, 0, NULL, 20), 0);
-    ck_assert_int_eq(tracker_alloc(KIND_HOST, 0xe000, 50000000, 0, NULL, 21), 0);
+    ck_assert_int_eq(tracker_alloc(REPORT_KIND_device, 0xc000, 1000000, 0, NULL, 20), 0);
+    ck_assert_int_eq(tracker_alloc(REPORT_KIND_pool, 0xd000, 2000000, 0, NULL, 20), 0);
+    ck_assert_int_eq(tracker_alloc(REPORT_KIND_host, 0xe000, 50000000, 0, NULL, 21), 0);
     free_key(SPACE_DEVICE, 0xc000, 1);
     free_key(SPACE_DEVICE, 0xd000, 1);
     free_key(SPACE_HOST, 0xe000, 1);
@@ -229,28 +229,28 @@ START_TEST(gpu_totals_are_the_gpu_kinds_together)
     totals_t before;
     tracker_totals(&before);
     for (uint64_t i = 0; i < 40; i++) {
-        alloc_kind_t kind = (alloc_kind_t)(i % KIND_COUNT);
+        alloc_kind_t kind = (alloc_kind_t)(i % REPORT_KIND_COUNT);
         uint64_t key = 0x5000000000ull + i * 0x1000;
         ck_assert_int_eq(tracker_alloc(kind, key, 100 + i, 10 + (int)(i % 3), i % 4 ? NULL : &ctx,
                                        50 + (uint32_t)(i % 5)), 0);
         if (i % 3 == 0)
-            free_key(kind == KIND_HOST ? SPACE_HOST : kind == KIND_VMM ? SPACE_VMM
-                     : kind == KIND_ARRAY ? SPACE_ARRAY : kind == KIND_TENSOR ? SPACE_TENSOR
+            free_key(kind == REPORT_KIND_host ? SPACE_HOST : kind == REPORT_KIND_vmm ? SPACE_VMM
+                     : kind == REPORT_KIND_array ? SPACE_ARRAY : kind == REPORT_KIND_tensor ? SPACE_TENSOR
                      : SPACE_DEVICE, key, 1);
     }
-    tracker_failure(KIND_POOL, 4096, TRACKER_OUT_OF_MEMORY, 10, 50);
-    tracker_failure(KIND_HOST, 4096, TRACKER_OUT_OF_MEMORY, 10, 51);
-    tracker_failure(KIND_TENSOR, 4096, TRACKER_OUT_OF_MEMORY, 10, 52);
+    tracker_failure(REPORT_KIND_pool, 4096, TRACKER_OUT_OF_MEMORY, 10, 50);
+    tracker_failure(REPORT_KIND_host, 4096, TRACKER_OUT_OF_MEMORY, 10, 51);
+    tracker_failure(REPORT_KIND_tensor, 4096, TRACKER_OUT_OF_MEMORY, 10, 52);
     ck_assert_uint_gt(tracker_teardown(&ctx, -1, TEARDOWN_CTX_DESTROY), 0);
 
     totals_t gpu, sum = {0};
     tracker_totals(&gpu);
     uint64_t all_allocations = 0;
-    for (int k = 0; k < KIND_COUNT; k++) {
+    for (int k = 0; k < REPORT_KIND_COUNT; k++) {
         totals_t t;
         tracker_kind_totals((alloc_kind_t)k, &t);
         all_allocations += t.allocations;
-        if (k == KIND_HOST || k == KIND_TENSOR) {
+        if (k == REPORT_KIND_host || k == REPORT_KIND_tensor) {
             ck_assert_uint_gt(t.allocations, 0);
             continue;
         }
@@ -284,7 +284,7 @@ static void *churn(void *arg)
 {
     uint64_t base = (uint64_t)(uintptr_t)arg << 32;
     for (uint64_t i = 0; i < PER_THREAD; i++) {
-        if (tracker_alloc(KIND_POOL, base + i * 256, 256, 1, NULL, 30) != 0)
+        if (tracker_alloc(REPORT_KIND_pool, base + i * 256, 256, 1, NULL, 30) != 0)
             return (void *)1;
         if (i % 10 != 0)
             free_key(SPACE_DEVICE, base + i * 256, 1);
@@ -319,16 +319,16 @@ START_TEST(timeline_highs_are_never_above_what_was_live)
     totals_t t;
     tracker_totals(&t);
     uint64_t base = t.live_bytes;
-    ck_assert_int_eq(tracker_alloc(KIND_DEVICE, key, 100, 9, NULL, 40), 0);
+    ck_assert_int_eq(tracker_alloc(REPORT_KIND_device, key, 100, 9, NULL, 40), 0);
     free_key(SPACE_DEVICE, key, 1);
     sleep_past_interval();    /* the next event starts a new interval */
     for (uint64_t k = 0; k < 3; k++)
-        ck_assert_int_eq(tracker_alloc(KIND_DEVICE, key + 0x10 + 0x100 * k, 20, 9, NULL, 40), 0);
+        ck_assert_int_eq(tracker_alloc(REPORT_KIND_device, key + 0x10 + 0x100 * k, 20, 9, NULL, 40), 0);
     pthread_t other;
     ck_assert_int_eq(pthread_create(&other, NULL, free_three, (void *)(uintptr_t)(key + 0x10)), 0);
     pthread_join(other, NULL);
     sleep_past_interval();    /* this allocation ends that interval, whose high was base + 60 */
-    ck_assert_int_eq(tracker_alloc(KIND_DEVICE, key + 0x20, 10, 9, NULL, 40), 0);
+    ck_assert_int_eq(tracker_alloc(REPORT_KIND_device, key + 0x20, 10, 9, NULL, 40), 0);
     timeline_point_t points[TIMELINE_POINTS];
     size_t n = timeline_points(tracker_now_ns(), points, TIMELINE_POINTS);
     ck_assert_uint_ge(n, 3);
@@ -337,8 +337,8 @@ START_TEST(timeline_highs_are_never_above_what_was_live)
     /* The estimate still reads 60 high, as the allocation above found by
      * its sum: within that clock tick these two note no high of their own
      * (in the next, one sums again); either way none above what was live. */
-    ck_assert_int_eq(tracker_alloc(KIND_DEVICE, key + 0x30, 5, 9, NULL, 40), 0);
-    ck_assert_int_eq(tracker_alloc(KIND_DEVICE, key + 0x40, 5, 9, NULL, 40), 0);
+    ck_assert_int_eq(tracker_alloc(REPORT_KIND_device, key + 0x30, 5, 9, NULL, 40), 0);
+    ck_assert_int_eq(tracker_alloc(REPORT_KIND_device, key + 0x40, 5, 9, NULL, 40), 0);
     sleep_past_interval();
     free_key(SPACE_DEVICE, key + 0x40, 1);
     n = timeline_points(tracker_now_ns(), points, TIMELINE_POINTS);
