@@ -52,7 +52,12 @@
     while (v >= 1024 && unit < 6) { v /= 1024; unit++; }
     return unit === 0 ? `${num(b)} B` : `${v.toFixed(1)} ${names[unit]}`;
   }
-  const fmtInt = (n) => num(n).toLocaleString("en-US");
+  /* 1234567 -> "1,234,567" (toLocaleString is ten times slower, which
+   * shows when a table of 100,000 rows is filtered). */
+  const fmtInt = (n) => {
+    const v = num(n);
+    return Number.isInteger(v) ? String(v).replace(/\B(?=(\d{3})+(?!\d))/g, ",") : String(v);
+  };
   function fmtSeconds(s) {
     if (!isFinite(s)) return "?";
     if (s === 0) return "0 s";
@@ -286,6 +291,7 @@
       slot(this.root, "title").textContent = `${title} (${fmtInt(rows.length)})`;
       slot(this.root, "about").textContent = about || "";
       this.columns = columns;
+      this.textColumns = columns.filter((c) => c.type === "text");
       this.all = rows.slice();
       this.view = this.all;
       this.page = 0;
@@ -315,8 +321,8 @@
         tr.setAttribute("aria-selected", "true");
         const detail = slot(this.root, "detail");
         detail.replaceChildren();
-        detail.hidden = false;
         this.onSelect(this.view[Number(tr.dataset.row)], detail);
+        detail.hidden = !detail.childElementCount;
       });
       if (!rows.length) {
         /* Nothing to sort, filter or page through. */
@@ -357,15 +363,15 @@
       this.render();
     }
 
-    /* Keeps the rows whose shown text holds every term; the text of a row
-     * is made once, at the first filter. */
+    /* Keeps the rows whose text columns (kind, origin, holders...) hold
+     * every term; a row's text is made once, at the first filter. */
     applyFilter() {
       if (!this.terms.length) { this.view = this.all; return; }
       if (!this.texts) this.texts = new Map();
       const text = (row) => {
         let t = this.texts.get(row);
         if (t === undefined) {
-          t = this.columns.map((c) => this.cellText(c, row)).join("\u0000").toLowerCase();
+          t = this.textColumns.map((c) => this.cellText(c, row)).join("\u0000").toLowerCase();
           this.texts.set(row, t);
         }
         return t;
@@ -560,12 +566,22 @@
     };
   }
 
-  const charts = new Set();
+  /* The drawn uPlot charts and flame graphs, fitted to the window when it
+   * is resized (the libraries draw at a fixed width). Hidden ones wait:
+   * they have no width, and are fitted at the next resize. */
+  const charts = new Set(), flames = new Set();
   function chartWidth(node) {
     return Math.max(300, node.clientWidth || node.parentNode.clientWidth || 900);
   }
+  let resizing = null;
   window.addEventListener("resize", () => {
-    for (const c of charts) if (c.root.isConnected && c.root.offsetParent) c.setSize({ width: chartWidth(c.root.parentNode), height: c.height });
+    clearTimeout(resizing);
+    resizing = setTimeout(() => {
+      for (const c of charts)
+        if (c.root.offsetParent) c.setSize({ width: chartWidth(c.root.parentNode), height: c.height });
+      for (const f of flames)
+        if (f.node.offsetParent) f.chart.width(chartWidth(f.node)).update();
+    }, 100);
   });
 
   /* ------------------------------- panels ------------------------------- */
@@ -752,9 +768,10 @@
      * into a tree when first shown. */
     renderFlame() {
       const box = slot(this.root, "flame-box");
+      const peak = obj(this.r.doc.peak) || {};
       const measures = [
         ["leaked", "leaked (live at exit)", this.rows.leaks],
-        ["peak", "at the peak", this.rows.peak],
+        ["peak", peak.sites_at === "tensors" ? "at the tensors' peak" : "at the peak", this.rows.peak],
         ["grown", "grown during the run", this.rows.growth],
         ["held", "held when Python finished", this.rows.held],
       ].filter((m) => m[2].some((r) => r.bytes > 0));
@@ -811,6 +828,7 @@
         else { chart.clear(); details.textContent = ""; }
       });
       box.querySelector('[data-action="flame-reset"]').addEventListener("click", () => chart.resetZoom());
+      flames.add({ node, chart });
       show();
       /* The others are built now too (a tenth of a second for 100,000
        * sites), so the attributes hold every measure's total. */
@@ -1011,7 +1029,7 @@
     new Table(slot(root, "tables"), {
       title: "Reports", rows,
       about: "One row per report; click one to open its tab.",
-      onSelect: (row) => select(row.r.index),
+      onSelect: (row) => select(views.findIndex((v) => v.key === String(row.r.index))),
       columns: [
         { label: "file", type: "text", wrap: true, value: (x) => x.r.file },
         { label: "rank", type: "num", value: (x) => (x.r.rank === null ? -1 : x.r.rank), format: (v) => (v < 0 ? "" : String(v)) },
