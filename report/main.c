@@ -38,7 +38,7 @@ static void usage(FILE *f)
           "  diff OLD NEW [--threshold SIZE]\n"
           "  merge FILE...\n"
           "  export FILE --format folded|csv|chrome-trace [-o OUT]\n"
-          "  html FILE... -o OUT.html           one self-contained interactive page\n"
+          "  html FILE... -o OUT.html         one self-contained interactive page\n"
           "  version\n"
           "Sizes: 123, 4KiB, 1.5MB, 2GiB (KB=1000, KiB=1024).\n", f);
 }

@@ -511,7 +511,8 @@
   /* The timeline's points as uPlot columns; t_ns are offsets from
    * timeline.start_ns, or absolute times in older reports (made offsets,
    * as report/load.c does). max_bytes is the exact high within a sample,
-   * never below bytes. */
+   * never below bytes. Epoch times read as doubles are exact to 256 ns,
+   * far finer than a sample; byte counts are exact below 2^53 (8 PiB). */
   function timelineOf(doc) {
     const tl = obj(doc.timeline);
     const points = arr(tl && tl.points).filter(obj);
