@@ -27,7 +27,9 @@ CORE_OBJ := $(filter-out $(DOOR_OBJ),$(SHIM_OBJ))
 
 CLI_SRC := $(wildcard report/*.c)
 CLI_OBJ := $(patsubst report/%.c,$(BUILD)/report/%.o,$(CLI_SRC)) \
-           $(patsubst common/%.c,$(BUILD)/report/%.o,$(COMMON_SRC))
+           $(patsubst common/%.c,$(BUILD)/report/%.o,$(COMMON_SRC)) $(BUILD)/report/html_assets.o
+# What `gpuleak html` writes into its pages, built into the binary.
+HTML_ASSETS := $(wildcard report/html/*) $(wildcard third_party/js/*/*.js third_party/js/*/*.css)
 
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
@@ -64,6 +66,9 @@ $(BUILD)/report/%.o: report/%.c $(wildcard report/*.h) $(COMMON_H) | $(BUILD)/re
 
 $(BUILD)/report/%.o: common/%.c $(COMMON_H) | $(BUILD)/report
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(BUILD)/report/html_assets.o: report/html_assets.S $(HTML_ASSETS) | $(BUILD)/report
+	$(CC) -c $< -o $@
 
 $(BUILD)/gpuleak: $(CLI_OBJ)
 	$(CC) $(CFLAGS) -o $@ $^ -ljansson

@@ -6,6 +6,7 @@
 #include "diff.h"
 #include "export.h"
 #include "frames.h"
+#include "html.h"
 #include "load.h"
 #include "merge.h"
 #include "rejudge.h"
@@ -37,6 +38,7 @@ static void usage(FILE *f)
           "  diff OLD NEW [--threshold SIZE]\n"
           "  merge FILE...\n"
           "  export FILE --format folded|csv|chrome-trace [-o OUT]\n"
+          "  html FILE... -o OUT.html         one self-contained interactive page\n"
           "  version\n"
           "Sizes: 123, 4KiB, 1.5MB, 2GiB (KB=1000, KiB=1024).\n", f);
 }
@@ -378,6 +380,8 @@ int main(int argc, char **argv)
         return stdout_checked(cmd, merge_main(sub_argc, sub_argv));
     if (strcmp(cmd, "export") == 0)
         return stdout_checked(cmd, export_main(sub_argc, sub_argv));
+    if (strcmp(cmd, "html") == 0)
+        return stdout_checked(cmd, html_main(sub_argc, sub_argv));
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
         printf("gpuleak %s (report format %d)\n", GPULEAK_VERSION, REPORT_FORMAT_VERSION);
         return stdout_checked(cmd, 0);

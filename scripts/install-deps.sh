@@ -2,11 +2,12 @@
 # Installs the Debian packages the build and the tests need, when missing.
 # Run by `make demo` and `make test`, so a fresh machine needs nothing else.
 set -e
+# chromium: tests/cli/html_test.py opens the pages `gpuleak html` writes in it, headless.
 need=""
 have() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 for pkg in gcc g++ make libunwind-dev uthash-dev check libdw-dev libjansson-dev \
            python3 python3-dev python3-pytest python3-pytest-xdist libxml2-utils pkg-config clang \
-           libclang-rt-14-dev liblzma-dev xz-utils; do
+           libclang-rt-14-dev liblzma-dev xz-utils chromium; do
     have "$pkg" || need="$need $pkg"
 done
 [ -z "$need" ] && exit 0

@@ -275,6 +275,9 @@ expect 2 "export bad format" -- $G export $FIX/demo.json --format svg
 expect 2 "export no format" -- $G export $FIX/demo.json
 expect 2 "export unwritable" -- $G export $FIX/demo.json --format csv -o /nonexistent/dir/x.csv
 
+echo "== html (headless Chromium)"
+if python3 tests/cli/html_test.py "$BUILD"; then ok; else bad "html: see above"; fi
+
 echo "== run (over the fake driver)"
 export LD_LIBRARY_PATH="$BUILD/fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 (cd "$T" && mkdir -p runs)

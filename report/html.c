@@ -1,0 +1,293 @@
+/* html.c: `gpuleak html FILE... -o OUT.html`. The page is the template
+ * report/html/page.html with its markers replaced: the style (the
+ * libraries' and report/html/page.css), each report as JSON data, and the
+ * scripts (the libraries, then report/html/page.js, which draws the page
+ * from that data). All of it comes from html_assets.S, inside the binary.
+ * The command checks each report as every command does, then writes the
+ * parsed document back out rather than the file's bytes, so what the page
+ * reads is well-formed JSON whatever the file held. */
+#define _GNU_SOURCE
+#include "html.h"
+#include "frames.h"
+#include "load.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define EXIT_USAGE 2
+
+#define HTML_ASSET(name) extern const char html_asset_##name[], html_asset_##name##_end[];
+HTML_ASSET(page_html)
+HTML_ASSET(page_css)
+HTML_ASSET(page_js)
+HTML_ASSET(uplot_css)
+HTML_ASSET(uplot_js)
+HTML_ASSET(d3_js)
+HTML_ASSET(flame_css)
+HTML_ASSET(flame_js)
+
+typedef struct {
+    const char *start, *end;
+} asset_t;
+
+#define ASSET(name) ((asset_t){ html_asset_##name, html_asset_##name##_end })
+
+/* Where the page goes: a temporary file beside OUT, renamed over it once
+ * complete, so a failed run (a bad third report, a full disk) leaves OUT as
+ * it was; or stdout for "-o -". */
+typedef struct {
+    FILE *f;
+    char *tmp; /* NULL when writing stdout */
+    const char *path;
+} out_t;
+
+static int put(FILE *f, const char *s, size_t n)
+{
+    return n == 0 || fwrite(s, 1, n, f) == n ? 0 : -1;
+}
+
+static int put_asset(FILE *f, asset_t a)
+{
+    return put(f, a.start, (size_t)(a.end - a.start));
+}
+
+/* json_dump_callback's sink: the document as jansson writes it, with every
+ * '<' written as the escape \u003c. In JSON text '<' can only stand inside
+ * a string, where the escape means the same character, so the data reads
+ * the same, and no "</script" or "<!--" in a function or file name can end
+ * or change the <script> element that holds it. */
+static int put_escaped(const char *buf, size_t size, void *data)
+{
+    FILE *f = data;
+    const char *p = buf, *end = buf + size;
+    while (p < end) {
+        const char *lt = memchr(p, '<', (size_t)(end - p));
+        size_t n = lt ? (size_t)(lt - p) : (size_t)(end - p);
+        if (put(f, p, n) != 0)
+            return -1;
+        if (lt == NULL)
+            break;
+        if (put(f, "\\u003c", 6) != 0)
+            return -1;
+        p = lt + 1;
+    }
+    return 0;
+}
+
+/* A path as a JSON string by the same rule. Bytes above 0x7f go out as
+ * they are: the page is UTF-8, and the browser decodes a malformed sequence
+ * as U+FFFD, which a JSON string may hold. */
+static void put_json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p < 0x20 || *p == 0x7f || *p == '<')
+            fprintf(f, "\\u%04x", *p);
+        else
+            fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+/* Loads each report in turn and writes it as
+ * <script type="application/json" class="gpuleak-report">{"file": PATH,
+ * "report": DOCUMENT}</script>, freeing it before the next, so a page of
+ * many ranks needs the memory of one. Returns 0, or -1 after one line on
+ * stderr when a report cannot be read or the page cannot be written. */
+static int put_reports(FILE *f, char **files, int nfiles)
+{
+    for (int i = 0; i < nfiles; i++) {
+        char *err = NULL;
+        load_report_t *r = load_file(files[i], &err);
+        if (r == NULL) {
+            fputs("gpuleak: ", stderr);
+            frames_put(stderr, err ? err : "out of memory");
+            fputc('\n', stderr);
+            free(err);
+            return -1;
+        }
+        fputs("<script type=\"application/json\" class=\"gpuleak-report\">{\"file\":", f);
+        put_json_string(f, files[i]);
+        fputs(",\"report\":", f);
+        int rc = json_dump_callback((json_t *)r->doc, put_escaped, f, JSON_COMPACT);
+        fputs("}</script>\n", f);
+        load_free(r);
+        if (rc != 0 || ferror(f)) {
+            fputs("gpuleak html: writing the page failed\n", stderr);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The template with its markers ("<!-- gpuleak:NAME -->") replaced.
+ * Returns 0, or -1 after one line on stderr. */
+static int put_page(FILE *f, char **files, int nfiles)
+{
+    static const char mark[] = "<!-- gpuleak:";
+    const size_t mark_len = sizeof mark - 1;
+    asset_t page = ASSET(page_html);
+    const char *p = page.start;
+    while (p < page.end) {
+        const char *m = memmem(p, (size_t)(page.end - p), mark, mark_len);
+        if (m == NULL)
+            break;
+        put(f, p, (size_t)(m - p));
+        const char *name = m + mark_len;
+        const char *close = memmem(name, (size_t)(page.end - name), " -->", 4);
+        size_t n = close ? (size_t)(close - name) : 0;
+        int rc = 0;
+        if (n == 5 && memcmp(name, "style", 5) == 0) {
+            fputs("<style>\n", f);
+            put_asset(f, ASSET(uplot_css));
+            put_asset(f, ASSET(flame_css));
+            put_asset(f, ASSET(page_css));
+            fputs("</style>", f);
+        } else if (n == 7 && memcmp(name, "reports", 7) == 0) {
+            rc = put_reports(f, files, nfiles);
+        } else if (n == 6 && memcmp(name, "script", 6) == 0) {
+            /* One element per library, so an error in one is reported
+             * as its own and the page's script still says what failed. */
+            const asset_t scripts[] = { ASSET(d3_js), ASSET(flame_js), ASSET(uplot_js), ASSET(page_js) };
+            for (size_t i = 0; i < sizeof scripts / sizeof scripts[0]; i++) {
+                fputs("<script>", f);
+                put_asset(f, scripts[i]);
+                fputs("</script>\n", f);
+            }
+        } else {
+            /* Only a broken build gets here: the template is in the binary. */
+            fputs("gpuleak html: the built-in page template has an unknown marker\n", stderr);
+            return -1;
+        }
+        if (rc != 0)
+            return -1;
+        p = close + 4;
+    }
+    put(f, p, (size_t)(page.end - p));
+    return 0;
+}
+
+/* Opens o for path; returns 0, or -1 after one line on stderr. */
+static int out_open(out_t *o, const char *path)
+{
+    memset(o, 0, sizeof *o);
+    o->path = path;
+    if (strcmp(path, "-") == 0) {
+        o->f = stdout;
+        return 0;
+    }
+    if (asprintf(&o->tmp, "%s.XXXXXX", path) < 0) {
+        o->tmp = NULL;
+        fputs("gpuleak html: out of memory\n", stderr);
+        return -1;
+    }
+    int fd = mkostemp(o->tmp, O_CLOEXEC);
+    if (fd < 0) {
+        fprintf(stderr, "gpuleak html: cannot write %s: %s\n", path, strerror(errno));
+        free(o->tmp);
+        o->tmp = NULL;
+        return -1;
+    }
+    /* mkstemp makes the file 0600; a page is as readable as any file the
+     * user writes, so it gets the umask's mode like fopen's would. */
+    mode_t mask = umask(0);
+    umask(mask);
+    if (fchmod(fd, 0666 & ~mask) != 0 || (o->f = fdopen(fd, "w")) == NULL) {
+        fprintf(stderr, "gpuleak html: cannot write %s: %s\n", path, strerror(errno));
+        close(fd);
+        unlink(o->tmp);
+        free(o->tmp);
+        o->tmp = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+/* Completes the page (ok) or throws it away. Returns 0 when the page is
+ * in place; -1, after one line on stderr when writing failed. Writes to
+ * stdout are checked by main, as for every command. */
+static int out_close(out_t *o, int ok)
+{
+    if (o->tmp == NULL)
+        return ok ? 0 : -1;
+    int failed = ferror(o->f);
+    failed |= fclose(o->f) != 0;
+    if (ok && failed)
+        fprintf(stderr, "gpuleak html: writing %s failed\n", o->path);
+    else if (ok && rename(o->tmp, o->path) != 0) {
+        fprintf(stderr, "gpuleak html: cannot write %s: %s\n", o->path, strerror(errno));
+        failed = 1;
+    }
+    if (!ok || failed)
+        unlink(o->tmp);
+    free(o->tmp);
+    return ok && !failed ? 0 : -1;
+}
+
+/* 1 when path names the same file as one of the reports. */
+static int is_input(const char *path, char **files, int nfiles)
+{
+    struct stat out_st, in_st;
+    if (stat(path, &out_st) != 0)
+        return 0;
+    for (int i = 0; i < nfiles; i++)
+        if (stat(files[i], &in_st) == 0 && in_st.st_dev == out_st.st_dev && in_st.st_ino == out_st.st_ino)
+            return 1;
+    return 0;
+}
+
+int html_main(int argc, char **argv)
+{
+    const char *out_path = NULL;
+    char **files = calloc((size_t)argc + 1, sizeof *files);
+    int nfiles = 0, code = EXIT_USAGE;
+    if (files == NULL) {
+        fputs("gpuleak html: out of memory\n", stderr);
+        return EXIT_USAGE;
+    }
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (strncmp(a, "--output=", 9) == 0)
+            out_path = a + 9;
+        else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "gpuleak html: %s needs a value\n", a);
+                goto done;
+            }
+            out_path = argv[++i];
+        } else if (a[0] == '-' && a[1] != '\0') {
+            fputs("gpuleak html: unknown option ", stderr);
+            frames_put(stderr, a);
+            fputc('\n', stderr);
+            goto done;
+        } else
+            files[nfiles++] = argv[i];
+    }
+    if (nfiles == 0 || out_path == NULL || out_path[0] == '\0') {
+        fputs("usage: gpuleak html FILE... -o OUT.html (or -o - for stdout)\n", stderr);
+        goto done;
+    }
+    if (is_input(out_path, files, nfiles)) {
+        fputs("gpuleak html: -o ", stderr);
+        frames_put(stderr, out_path);
+        fputs(" is one of the reports; it would be overwritten\n", stderr);
+        goto done;
+    }
+    out_t out;
+    if (out_open(&out, out_path) != 0)
+        goto done;
+    int ok = put_page(out.f, files, nfiles) == 0;
+    if (out_close(&out, ok) == 0)
+        code = 0;
+done:
+    free(files);
+    return code;
+}

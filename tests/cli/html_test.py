@@ -1,0 +1,322 @@
+#!/usr/bin/env python3
+"""`gpuleak html` end to end, run by tests/cli/run.sh (so under `make
+cli-test` and, with the command built with ASan and UBSan, `make
+sanitize`): writes pages from a version 1 fixture, a version 2 report of
+the demo over the fake driver (with an out-of-memory failure) and a
+synthetic report with every section (tests/cli/html_report.py, its names
+holding markup), opens them in headless Chromium, and checks that no
+script error happened and that the numbers the page computed (each panel's
+data-* attributes) are the report's. A script appended to a copy of the
+page clicks through every tab, table, sort, filter, page, flame graph
+measure and zoom. Keeps BUILD/html-test.png. Then loads a report of
+100,000 sites and 1,000,000 allocations and prints how long the page took
+(README.md states the figure; timing is not asserted). Bad input: one
+line, exit 2, no page.
+
+usage: tests/cli/html_test.py BUILD_DIR   (from the repository root)"""
+import html.parser
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "cli"))
+import html_report  # noqa: E402
+
+BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
+G = os.path.join(BUILD, "gpuleak")
+FIXTURE = os.path.join(ROOT, "tests/cli/fixtures/demo.json")
+passed = failed = 0
+
+
+def check(cond, what):
+    global passed, failed
+    if cond:
+        passed += 1
+    else:
+        failed += 1
+        print(f"FAIL: {what}")
+    return cond
+
+
+def chromium_binary():
+    for name in (os.environ.get("CHROMIUM"), "chromium", "chromium-browser", "google-chrome"):
+        if name and shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+CHROMIUM = chromium_binary()
+
+
+def chromium(tmp, url, *args, budget_ms=10000):
+    """Runs headless Chromium on url; returns (stdout, stderr, seconds). CI
+    runs as root without a GPU, hence --no-sandbox and --disable-gpu."""
+    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+           "--disable-extensions", f"--user-data-dir={tmp}/chromium-profile", *args, url]
+    if budget_ms is not None:
+        # Virtual time: the page's timers (the driver's waits, transitions)
+        # run at once; performance.now() is virtual then too.
+        cmd.insert(-1, f"--virtual-time-budget={budget_ms}")
+    t = time.monotonic()
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
+    return p.stdout, p.stderr, time.monotonic() - t
+
+
+class Dom(html.parser.HTMLParser):
+    """The attributes of <html> and of every element with an id, and how
+    many <script> elements there are."""
+
+    def __init__(self, text):
+        super().__init__()
+        self.root, self.ids, self.scripts = {}, {}, 0
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "html":
+            self.root = a
+        if tag == "script":
+            self.scripts += 1
+        if "id" in a:
+            self.ids[a["id"]] = a
+
+
+def expected(path):
+    """What a page must show for the report at path, from the report."""
+    d = json.load(open(path))
+    sites = lambda v: v if isinstance(v, list) else (v or {}).get("sites") or []  # noqa: E731
+    peak = d.get("peak")
+    leaks = d.get("leaks") or []
+    e = {
+        "data-peak-bytes": peak["bytes"] if isinstance(peak, dict) and "bytes" in peak else d["totals"]["peak_bytes"],
+        "data-leaked-bytes": sum(s["bytes"] for s in leaks),
+        "data-leaked-allocations": sum(s["allocations"] for s in leaks),
+        "data-leak-sites": len(leaks),
+        "data-growth-bytes": sum(s["bytes"] for s in sites(d.get("growth"))),
+        "data-held-bytes": sum(s["bytes"] for s in sites(d.get("held_at_finish"))),
+        "data-failures": sum(s["count"] for s in d.get("failures") or []),
+        "data-peak-sites-bytes": sum(s["bytes"] for s in sites(peak)),
+    }
+    points = (d.get("timeline") or {}).get("points") or []
+    if points:
+        e["data-chart-peak-bytes"] = max(max(p.get("max_bytes", 0), p["bytes"]) for p in points)
+    # The flame graphs' totals: a measure is drawn when it has bytes.
+    for key, total in (("leaked", e["data-leaked-bytes"]), ("peak", e["data-peak-sites-bytes"]),
+                       ("grown", e["data-growth-bytes"]), ("held", e["data-held-bytes"])):
+        if total:
+            e[f"data-flame-{key}-bytes"] = total
+    # The report's own totals agree with what the page sums: the fixture and
+    # the demo are real reports, so this also checks the page's reading.
+    check(e["data-leaked-bytes"] == d["totals"]["leaked_bytes"], f"{path}: leaks sum to totals.leaked_bytes")
+    check(e["data-peak-bytes"] == d["totals"]["peak_bytes"], f"{path}: peak.bytes is totals.peak_bytes")
+    return {k: str(v) for k, v in e.items()}
+
+
+def compare(dom, index, want, label):
+    got = dom.ids.get(f"report-{index}")
+    if not check(got is not None, f"{label}: no panel report-{index}"):
+        return
+    for k, v in want.items():
+        check(got.get(k) == v, f"{label}: {k} is {got.get(k)!r}, the report says {v!r}")
+
+
+def page_ok(dom, label):
+    check(dom.root.get("data-status") == "ready", f"{label}: data-status is {dom.root.get('data-status')!r}")
+    check("data-errors" not in dom.root, f"{label}: script errors: {dom.root.get('data-errors')}")
+
+
+# Appended to a copy of the page: uses every control, then says what it saw.
+DRIVER = r"""
+<script>
+(async () => {
+  const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+  const input = (node, value, type = "input") => { node.value = value; node.dispatchEvent(new Event(type)); };
+  const html = document.documentElement;
+  let details = 0, nasty = false, frames = 0;
+  try {
+    const tabs = [...document.querySelectorAll("#tabs button")];
+    for (const tab of tabs.slice(1).concat(tabs.slice(0, 1))) {
+      tab.click();
+      await sleep(20);
+      const panel = document.querySelector("#panels > section:not([hidden])");
+      for (const box of panel.querySelectorAll(".table-box")) {
+        if (box.querySelector(".scroll").hidden) continue;
+        for (const th of box.querySelectorAll("th")) th.click();
+        box.querySelector("th").click();
+        for (const a of ["next", "last", "prev", "first"]) box.querySelector(`[data-action="${a}"]`).click();
+        const filter = box.querySelector('[data-slot="filter"]');
+        input(filter, "<b>model</b>.py:17");
+        await sleep(200);
+        let row = box.querySelector("tbody tr");
+        if (!row) { input(filter, ""); await sleep(200); row = box.querySelector("tbody tr"); }
+        if (row && !box.closest("#overview")) {
+          row.click();
+          const detail = box.querySelector('[data-slot="detail"]');
+          details += detail.querySelectorAll("li").length;
+          nasty = nasty || detail.textContent.includes("evil<\/script><script>document.title='pwned'<\/script>");
+        }
+        input(filter, "");
+        await sleep(200);
+      }
+      const measure = panel.querySelector('[data-slot="flame-measure"]');
+      if (measure) for (const o of [...measure.options]) input(measure, o.value, "change");
+      const search = panel.querySelector('[data-slot="flame-search"]');
+      if (search) { input(search, "main"); input(search, "(["); input(search, ""); }
+      const frame = panel.querySelector(".flame g");
+      if (frame) { frame.dispatchEvent(new MouseEvent("click", { bubbles: true })); frames++; }
+      for (const b of panel.querySelectorAll('[data-action="flame-reset"], [data-action="zoom-peak"], [data-action="zoom-reset"]')) b.click();
+      const from = panel.querySelector('[data-slot="zoom-from"]'), to = panel.querySelector('[data-slot="zoom-to"]');
+      if (from && to && to.value) { input(from, "0", "change"); input(to, String(Number(to.value) / 2), "change"); }
+      await sleep(400);
+    }
+    const overviewRow = document.querySelector("#overview tbody tr");
+    if (overviewRow) overviewRow.click();
+    html.dataset.driverDetails = String(details);
+    html.dataset.driverNasty = String(nasty);
+    html.dataset.driverFrames = String(frames);
+    html.dataset.driver = "done";
+  } catch (e) {
+    gpuleakError("driver: " + (e.stack || e));
+  }
+})();
+</script>
+"""
+
+
+def main():
+    if not check(CHROMIUM is not None, "headless Chromium not found (scripts/install-deps.sh installs Debian's chromium)"):
+        return
+    tmp = tempfile.mkdtemp(prefix="gpuleak-html-test.")
+    try:
+        run(tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def run(tmp):
+    # The reports: the fixture (version 1, stacks inline), the demo over the
+    # fake driver refused an allocation (version 2, failures and oom), and
+    # the synthetic one with every section, in a file whose name has markup.
+    demo = os.path.join(tmp, "demo-oom.json")
+    env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(BUILD, "fakecuda"),
+               LD_PRELOAD=os.path.join(BUILD, "libgpuleak.so"), GPULEAK_OUTPUT=demo,
+               FAKECUDA_OOM_AFTER="5", GPULEAK_SUMMARY="0")
+    subprocess.run([os.path.join(BUILD, "demo")], env=env, capture_output=True, timeout=120)
+    check(os.path.exists(demo), "the demo wrote no report")
+    synthetic = os.path.join(tmp, "rank<1>.json")
+    with open(synthetic, "w") as f:
+        json.dump(html_report.build(300, 5000, 1, 777, 3), f)
+    reports = [FIXTURE, demo, synthetic]
+    page = os.path.join(tmp, "page.html")
+    p = subprocess.run([G, "html", *reports, "-o", page], capture_output=True, text=True, timeout=120)
+    if not check(p.returncode == 0, f"gpuleak html: exit {p.returncode}: {p.stderr.strip()}"):
+        return
+    text = open(page, encoding="utf-8").read()
+    # Self-contained: nothing the page loads names another file or host.
+    check(not re.search(r"<(script|link|img|iframe)\b[^>]*\b(src|href)\s*=", text, re.I),
+          "the page loads an outside resource")
+    # Report text cannot close the data's <script>: the head's, the data
+    # (one per report), three libraries and page.js, no more.
+    check(len(re.findall(r"</script", text, re.I)) == 1 + len(reports) + 4, "a report string closed a <script>")
+    check("\\u003c/script" in text and "rank\\u003c1>.json" in text, "'<' in report strings is not escaped")
+
+    # Each report's tab, loaded as a person opens it.
+    wants = [expected(r) for r in reports]
+    for i, label in enumerate(("fixture (version 1)", "demo with an OOM", "synthetic")):
+        out, err, _ = chromium(tmp, f"file://{page}#report={i}", "--dump-dom")
+        dom = Dom(out)
+        page_ok(dom, label)
+        check("Uncaught" not in err, f"{label}: Chromium logged an uncaught error")
+        check(dom.scripts == 1 + len(reports) + 4, f"{label}: {dom.scripts} <script> elements")
+        compare(dom, i, wants[i], label)
+    title = re.search(r"<title>(.*?)</title>", out, re.S)
+    check(title is not None and title.group(1).startswith("gpuleak: "), "a report's markup ran as script")
+
+    # Every control, on a copy with the driver appended.
+    driven = os.path.join(tmp, "driven.html")
+    with open(driven, "w", encoding="utf-8") as f:
+        head, _, tail = text.rpartition("</body>")
+        f.write(head + DRIVER + "</body>" + tail)
+    out, err, _ = chromium(tmp, f"file://{driven}", "--dump-dom", budget_ms=60000)
+    dom = Dom(out)
+    page_ok(dom, "driven")
+    check(dom.root.get("data-driver") == "done", "driven: the driver did not finish")
+    check(int(dom.root.get("data-driver-details", "0")) > 0, "driven: a row's detail shows no stack")
+    check(dom.root.get("data-driver-nasty") == "true", "driven: the markup in a function name is not shown as text")
+    check(dom.ids.get("overview", {}).get("data-reports") == "3", "driven: the overview does not count 3 reports")
+    for i, want in enumerate(wants):
+        compare(dom, i, want, f"driven report {i}")
+
+    shot = os.path.join(BUILD, "html-test.png")
+    chromium(tmp, f"file://{page}#report=2", f"--screenshot={shot}", "--window-size=1400,1000")
+    check(os.path.getsize(shot) > 10000 if os.path.exists(shot) else False, f"no screenshot at {shot}")
+
+    bad_input(tmp)
+    large(tmp)
+
+
+def bad_input(tmp):
+    good = open(FIXTURE).read()
+    cases = {"empty": "", "text": "not json", "trunc": good[:300], "v99": '{"format":"gpuleak-report","version":99}',
+             "wrongtype": good.replace('"bytes": 10485760', '"bytes": "10485760"', 1)}
+    out = os.path.join(tmp, "bad.html")
+    for name, body in cases.items():
+        path = os.path.join(tmp, f"{name}.json")
+        with open(path, "w") as f:
+            f.write(body)
+        p = subprocess.run([G, "html", FIXTURE, path, "-o", out], capture_output=True, text=True, timeout=60)
+        check(p.returncode == 2, f"html {name}.json: exit {p.returncode}, wanted 2")
+        check(len(p.stderr.splitlines()) == 1 and p.stderr.startswith(f"gpuleak: {path}: "),
+              f"html {name}.json: stderr is not one line naming the file: {p.stderr!r}")
+        check(not os.path.exists(out) and not [f for f in os.listdir(tmp) if f.startswith("bad.html.")],
+              f"html {name}.json: a page or a temporary file was left")
+    with open(out, "w") as f:
+        f.write("an older page")
+    subprocess.run([G, "html", os.path.join(tmp, "text.json"), "-o", out], capture_output=True, timeout=60)
+    check(open(out).read() == "an older page", "a failed html replaced the page already there")
+    for args, what in (([], "no arguments"), ([FIXTURE], "no -o"), ([FIXTURE, "-o"], "-o without a value"),
+                       ([FIXTURE, "--frob", "-o", out], "an unknown option"),
+                       ([FIXTURE, "-o", FIXTURE], "-o onto a report"),
+                       ([FIXTURE, "-o", os.path.join(tmp, "none", "x.html")], "-o in a missing directory")):
+        p = subprocess.run([G, "html", *args], capture_output=True, text=True, timeout=60)
+        check(p.returncode == 2 and len(p.stderr.splitlines()) == 1, f"html with {what}: exit {p.returncode}, {p.stderr!r}")
+    p = subprocess.run([G, "html", FIXTURE, "-o", "-"], capture_output=True, timeout=60)
+    check(p.returncode == 0 and p.stdout.startswith(b"<!doctype html>"), "html -o - does not write the page on stdout")
+
+
+def large(tmp):
+    """100,000 sites, 1,000,000 allocations: the page's own load time
+    (navigation to ready, from data-load-ms) is printed, not asserted."""
+    big = os.path.join(tmp, "big.json")
+    with open(big, "w") as f:
+        json.dump(html_report.build(100_000, 1_000_000, 0, 4242, 1), f, separators=(",", ":"))
+    page = os.path.join(tmp, "big.html")
+    t = time.monotonic()
+    p = subprocess.run([G, "html", big, "-o", page], capture_output=True, text=True, timeout=600)
+    write_s = time.monotonic() - t
+    if not check(p.returncode == 0, f"html of the large report: exit {p.returncode}: {p.stderr.strip()}"):
+        return
+    want = expected(big)
+    # Real time, so data-load-ms measures: the page is drawn by the time of
+    # the load event, when --dump-dom reads it.
+    out, _, wall = chromium(tmp, f"file://{page}", "--dump-dom", budget_ms=None)
+    dom = Dom(out)
+    page_ok(dom, "large")
+    compare(dom, 0, want, "large")
+    print(f"html: a report of 100,000 sites ({os.path.getsize(big) / 1e6:.0f} MB) made a "
+          f"{os.path.getsize(page) / 1e6:.0f} MB page in {write_s:.1f} s; Chromium drew it in "
+          f"{dom.root.get('data-load-ms')} ms from navigation (JSON.parse {dom.root.get('data-parse-ms')} ms), "
+          f"{wall:.1f} s with its start")
+
+
+if __name__ == "__main__":
+    main()
+    print(f"html-test: {passed} passed, {failed} failed")
+    sys.exit(1 if failed else 0)
