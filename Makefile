@@ -25,9 +25,9 @@ SHIM_OBJ := $(patsubst shim/%.c,$(BUILD)/shim/%.o,$(SHIM_SRC)) \
 DOOR_OBJ := $(BUILD)/shim/doors.o $(BUILD)/shim/wrappers.o
 CORE_OBJ := $(filter-out $(DOOR_OBJ),$(SHIM_OBJ))
 
-CLI_SRC := $(wildcard report/*.c)
-CLI_OBJ := $(patsubst report/%.c,$(BUILD)/report/%.o,$(CLI_SRC)) \
-           $(patsubst common/%.c,$(BUILD)/report/%.o,$(COMMON_SRC))
+CLI_SRC := $(wildcard cli/*.c)
+CLI_OBJ := $(patsubst cli/%.c,$(BUILD)/cli/%.o,$(CLI_SRC)) \
+           $(patsubst common/%.c,$(BUILD)/cli/%.o,$(COMMON_SRC))
 
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
@@ -59,10 +59,10 @@ $(BUILD)/shim/holders_py.o: shim/holders_py.S shim/holders.py | $(BUILD)/shim
 $(BUILD)/libgpuleak.so: $(SHIM_OBJ)
 	$(CC) -shared -o $@ $^ $(SHIM_LIBS) -Wl,-rpath,'$$ORIGIN/deps'
 
-$(BUILD)/report/%.o: report/%.c $(wildcard report/*.h) $(COMMON_H) | $(BUILD)/report
+$(BUILD)/cli/%.o: cli/%.c $(wildcard cli/*.h) $(COMMON_H) | $(BUILD)/cli
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(BUILD)/report/%.o: common/%.c $(COMMON_H) | $(BUILD)/report
+$(BUILD)/cli/%.o: common/%.c $(COMMON_H) | $(BUILD)/cli
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 $(BUILD)/gpuleak: $(CLI_OBJ)
@@ -111,7 +111,7 @@ demo: deps all $(BUILD)/demo
 	LD_LIBRARY_PATH=$$lib$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH} LD_PRELOAD=$(abspath $(BUILD))/libgpuleak.so \
 	GPULEAK_OUTPUT=$(CURDIR)/gpuleak-demo.json $(BUILD)/demo
 
-$(BUILD) $(BUILD)/shim $(BUILD)/fakecuda $(BUILD)/tests $(BUILD)/report:
+$(BUILD) $(BUILD)/shim $(BUILD)/fakecuda $(BUILD)/tests $(BUILD)/cli:
 	mkdir -p $@
 
 deps:
