@@ -18,6 +18,9 @@ START_TEST(sizes_parse)
         { "2GiB", 2147483648ULL }, { "1KB", 1000 }, { "10B", 10 }, { "1.5KiB", 1536 },
         { "0.5GiB", 536870912 }, { "1TiB", 1099511627776ULL }, { "18446744073709551615", UINT64_MAX },
         { "1.1KiB", 1126 },
+        /* A bare K, M, G or T is binary, either case. */
+        { "4K", 4096 }, { "4k", 4096 }, { "10M", 10485760 }, { "10m", 10485760 }, { "1.5M", 1572864 },
+        { "2G", 2147483648ULL }, { "2g", 2147483648ULL }, { "1T", 1099511627776ULL },
     };
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
         uint64_t v = 7;
@@ -29,9 +32,9 @@ END_TEST
 
 START_TEST(sizes_reject)
 {
-    static const char *const bad[] = { "", "-1", "+1", "1.5", "1.", ".5MB", "4 KiB", "4K", "4XB",
+    static const char *const bad[] = { "", "-1", "+1", "1.5", "1.", ".5MB", "4 KiB", "4XB", "4KK", "4Ki", "4KiBB", "M",
                                        "18446744073709551616", "20000000000GiB", "1e3", "0x10",
-                                       "1.5B", "KiB", " 1" };
+                                       "1.5B", "KiB", " 1", "20000000000G", "4P" };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         uint64_t v = 7;
         ck_assert_msg(units_parse_size(bad[i], &v) != 0, "accepted \"%s\"", bad[i]);
