@@ -43,9 +43,9 @@ FAKEC10 := $(BUILD)/fakec10/libc10_cuda.so
 FAKEC10_STRIPPED := $(BUILD)/fakec10-stripped/libc10_cuda.so
 FAKEC10_OTHER := $(BUILD)/fakec10-other/libc10_cuda.so
 
-.PHONY: all test unit integration sanitize demo bench deps clean install cli-test fuzz
+.PHONY: all test unit integration sanitize demo bench deps clean install cli-test fuzz man
 
-all: $(BUILD)/libgpuleak.so $(FAKECUDA) $(BUILD)/gpuleak
+all: $(BUILD)/libgpuleak.so $(FAKECUDA) $(BUILD)/gpuleak $(BUILD)/gpuleak.1
 
 $(BUILD)/shim/%.o: shim/%.c $(wildcard shim/*.h) $(COMMON_H) | $(BUILD)/shim
 	$(CC) $(SHIM_CFLAGS) -c $< -o $@
@@ -67,6 +67,11 @@ $(BUILD)/cli/%.o: common/%.c $(COMMON_H) | $(BUILD)/cli
 
 $(BUILD)/gpuleak: $(CLI_OBJ)
 	$(CC) $(CFLAGS) -o $@ $^ -ljansson
+
+# The manual page, written by the command from the tables its parser reads.
+man: $(BUILD)/gpuleak.1
+$(BUILD)/gpuleak.1: $(BUILD)/gpuleak
+	$< help --man >$@.tmp && mv $@.tmp $@
 
 $(FAKECUDA): tests/fakecuda/fakecuda.c | $(BUILD)/fakecuda
 	$(CC) $(ALL_CFLAGS) -shared -Wl,-soname,libcuda.so.1 -o $@ $< -lpthread
@@ -163,10 +168,11 @@ bench: deps all $(BENCH_BIN)
 	$(PYTHON) tests/bench/run.py --build $(BUILD) $(BENCH_ARGS)
 
 PREFIX ?= /usr/local
-install: $(BUILD)/gpuleak $(BUILD)/libgpuleak.so
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib
+install: $(BUILD)/gpuleak $(BUILD)/libgpuleak.so $(BUILD)/gpuleak.1
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 755 $(BUILD)/gpuleak $(DESTDIR)$(PREFIX)/bin/gpuleak
 	install -m 755 $(BUILD)/libgpuleak.so $(DESTDIR)$(PREFIX)/lib/libgpuleak.so
+	install -m 644 $(BUILD)/gpuleak.1 $(DESTDIR)$(PREFIX)/share/man/man1/gpuleak.1
 
 clean:
 	rm -rf $(BUILD)

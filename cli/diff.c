@@ -2,7 +2,7 @@
  * symbolized stack (frames_key), never by site id or address, which change
  * from run to run; sites sharing a key within one run are added up. */
 #define _GNU_SOURCE
-#include "diff.h"
+#include "commands.h"
 #include "frames.h"
 #include "load.h"
 #include "units.h"
@@ -73,60 +73,33 @@ static void print_line(const char *tag, uint64_t old_bytes, const agg_t *a)
     free(origin);
 }
 
-/* Exits 1 when a site appeared or grew by more than --threshold (default
- * 0: any growth), 0 otherwise, 2 for bad usage or input. Shrunk and gone
- * sites are listed too but never fail: fixing a leak must not break CI. */
-int diff_main(int argc, char **argv)
+enum { O_THRESHOLD, O_COUNT };
+
+static const opt_spec_t options[] = {
+    { "--threshold", NULL, OPT_SIZE, 0, "SIZE", NULL, 0,
+      "Fail only when a site appeared or grew by more than SIZE (default 0: any growth)." },
+};
+_Static_assert(sizeof options / sizeof options[0] == O_COUNT, "one table entry per option");
+
+static const cmd_exit_t exits[] = {
+    { "0", "no site appeared or grew by more than the threshold" },
+    { "1", "a site appeared or grew by more than the threshold" },
+    { "2", "bad usage, a report that cannot be read, or a failed write to stdout" },
+};
+
+/* Shrunk and gone sites are listed too but never fail: fixing a leak must
+ * not break CI. */
+static int diff_main(const opts_t *opts)
 {
-    const char *files[2];
-    int nfiles = 0;
-    uint64_t threshold = 0;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i], *v = NULL;
-        if (strncmp(a, "--threshold=", 12) == 0)
-            v = a + 12;
-        else if (strcmp(a, "--threshold") == 0) {
-            if (i + 1 >= argc) {
-                fputs("gpuleak diff: --threshold needs a size\n", stderr);
-                return 2;
-            }
-            v = argv[++i];
-        } else if (a[0] == '-' && a[1] != '\0') {
-            fprintf(stderr, "gpuleak diff: unknown option %s\n", a);
-            return 2;
-        } else {
-            if (nfiles == 2) {
-                fputs("usage: gpuleak diff OLD NEW [--threshold SIZE]\n", stderr);
-                return 2;
-            }
-            files[nfiles++] = a;
-            continue;
-        }
-        if (units_parse_size(v, &threshold) != 0) {
-            fputs("gpuleak diff: bad size for --threshold (sizes: 123, 4KiB, 1.5MB, 2GiB)\n", stderr);
-            return 2;
-        }
-    }
-    if (nfiles != 2) {
-        fputs("usage: gpuleak diff OLD NEW [--threshold SIZE]\n", stderr);
-        return 2;
-    }
-    load_report_t *r[2] = { NULL, NULL };
-    int code = 2;
-    for (int i = 0; i < 2; i++) {
-        char *err = NULL;
-        r[i] = load_file(files[i], &err);
-        if (r[i] == NULL) {
-            fputs("gpuleak: ", stderr);
-            frames_put(stderr, err ? err : "out of memory");
-            fputc('\n', stderr);
-            free(err);
-        }
-    }
+    const char *const *files = (const char *const *)opts->operands;
+    uint64_t threshold = opts->v[O_THRESHOLD].number;
+    load_set_t set;
+    int code = CLI_EXIT_USAGE;
     agg_t *old = NULL, *cur = NULL;
     size_t nold = (size_t)-1, ncur = (size_t)-1;
-    if (r[0] == NULL || r[1] == NULL)
+    if (load_files(&set, opts->operands, 2) != 0 || set.bad > 0)
         goto out;
+    load_report_t *const *r = set.v;
     nold = aggregate(&r[0]->leaks, &old);
     ncur = aggregate(&r[1]->leaks, &cur);
     if (nold == (size_t)-1 || ncur == (size_t)-1) {
@@ -170,7 +143,23 @@ int diff_main(int argc, char **argv)
 out:
     agg_free(old, nold == (size_t)-1 ? 0 : nold);
     agg_free(cur, ncur == (size_t)-1 ? 0 : ncur);
-    load_free(r[0]);
-    load_free(r[1]);
+    load_set_free(&set);
     return code;
 }
+
+const cmd_spec_t diff_command = {
+    .name = "diff",
+    .operands = "OLD NEW",
+    .min_operands = 2,
+    .max_operands = 2,
+    .summary = "leak sites that appeared or grew from one report to another",
+    .description =
+        "Lists the leak sites that appeared (NEW) or grew (GREW) from OLD to NEW, and those that "
+        "shrank (LESS) or went (GONE), which never fail. Sites are matched by their symbolized "
+        "stack, not by site id, which changes from run to run.",
+    .options = options,
+    .noptions = O_COUNT,
+    .exits = exits,
+    .nexits = sizeof exits / sizeof exits[0],
+    .main = diff_main,
+};

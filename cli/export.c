@@ -2,7 +2,7 @@
  * speedscope), CSV (spreadsheets, pandas) and Chrome trace JSON (Perfetto,
  * chrome://tracing). */
 #define _GNU_SOURCE
-#include "export.h"
+#include "commands.h"
 #include "frames.h"
 #include "load.h"
 #include "units.h"
@@ -170,78 +170,58 @@ static int export_chrome(FILE *f, const load_report_t *r)
     return rc;
 }
 
-/* Exits 0 after writing the export, 2 for bad usage, bad input or a write
- * error (a half-written export must not look like a good one). */
-int export_main(int argc, char **argv)
+enum { O_FORMAT, O_OUTPUT, O_COUNT };
+enum { FORMAT_FOLDED, FORMAT_CSV, FORMAT_CHROME };
+
+static const char *const formats[] = { "folded", "csv", "chrome-trace", NULL };
+
+static const opt_spec_t options[] = {
+    { "--format", "-f", OPT_CHOICE, OPT_REQUIRED, "folded|csv|chrome-trace", formats, 0,
+      "folded: one line per leak site for flamegraph.pl and speedscope, root first, the "
+      "value its leaked bytes. csv: the timeline, or without one the sites. chrome-trace: "
+      "counter tracks that Perfetto and chrome://tracing open." },
+    { "--output", "-o", OPT_STRING, 0, "FILE", NULL, 0,
+      "Write to FILE instead of stdout ('-' is stdout); never over the report itself." },
+};
+_Static_assert(sizeof options / sizeof options[0] == O_COUNT, "one table entry per option");
+
+static const cmd_exit_t exits[] = {
+    { "0", "the export was written" },
+    { "2", "bad usage, a report that cannot be read, or a failed write (a half-written export "
+           "must not look like a good one)" },
+};
+
+static int export_main(const opts_t *opts)
 {
-    const char *file = NULL, *format = NULL, *out_path = NULL;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        const char **slot = NULL;
-        const char *v = NULL;
-        if (strncmp(a, "--format=", 9) == 0)
-            format = a + 9;
-        else if (strncmp(a, "--output=", 9) == 0)
-            out_path = a + 9;
-        else if (strcmp(a, "--format") == 0 || strcmp(a, "-f") == 0)
-            slot = &format;
-        else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0)
-            slot = &out_path;
-        else if (a[0] == '-' && a[1] != '\0') {
-            fprintf(stderr, "gpuleak export: unknown option %s\n", a);
-            return 2;
-        } else if (file == NULL)
-            file = a;
-        else {
-            fputs("gpuleak export: one report at a time\n", stderr);
-            return 2;
-        }
-        if (slot != NULL) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "gpuleak export: %s needs a value\n", a);
-                return 2;
-            }
-            v = argv[++i];
-            *slot = v;
-        }
+    const char *file = opts->operands[0], *out_path = opts->v[O_OUTPUT].text;
+    int which = opts->v[O_FORMAT].choice;
+    load_set_t set;
+    if (load_files(&set, opts->operands, 1) != 0 || set.bad > 0) {
+        load_set_free(&set);
+        return CLI_EXIT_USAGE;
     }
-    if (file == NULL || format == NULL) {
-        fputs("usage: gpuleak export FILE --format folded|csv|chrome-trace [-o OUT]\n", stderr);
-        return 2;
-    }
-    int which = strcmp(format, "folded") == 0 ? 0 : strcmp(format, "csv") == 0 ? 1
-              : strcmp(format, "chrome-trace") == 0 ? 2 : -1;
-    if (which < 0) {
-        fputs("gpuleak export: --format takes folded, csv or chrome-trace\n", stderr);
-        return 2;
-    }
-    char *err = NULL;
-    load_report_t *r = load_file(file, &err);
-    if (r == NULL) {
-        fputs("gpuleak: ", stderr);
-        frames_put(stderr, err ? err : "out of memory");
-        fputc('\n', stderr);
-        free(err);
-        return 2;
-    }
+    load_report_t *r = set.v[0];
     struct stat in_st, out_st;
     if (out_path != NULL && stat(file, &in_st) == 0 && stat(out_path, &out_st) == 0
         && in_st.st_dev == out_st.st_dev && in_st.st_ino == out_st.st_ino) {
-        fprintf(stderr, "gpuleak export: -o %s is the report itself; it would be overwritten\n",
-                out_path);
-        load_free(r);
-        return 2;
+        fputs("gpuleak export: -o ", stderr);
+        frames_put(stderr, out_path);
+        fputs(" is the report itself; it would be overwritten\n", stderr);
+        load_set_free(&set);
+        return CLI_EXIT_USAGE;
     }
     FILE *f = out_path && strcmp(out_path, "-") != 0 ? fopen(out_path, "w") : stdout;
     if (f == NULL) {
-        fprintf(stderr, "gpuleak export: cannot write %s: %s\n", out_path, strerror(errno));
-        load_free(r);
-        return 2;
+        fputs("gpuleak export: cannot write ", stderr);
+        frames_put(stderr, out_path);
+        fprintf(stderr, ": %s\n", strerror(errno));
+        load_set_free(&set);
+        return CLI_EXIT_USAGE;
     }
     int rc = 0;
-    if (which == 0)
+    if (which == FORMAT_FOLDED)
         export_folded(f, r);
-    else if (which == 1)
+    else if (which == FORMAT_CSV)
         export_csv(f, r);
     else
         rc = export_chrome(f, r);
@@ -251,10 +231,31 @@ int export_main(int argc, char **argv)
         write_failed = ferror(f);
         write_failed |= fclose(f) != 0;
     }
-    load_free(r);
+    load_set_free(&set);
     if (rc != 0)
         fputs("gpuleak export: out of memory\n", stderr);
-    else if (write_failed)
-        fprintf(stderr, "gpuleak export: writing %s failed\n", out_path);
-    return rc != 0 || write_failed ? 2 : 0;
+    else if (write_failed) {
+        fputs("gpuleak export: writing ", stderr);
+        frames_put(stderr, out_path);
+        fputs(" failed\n", stderr);
+    }
+    return rc != 0 || write_failed ? CLI_EXIT_USAGE : 0;
 }
+
+const cmd_spec_t export_command = {
+    .name = "export",
+    .operands = "FILE",
+    .min_operands = 1,
+    .max_operands = 1,
+    .summary = "a report in other tools' formats (flame graphs, CSV, Perfetto)",
+    .description =
+        "Writes one report in the format --format names. In folded stacks, Python frames "
+        "(outermost first) come nearest the root, then the native frames from the outermost in: "
+        "the user's Python code, then the interpreter and the libraries it calls, down to the "
+        "allocating frame.",
+    .options = options,
+    .noptions = O_COUNT,
+    .exits = exits,
+    .nexits = sizeof exits / sizeof exits[0],
+    .main = export_main,
+};

@@ -2,7 +2,7 @@
  * ranks are, and the leaking sites every rank shares: a leak in all ranks
  * is in the training code, a leak in one rank is in that rank's role. */
 #define _GNU_SOURCE
-#include "merge.h"
+#include "commands.h"
 #include "frames.h"
 #include "load.h"
 #include "units.h"
@@ -82,37 +82,20 @@ static int print_common(load_report_t **r, size_t n)
     return 0;
 }
 
-/* Exits 0 after printing the merged view, 2 when a file is unreadable
- * (a merged view missing a rank would hide that rank's leaks). */
-int merge_main(int argc, char **argv)
+static const cmd_exit_t exits[] = {
+    { "0", "the merged view was printed" },
+    { "2", "bad usage, a report that cannot be read (a merged view missing a rank would hide "
+           "that rank's leaks), or a failed write to stdout" },
+};
+
+static int merge_main(const opts_t *opts)
 {
-    if (argc < 1) {
-        fputs("usage: gpuleak merge FILE...\n", stderr);
-        return 2;
-    }
-    for (int i = 0; i < argc; i++)
-        if (argv[i][0] == '-' && argv[i][1] != '\0') {
-            fprintf(stderr, "gpuleak merge: unknown option %s\n", argv[i]);
-            return 2;
-        }
-    load_report_t **r = calloc((size_t)argc, sizeof *r);
-    if (r == NULL)
-        return 2;
-    int bad = 0;
-    for (int i = 0; i < argc; i++) {
-        char *err = NULL;
-        r[i] = load_file(argv[i], &err);
-        if (r[i] == NULL) {
-            fputs("gpuleak: ", stderr);
-            frames_put(stderr, err ? err : "out of memory");
-            fputc('\n', stderr);
-            bad = 1;
-        }
-        free(err);
-    }
-    int code = 2;
-    if (!bad) {
-        size_t n = (size_t)argc;
+    load_set_t set;
+    int code = CLI_EXIT_USAGE;
+    if (load_files(&set, opts->operands, opts->noperands) == 0 && set.bad == 0) {
+        /* Sorted in place: no errors to keep in step with, none being bad. */
+        load_report_t **r = set.v;
+        size_t n = set.n;
         qsort(r, n, sizeof *r, rank_cmp);
         char a[UNITS_SIZE_BUF], b[UNITS_SIZE_BUF], c[UNITS_SIZE_BUF];
         uint64_t min_peak = UINT64_MAX, max_peak = 0, leaked = 0;
@@ -143,10 +126,23 @@ int merge_main(int argc, char **argv)
             printf(", imbalance (max/min peak) %.2fx\n", (double)max_peak / (double)min_peak);
         else
             printf(", imbalance (max/min peak) n/a (a rank used no GPU memory)\n");
-        code = print_common(r, n) == 0 ? 0 : 2;
+        code = print_common(r, n) == 0 ? 0 : CLI_EXIT_USAGE;
     }
-    for (int i = 0; i < argc; i++)
-        load_free(r[i]);
-    free(r);
+    load_set_free(&set);
     return code;
 }
+
+const cmd_spec_t merge_command = {
+    .name = "merge",
+    .operands = "FILE...",
+    .min_operands = 1,
+    .max_operands = OPERANDS_ANY,
+    .summary = "one view of the reports of several processes (ranks)",
+    .description =
+        "Prints one row per process (rank from process.rank, else pid) with its peak, leaked and "
+        "growth bytes; the imbalance between ranks (max/min peak); and the leak sites common "
+        "to every rank with their bytes summed.",
+    .exits = exits,
+    .nexits = sizeof exits / sizeof exits[0],
+    .main = merge_main,
+};

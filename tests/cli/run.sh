@@ -154,6 +154,12 @@ expect 1 "check: a tensor is never hidden by the caching allocator's rule" -- $G
 has "$T/out" "of PyTorch tensor memory at"
 has "$T/out" "*c10*cuda*CUDACachingAllocator* (default)"
 expect 2 "check bad size" -- $G check $FIX/demo.json --max-leaked 12XB
+lines "$T/err" 1
+expect 0 "check --fail-on-leak (run's spelling) 20M" -- $G check $FIX/demo.json --fail-on-leak 20M
+has "$T/out" "PASS $FIX/demo.json: --fail-on-leak 20.0 MiB"
+expect 0 "check --max-leaked 20m" -- $G check $FIX/demo.json --max-leaked=20m
+expect 2 "check --max-leaked without a value" -- $G check $FIX/demo.json --max-leaked
+has "$T/err" "--max-leaked needs a value"
 expect 2 "check no file" -- $G check
 expect 2 "check unknown option" -- $G check --frob $FIX/demo.json
 expect 1 "check --junit" -- $G check $FIX/demo.json $FIX/demo.json --max-peak 1MiB --junit "$T/junit.xml"
@@ -318,6 +324,20 @@ expect 126 "run: not executable" -- $G run -- "$FIX/demo.json"
 expect 125 "run: gate but no report" -- $G run --fail-on-leak -- true
 expect 2 "run: no command" -- $G run --quiet
 expect 2 "run: bad size" -- $G run --fail-on-leak=lots -- true
+lines "$T/err" 1
+# A gate's value may follow as the next word when it begins with a digit
+# (before, "--fail-on-leak 20MiB" ran "20MiB", exit 127).
+expect 0 "run --fail-on-leak 20MiB -- demo" -- $G run --quiet --fail-on-leak 20MiB -- "$BUILD/demo"
+expect 0 "run --max-leaked 20M -- demo" -- $G run --quiet --max-leaked 20M -- "$BUILD/demo"
+expect 23 "run --max-leaked -- demo" -- $G run --quiet --max-leaked -- "$BUILD/demo"
+has "$T/err" "--max-leaked 0 B: leak of 10485760 byte(s)"
+expect 23 "run --max-leaked then CMD, no --" -- $G run --quiet --max-leaked "$BUILD/demo"
+expect 0 "run --max-growth 8MiB" -- $G run --quiet --max-growth 8MiB -- "$BUILD/demo"
+expect 23 "run --max-peak 1M" -- $G run --quiet --max-peak 1M -- "$BUILD/demo"
+expect 2 "run: a gate's next word that begins with a digit must be a size" -- $G run --max-leaked 20XB -- sh -c ": >\"$T/ran\""
+has "$T/err" 'bad size "20XB"'
+lines "$T/err" 1
+if [ -e "$T/ran" ]; then bad "run started CMD with a bad gate"; else ok; fi
 expect 2 "run: bad stack depth" -- $G run --stack-depth=999 -- true
 expect 2 "run: unknown option" -- $G run --frob -- true
 expect 2 "run: --output takes no \"--\" for its value" -- $G run --output -- true
@@ -337,10 +357,50 @@ expect 2 "no command" -- $G
 expect 2 "unknown command" -- $G frob
 expect 0 "version" -- $G version
 expect 0 "help" -- $G --help
-for c in run report check diff merge export; do
-    expect 0 "$c --help" -- $G $c --help
-    has "$T/out" "usage: gpuleak COMMAND"
+has "$T/out" "usage: gpuleak COMMAND"
+for c in run report check diff merge export help version; do
+    has "$T/out" "  $c "
 done
+# Each command's help is its own: usage, every option, exit codes; the
+# same from "gpuleak help CMD".
+for c in run report check diff merge export help version; do
+    expect 0 "$c --help" -- $G $c --help
+    has "$T/out" "usage: gpuleak $c"
+    has "$T/out" "Exit codes:"
+    cp "$T/out" "$T/help-$c.txt"
+    expect 0 "help $c" -- $G help $c
+    if cmp -s "$T/out" "$T/help-$c.txt"; then ok; else bad "gpuleak help $c differs from $c --help"; fi
+done
+has "$T/help-run.txt" "--max-leaked[=SIZE]"
+has "$T/help-run.txt" "--fail-on-leak[=SIZE]     Another spelling of --max-leaked."
+has "$T/help-check.txt" "--max-leaked SIZE"
+has "$T/help-export.txt" "-o, --output FILE"
+expect 2 "help for an unknown command" -- $G help frob
+lines "$T/err" 1
+expect 0 "run: --help before CMD is run's" -- $G run --help -- true
+has "$T/out" "usage: gpuleak run"
+expect 0 "run: --help after CMD is CMD's" -- $G run -- sh -c 'exit 0' --help
+hasnt "$T/out" "usage: gpuleak run"
+
+echo "== options: one parser, one line per refusal"
+for c in run report check diff merge export help version; do
+    expect 2 "$c --frob" -- $G $c --frob "$FIX/demo.json"
+    lines "$T/err" 1
+    has "$T/err" "gpuleak $c: unknown option --frob"
+done
+expect 2 "report --top=-1" -- $G report --top=-1 $FIX/demo.json
+lines "$T/err" 1
+expect 2 "report --top without a value" -- $G report $FIX/demo.json --top
+has "$T/err" "--top needs a value"
+expect 2 "report --full-stacks=1" -- $G report --full-stacks=1 $FIX/demo.json
+has "$T/err" "--full-stacks takes no value"
+expect 2 "report --kind bogus" -- $G report --kind=bogus $FIX/demo.json
+has "$T/err" "--kind takes device, pool, vmm, managed, host, array or tensor, not \"bogus\""
+expect 2 "diff: a third operand" -- $G diff $FIX/demo.json $FIX/demo.json $FIX/demo.json
+lines "$T/err" 1
+expect 2 "export without --format" -- $G export $FIX/demo.json
+has "$T/err" "--format is needed"
+expect 0 "-- ends the options" -- $G report --top 1 -- $FIX/demo.json
 if [ -w /dev/full ]; then
     for c in "report $FIX/demo.json" "check $FIX/demo.json" "diff $FIX/demo.json $FIX/demo.json" \
              "merge $FIX/demo.json $FIX/demo.json" "export --format csv $FIX/demo.json" "version"; do
@@ -351,6 +411,29 @@ if [ -w /dev/full ]; then
         else bad "$c to a full disk: exit $rc, $(cat "$T/err")"; fi
     done
 fi
+
+echo "== manual page"
+expect 0 "help --man" -- $G help --man
+cp "$T/out" "$T/gpuleak.1"
+has "$T/gpuleak.1" ".TH GPULEAK 1"
+# Every option of every command, its aliases too, as --help lists them,
+# is in the page (roff spells '-' as '\-').
+nopts=0
+for c in $($G --help | sed -n 's/^  \([a-z][a-z]*\)  .*/\1/p'); do
+    has "$T/gpuleak.1" ".SS \"gpuleak $c\""
+    for o in $($G $c --help | sed -n 's/^  \(-[a-z], \)\{0,1\}\(--[a-z-]*\).*/\1\2/p' | tr -d ',' ); do
+        has "$T/gpuleak.1" "$(printf '%s' "$o" | sed 's/-/\\-/g')"
+        nopts=$((nopts + 1))
+    done
+done
+# A floor, so that a help the sed above cannot read fails here.
+if [ "$nopts" -ge 30 ]; then ok; else bad "found only $nopts options in the commands' help"; fi
+if command -v groff >/dev/null 2>&1; then
+    groff -man -ww -z "$T/gpuleak.1" 2>"$T/groff.err"
+    if [ ! -s "$T/groff.err" ]; then ok; else bad "groff warns about the manual page:"; head -5 "$T/groff.err"; fi
+fi
+make --no-print-directory -s BUILD="$BUILD" "$BUILD/gpuleak.1" >/dev/null
+if cmp -s "$BUILD/gpuleak.1" "$T/gpuleak.1"; then ok; else bad "make's $BUILD/gpuleak.1 is not gpuleak help --man"; fi
 
 echo "== fuzz crashes replayed"
 for f in tests/cli/crashes/* tests/cli/corpus/*; do
