@@ -1,6 +1,7 @@
-/* diff.c: what leaks more in NEW than in OLD. Sites are matched by their
- * symbolized stack (frames_key), never by site id or address, which change
- * from run to run; sites sharing a key within one run are added up. */
+/* diff.c: what leaks more in NEW than in OLD. Sites are matched by what
+ * survives a rebuild (frames_id: the functions of their stack, not its
+ * offsets or lines), never by site id or address, which change from run to
+ * run; sites of one run sharing name and lines are added up. */
 #define _GNU_SOURCE
 #include "commands.h"
 #include "frames.h"
@@ -11,41 +12,55 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define UNMATCHED SIZE_MAX
+
+/* Past this many candidate pairs among the sites of one name, the lines
+ * are paired in order instead of nearest first (n log n instead of n^2). */
+#define NEAREST_MAX_PAIRS (1u << 20)
+
 typedef struct {
-    char *key;
-    const load_site_t *site; /* the first site with this key, for display */
+    frames_id_t id;
+    const load_site_t *site; /* the first site with this id, for display */
     uint64_t bytes, allocations;
+    size_t match;            /* its site in the other report, or UNMATCHED */
 } agg_t;
 
 static int agg_cmp(const void *a, const void *b)
 {
-    return strcmp(((const agg_t *)a)->key, ((const agg_t *)b)->key);
+    return frames_id_cmp(&((const agg_t *)a)->id, &((const agg_t *)b)->id);
 }
 
-/* Groups a report's leaks by key, sorted for bsearch. Returns the count, or
- * (size_t)-1 when out of memory. */
+static void agg_free(agg_t *v, size_t n)
+{
+    for (size_t i = 0; v != NULL && i < n; i++)
+        frames_id_free(&v[i].id);
+    free(v);
+}
+
+/* Groups a report's leaks by id, sorted by name then lines. Returns the
+ * count, or (size_t)-1 when out of memory. */
 static size_t aggregate(const load_list_t *list, agg_t **out)
 {
     agg_t *v = calloc(list->n + 1, sizeof *v);
     if (v == NULL)
         return (size_t)-1;
-    size_t n = 0;
     for (size_t i = 0; i < list->n; i++) {
-        v[n].key = frames_key(&list->v[i]);
-        if (v[n].key == NULL)
-            continue;
-        v[n].site = &list->v[i];
-        v[n].bytes = list->v[i].bytes;
-        v[n].allocations = list->v[i].allocations;
-        n++;
+        if (frames_id(&list->v[i], &v[i].id) != 0) {
+            agg_free(v, i);
+            return (size_t)-1;
+        }
+        v[i].site = &list->v[i];
+        v[i].bytes = list->v[i].bytes;
+        v[i].allocations = list->v[i].allocations;
+        v[i].match = UNMATCHED;
     }
-    qsort(v, n, sizeof *v, agg_cmp);
+    qsort(v, list->n, sizeof *v, agg_cmp);
     size_t w = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (w > 0 && strcmp(v[w - 1].key, v[i].key) == 0) {
+    for (size_t i = 0; i < list->n; i++) {
+        if (w > 0 && frames_id_cmp(&v[w - 1].id, &v[i].id) == 0) {
             v[w - 1].bytes = units_add(v[w - 1].bytes, v[i].bytes);
             v[w - 1].allocations = units_add(v[w - 1].allocations, v[i].allocations);
-            free(v[i].key);
+            frames_id_free(&v[i].id);
             continue;
         }
         v[w++] = v[i];
@@ -54,11 +69,100 @@ static size_t aggregate(const load_list_t *list, agg_t **out)
     return w;
 }
 
-static void agg_free(agg_t *v, size_t n)
+static void pair(agg_t *old, size_t i, agg_t *cur, size_t j)
 {
-    for (size_t i = 0; v != NULL && i < n; i++)
-        free(v[i].key);
-    free(v);
+    old[i].match = j;
+    cur[j].match = i;
+}
+
+/* How far apart two sites of one name are: their lines' differences
+ * summed (the same frames, so as many lines). */
+static uint64_t line_distance(const agg_t *a, const agg_t *b)
+{
+    uint64_t d = 0;
+    for (size_t i = 0; i < a->id.nlines && i < b->id.nlines; i++) {
+        long x = a->id.lines[i], y = b->id.lines[i];
+        d = units_add(d, (uint64_t)(x > y ? x - y : y - x));
+    }
+    return d;
+}
+
+typedef struct {
+    uint64_t distance;
+    size_t old, cur;
+} candidate_t;
+
+static int by_distance(const void *a, const void *b)
+{
+    const candidate_t *x = a, *y = b;
+    if (x->distance != y->distance)
+        return x->distance < y->distance ? -1 : 1;
+    if (x->old != y->old)
+        return x->old < y->old ? -1 : 1;
+    return (x->cur > y->cur) - (x->cur < y->cur);
+}
+
+/* Pairs the sites of one name, old[o0..o1) with cur[c0..c1), both sorted
+ * by lines: equal lines first; then, since an edit shifts the lines of the
+ * code after it, the nearest lines first, so that a comment added above
+ * two calls in one function still pairs each call with itself and a call
+ * added between them is the new one. Returns -1 when out of memory. */
+static int pair_name(agg_t *old, size_t o0, size_t o1, agg_t *cur, size_t c0, size_t c1)
+{
+    for (size_t i = o0, j = c0; i < o1 && j < c1;) {
+        int c = frames_id_cmp_lines(&old[i].id, &cur[j].id);
+        if (c == 0)
+            pair(old, i++, cur, j++);
+        else if (c < 0)
+            i++;
+        else
+            j++;
+    }
+    size_t n = 0, max = (o1 - o0) * (c1 - c0);
+    if (max > NEAREST_MAX_PAIRS) {
+        for (size_t i = o0, j = c0; i < o1 && j < c1;) {
+            if (old[i].match != UNMATCHED)
+                i++;
+            else if (cur[j].match != UNMATCHED)
+                j++;
+            else
+                pair(old, i++, cur, j++);
+        }
+        return 0;
+    }
+    candidate_t *cand = malloc((max ? max : 1) * sizeof *cand);
+    if (cand == NULL)
+        return -1;
+    for (size_t i = o0; i < o1; i++)
+        for (size_t j = c0; j < c1; j++)
+            if (old[i].match == UNMATCHED && cur[j].match == UNMATCHED)
+                cand[n++] = (candidate_t){ line_distance(&old[i], &cur[j]), i, j };
+    qsort(cand, n, sizeof *cand, by_distance);
+    for (size_t k = 0; k < n; k++)
+        if (old[cand[k].old].match == UNMATCHED && cur[cand[k].cur].match == UNMATCHED)
+            pair(old, cand[k].old, cur, cand[k].cur);
+    free(cand);
+    return 0;
+}
+
+/* Pairs the sites of OLD and NEW that share a name (both sorted by
+ * aggregate). Returns -1 when out of memory. */
+static int pair_all(agg_t *old, size_t nold, agg_t *cur, size_t ncur)
+{
+    size_t i = 0, j = 0;
+    while (i < nold && j < ncur) {
+        int c = strcmp(old[i].id.name, cur[j].id.name);
+        size_t i1 = i, j1 = j;
+        while (c <= 0 && i1 < nold && strcmp(old[i1].id.name, old[i].id.name) == 0)
+            i1++;
+        while (c >= 0 && j1 < ncur && strcmp(cur[j1].id.name, cur[j].id.name) == 0)
+            j1++;
+        if (c == 0 && pair_name(old, i, i1, cur, j, j1) != 0)
+            return -1;
+        i = i1;
+        j = j1;
+    }
+    return 0;
 }
 
 static void print_line(const char *tag, uint64_t old_bytes, const agg_t *a)
@@ -102,7 +206,7 @@ static int diff_main(const opts_t *opts)
     load_report_t *const *r = set.v;
     nold = aggregate(&r[0]->leaks, &old);
     ncur = aggregate(&r[1]->leaks, &cur);
-    if (nold == (size_t)-1 || ncur == (size_t)-1) {
+    if (nold == (size_t)-1 || ncur == (size_t)-1 || pair_all(old, nold, cur, ncur) != 0) {
         fputs("gpuleak diff: out of memory\n", stderr);
         goto out;
     }
@@ -115,9 +219,9 @@ static int diff_main(const opts_t *opts)
            units_format_size(r[1]->totals.leaked_bytes, b));
     printf("%s -> %s\n", units_format_size(r[0]->totals.peak_bytes, a),
            units_format_size(r[1]->totals.peak_bytes, b));
-    size_t worse = 0, better = 0;
+    size_t worse = 0;
     for (size_t i = 0; i < ncur; i++) {
-        agg_t *o = bsearch(&cur[i], old, nold, sizeof *old, agg_cmp);
+        const agg_t *o = cur[i].match != UNMATCHED ? &old[cur[i].match] : NULL;
         uint64_t before = o ? o->bytes : 0;
         if (cur[i].bytes <= before || cur[i].bytes - before <= threshold)
             continue;
@@ -125,7 +229,7 @@ static int diff_main(const opts_t *opts)
         worse++;
     }
     for (size_t i = 0; i < nold; i++) {
-        agg_t *c = bsearch(&old[i], cur, ncur, sizeof *cur, agg_cmp);
+        const agg_t *c = old[i].match != UNMATCHED ? &cur[old[i].match] : NULL;
         if (c != NULL && c->bytes >= old[i].bytes)
             continue;
         char *origin = frames_origin(old[i].site);
@@ -134,7 +238,6 @@ static int diff_main(const opts_t *opts)
         frames_put(stdout, origin ? origin : "?");
         putchar('\n');
         free(origin);
-        better++;
     }
     if (worse == 0)
         printf("no site appeared or grew%s%s\n", threshold ? " by more than " : "",
@@ -155,8 +258,11 @@ const cmd_spec_t diff_command = {
     .summary = "leak sites that appeared or grew from one report to another",
     .description =
         "Lists the leak sites that appeared (NEW) or grew (GREW) from OLD to NEW, and those that "
-        "shrank (LESS) or went (GONE), which never fail. Sites are matched by their symbolized "
-        "stack, not by site id, which changes from run to run.",
+        "shrank (LESS) or went (GONE), which never fail. Sites are matched by what survives a "
+        "rebuild: their kind and the functions of their stack (Python frames by function and "
+        "file name), not by site id, address, offset or line, which change from run to run or "
+        "with an edit; a frame without a function name is matched by module and offset. Where "
+        "sites share those, their lines tell them apart, the nearest paired first.",
     .options = options,
     .noptions = O_COUNT,
     .exits = exits,

@@ -11,8 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A leak site of one rank, by its identity (frames_id: the ranks run one
+ * build, so name and lines both must agree). */
 typedef struct {
-    char *key;
+    frames_id_t id;
     size_t report;
     const load_site_t *site;
 } entry_t;
@@ -20,7 +22,7 @@ typedef struct {
 static int entry_cmp(const void *a, const void *b)
 {
     const entry_t *x = a, *y = b;
-    int c = strcmp(x->key, y->key);
+    int c = frames_id_cmp(&x->id, &y->id);
     return c ? c : (x->report > y->report) - (x->report < y->report);
 }
 
@@ -32,7 +34,8 @@ static int rank_cmp(const void *a, const void *b)
 }
 
 /* Prints the leak sites present in every report, with bytes summed over
- * the ranks; a key seen twice in one report counts once toward "every". */
+ * the ranks; an id seen twice in one report counts once toward "every".
+ * Returns -1 when out of memory. */
 static int print_common(load_report_t **r, size_t n)
 {
     size_t total = 0;
@@ -43,13 +46,15 @@ static int print_common(load_report_t **r, size_t n)
         return -1;
     size_t m = 0;
     for (size_t i = 0; i < n; i++)
-        for (size_t k = 0; k < r[i]->leaks.n; k++) {
-            e[m].key = frames_key(&r[i]->leaks.v[k]);
-            if (e[m].key == NULL)
-                continue;
+        for (size_t k = 0; k < r[i]->leaks.n; k++, m++) {
+            if (frames_id(&r[i]->leaks.v[k], &e[m].id) != 0) {
+                for (size_t j = 0; j < m; j++)
+                    frames_id_free(&e[j].id);
+                free(e);
+                return -1;
+            }
             e[m].report = i;
             e[m].site = &r[i]->leaks.v[k];
-            m++;
         }
     qsort(e, m, sizeof *e, entry_cmp);
     size_t common = 0;
@@ -58,7 +63,7 @@ static int print_common(load_report_t **r, size_t n)
     for (size_t i = 0; i < m;) {
         size_t end = i, ranks = 0;
         uint64_t bytes = 0;
-        while (end < m && strcmp(e[end].key, e[i].key) == 0) {
+        while (end < m && frames_id_cmp(&e[end].id, &e[i].id) == 0) {
             if (end == i || e[end].report != e[end - 1].report)
                 ranks++;
             bytes = units_add(bytes, e[end].site->bytes);
@@ -77,7 +82,7 @@ static int print_common(load_report_t **r, size_t n)
     if (common == 0)
         puts("  (none)");
     for (size_t i = 0; i < m; i++)
-        free(e[i].key);
+        frames_id_free(&e[i].id);
     free(e);
     return 0;
 }
@@ -126,7 +131,11 @@ static int merge_main(const opts_t *opts)
             printf(", imbalance (max/min peak) %.2fx\n", (double)max_peak / (double)min_peak);
         else
             printf(", imbalance (max/min peak) n/a (a rank used no GPU memory)\n");
-        code = print_common(r, n) == 0 ? 0 : CLI_EXIT_USAGE;
+        code = 0;
+        if (print_common(r, n) != 0) {
+            fputs("gpuleak merge: out of memory\n", stderr);
+            code = CLI_EXIT_USAGE;
+        }
     }
     load_set_free(&set);
     return code;

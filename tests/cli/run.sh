@@ -235,6 +235,38 @@ hasnt "$T/out" "GREW"
 expect 0 "diff --threshold 2MiB" -- $G diff $FIX/demo.json "$T/worse.json" --threshold=2MiB
 expect 0 "diff improved" -- $G diff "$T/worse.json" $FIX/demo.json
 has "$T/out" "GONE"
+# A rebuild after one comment line: every offset and every later line moved
+# (fixtures/demo-rebuilt.json is demo.json so edited). Still the same sites.
+expect 0 "diff across a rebuild (offsets and lines moved)" -- $G diff $FIX/demo.json $FIX/demo-rebuilt.json
+hasnt "$T/out" "NEW"
+hasnt "$T/out" "GONE"
+has "$T/out" "no site appeared or grew"
+expect 0 "diff across a rebuild, the other way" -- $G diff $FIX/demo-rebuilt.json $FIX/demo.json
+hasnt "$T/out" "GONE"
+# Two sites of one function (calls at lines 23 and 30): after the rebuild
+# (24 and 31) each pairs with itself, and a call added between them (27)
+# is the new one.
+python3 - "$FIX/demo.json" "$FIX/demo-rebuilt.json" "$T" <<'PY'
+import json, sys
+old, new, t = (json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), sys.argv[3])
+def twin(d, line, bytes_, site):
+    s = json.loads(json.dumps(d["leaks"][0])); s["site"] = site; s["bytes"] = bytes_
+    s["stack"][0]["line"] = line; s["stack"][0]["offset"] = hex(0x2000 + line)
+    d["leaks"].append(s)
+twin(old, 30, 1048576, 500)
+json.dump(old, open(f"{t}/two-calls.json", "w"))
+twin(new, 31, 1048576, 600)
+json.dump(new, open(f"{t}/two-calls-rebuilt.json", "w"))
+twin(new, 27, 2097152, 700)
+json.dump(new, open(f"{t}/three-calls-rebuilt.json", "w"))
+PY
+expect 0 "diff: two sites of one function, moved" -- $G diff "$T/two-calls.json" "$T/two-calls-rebuilt.json"
+hasnt "$T/out" "NEW"
+hasnt "$T/out" "GONE"
+expect 1 "diff: a call added between two of one function" -- $G diff "$T/two-calls.json" "$T/three-calls-rebuilt.json"
+has "$T/out" "NEW   +2097152 byte(s) (0 -> 2097152) of device memory in 5 allocation(s) at keep_for_logging tests/demo/demo.c:27"
+lines "$T/out" 3
+hasnt "$T/out" "GONE"
 expect 2 "diff one file" -- $G diff $FIX/demo.json
 expect 2 "diff bad threshold" -- $G diff $FIX/demo.json "$T/worse.json" --threshold lots
 
