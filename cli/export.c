@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,14 +23,15 @@ static void folded_put(FILE *f, const char *s)
         fputc(*p == ';' ? ':' : (*p < 0x20 || *p == 0x7f) ? '?' : *p, f);
 }
 
-/* Folded stacks of the leaks, root first, value = leaked bytes. Python
- * frames come first (nearest the root): they are the user's code that the
- * native frames, from the outermost in, end up allocating for. A native
- * frame without a name is written "module+0xOFFSET". */
-static void export_folded(FILE *f, const load_report_t *r)
+/* Folded stacks of a list of sites, root first, the value each site's
+ * bytes (leaked, at the peak or grown, by the list). Python frames come
+ * first (nearest the root): they are the user's code that the native
+ * frames, from the outermost in, end up allocating for. A native frame
+ * without a name is written "module+0xOFFSET". */
+static void export_folded(FILE *f, const load_list_t *list)
 {
-    for (size_t i = 0; i < r->leaks.n; i++) {
-        const load_site_t *s = &r->leaks.v[i];
+    for (size_t i = 0; i < list->n; i++) {
+        const load_site_t *s = &list->v[i];
         int first = 1;
         for (size_t k = s->npython; k-- > 0;) {
             if (!first)
@@ -71,24 +73,25 @@ static void csv_put(FILE *f, const char *s)
     fputc('"', f);
 }
 
-/* The timeline as t_s,bytes,<kind>... when the report has one, else one
- * row per site with its counters and innermost frame. */
+/* The timeline as t_s,bytes,<kind>...,max_bytes when the report has one
+ * (max_bytes last, so the columns before stay where scripts found them),
+ * else one row per site with its counters and innermost frame. bytes is
+ * what was live at the sample, max_bytes the exact high since the sample
+ * before: the peak is the highest max_bytes, never lost between samples. */
 static void export_csv(FILE *f, const load_report_t *r)
 {
     if (r->has_timeline) {
-        uint64_t t0 = 0;
         fputs("t_s,bytes", f);
         for (int k = 0; k < LOAD_KINDS; k++)
             fprintf(f, ",%s", load_kind_names[k]);
-        fputc('\n', f);
+        fputs(",max_bytes\n", f);
         for (size_t i = 0; i < r->npoints; i++) {
             const load_point_t *p = &r->points[i];
-            uint64_t d = p->t_ns - t0;
-            fprintf(f, "%llu.%09llu,%llu", (unsigned long long)(d / 1000000000ULL),
-                    (unsigned long long)(d % 1000000000ULL), (unsigned long long)p->bytes);
+            fprintf(f, "%llu.%09llu,%llu", (unsigned long long)(p->t_ns / 1000000000ULL),
+                    (unsigned long long)(p->t_ns % 1000000000ULL), (unsigned long long)p->bytes);
             for (int k = 0; k < LOAD_KINDS; k++)
                 fprintf(f, ",%llu", (unsigned long long)p->kinds[k]);
-            fputc('\n', f);
+            fprintf(f, ",%llu\n", (unsigned long long)p->max_bytes);
         }
         return;
     }
@@ -123,8 +126,43 @@ static json_t *counter(const char *name, double ts_us, long long pid, json_t *ar
                      (json_int_t)pid, "tid", 0, "args", args);
 }
 
+/* The timeline's counter tracks: live bytes and the exact high within
+ * each sample; the driver's kinds (with PyTorch, its reserved memory) on
+ * one track and its tensors (allocated memory, which lies inside those
+ * segments, so never stacked on them) on another, each kind only when the
+ * timeline has it. */
+static void chrome_timeline(json_t *events, const load_report_t *r, long long pid)
+{
+    bool present[LOAD_KINDS] = { false }, any_driver = false;
+    for (size_t i = 0; i < r->npoints; i++)
+        for (int k = 0; k < LOAD_KINDS; k++)
+            present[k] = present[k] || r->points[i].kinds[k] > 0;
+    for (int k = 0; k < LOAD_KINDS; k++)
+        any_driver = any_driver || (present[k] && k != REPORT_KIND_tensor);
+    for (size_t i = 0; i < r->npoints; i++) {
+        const load_point_t *p = &r->points[i];
+        double ts = (double)p->t_ns / 1000.0;
+        json_array_append_new(events, counter("GPU memory (bytes)", ts, pid,
+                                              json_pack("{s:I}", "live", (json_int_t)p->bytes)));
+        json_array_append_new(events, counter("GPU memory, highest in the sample (bytes)", ts, pid,
+                                              json_pack("{s:I}", "max_bytes", (json_int_t)p->max_bytes)));
+        if (any_driver) {
+            json_t *kinds = json_object();
+            for (int k = 0; k < LOAD_KINDS; k++)
+                if (present[k] && k != REPORT_KIND_tensor)
+                    json_object_set_new(kinds, load_kind_names[k], json_integer((json_int_t)p->kinds[k]));
+            json_array_append_new(events, counter("GPU memory by kind (bytes; with PyTorch, reserved)",
+                                                  ts, pid, kinds));
+        }
+        if (present[REPORT_KIND_tensor])
+            json_array_append_new(events, counter("PyTorch tensors (bytes; allocated)", ts, pid,
+                                                  json_pack("{s:I}", "tensor",
+                                                            (json_int_t)p->kinds[REPORT_KIND_tensor])));
+    }
+}
+
 /* Chrome trace JSON: counter events ("ph":"C") that Perfetto draws as
- * tracks: live bytes per kind over the timeline, or without a timeline the
+ * tracks: the timeline's (chrome_timeline), or without a timeline the
  * peak and the bytes live at exit at their times. Built with jansson so
  * every name is escaped correctly. Returns 0, or -1 when out of memory. */
 static int export_chrome(FILE *f, const load_report_t *r)
@@ -142,17 +180,7 @@ static int export_chrome(FILE *f, const load_report_t *r)
                                             pname ? pname : "gpuleak"));
     free(pname);
     if (r->has_timeline && r->npoints > 0) {
-        uint64_t t0 = 0;
-        for (size_t i = 0; i < r->npoints; i++) {
-            const load_point_t *p = &r->points[i];
-            double ts = (double)(p->t_ns - t0) / 1000.0;
-            json_t *kinds = json_object();
-            for (int k = 0; k < LOAD_KINDS; k++)
-                json_object_set_new(kinds, load_kind_names[k], json_integer((json_int_t)p->kinds[k]));
-            json_array_append_new(events, counter("GPU memory by kind (bytes)", ts, pid, kinds));
-            json_array_append_new(events, counter("GPU memory (bytes)", ts, pid,
-                                                  json_pack("{s:I}", "live", (json_int_t)p->bytes)));
-        }
+        chrome_timeline(events, r, pid);
     } else {
         uint64_t t0 = r->start_time_ns ? r->start_time_ns : r->peak_time_ns;
         double peak_ts = r->peak_time_ns >= t0 ? (double)(r->peak_time_ns - t0) / 1000.0 : 0;
@@ -170,16 +198,24 @@ static int export_chrome(FILE *f, const load_report_t *r)
     return rc;
 }
 
-enum { O_FORMAT, O_OUTPUT, O_COUNT };
+enum { O_FORMAT, O_WHAT, O_OUTPUT, O_COUNT };
 enum { FORMAT_FOLDED, FORMAT_CSV, FORMAT_CHROME };
+enum { WHAT_LEAKED, WHAT_PEAK, WHAT_GROWTH };
 
 static const char *const formats[] = { "folded", "csv", "chrome-trace", NULL };
+static const char *const whats[] = { "leaked", "peak", "growth", NULL };
 
 static const opt_spec_t options[] = {
     { "--format", "-f", OPT_CHOICE, OPT_REQUIRED, "folded|csv|chrome-trace", formats, 0,
-      "folded: one line per leak site for flamegraph.pl and speedscope, root first, the "
-      "value its leaked bytes. csv: the timeline, or without one the sites. chrome-trace: "
-      "counter tracks that Perfetto and chrome://tracing open." },
+      "folded: one line per site for flamegraph.pl and speedscope, root first, the value "
+      "its bytes (--what). csv: the timeline (t_s,bytes,<kind>...,max_bytes), or without one "
+      "the sites. chrome-trace: counter tracks that Perfetto and chrome://tracing open: live "
+      "bytes, the exact high within each sample, the driver's kinds (with PyTorch, reserved "
+      "memory) and PyTorch's tensors (allocated) when the report has them." },
+    { "--what", NULL, OPT_CHOICE, 0, "leaked|peak|growth", whats, 0,
+      "With --format folded, which sites and bytes: leaked (the default: the leaks' bytes), "
+      "peak (what each site held at the exact peak) or growth (what each grew); peak and growth "
+      "need the report's section." },
     { "--output", "-o", OPT_STRING, 0, "FILE", NULL, 0,
       "Write to FILE instead of stdout ('-' is stdout); never over the report itself." },
 };
@@ -194,13 +230,26 @@ static const cmd_exit_t exits[] = {
 static int export_main(const opts_t *opts)
 {
     const char *file = opts->operands[0], *out_path = opts->v[O_OUTPUT].text;
-    int which = opts->v[O_FORMAT].choice;
+    int which = opts->v[O_FORMAT].choice, what = opts->v[O_WHAT].set ? opts->v[O_WHAT].choice : WHAT_LEAKED;
+    if (opts->v[O_WHAT].set && which != FORMAT_FOLDED) {
+        fputs("gpuleak export: --what is for --format folded\n", stderr);
+        return CLI_EXIT_USAGE;
+    }
     load_set_t set;
     if (load_files(&set, opts->operands, 1) != 0 || set.bad > 0) {
         load_set_free(&set);
         return CLI_EXIT_USAGE;
     }
     load_report_t *r = set.v[0];
+    const load_list_t *sites = what == WHAT_PEAK ? &r->peak_sites : what == WHAT_GROWTH ? &r->growth : &r->leaks;
+    if ((what == WHAT_PEAK && !r->has_peak) || (what == WHAT_GROWTH && !r->has_growth)) {
+        fputs("gpuleak: ", stderr);
+        frames_put(stderr, file);
+        fprintf(stderr, ": --what %s needs the report's \"%s\" section, which it does not have\n",
+                whats[what], what == WHAT_PEAK ? "peak" : "growth");
+        load_set_free(&set);
+        return CLI_EXIT_USAGE;
+    }
     struct stat in_st, out_st;
     if (out_path != NULL && stat(file, &in_st) == 0 && stat(out_path, &out_st) == 0
         && in_st.st_dev == out_st.st_dev && in_st.st_ino == out_st.st_ino) {
@@ -220,7 +269,7 @@ static int export_main(const opts_t *opts)
     }
     int rc = 0;
     if (which == FORMAT_FOLDED)
-        export_folded(f, r);
+        export_folded(f, sites);
     else if (which == FORMAT_CSV)
         export_csv(f, r);
     else

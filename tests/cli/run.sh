@@ -309,6 +309,55 @@ c=[e for e in d['traceEvents'] if e['ph']=='C']
 assert len(c) > 10 and all(isinstance(e['ts'], (int,float)) for e in c), 'counters'
 assert any(e['ph']=='M' for e in d['traceEvents'])"; then ok; else bad "chrome trace"; fi
 expect 0 "export chrome-trace without timeline" -- $G export "$T/notl.json" --format chrome-trace
+# The exact peak survives the export: the highest max_bytes of the timeline,
+# in the CSV and in the trace, is the report's peak.
+if python3 - "$FIX/demo.json" "$T/t.csv" "$T/trace.json" <<'PY'
+import csv, json, sys
+peak = json.load(open(sys.argv[1]))["totals"]["peak_bytes"]
+rows = list(csv.DictReader(open(sys.argv[2])))
+assert max(int(r["max_bytes"]) for r in rows) == peak, "csv max_bytes"
+assert all(int(r["max_bytes"]) >= int(r["bytes"]) for r in rows)
+ev = json.load(open(sys.argv[3]))["traceEvents"]
+highs = [e["args"]["max_bytes"] for e in ev if e["ph"] == "C" and "max_bytes" in e["args"]]
+assert len(highs) == len(rows) and max(highs) == peak, "trace max_bytes"
+kinds = [e["args"] for e in ev if e["name"].startswith("GPU memory by kind")]
+assert kinds and all(set(k) == {"device", "host"} for k in kinds), kinds[:1]
+assert not any(e["name"].startswith("PyTorch") for e in ev)
+PY
+then ok; else bad "export: max_bytes or the kinds' tracks"; fi
+# With PyTorch's tensors (allocated memory) in the timeline, they are a
+# track of their own, never stacked on the driver's kinds (reserved).
+python3 - "$FIX/demo.json" "$T/tensors.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+for p in d["timeline"]["points"]:
+    p["kinds"]["tensor"] = p["kinds"]["device"] // 2
+json.dump(d, open(sys.argv[2], "w"))
+PY
+expect 0 "export chrome-trace with tensors" -- $G export "$T/tensors.json" --format chrome-trace -o "$T/trace-t.json"
+if python3 - "$T/trace-t.json" <<'PY'
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+t = [e["args"]["tensor"] for e in ev if e["name"].startswith("PyTorch tensors")]
+assert len(t) == 11 and max(t) == 14680064 // 2, t
+assert all("tensor" not in e["args"] for e in ev if e["name"].startswith("GPU memory by kind"))
+PY
+then ok; else bad "export: the tensors' track"; fi
+expect 0 "export folded --what peak" -- $G export $FIX/demo.json --format folded --what peak
+has "$T/out" "main;train_step;keep_for_logging 10485760"
+has "$T/out" "main;train_step 4194304"
+lines "$T/out" 3
+expect 0 "export folded --what growth" -- $G export $FIX/demo.json --format folded --what=growth
+has "$T/out" "main;train_step;keep_for_logging 6291456"
+lines "$T/out" 1
+expect 0 "export folded --what leaked" -- $G export $FIX/demo.json --format folded --what leaked
+lines "$T/out" 4
+python3 -c "import json; d=json.load(open('$FIX/demo.json')); d.pop('peak'); json.dump(d, open('$T/nopeak.json','w'))"
+expect 2 "export --what peak without a peak section" -- $G export "$T/nopeak.json" --format folded --what peak
+has "$T/err" '--what peak needs the report'"'"'s "peak" section'
+lines "$T/err" 1
+expect 2 "export --what with csv" -- $G export $FIX/demo.json --format csv --what peak
+expect 2 "export --what bogus" -- $G export $FIX/demo.json --format folded --what lots
 expect 2 "export bad format" -- $G export $FIX/demo.json --format svg
 expect 2 "export no format" -- $G export $FIX/demo.json
 expect 2 "export unwritable" -- $G export $FIX/demo.json --format csv -o /nonexistent/dir/x.csv
