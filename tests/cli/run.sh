@@ -30,7 +30,7 @@ lines() { n=$(wc -l <"$1"); if [ "$n" -eq "$2" ]; then ok; else bad "$(basename 
 echo "== Check suite (units, suppressions, loader)"
 mkdir -p "$BUILD/tests"
 cc ${TEST_CFLAGS:-} -Wall -Wextra -std=gnu11 -g -iquote cli -iquote shim -iquote common -o "$BUILD/tests/test_cli" tests/cli/test_cli.c \
-    "$BUILD"/cli/load.o "$BUILD"/cli/supp.o "$BUILD"/cli/units.o "$BUILD"/cli/frames.o \
+    "$BUILD"/cli/load.o "$BUILD"/cli/supp.o "$BUILD"/cli/units.o "$BUILD"/cli/frames.o "$BUILD"/cli/opts.o \
     -lcheck -lsubunit -lm -lrt -lpthread -ljansson || exit 1
 "$BUILD/tests/test_cli" || fails=$((fails + 1))
 
