@@ -126,7 +126,7 @@ void help_print_commands(FILE *f)
 
 void help_print_command(FILE *f, const cmd_spec_t *cmd)
 {
-    fprintf(f, "usage: gpuleak %s ", cmd->name);
+    fputs("usage: ", f);
     opts_print_synopsis(f, cmd);
     fputs("\n\n", f);
     wrap(f, cmd->description, 0, 0);

@@ -163,7 +163,7 @@ static int operand_error(const cmd_spec_t *cmd, const char *extra)
     } else {
         fputs(cmd->min_operands > 1 ? "missing operands" : "missing operand", stderr);
     }
-    fprintf(stderr, " (usage: gpuleak %s%s", cmd->name, cmd->noptions || *cmd->operands ? " " : "");
+    fputs(" (usage: ", stderr);
     opts_print_synopsis(stderr, cmd);
     fputs(")\n", stderr);
     return OPTS_ERROR;
@@ -226,7 +226,6 @@ void opts_free(opts_t *opts)
 
 void opts_print_synopsis(FILE *f, const cmd_spec_t *cmd)
 {
-    fputs(cmd->noptions > 0 ? "[options]" : "", f);
-    fputs(cmd->noptions > 0 && cmd->operands[0] != '\0' ? " " : "", f);
-    fputs(cmd->operands, f);
+    fprintf(f, "gpuleak %s%s%s%s", cmd->name, cmd->noptions > 0 ? " [options]" : "",
+            cmd->operands[0] != '\0' ? " " : "", cmd->operands);
 }

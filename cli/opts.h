@@ -98,7 +98,7 @@ int opts_parse(const cmd_spec_t *cmd, int argc, char **argv, opts_t *out);
 /* Frees what opts_parse allocated; a zeroed opts_t is a no-op. */
 void opts_free(opts_t *opts);
 
-/* Writes the usage line's options and operands, as "[options] FILE...". */
+/* Writes cmd's usage, as "gpuleak check [options] FILE...". */
 void opts_print_synopsis(FILE *f, const cmd_spec_t *cmd);
 
 #endif
