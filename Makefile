@@ -25,11 +25,11 @@ SHIM_OBJ := $(patsubst shim/%.c,$(BUILD)/shim/%.o,$(SHIM_SRC)) \
 DOOR_OBJ := $(BUILD)/shim/doors.o $(BUILD)/shim/wrappers.o
 CORE_OBJ := $(filter-out $(DOOR_OBJ),$(SHIM_OBJ))
 
-CLI_SRC := $(wildcard report/*.c)
-CLI_OBJ := $(patsubst report/%.c,$(BUILD)/report/%.o,$(CLI_SRC)) \
-           $(patsubst common/%.c,$(BUILD)/report/%.o,$(COMMON_SRC)) $(BUILD)/report/html_assets.o
+CLI_SRC := $(wildcard cli/*.c)
+CLI_OBJ := $(patsubst cli/%.c,$(BUILD)/cli/%.o,$(CLI_SRC)) \
+           $(patsubst common/%.c,$(BUILD)/cli/%.o,$(COMMON_SRC)) $(BUILD)/cli/html_assets.o
 # What `gpuleak html` writes into its pages, built into the binary.
-HTML_ASSETS := $(wildcard report/html/*) $(wildcard third_party/js/*/*.js third_party/js/*/*.css)
+HTML_ASSETS := $(wildcard cli/html/*) $(wildcard third_party/js/*/*.js third_party/js/*/*.css)
 
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
@@ -45,9 +45,9 @@ FAKEC10 := $(BUILD)/fakec10/libc10_cuda.so
 FAKEC10_STRIPPED := $(BUILD)/fakec10-stripped/libc10_cuda.so
 FAKEC10_OTHER := $(BUILD)/fakec10-other/libc10_cuda.so
 
-.PHONY: all test unit integration sanitize demo bench deps clean install cli-test fuzz
+.PHONY: all test unit integration sanitize demo bench deps clean install cli-test fuzz man
 
-all: $(BUILD)/libgpuleak.so $(FAKECUDA) $(BUILD)/gpuleak
+all: $(BUILD)/libgpuleak.so $(FAKECUDA) $(BUILD)/gpuleak $(BUILD)/gpuleak.1
 
 $(BUILD)/shim/%.o: shim/%.c $(wildcard shim/*.h) $(COMMON_H) | $(BUILD)/shim
 	$(CC) $(SHIM_CFLAGS) -c $< -o $@
@@ -61,17 +61,22 @@ $(BUILD)/shim/holders_py.o: shim/holders_py.S shim/holders.py | $(BUILD)/shim
 $(BUILD)/libgpuleak.so: $(SHIM_OBJ)
 	$(CC) -shared -o $@ $^ $(SHIM_LIBS) -Wl,-rpath,'$$ORIGIN/deps'
 
-$(BUILD)/report/%.o: report/%.c $(wildcard report/*.h) $(COMMON_H) | $(BUILD)/report
+$(BUILD)/cli/%.o: cli/%.c $(wildcard cli/*.h) $(COMMON_H) | $(BUILD)/cli
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(BUILD)/report/%.o: common/%.c $(COMMON_H) | $(BUILD)/report
+$(BUILD)/cli/%.o: common/%.c $(COMMON_H) | $(BUILD)/cli
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(BUILD)/report/html_assets.o: report/html_assets.S $(HTML_ASSETS) | $(BUILD)/report
+$(BUILD)/cli/html_assets.o: cli/html_assets.S $(HTML_ASSETS) | $(BUILD)/cli
 	$(CC) -c $< -o $@
 
 $(BUILD)/gpuleak: $(CLI_OBJ)
 	$(CC) $(CFLAGS) -o $@ $^ -ljansson
+
+# The manual page, written by the command from the tables its parser reads.
+man: $(BUILD)/gpuleak.1
+$(BUILD)/gpuleak.1: $(BUILD)/gpuleak
+	$< help --man >$@.tmp && mv $@.tmp $@
 
 $(FAKECUDA): tests/fakecuda/fakecuda.c common/report_format.h | $(BUILD)/fakecuda
 	$(CC) $(ALL_CFLAGS) -shared -Wl,-soname,libcuda.so.1 -o $@ $< -lpthread
@@ -143,7 +148,7 @@ demo: deps all $(BUILD)/demo
 	LD_LIBRARY_PATH=$$lib$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH} LD_PRELOAD=$(abspath $(BUILD))/libgpuleak.so \
 	GPULEAK_OUTPUT=$(CURDIR)/gpuleak-demo.json $(BUILD)/demo
 
-$(BUILD) $(BUILD)/shim $(BUILD)/fakecuda $(BUILD)/tests $(BUILD)/report:
+$(BUILD) $(BUILD)/shim $(BUILD)/fakecuda $(BUILD)/tests $(BUILD)/cli:
 	mkdir -p $@
 
 deps:
@@ -195,11 +200,13 @@ bench: deps all $(BENCH_BIN)
 	$(PYTHON) tests/bench/run.py --build $(BUILD) $(BENCH_ARGS)
 
 PREFIX ?= /usr/local
-install: $(BUILD)/gpuleak $(BUILD)/libgpuleak.so
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include
+install: $(BUILD)/gpuleak $(BUILD)/libgpuleak.so $(BUILD)/gpuleak.1
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include \
+	    $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 755 $(BUILD)/gpuleak $(DESTDIR)$(PREFIX)/bin/gpuleak
 	install -m 755 $(BUILD)/libgpuleak.so $(DESTDIR)$(PREFIX)/lib/libgpuleak.so
 	install -m 644 include/gpuleak.h $(DESTDIR)$(PREFIX)/include/gpuleak.h
+	install -m 644 $(BUILD)/gpuleak.1 $(DESTDIR)$(PREFIX)/share/man/man1/gpuleak.1
 
 clean:
 	rm -rf $(BUILD)

@@ -13,9 +13,9 @@ if [ -z "$CLANG" ]; then
 fi
 mkdir -p "$OUT/corpus" "$OUT/artifacts" tests/cli/crashes
 "$CLANG" -g -O1 -std=gnu11 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-    -iquote report -iquote shim -iquote common -o "$OUT/fuzz_load" tests/cli/fuzz_load.c \
-    report/load.c report/text.c report/frames.c report/units.c report/supp.c report/check.c \
-    common/cuda_errors.c -ljansson
+    -iquote cli -iquote shim -iquote common -o "$OUT/fuzz_load" tests/cli/fuzz_load.c \
+    cli/load.c cli/text.c cli/frames.c cli/units.c cli/supp.c cli/check.c common/cuda_errors.c \
+    -ljansson
 # New inputs go to $OUT/corpus (the first directory); the seeds stay as committed.
 set +e
 "$OUT/fuzz_load" -max_total_time="$SECONDS_MAX" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \

@@ -33,7 +33,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     check_budget_t b = { true, r->has_growth, true, 0, 0, 0, "--max-leaked", "--max-growth", "--max-peak", false };
     check_report(sink, r, &b, supp, NULL);
     for (size_t i = 0; i < r->leaks.n; i++) {
-        free(frames_key(&r->leaks.v[i]));
+        frames_id_t id;
+        if (frames_id(&r->leaks.v[i], &id) == 0)
+            frames_id_free(&id);
         free(frames_origin(&r->leaks.v[i]));
     }
     supp_free(supp);

@@ -29,8 +29,8 @@ lines() { n=$(wc -l <"$1"); if [ "$n" -eq "$2" ]; then ok; else bad "$(basename 
 
 echo "== Check suite (units, suppressions, loader)"
 mkdir -p "$BUILD/tests"
-cc ${TEST_CFLAGS:-} -Wall -Wextra -std=gnu11 -g -iquote report -iquote shim -iquote common -o "$BUILD/tests/test_cli" tests/cli/test_cli.c \
-    "$BUILD"/report/load.o "$BUILD"/report/supp.o "$BUILD"/report/units.o "$BUILD"/report/frames.o \
+cc ${TEST_CFLAGS:-} -Wall -Wextra -std=gnu11 -g -iquote cli -iquote shim -iquote common -o "$BUILD/tests/test_cli" tests/cli/test_cli.c \
+    "$BUILD"/cli/load.o "$BUILD"/cli/supp.o "$BUILD"/cli/units.o "$BUILD"/cli/frames.o "$BUILD"/cli/opts.o \
     -lcheck -lsubunit -lm -lrt -lpthread -ljansson || exit 1
 "$BUILD/tests/test_cli" || fails=$((fails + 1))
 
@@ -154,6 +154,12 @@ expect 1 "check: a tensor is never hidden by the caching allocator's rule" -- $G
 has "$T/out" "of PyTorch tensor memory at"
 has "$T/out" "*c10*cuda*CUDACachingAllocator* (default)"
 expect 2 "check bad size" -- $G check $FIX/demo.json --max-leaked 12XB
+lines "$T/err" 1
+expect 0 "check --fail-on-leak (run's spelling) 20M" -- $G check $FIX/demo.json --fail-on-leak 20M
+has "$T/out" "PASS $FIX/demo.json: --fail-on-leak 20.0 MiB"
+expect 0 "check --max-leaked 20m" -- $G check $FIX/demo.json --max-leaked=20m
+expect 2 "check --max-leaked without a value" -- $G check $FIX/demo.json --max-leaked
+has "$T/err" "--max-leaked needs a value"
 expect 2 "check no file" -- $G check
 expect 2 "check unknown option" -- $G check --frob $FIX/demo.json
 expect 1 "check --junit" -- $G check $FIX/demo.json $FIX/demo.json --max-peak 1MiB --junit "$T/junit.xml"
@@ -229,6 +235,38 @@ hasnt "$T/out" "GREW"
 expect 0 "diff --threshold 2MiB" -- $G diff $FIX/demo.json "$T/worse.json" --threshold=2MiB
 expect 0 "diff improved" -- $G diff "$T/worse.json" $FIX/demo.json
 has "$T/out" "GONE"
+# A rebuild after one comment line: every offset and every later line moved
+# (fixtures/demo-rebuilt.json is demo.json so edited). Still the same sites.
+expect 0 "diff across a rebuild (offsets and lines moved)" -- $G diff $FIX/demo.json $FIX/demo-rebuilt.json
+hasnt "$T/out" "NEW"
+hasnt "$T/out" "GONE"
+has "$T/out" "no site appeared or grew"
+expect 0 "diff across a rebuild, the other way" -- $G diff $FIX/demo-rebuilt.json $FIX/demo.json
+hasnt "$T/out" "GONE"
+# Two sites of one function (calls at lines 23 and 30): after the rebuild
+# (24 and 31) each pairs with itself, and a call added between them (27)
+# is the new one.
+python3 - "$FIX/demo.json" "$FIX/demo-rebuilt.json" "$T" <<'PY'
+import json, sys
+old, new, t = (json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), sys.argv[3])
+def twin(d, line, bytes_, site):
+    s = json.loads(json.dumps(d["leaks"][0])); s["site"] = site; s["bytes"] = bytes_
+    s["stack"][0]["line"] = line; s["stack"][0]["offset"] = hex(0x2000 + line)
+    d["leaks"].append(s)
+twin(old, 30, 1048576, 500)
+json.dump(old, open(f"{t}/two-calls.json", "w"))
+twin(new, 31, 1048576, 600)
+json.dump(new, open(f"{t}/two-calls-rebuilt.json", "w"))
+twin(new, 27, 2097152, 700)
+json.dump(new, open(f"{t}/three-calls-rebuilt.json", "w"))
+PY
+expect 0 "diff: two sites of one function, moved" -- $G diff "$T/two-calls.json" "$T/two-calls-rebuilt.json"
+hasnt "$T/out" "NEW"
+hasnt "$T/out" "GONE"
+expect 1 "diff: a call added between two of one function" -- $G diff "$T/two-calls.json" "$T/three-calls-rebuilt.json"
+has "$T/out" "NEW   +2097152 byte(s) (0 -> 2097152) of device memory in 5 allocation(s) at keep_for_logging tests/demo/demo.c:27"
+lines "$T/out" 3
+hasnt "$T/out" "GONE"
 expect 2 "diff one file" -- $G diff $FIX/demo.json
 expect 2 "diff bad threshold" -- $G diff $FIX/demo.json "$T/worse.json" --threshold lots
 
@@ -271,6 +309,55 @@ c=[e for e in d['traceEvents'] if e['ph']=='C']
 assert len(c) > 10 and all(isinstance(e['ts'], (int,float)) for e in c), 'counters'
 assert any(e['ph']=='M' for e in d['traceEvents'])"; then ok; else bad "chrome trace"; fi
 expect 0 "export chrome-trace without timeline" -- $G export "$T/notl.json" --format chrome-trace
+# The exact peak survives the export: the highest max_bytes of the timeline,
+# in the CSV and in the trace, is the report's peak.
+if python3 - "$FIX/demo.json" "$T/t.csv" "$T/trace.json" <<'PY'
+import csv, json, sys
+peak = json.load(open(sys.argv[1]))["totals"]["peak_bytes"]
+rows = list(csv.DictReader(open(sys.argv[2])))
+assert max(int(r["max_bytes"]) for r in rows) == peak, "csv max_bytes"
+assert all(int(r["max_bytes"]) >= int(r["bytes"]) for r in rows)
+ev = json.load(open(sys.argv[3]))["traceEvents"]
+highs = [e["args"]["max_bytes"] for e in ev if e["ph"] == "C" and "max_bytes" in e["args"]]
+assert len(highs) == len(rows) and max(highs) == peak, "trace max_bytes"
+kinds = [e["args"] for e in ev if e["name"].startswith("GPU memory by kind")]
+assert kinds and all(set(k) == {"device", "host"} for k in kinds), kinds[:1]
+assert not any(e["name"].startswith("PyTorch") for e in ev)
+PY
+then ok; else bad "export: max_bytes or the kinds' tracks"; fi
+# With PyTorch's tensors (allocated memory) in the timeline, they are a
+# track of their own, never stacked on the driver's kinds (reserved).
+python3 - "$FIX/demo.json" "$T/tensors.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+for p in d["timeline"]["points"]:
+    p["kinds"]["tensor"] = p["kinds"]["device"] // 2
+json.dump(d, open(sys.argv[2], "w"))
+PY
+expect 0 "export chrome-trace with tensors" -- $G export "$T/tensors.json" --format chrome-trace -o "$T/trace-t.json"
+if python3 - "$T/trace-t.json" <<'PY'
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+t = [e["args"]["tensor"] for e in ev if e["name"].startswith("PyTorch tensors")]
+assert len(t) == 11 and max(t) == 14680064 // 2, t
+assert all("tensor" not in e["args"] for e in ev if e["name"].startswith("GPU memory by kind"))
+PY
+then ok; else bad "export: the tensors' track"; fi
+expect 0 "export folded --what peak" -- $G export $FIX/demo.json --format folded --what peak
+has "$T/out" "main;train_step;keep_for_logging 10485760"
+has "$T/out" "main;train_step 4194304"
+lines "$T/out" 3
+expect 0 "export folded --what growth" -- $G export $FIX/demo.json --format folded --what=growth
+has "$T/out" "main;train_step;keep_for_logging 6291456"
+lines "$T/out" 1
+expect 0 "export folded --what leaked" -- $G export $FIX/demo.json --format folded --what leaked
+lines "$T/out" 4
+python3 -c "import json; d=json.load(open('$FIX/demo.json')); d.pop('peak'); json.dump(d, open('$T/nopeak.json','w'))"
+expect 2 "export --what peak without a peak section" -- $G export "$T/nopeak.json" --format folded --what peak
+has "$T/err" '--what peak needs the report'"'"'s "peak" section'
+lines "$T/err" 1
+expect 2 "export --what with csv" -- $G export $FIX/demo.json --format csv --what peak
+expect 2 "export --what bogus" -- $G export $FIX/demo.json --format folded --what lots
 expect 2 "export bad format" -- $G export $FIX/demo.json --format svg
 expect 2 "export no format" -- $G export $FIX/demo.json
 expect 2 "export unwritable" -- $G export $FIX/demo.json --format csv -o /nonexistent/dir/x.csv
@@ -321,6 +408,20 @@ expect 126 "run: not executable" -- $G run -- "$FIX/demo.json"
 expect 125 "run: gate but no report" -- $G run --fail-on-leak -- true
 expect 2 "run: no command" -- $G run --quiet
 expect 2 "run: bad size" -- $G run --fail-on-leak=lots -- true
+lines "$T/err" 1
+# A gate's value may follow as the next word when it begins with a digit
+# (before, "--fail-on-leak 20MiB" ran "20MiB", exit 127).
+expect 0 "run --fail-on-leak 20MiB -- demo" -- $G run --quiet --fail-on-leak 20MiB -- "$BUILD/demo"
+expect 0 "run --max-leaked 20M -- demo" -- $G run --quiet --max-leaked 20M -- "$BUILD/demo"
+expect 23 "run --max-leaked -- demo" -- $G run --quiet --max-leaked -- "$BUILD/demo"
+has "$T/err" "--max-leaked 0 B: leak of 10485760 byte(s)"
+expect 23 "run --max-leaked then CMD, no --" -- $G run --quiet --max-leaked "$BUILD/demo"
+expect 0 "run --max-growth 8MiB" -- $G run --quiet --max-growth 8MiB -- "$BUILD/demo"
+expect 23 "run --max-peak 1M" -- $G run --quiet --max-peak 1M -- "$BUILD/demo"
+expect 2 "run: a gate's next word that begins with a digit must be a size" -- $G run --max-leaked 20XB -- sh -c ": >\"$T/ran\""
+has "$T/err" 'bad size "20XB"'
+lines "$T/err" 1
+if [ -e "$T/ran" ]; then bad "run started CMD with a bad gate"; else ok; fi
 expect 2 "run: bad stack depth" -- $G run --stack-depth=999 -- true
 expect 2 "run: unknown option" -- $G run --frob -- true
 expect 2 "run: --output takes no \"--\" for its value" -- $G run --output -- true
@@ -340,10 +441,50 @@ expect 2 "no command" -- $G
 expect 2 "unknown command" -- $G frob
 expect 0 "version" -- $G version
 expect 0 "help" -- $G --help
-for c in run report check diff merge export; do
-    expect 0 "$c --help" -- $G $c --help
-    has "$T/out" "usage: gpuleak COMMAND"
+has "$T/out" "usage: gpuleak COMMAND"
+for c in run report check diff merge export help version; do
+    has "$T/out" "  $c "
 done
+# Each command's help is its own: usage, every option, exit codes; the
+# same from "gpuleak help CMD".
+for c in run report check diff merge export help version; do
+    expect 0 "$c --help" -- $G $c --help
+    has "$T/out" "usage: gpuleak $c"
+    has "$T/out" "Exit codes:"
+    cp "$T/out" "$T/help-$c.txt"
+    expect 0 "help $c" -- $G help $c
+    if cmp -s "$T/out" "$T/help-$c.txt"; then ok; else bad "gpuleak help $c differs from $c --help"; fi
+done
+has "$T/help-run.txt" "--max-leaked[=SIZE]"
+has "$T/help-run.txt" "--fail-on-leak[=SIZE]     Another spelling of --max-leaked."
+has "$T/help-check.txt" "--max-leaked SIZE"
+has "$T/help-export.txt" "-o, --output FILE"
+expect 2 "help for an unknown command" -- $G help frob
+lines "$T/err" 1
+expect 0 "run: --help before CMD is run's" -- $G run --help -- true
+has "$T/out" "usage: gpuleak run"
+expect 0 "run: --help after CMD is CMD's" -- $G run -- sh -c 'exit 0' --help
+hasnt "$T/out" "usage: gpuleak run"
+
+echo "== options: one parser, one line per refusal"
+for c in run report check diff merge export help version; do
+    expect 2 "$c --frob" -- $G $c --frob "$FIX/demo.json"
+    lines "$T/err" 1
+    has "$T/err" "gpuleak $c: unknown option --frob"
+done
+expect 2 "report --top=-1" -- $G report --top=-1 $FIX/demo.json
+lines "$T/err" 1
+expect 2 "report --top without a value" -- $G report $FIX/demo.json --top
+has "$T/err" "--top needs a value"
+expect 2 "report --full-stacks=1" -- $G report --full-stacks=1 $FIX/demo.json
+has "$T/err" "--full-stacks takes no value"
+expect 2 "report --kind bogus" -- $G report --kind=bogus $FIX/demo.json
+has "$T/err" "--kind takes device, pool, vmm, managed, host, array or tensor, not \"bogus\""
+expect 2 "diff: a third operand" -- $G diff $FIX/demo.json $FIX/demo.json $FIX/demo.json
+lines "$T/err" 1
+expect 2 "export without --format" -- $G export $FIX/demo.json
+has "$T/err" "--format is needed"
+expect 0 "-- ends the options" -- $G report --top 1 -- $FIX/demo.json
 if [ -w /dev/full ]; then
     for c in "report $FIX/demo.json" "check $FIX/demo.json" "diff $FIX/demo.json $FIX/demo.json" \
              "merge $FIX/demo.json $FIX/demo.json" "export --format csv $FIX/demo.json" "version"; do
@@ -354,6 +495,29 @@ if [ -w /dev/full ]; then
         else bad "$c to a full disk: exit $rc, $(cat "$T/err")"; fi
     done
 fi
+
+echo "== manual page"
+expect 0 "help --man" -- $G help --man
+cp "$T/out" "$T/gpuleak.1"
+has "$T/gpuleak.1" ".TH GPULEAK 1"
+# Every option of every command, its aliases too, as --help lists them,
+# is in the page (roff spells '-' as '\-').
+nopts=0
+for c in $($G --help | sed -n 's/^  \([a-z][a-z]*\)  .*/\1/p'); do
+    has "$T/gpuleak.1" ".SS \"gpuleak $c\""
+    for o in $($G $c --help | sed -n 's/^  \(-[a-z], \)\{0,1\}\(--[a-z-]*\).*/\1\2/p' | tr -d ',' ); do
+        has "$T/gpuleak.1" "$(printf '%s' "$o" | sed 's/-/\\-/g')"
+        nopts=$((nopts + 1))
+    done
+done
+# A floor, so that a help the sed above cannot read fails here.
+if [ "$nopts" -ge 30 ]; then ok; else bad "found only $nopts options in the commands' help"; fi
+if command -v groff >/dev/null 2>&1; then
+    groff -man -ww -z "$T/gpuleak.1" 2>"$T/groff.err"
+    if [ ! -s "$T/groff.err" ]; then ok; else bad "groff warns about the manual page:"; head -5 "$T/groff.err"; fi
+fi
+make --no-print-directory -s BUILD="$BUILD" "$BUILD/gpuleak.1" >/dev/null
+if cmp -s "$BUILD/gpuleak.1" "$T/gpuleak.1"; then ok; else bad "make's $BUILD/gpuleak.1 is not gpuleak help --man"; fi
 
 echo "== fuzz crashes replayed"
 for f in tests/cli/crashes/* tests/cli/corpus/*; do

@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "frames.h"
 #include "load.h"
+#include "opts.h"
 #include "supp.h"
 #include "units.h"
 
@@ -18,6 +19,9 @@ START_TEST(sizes_parse)
         { "2GiB", 2147483648ULL }, { "1KB", 1000 }, { "10B", 10 }, { "1.5KiB", 1536 },
         { "0.5GiB", 536870912 }, { "1TiB", 1099511627776ULL }, { "18446744073709551615", UINT64_MAX },
         { "1.1KiB", 1126 },
+        /* A bare K, M, G or T is binary, either case. */
+        { "4K", 4096 }, { "4k", 4096 }, { "10M", 10485760 }, { "10m", 10485760 }, { "1.5M", 1572864 },
+        { "2G", 2147483648ULL }, { "2g", 2147483648ULL }, { "1T", 1099511627776ULL },
     };
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
         uint64_t v = 7;
@@ -29,9 +33,9 @@ END_TEST
 
 START_TEST(sizes_reject)
 {
-    static const char *const bad[] = { "", "-1", "+1", "1.5", "1.", ".5MB", "4 KiB", "4K", "4XB",
+    static const char *const bad[] = { "", "-1", "+1", "1.5", "1.", ".5MB", "4 KiB", "4XB", "4KK", "4Ki", "4KiBB", "M",
                                        "18446744073709551616", "20000000000GiB", "1e3", "0x10",
-                                       "1.5B", "KiB", " 1" };
+                                       "1.5B", "KiB", " 1", "20000000000G", "4P" };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         uint64_t v = 7;
         ck_assert_msg(units_parse_size(bad[i], &v) != 0, "accepted \"%s\"", bad[i]);
@@ -322,6 +326,75 @@ START_TEST(loader_file_errors)
 }
 END_TEST
 
+/* A command with one option of each kind, for the parser. */
+static const char *const colours[] = { "red", "green", NULL };
+static const opt_spec_t test_options[] = {
+    { "--gate", "--old-gate", OPT_SIZE, OPT_OPTIONAL, "SIZE", NULL, 0, "g" },
+    { "--top", NULL, OPT_COUNT, 0, "N", NULL, 10, "t" },
+    { "--colour", "-c", OPT_CHOICE, 0, "red|green", colours, 0, "c" },
+    { "--file", NULL, OPT_STRING, OPT_REPEATED, "FILE", NULL, 0, "f" },
+    { "--quiet", "-q", OPT_FLAG, 0, NULL, NULL, 0, "q" },
+};
+static const cmd_spec_t test_cmd = {
+    .name = "test", .operands = "-- CMD", .min_operands = 1, .max_operands = OPERANDS_ANY,
+    .options_first = true, .options = test_options, .noptions = 5,
+};
+
+/* Parses the words of line (space-separated, at most 15). */
+static int parse_line(const char *line, opts_t *o)
+{
+    static char buf[256];
+    static char *argv[16];
+    int argc = 0;
+    snprintf(buf, sizeof buf, "%s", line);
+    for (char *w = strtok(buf, " "); w != NULL && argc < 15; w = strtok(NULL, " "))
+        argv[argc++] = w;
+    return opts_parse(&test_cmd, argc, argv, o);
+}
+
+START_TEST(options_parse)
+{
+    opts_t o;
+    ck_assert_int_eq(parse_line("--gate 20MiB --top=3 -c green --file a --file=b -q -- cmd --gate", &o), OPTS_OK);
+    ck_assert(o.v[0].set);
+    ck_assert_uint_eq(o.v[0].number, 20 << 20);
+    ck_assert_str_eq(o.v[0].given, "--gate");
+    ck_assert_uint_eq(o.v[1].number, 3);
+    ck_assert_int_eq(o.v[2].choice, 1);
+    ck_assert_uint_eq(o.v[3].count, 2);
+    ck_assert_str_eq(o.v[3].all[1], "b");
+    ck_assert(o.v[4].set);
+    ck_assert_uint_eq(o.noperands, 2);
+    ck_assert_str_eq(o.operands[1], "--gate"); /* CMD's own, after "--" */
+    ck_assert_ptr_null(o.operands[2]);
+    opts_free(&o);
+    /* An optional value is the next word only when it begins with a digit. */
+    ck_assert_int_eq(parse_line("--old-gate python x.py", &o), OPTS_OK);
+    ck_assert(o.v[0].set);
+    ck_assert_ptr_null(o.v[0].text);
+    ck_assert_str_eq(o.v[0].given, "--old-gate");
+    ck_assert_str_eq(o.operands[0], "python");
+    ck_assert_str_eq(o.operands[1], "x.py"); /* options end at CMD */
+    opts_free(&o);
+    ck_assert_int_eq(parse_line("--gate=10M cmd", &o), OPTS_OK);
+    ck_assert_uint_eq(o.v[0].number, 10 << 20);
+    opts_free(&o);
+    ck_assert_int_eq(parse_line("-q --help cmd", &o), OPTS_HELP);
+    ck_assert_ptr_null(o.v);
+    static const char *const refused[] = {
+        "--gate 20XB cmd", "--gate= cmd", "--top 11 cmd", "--top x cmd", "--top -1 cmd", "--top",
+        "--colour blue cmd", "--file", "--file -- cmd", "--quiet=1 cmd", "--frob cmd", "-c=red cmd",
+        "--gatex cmd", "", "--quiet",
+    };
+    /* Each refusal says one line on stderr; the suite's output needs none. */
+    ck_assert_ptr_nonnull(freopen("/dev/null", "w", stderr));
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        ck_assert_msg(parse_line(refused[i], &o) == OPTS_ERROR, "accepted \"%s\"", refused[i]);
+        ck_assert_ptr_null(o.v);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("gpuleak-cli");
@@ -330,6 +403,7 @@ int main(void)
     tcase_add_test(units, sizes_reject);
     tcase_add_test(units, times_parse);
     tcase_add_test(units, sizes_format);
+    tcase_add_test(units, options_parse);
     suite_add_tcase(s, units);
     TCase *supp = tcase_create("suppressions");
     tcase_add_test(supp, supp_matching);

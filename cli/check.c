@@ -432,6 +432,39 @@ static int judge_peak(FILE *out, const load_report_t *r, const check_budget_t *b
     return CHECK_FAIL;
 }
 
+supp_set_t *check_setup(check_budget_t *b, const opt_value_t *v)
+{
+    const opt_value_t *leaked = &v[CHECK_OPT_LEAKED], *growth = &v[CHECK_OPT_GROWTH],
+                      *peak = &v[CHECK_OPT_PEAK], *files = &v[CHECK_OPT_SUPP];
+    b->leaked = leaked->set;
+    b->max_leaked = leaked->number;
+    b->leaked_flag = leaked->set ? leaked->given : "--max-leaked";
+    b->growth = growth->set;
+    b->max_growth = growth->number;
+    b->growth_flag = growth->set ? growth->given : "--max-growth";
+    b->peak = peak->set;
+    b->max_peak = peak->number;
+    b->peak_flag = "--max-peak";
+    supp_set_t *supp = supp_new();
+    if (supp == NULL || (!v[CHECK_OPT_NO_DEFAULTS].set && supp_add_defaults(supp) != 0)) {
+        fputs("gpuleak: out of memory\n", stderr);
+        supp_free(supp);
+        return NULL;
+    }
+    for (size_t i = 0; i < files->count; i++) {
+        char *err = NULL;
+        if (supp_load_file(supp, files->all[i], &err) != 0) {
+            fputs("gpuleak: ", stderr);
+            frames_put(stderr, err ? err : "out of memory");
+            fputc('\n', stderr);
+            free(err);
+            supp_free(supp);
+            return NULL;
+        }
+    }
+    return supp;
+}
+
 /* Judges every budget set in b on one report, printing a PASS or FAIL line
  * per budget (FAIL: one per site) on out and adding test cases to junit
  * (may be NULL). Suppression counters in supp accumulate across calls.

@@ -1,4 +1,4 @@
-/* page.js: builds a `gpuleak html` page from the reports report/html.c
+/* page.js: builds a `gpuleak html` page from the reports cli/html.c
  * embedded in it (each a <script type="application/json"
  * class="gpuleak-report"> holding {"file", "report"}; the report's fields:
  * docs/report-format.md). Glue only: uPlot draws the timelines,

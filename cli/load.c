@@ -4,6 +4,7 @@
  * naming the file and the field, and nothing downstream re-checks types. */
 #define _GNU_SOURCE
 #include "load.h"
+#include "frames.h"
 #include "report_format.h"
 
 #include <errno.h>
@@ -867,4 +868,39 @@ int load_kind_index(const char *kind)
         if (strcmp(kind, load_kind_names[i]) == 0)
             return i;
     return -1;
+}
+
+int load_files(load_set_t *set, char *const *paths, size_t n)
+{
+    memset(set, 0, sizeof *set);
+    set->v = calloc(n ? n : 1, sizeof *set->v);
+    set->errors = calloc(n ? n : 1, sizeof *set->errors);
+    if (set->v == NULL || set->errors == NULL) {
+        fputs("gpuleak: out of memory\n", stderr);
+        return -1;
+    }
+    set->n = n;
+    for (size_t i = 0; i < n; i++) {
+        set->v[i] = load_file(paths[i], &set->errors[i]);
+        if (set->v[i] != NULL)
+            continue;
+        if (set->errors[i] == NULL)
+            set->errors[i] = strdup("out of memory");
+        fputs("gpuleak: ", stderr);
+        frames_put(stderr, set->errors[i] ? set->errors[i] : "out of memory");
+        fputc('\n', stderr);
+        set->bad++;
+    }
+    return 0;
+}
+
+void load_set_free(load_set_t *set)
+{
+    for (size_t i = 0; i < set->n; i++) {
+        load_free(set->v[i]);
+        free(set->errors[i]);
+    }
+    free(set->v);
+    free(set->errors);
+    memset(set, 0, sizeof *set);
 }

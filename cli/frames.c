@@ -184,28 +184,62 @@ char *frames_origin_line(const load_site_t *site)
     return n < 0 ? NULL : key;
 }
 
-/* A site's identity across runs: kind, then every frame as function, module
- * basename and offset, then the Python frames. Site ids and addresses differ
- * from run to run (ASLR, allocation order); these do not. Malloc'd. */
-char *frames_key(const load_site_t *site)
+int frames_id(const load_site_t *site, frames_id_t *id)
 {
-    char *text = NULL;
     size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    if (f == NULL)
-        return NULL;
-    fprintf(f, "%s", site->kind);
+    FILE *f = open_memstream(&id->name, &len);
+    id->nlines = site->nstack + site->npython;
+    id->lines = calloc(id->nlines ? id->nlines : 1, sizeof *id->lines);
+    if (f == NULL || id->lines == NULL) {
+        if (f != NULL)
+            fclose(f);
+        frames_id_free(id);
+        return -1;
+    }
+    fputs(site->kind, f);
+    /* Control characters separate the parts, which real names do not
+     * hold, so that frames "a" "bc" and "ab" "c" differ. */
     for (size_t i = 0; i < site->nstack; i++) {
         const load_frame_t *fr = &site->stack[i];
-        fprintf(f, "\x1f%s\x1e%s\x1e%llx", fr->function ? fr->function : "",
-                frames_basename(fr->module), (unsigned long long)fr->offset);
+        if (fr->function != NULL)
+            fprintf(f, "\x1f%s", fr->function);
+        else
+            fprintf(f, "\x1f%s+0x%llx", frames_basename(fr->module), (unsigned long long)fr->offset);
+        id->lines[i] = fr->line;
     }
     for (size_t i = 0; i < site->npython; i++) {
         const load_pyframe_t *fr = &site->python[i];
-        fprintf(f, "\x1dpy\x1e%s\x1e%s\x1e%ld", fr->function, fr->file, fr->line);
+        fprintf(f, "\x1d%s\x1e%s", fr->function, frames_basename(fr->file));
+        id->lines[site->nstack + i] = fr->line;
     }
-    fclose(f);
-    return text;
+    if (fclose(f) != 0 || id->name == NULL) {
+        frames_id_free(id);
+        return -1;
+    }
+    return 0;
+}
+
+void frames_id_free(frames_id_t *id)
+{
+    free(id->name);
+    free(id->lines);
+    id->name = NULL;
+    id->lines = NULL;
+    id->nlines = 0;
+}
+
+int frames_id_cmp_lines(const frames_id_t *a, const frames_id_t *b)
+{
+    for (size_t i = 0; i < a->nlines && i < b->nlines; i++)
+        if (a->lines[i] != b->lines[i])
+            return a->lines[i] < b->lines[i] ? -1 : 1;
+    return (a->nlines > b->nlines) - (a->nlines < b->nlines);
+}
+
+int frames_id_cmp(const frames_id_t *a, const frames_id_t *b)
+{
+    int c = strcmp(a->name, b->name);
+    return c ? c : frames_id_cmp_lines(a, b);
 }
 
 void frames_print_holders(FILE *f, const load_site_t *site, const char *indent, size_t limit)

@@ -3,6 +3,18 @@
 
 #include <stdlib.h>
 
+/* In the order rejudge_options reads: "none" drops the built-in table. */
+const char *const rejudge_rule_choices[] = { "none", "default", NULL };
+
+bool rejudge_options(const opt_value_t *v)
+{
+    const opt_value_t *skip = &v[REJUDGE_OPT_SKIP], *rules = &v[REJUDGE_OPT_RULES];
+    if (!skip->set && !rules->set)
+        return false;
+    rejudge_rules(skip->text, !rules->set || rules->choice == 1);
+    return true;
+}
+
 void rejudge_rules(const char *skip, int builtin)
 {
     origin_rules_init(skip, builtin);

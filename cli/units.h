@@ -6,6 +6,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* How sizes may be written, for help and messages. */
+#define UNITS_SIZE_FORMS "123, 4KiB, 1.5MB, 2GiB, 10M (KB=1000, KiB=1024; a bare K, M, G or T is binary)"
+
 /* Longest text units_format_size writes, terminator included. */
 #define UNITS_SIZE_BUF 32
 

@@ -2,7 +2,7 @@
  * ranks are, and the leaking sites every rank shares: a leak in all ranks
  * is in the training code, a leak in one rank is in that rank's role. */
 #define _GNU_SOURCE
-#include "merge.h"
+#include "commands.h"
 #include "frames.h"
 #include "load.h"
 #include "units.h"
@@ -11,8 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A leak site of one rank, by its identity (frames_id: the ranks run one
+ * build, so name and lines both must agree). */
 typedef struct {
-    char *key;
+    frames_id_t id;
     size_t report;
     const load_site_t *site;
 } entry_t;
@@ -20,7 +22,7 @@ typedef struct {
 static int entry_cmp(const void *a, const void *b)
 {
     const entry_t *x = a, *y = b;
-    int c = strcmp(x->key, y->key);
+    int c = frames_id_cmp(&x->id, &y->id);
     return c ? c : (x->report > y->report) - (x->report < y->report);
 }
 
@@ -32,7 +34,8 @@ static int rank_cmp(const void *a, const void *b)
 }
 
 /* Prints the leak sites present in every report, with bytes summed over
- * the ranks; a key seen twice in one report counts once toward "every". */
+ * the ranks; an id seen twice in one report counts once toward "every".
+ * Returns -1 when out of memory. */
 static int print_common(load_report_t **r, size_t n)
 {
     size_t total = 0;
@@ -43,13 +46,15 @@ static int print_common(load_report_t **r, size_t n)
         return -1;
     size_t m = 0;
     for (size_t i = 0; i < n; i++)
-        for (size_t k = 0; k < r[i]->leaks.n; k++) {
-            e[m].key = frames_key(&r[i]->leaks.v[k]);
-            if (e[m].key == NULL)
-                continue;
+        for (size_t k = 0; k < r[i]->leaks.n; k++, m++) {
+            if (frames_id(&r[i]->leaks.v[k], &e[m].id) != 0) {
+                for (size_t j = 0; j < m; j++)
+                    frames_id_free(&e[j].id);
+                free(e);
+                return -1;
+            }
             e[m].report = i;
             e[m].site = &r[i]->leaks.v[k];
-            m++;
         }
     qsort(e, m, sizeof *e, entry_cmp);
     size_t common = 0;
@@ -58,7 +63,7 @@ static int print_common(load_report_t **r, size_t n)
     for (size_t i = 0; i < m;) {
         size_t end = i, ranks = 0;
         uint64_t bytes = 0;
-        while (end < m && strcmp(e[end].key, e[i].key) == 0) {
+        while (end < m && frames_id_cmp(&e[end].id, &e[i].id) == 0) {
             if (end == i || e[end].report != e[end - 1].report)
                 ranks++;
             bytes = units_add(bytes, e[end].site->bytes);
@@ -77,42 +82,25 @@ static int print_common(load_report_t **r, size_t n)
     if (common == 0)
         puts("  (none)");
     for (size_t i = 0; i < m; i++)
-        free(e[i].key);
+        frames_id_free(&e[i].id);
     free(e);
     return 0;
 }
 
-/* Exits 0 after printing the merged view, 2 when a file is unreadable
- * (a merged view missing a rank would hide that rank's leaks). */
-int merge_main(int argc, char **argv)
+static const cmd_exit_t exits[] = {
+    { "0", "the merged view was printed" },
+    { "2", "bad usage, a report that cannot be read (a merged view missing a rank would hide "
+           "that rank's leaks), or a failed write to stdout" },
+};
+
+static int merge_main(const opts_t *opts)
 {
-    if (argc < 1) {
-        fputs("usage: gpuleak merge FILE...\n", stderr);
-        return 2;
-    }
-    for (int i = 0; i < argc; i++)
-        if (argv[i][0] == '-' && argv[i][1] != '\0') {
-            fprintf(stderr, "gpuleak merge: unknown option %s\n", argv[i]);
-            return 2;
-        }
-    load_report_t **r = calloc((size_t)argc, sizeof *r);
-    if (r == NULL)
-        return 2;
-    int bad = 0;
-    for (int i = 0; i < argc; i++) {
-        char *err = NULL;
-        r[i] = load_file(argv[i], &err);
-        if (r[i] == NULL) {
-            fputs("gpuleak: ", stderr);
-            frames_put(stderr, err ? err : "out of memory");
-            fputc('\n', stderr);
-            bad = 1;
-        }
-        free(err);
-    }
-    int code = 2;
-    if (!bad) {
-        size_t n = (size_t)argc;
+    load_set_t set;
+    int code = CLI_EXIT_USAGE;
+    if (load_files(&set, opts->operands, opts->noperands) == 0 && set.bad == 0) {
+        /* Sorted in place: no errors to keep in step with, none being bad. */
+        load_report_t **r = set.v;
+        size_t n = set.n;
         qsort(r, n, sizeof *r, rank_cmp);
         char a[UNITS_SIZE_BUF], b[UNITS_SIZE_BUF], c[UNITS_SIZE_BUF];
         uint64_t min_peak = UINT64_MAX, max_peak = 0, leaked = 0;
@@ -143,10 +131,27 @@ int merge_main(int argc, char **argv)
             printf(", imbalance (max/min peak) %.2fx\n", (double)max_peak / (double)min_peak);
         else
             printf(", imbalance (max/min peak) n/a (a rank used no GPU memory)\n");
-        code = print_common(r, n) == 0 ? 0 : 2;
+        code = 0;
+        if (print_common(r, n) != 0) {
+            fputs("gpuleak merge: out of memory\n", stderr);
+            code = CLI_EXIT_USAGE;
+        }
     }
-    for (int i = 0; i < argc; i++)
-        load_free(r[i]);
-    free(r);
+    load_set_free(&set);
     return code;
 }
+
+const cmd_spec_t merge_command = {
+    .name = "merge",
+    .operands = "FILE...",
+    .min_operands = 1,
+    .max_operands = OPERANDS_ANY,
+    .summary = "one view of the reports of several processes (ranks)",
+    .description =
+        "Prints one row per process (rank from process.rank, else pid) with its peak, leaked and "
+        "growth bytes; the imbalance between ranks (max/min peak); and the leak sites common "
+        "to every rank with their bytes summed.",
+    .exits = exits,
+    .nexits = sizeof exits / sizeof exits[0],
+    .main = merge_main,
+};

@@ -2,12 +2,11 @@
  * the command (and its children) wrote. The command's own exit status wins
  * over a gate: a crashing test is the first thing to fix. */
 #define _GNU_SOURCE
-#include "run.h"
 #include "check.h"
+#include "commands.h"
 #include "frames.h"
 #include "load.h"
 #include "supp.h"
-#include "units.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -22,14 +21,47 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* Exit status when a gate fails, chosen like LeakSanitizer's exitcode=23 so
+ * that CI tells a leak from a crash or a failing test. */
+#define RUN_EXIT_GATE 23
+/* gpuleak itself could not do its part (no shim, no report to judge). */
+#define RUN_EXIT_INTERNAL 125
+#define RUN_EXIT_NOEXEC 126
+#define RUN_EXIT_NOTFOUND 127
+
+enum { O_OUTPUT, O_STACK_DEPTH, O_NO_PYTHON, O_QUIET, O_BUDGETS,
+       O_COUNT = O_BUDGETS + CHECK_OPT_COUNT };
+
+static const opt_spec_t options[] = {
+    { "--output", "-o", OPT_STRING, 0, "PATTERN", NULL, 0,
+      "Write the reports to PATTERN (GPULEAK_OUTPUT: %p pid, %h host, %r rank, %% a percent "
+      "sign); its directory, when it has no % escape, must be writable before CMD starts." },
+    { "--stack-depth", NULL, OPT_COUNT, 0, "N", NULL, 256,
+      "Native frames recorded per allocation, 0 to 256 (GPULEAK_STACK_DEPTH); 0 records no "
+      "stacks." },
+    { "--no-python", NULL, OPT_FLAG, 0, NULL, NULL, 0, "Record no Python frames (GPULEAK_PYTHON=0)." },
+    { "--quiet", "-q", OPT_FLAG, 0, NULL, NULL, 0, "Print no summary at exit (GPULEAK_SUMMARY=0)." },
+    CHECK_OPTIONS(OPT_OPTIONAL),
+};
+_Static_assert(sizeof options / sizeof options[0] == O_COUNT, "one table entry per option");
+
+static const cmd_exit_t exits[] = {
+    { "0", "CMD exited 0 and every gate held" },
+    { "CMD's", "CMD exited non-zero: its code wins over any gate" },
+    { "128+N", "CMD died from signal N" },
+    { "23", "CMD exited 0 but a gate failed (23 as in LeakSanitizer's exitcode)" },
+    { "125", "gpuleak could not do its part: the shim was not found, or a gate was set and no "
+             "readable report was written (CMD made no CUDA call, or ended by _exit or a signal)" },
+    { "126", "CMD could not be executed" },
+    { "127", "CMD was not found" },
+    { "2", "bad usage, found before CMD was started: an unknown option, a bad value, a "
+           "suppressions file that cannot be read, an --output directory that cannot be written" },
+};
+
+/* What run was asked to do: the parsed options and the gates from them. */
 typedef struct {
-    const char *output;
-    const char *stack_depth;
-    bool no_python, quiet, no_default_supp;
-    const char **supp_files;  /* each --suppressions, in order */
-    size_t supp_count;
+    const opts_t *opts;
     check_budget_t budget;
-    char **cmd;
 } run_options_t;
 
 typedef struct {
@@ -45,109 +77,6 @@ typedef struct {
 } seen_list_t;
 
 static volatile sig_atomic_t child_pid;
-
-static void usage_error(const char *fmt, const char *arg)
-{
-    fputs("gpuleak run: ", stderr);
-    fprintf(stderr, fmt, arg);
-    fputs("\nusage: gpuleak run [--output=PATTERN] [--stack-depth=N] [--no-python] [--quiet]\n"
-          "                   [--fail-on-leak[=SIZE]] [--fail-on-growth[=SIZE]] [--max-peak=SIZE]\n"
-          "                   [--suppressions=FILE] [--no-default-suppressions] -- CMD [ARGS...]\n",
-          stderr);
-}
-
-/* Matches "--name" and "--name=VALUE"; *value is NULL for the first form. */
-static bool opt(const char *arg, const char *name, const char **value)
-{
-    size_t n = strlen(name);
-    if (strncmp(arg, name, n) != 0)
-        return false;
-    if (arg[n] == '\0') {
-        *value = NULL;
-        return true;
-    }
-    if (arg[n] == '=') {
-        *value = arg + n + 1;
-        return true;
-    }
-    return false;
-}
-
-/* Parses the options before CMD. Options that take a value accept it after
- * '=' or as the next word, except the gates, whose value is optional and
- * must follow '=' (otherwise "--fail-on-leak python" would be ambiguous).
- * Returns 0, or -1 after printing a usage error. */
-static int parse_options(int argc, char **argv, run_options_t *o)
-{
-    int i = 0;
-    for (; i < argc; i++) {
-        const char *a = argv[i], *v;
-        if (strcmp(a, "--") == 0) {
-            i++;
-            break;
-        }
-        if (a[0] != '-' || a[1] == '\0')
-            break;
-        const char **slot = NULL;
-        if (opt(a, "--output", &v) || opt(a, "-o", &v))
-            slot = &o->output;
-        else if (opt(a, "--stack-depth", &v))
-            slot = &o->stack_depth;
-        else if (opt(a, "--suppressions", &v))
-            slot = &o->supp_files[o->supp_count++];  /* room for argc of them */
-        if (slot != NULL) {
-            if (v == NULL && i + 1 < argc && strcmp(argv[i + 1], "--") != 0)
-                v = argv[++i];
-            if (v == NULL || *v == '\0') {
-                usage_error("%s needs a value", a);
-                return -1;
-            }
-            *slot = v;
-            continue;
-        }
-        if (strcmp(a, "--no-python") == 0)
-            o->no_python = true;
-        else if (strcmp(a, "--quiet") == 0 || strcmp(a, "-q") == 0)
-            o->quiet = true;
-        else if (strcmp(a, "--no-default-suppressions") == 0)
-            o->no_default_supp = true;
-        else if (opt(a, "--fail-on-leak", &v)) {
-            o->budget.leaked = true;
-            if (v != NULL && units_parse_size(v, &o->budget.max_leaked) != 0) {
-                usage_error("bad size \"%s\" (sizes: 123, 4KiB, 1.5MB, 2GiB)", v);
-                return -1;
-            }
-        } else if (opt(a, "--fail-on-growth", &v)) {
-            o->budget.growth = true;
-            if (v != NULL && units_parse_size(v, &o->budget.max_growth) != 0) {
-                usage_error("bad size \"%s\" (sizes: 123, 4KiB, 1.5MB, 2GiB)", v);
-                return -1;
-            }
-        } else if (opt(a, "--max-peak", &v)) {
-            if (v == NULL && i + 1 < argc)
-                v = argv[++i];
-            o->budget.peak = true;
-            if (v == NULL || units_parse_size(v, &o->budget.max_peak) != 0) {
-                usage_error("bad size \"%s\" for --max-peak", v ? v : "");
-                return -1;
-            }
-        } else {
-            usage_error("unknown option %s", a);
-            return -1;
-        }
-    }
-    if (i >= argc) {
-        usage_error("%s", "no command given");
-        return -1;
-    }
-    if (o->stack_depth != NULL && (strspn(o->stack_depth, "0123456789") != strlen(o->stack_depth) ||
-                                   strlen(o->stack_depth) > 3 || atoi(o->stack_depth) > 256)) {
-        usage_error("--stack-depth takes 0 to 256, not \"%s\"", o->stack_depth);
-        return -1;
-    }
-    o->cmd = argv + i;
-    return 0;
-}
 
 /* The running executable's path, malloc'd; readlink truncates silently, so
  * the buffer grows until the answer fits. */
@@ -294,20 +223,21 @@ static int set_environment(const run_options_t *o, const char *shim, const char 
         return -1;
     int rc = setenv("LD_PRELOAD", preload, 1);
     free(preload);
+    const opt_value_t *v = o->opts->v;
     if (output != NULL)
         rc |= setenv("GPULEAK_OUTPUT", output, 1);
-    if (o->stack_depth != NULL)
-        rc |= setenv("GPULEAK_STACK_DEPTH", o->stack_depth, 1);
-    if (o->no_python)
+    if (v[O_STACK_DEPTH].set)
+        rc |= setenv("GPULEAK_STACK_DEPTH", v[O_STACK_DEPTH].text, 1);
+    if (v[O_NO_PYTHON].set)
         rc |= setenv("GPULEAK_PYTHON", "0", 1);
-    if (o->quiet)
+    if (v[O_QUIET].set)
         rc |= setenv("GPULEAK_SUMMARY", "0", 1);
     return rc;
 }
 
 /* Forks and execs CMD; returns its exit status as a shell reports it
  * (128+N for death by signal N, 126/127 when it could not be executed). */
-static int run_command(char **cmd)
+static int exec_and_wait(char **cmd)
 {
     int pipefd[2];
     if (pipe2(pipefd, O_CLOEXEC) != 0) {
@@ -383,30 +313,6 @@ static void remove_tmpdir(const char *dir)
     rmdir(dir);
 }
 
-/* The suppressions the gates use: the built-in list unless turned off,
- * then each file in order. Read before CMD starts, so that a missing or
- * malformed file is a usage error that costs no run. NULL after printing
- * why. */
-static supp_set_t *load_suppressions(const run_options_t *o)
-{
-    supp_set_t *supp = supp_new();
-    if (supp == NULL || (!o->no_default_supp && supp_add_defaults(supp) != 0)) {
-        supp_free(supp);
-        fputs("gpuleak run: out of memory\n", stderr);
-        return NULL;
-    }
-    for (size_t i = 0; i < o->supp_count; i++) {
-        char *err = NULL;
-        if (supp_load_file(supp, o->supp_files[i], &err) != 0) {
-            fprintf(stderr, "gpuleak: %s\n", err ? err : "out of memory");
-            free(err);
-            supp_free(supp);
-            return NULL;
-        }
-    }
-    return supp;
-}
-
 /* Judges the reports written during the run against supp. Returns
  * CHECK_PASS, CHECK_FAIL, or CHECK_ERROR when there is nothing trustworthy
  * to judge (an unreadable report among failing ones included); *failed
@@ -414,26 +320,29 @@ static supp_set_t *load_suppressions(const run_options_t *o)
 static int judge(const run_options_t *o, supp_set_t *supp, const char *glob_pattern,
                  const seen_list_t *before, bool *failed)
 {
-    char *err = NULL;
     seen_list_t after;
     snapshot(glob_pattern, &after);
-    int verdict = CHECK_PASS, found = 0;
-    for (size_t i = 0; i < after.n; i++) {
-        if (was_seen(before, &after.v[i]))
+    char **fresh = calloc(after.n + 1, sizeof *fresh);
+    if (fresh == NULL) {
+        fputs("gpuleak run: out of memory\n", stderr);
+        seen_free(&after);
+        return CHECK_ERROR;
+    }
+    size_t found = 0;
+    for (size_t i = 0; i < after.n; i++)
+        if (!was_seen(before, &after.v[i]))
+            fresh[found++] = after.v[i].path;
+    load_set_t set = { NULL, NULL, 0, 0 };
+    int verdict = load_files(&set, fresh, found) == 0 && set.bad == 0 ? CHECK_PASS : CHECK_ERROR;
+    for (size_t i = 0; i < set.n; i++) {
+        if (set.v[i] == NULL)
             continue;
-        found++;
-        load_report_t *r = load_file(after.v[i].path, &err);
-        if (r == NULL) {
-            fprintf(stderr, "gpuleak: %s\n", err ? err : "out of memory");
-            free(err);
-            verdict = CHECK_ERROR;
-            continue;
-        }
-        int v = check_report(stderr, r, &o->budget, supp, NULL);
+        int v = check_report(stderr, set.v[i], &o->budget, supp, NULL);
         *failed = *failed || v == CHECK_FAIL;
         verdict = v > verdict ? v : verdict;
-        load_free(r);
     }
+    load_set_free(&set);
+    free(fresh);
     if (found == 0) {
         fprintf(stderr, "gpuleak run: no report was written (no CUDA call, or the process ended "
                         "by _exit or a signal); the gates could not be judged\n");
@@ -466,41 +375,27 @@ static bool output_dir_unusable(const char *pattern)
     return unusable;
 }
 
-/* Entry point for `gpuleak run`; argv starts after "run". Returns the exit
- * status documented in README.md, "Exit codes". */
-int run_main(int argc, char **argv)
+/* Everything that can be refused is refused before CMD starts (a usage
+ * error costs no run); then CMD runs, and the gates judge its reports. */
+static int run_main(const opts_t *opts)
 {
     run_options_t o;
     memset(&o, 0, sizeof o);
-    o.budget.leaked_flag = "--fail-on-leak";
-    o.budget.growth_flag = "--fail-on-growth";
-    o.budget.peak_flag = "--max-peak";
+    o.opts = opts;
     o.budget.quiet_pass = true;
-    o.supp_files = calloc((size_t)argc + 1, sizeof *o.supp_files);
-    if (o.supp_files == NULL) {
-        fputs("gpuleak run: out of memory\n", stderr);
-        return RUN_EXIT_INTERNAL;
-    }
-    if (parse_options(argc, argv, &o) != 0) {
-        free(o.supp_files);
-        return 2;
-    }
-    if (o.output != NULL && output_dir_unusable(o.output)) {
-        free(o.supp_files);
-        return 2;
-    }
-    bool gates = o.budget.leaked || o.budget.growth || o.budget.peak;
-    supp_set_t *supp = load_suppressions(&o);
-    free(o.supp_files);
+    if (opts->v[O_OUTPUT].set && output_dir_unusable(opts->v[O_OUTPUT].text))
+        return CLI_EXIT_USAGE;
+    supp_set_t *supp = check_setup(&o.budget, &opts->v[O_BUDGETS]);
     if (supp == NULL)
-        return 2;
+        return CLI_EXIT_USAGE;
+    bool gates = o.budget.leaked || o.budget.growth || o.budget.peak;
     char *shim = find_shim();
     if (shim == NULL) {
         fputs("gpuleak run: libgpuleak.so not found beside the gpuleak binary or in ../lib\n", stderr);
         supp_free(supp);
         return RUN_EXIT_INTERNAL;
     }
-    const char *output = o.output;
+    const char *output = opts->v[O_OUTPUT].text;
     char tmpdir[] = "/tmp/gpuleak-run.XXXXXX";
     char *tmp_output = NULL;
     bool made_tmpdir = false;
@@ -546,7 +441,7 @@ int run_main(int argc, char **argv)
         fprintf(stderr, "gpuleak run: cannot set the environment: %s\n", strerror(errno));
         code = RUN_EXIT_INTERNAL;
     } else {
-        code = run_command(o.cmd);
+        code = exec_and_wait(opts->operands);
         if (gates && glob_pattern != NULL && code != RUN_EXIT_NOTFOUND && code != RUN_EXIT_NOEXEC) {
             int verdict = judge(&o, supp, glob_pattern, &before, &failed);
             if (code == 0 && verdict == CHECK_FAIL)
@@ -578,3 +473,28 @@ int run_main(int argc, char **argv)
     seen_free(&before);
     return code;
 }
+
+const cmd_spec_t run_command = {
+    .name = "run",
+    .operands = "-- CMD [ARGS...]",
+    .min_operands = 1,
+    .max_operands = OPERANDS_ANY,
+    .options_first = true,
+    .summary = "run a command with the shim preloaded; gates exit 23",
+    .description =
+        "Runs CMD with libgpuleak.so preloaded (the one beside the gpuleak binary, else "
+        "../lib/libgpuleak.so), before any LD_PRELOAD already set. With a gate (--max-leaked, "
+        "--max-growth, --max-peak), the reports written during the run by CMD and its children "
+        "(files matching the output pattern that are new or changed, in a temporary directory "
+        "unless --output or GPULEAK_OUTPUT names one) are judged as check judges them; each "
+        "failure prints one line naming the gate, the report, the site's bytes and its origin. "
+        "The temporary directory is removed afterwards, or kept and named when a gate failed.\n"
+        "Options end at CMD, or at \"--\". A gate given without a value is 0 (--max-leaked: "
+        "any unsuppressed leak); its value is the next word only when that word begins with a "
+        "digit (--max-leaked 20MiB -- CMD), else write --max-leaked=SIZE.",
+    .options = options,
+    .noptions = O_COUNT,
+    .exits = exits,
+    .nexits = sizeof exits / sizeof exits[0],
+    .main = run_main,
+};

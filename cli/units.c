@@ -14,13 +14,16 @@ struct unit {
 };
 
 /* Decimal prefixes are powers of 1000 and binary ones powers of 1024, as in
- * IEC 80000-13: "1.5MB" and "1.5MiB" differ and both are common in logs. */
+ * IEC 80000-13: "1.5MB" and "1.5MiB" differ and both are common in logs. A
+ * bare letter (10K, 10M, 10G) is binary, as memory limits are written for
+ * docker, ulimit and Kubernetes: a budget typed that way means what the
+ * person who copied it from there meant. */
 static const struct unit size_units[] = {
     { "", 1 }, { "b", 1 },
-    { "kb", 1000ULL }, { "kib", 1024ULL },
-    { "mb", 1000000ULL }, { "mib", 1048576ULL },
-    { "gb", 1000000000ULL }, { "gib", 1073741824ULL },
-    { "tb", 1000000000000ULL }, { "tib", 1099511627776ULL },
+    { "kb", 1000ULL }, { "kib", 1024ULL }, { "k", 1024ULL },
+    { "mb", 1000000ULL }, { "mib", 1048576ULL }, { "m", 1048576ULL },
+    { "gb", 1000000000ULL }, { "gib", 1073741824ULL }, { "g", 1073741824ULL },
+    { "tb", 1000000000000ULL }, { "tib", 1099511627776ULL }, { "t", 1099511627776ULL },
 };
 
 /* A bare number of seconds is accepted because that is what people type. */
@@ -78,7 +81,7 @@ static int parse_scaled(const char *text, const struct unit *units, size_t nunit
     return -1;
 }
 
-/* Sizes: 123, 4KiB, 1.5MB, 2GiB (KB=1000, KiB=1024, case-insensitive).
+/* Sizes: 123, 4KiB, 1.5MB, 2GiB, 10M (KB=1000, KiB=K=1024, case-insensitive).
  * Returns 0 and sets *bytes, or -1 leaving it untouched. */
 int units_parse_size(const char *text, uint64_t *bytes)
 {

@@ -158,4 +158,22 @@ load_report_t *load_buffer(const char *data, size_t len, const char *name, char 
 void load_free(load_report_t *report);
 int load_kind_index(const char *kind);
 
+/* The reports a command reads, loaded together by load_files. */
+typedef struct {
+    load_report_t **v; /* one per file; NULL where the file could not be loaded */
+    char **errors;     /* one per file: the line said about it, or NULL */
+    size_t n;          /* files */
+    size_t bad;        /* files that could not be loaded */
+} load_set_t;
+
+/* Loads every one of paths[0..n) into *set, trying each even after a bad
+ * one so that one run names every bad file: one line on stderr per file
+ * that cannot be loaded ("gpuleak: FILE: problem"), kept in set->errors.
+ * Returns 0, or -1 when the set itself cannot be allocated (said too).
+ * Free with load_set_free either way. */
+int load_files(load_set_t *set, char *const *paths, size_t n);
+
+/* Frees a load_set_t's reports and messages; a zeroed one is a no-op. */
+void load_set_free(load_set_t *set);
+
 #endif

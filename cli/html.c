@@ -1,15 +1,16 @@
 /* html.c: `gpuleak html FILE... -o OUT.html`. The page is the template
- * report/html/page.html with its markers replaced: the style (the
- * libraries' and report/html/page.css), each report as JSON data, and the
- * scripts (the libraries, then report/html/page.js, which draws the page
+ * cli/html/page.html with its markers replaced: the style (the
+ * libraries' and cli/html/page.css), each report as JSON data, and the
+ * scripts (the libraries, then cli/html/page.js, which draws the page
  * from that data). All of it comes from html_assets.S, inside the binary.
  * The command checks each report as every command does, then writes the
  * parsed document back out rather than the file's bytes, so what the page
  * reads is well-formed JSON whatever the file held. */
 #define _GNU_SOURCE
-#include "html.h"
+#include "commands.h"
 #include "frames.h"
 #include "load.h"
+#include "opts.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,8 +20,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#define EXIT_USAGE 2
 
 #define HTML_ASSET(name) extern const char html_asset_##name[], html_asset_##name##_end[];
 HTML_ASSET(page_html)
@@ -244,50 +243,52 @@ static int is_input(const char *path, char **files, int nfiles)
     return 0;
 }
 
-int html_main(int argc, char **argv)
+enum { O_OUTPUT, O_COUNT };
+
+static const opt_spec_t options[] = {
+    { "--output", "-o", OPT_STRING, OPT_REQUIRED, "OUT.html", NULL, 0,
+      "Write the page to OUT.html ('-' is stdout); never over one of the reports. A failed "
+      "write leaves an existing OUT.html as it was." },
+};
+
+static const cmd_exit_t exits[] = {
+    { "0", "the page was written" },
+    { "2", "bad usage, a report that cannot be read, or a failed write" },
+};
+
+static int html_main(const opts_t *opts)
 {
-    const char *out_path = NULL;
-    char **files = calloc((size_t)argc + 1, sizeof *files);
-    int nfiles = 0, code = EXIT_USAGE;
-    if (files == NULL) {
-        fputs("gpuleak html: out of memory\n", stderr);
-        return EXIT_USAGE;
-    }
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        if (strncmp(a, "--output=", 9) == 0)
-            out_path = a + 9;
-        else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "gpuleak html: %s needs a value\n", a);
-                goto done;
-            }
-            out_path = argv[++i];
-        } else if (a[0] == '-' && a[1] != '\0') {
-            fputs("gpuleak html: unknown option ", stderr);
-            frames_put(stderr, a);
-            fputc('\n', stderr);
-            goto done;
-        } else
-            files[nfiles++] = argv[i];
-    }
-    if (nfiles == 0 || out_path == NULL || out_path[0] == '\0') {
-        fputs("usage: gpuleak html FILE... -o OUT.html (or -o - for stdout)\n", stderr);
-        goto done;
-    }
+    const char *out_path = opts->v[O_OUTPUT].text;
+    char **files = opts->operands;
+    int nfiles = (int)opts->noperands;
     if (is_input(out_path, files, nfiles)) {
         fputs("gpuleak html: -o ", stderr);
         frames_put(stderr, out_path);
         fputs(" is one of the reports; it would be overwritten\n", stderr);
-        goto done;
+        return CLI_EXIT_USAGE;
     }
     out_t out;
     if (out_open(&out, out_path) != 0)
-        goto done;
+        return CLI_EXIT_USAGE;
     int ok = put_page(out.f, files, nfiles) == 0;
-    if (out_close(&out, ok) == 0)
-        code = 0;
-done:
-    free(files);
-    return code;
+    return out_close(&out, ok) == 0 ? 0 : CLI_EXIT_USAGE;
 }
+
+const cmd_spec_t html_command = {
+    .name = "html",
+    .operands = "FILE...",
+    .min_operands = 1,
+    .max_operands = OPERANDS_ANY,
+    .summary = "the reports as one self-contained interactive page",
+    .description =
+        "Writes one HTML page holding every report given (ranks side by side): the timeline with "
+        "the exact peak, zoomable; icicle graphs of leaked, peak, grown and held bytes by stack; "
+        "tables of leaks, growth, what Python held at its finish and who held it, the peak's "
+        "composition, failures and the out-of-memory record, that sort and filter. The page "
+        "needs no network and no other file: the libraries (third_party/js) are inlined.",
+    .options = options,
+    .noptions = O_COUNT,
+    .exits = exits,
+    .nexits = sizeof exits / sizeof exits[0],
+    .main = html_main,
+};

@@ -1,0 +1,96 @@
+/* check_cmd.c: `gpuleak check FILE...`, each report judged against the
+ * budgets (check.c) with PASS and FAIL lines on stdout, and JUnit XML for
+ * a CI system when asked. */
+#include "check.h"
+#include "commands.h"
+#include "frames.h"
+#include "load.h"
+#include "rejudge.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+enum { O_BUDGETS, O_JUNIT = O_BUDGETS + CHECK_OPT_COUNT, O_ORIGIN,
+       O_COUNT = O_ORIGIN + REJUDGE_OPT_COUNT };
+
+static const opt_spec_t options[] = {
+    CHECK_OPTIONS(0),
+    { "--junit", NULL, OPT_STRING, 0, "FILE", NULL, 0,
+      "Write JUnit XML to FILE too: a testsuite per report, a testcase per budget, an error per "
+      "report that could not be read." },
+    REJUDGE_OPTIONS,
+};
+_Static_assert(sizeof options / sizeof options[0] == O_COUNT, "one table entry per option");
+
+static const cmd_exit_t exits[] = {
+    { "0", "every budget held in every report" },
+    { "1", "a budget failed" },
+    { "2", "bad usage, a report or suppressions file that cannot be read, a budget a report "
+           "cannot be judged on (--max-growth without a growth section), or a failed write" },
+};
+
+/* Without a budget, any unsuppressed leak fails (--max-leaked 0), which is
+ * what "check for leaks" means. */
+static int check_main(const opts_t *o)
+{
+    check_budget_t b;
+    memset(&b, 0, sizeof b);
+    supp_set_t *supp = check_setup(&b, &o->v[O_BUDGETS]);
+    if (supp == NULL)
+        return CLI_EXIT_USAGE;
+    if (!b.leaked && !b.growth && !b.peak)
+        b.leaked = true;
+    const char *junit_path = o->v[O_JUNIT].text;
+    check_junit_t *junit = junit_path ? check_junit_new() : NULL;
+    load_set_t set;
+    int code = CLI_EXIT_USAGE;
+    if (load_files(&set, o->operands, o->noperands) == 0) {
+        bool again = rejudge_options(&o->v[O_ORIGIN]);
+        /* A bad file does not stop the others being judged, so the JUnit
+         * file and the output cover the whole set; the exit code is the
+         * worst verdict. */
+        int verdict = set.bad ? CHECK_ERROR : CHECK_PASS;
+        for (size_t i = 0; i < set.n; i++) {
+            if (set.v[i] == NULL) {
+                check_junit_error(junit, o->operands[i], set.errors[i] ? set.errors[i] : "unreadable");
+                continue;
+            }
+            if (again)
+                rejudge_report(set.v[i]);
+            int v = check_report(stdout, set.v[i], &b, supp, junit);
+            verdict = v > verdict ? v : verdict;
+        }
+        supp_print_used(stdout, supp);
+        code = verdict;
+    }
+    if (junit_path != NULL && check_junit_write(junit, junit_path) != 0) {
+        fputs("gpuleak check: cannot write ", stderr);
+        frames_put(stderr, junit_path);
+        fprintf(stderr, ": %s\n", strerror(errno));
+        code = CLI_EXIT_USAGE;
+    }
+    load_set_free(&set);
+    check_junit_free(junit);
+    supp_free(supp);
+    return code;
+}
+
+const cmd_spec_t check_command = {
+    .name = "check",
+    .operands = "FILE...",
+    .min_operands = 1,
+    .max_operands = OPERANDS_ANY,
+    .summary = "judge reports against budgets; exit 1 when one fails",
+    .description =
+        "Judges each report against the budgets given; with none, --max-leaked 0. Prints PASS "
+        "per budget, or one FAIL line per origin line (its sites summed, the largest first, "
+        "with the object that held it when Python finished), then the suppressions that "
+        "matched. Leaks count; teardown leaks are reported but do not. The origin options are "
+        "report's.",
+    .options = options,
+    .noptions = O_COUNT,
+    .exits = exits,
+    .nexits = sizeof exits / sizeof exits[0],
+    .main = check_main,
+};
