@@ -2,6 +2,7 @@
  * wording (people already know how to read those), then the tables. */
 #define _GNU_SOURCE
 #include "text.h"
+#include "chart.h"
 #include "cuda_errors.h"
 #include "frames.h"
 #include "units.h"
@@ -204,24 +205,6 @@ static void print_table(FILE *f, const load_list_t *list, const char *title, con
     }
 }
 
-/* Picks the axis unit so the largest label has at most four digits. */
-static void axis_unit(uint64_t max, const char **name, double *scale)
-{
-    if (max >= (1ULL << 30)) {
-        *name = "GiB";
-        *scale = (double)(1ULL << 30);
-    } else if (max >= (1ULL << 20)) {
-        *name = "MiB";
-        *scale = (double)(1ULL << 20);
-    } else if (max >= 1024) {
-        *name = "KiB";
-        *scale = 1024.0;
-    } else {
-        *name = "B";
-        *scale = 1.0;
-    }
-}
-
 /* Marks listed beyond this are counted. */
 #define MARKS_LISTED 20
 
@@ -241,75 +224,27 @@ static void print_marks(FILE *f, const load_report_t *r)
     fputc('\n', f);
 }
 
-/* An ASCII chart of live bytes over time in the manner of ms_print: one
- * column per time slice holding the slice's highest point, ':' bars and
- * '#' for the column holding the peak, bytes up the side and seconds along
- * the bottom. Points are bucketed by time, so uneven sampling still gives
- * a true time axis. Prints nothing without a timeline of two or more points. */
+/* The timeline as common/chart.h draws it (the exit summary's chart too),
+ * then the program's marks by name. */
 void text_timeline_chart(FILE *f, const load_report_t *r, int width, int height)
 {
-    if (!r->has_timeline || r->npoints < 1 || width < 8 || height < 2)
+    if (!r->has_timeline || r->npoints < 1)
         return;
-    uint64_t t0 = 0;
-    uint64_t span = r->points[r->npoints - 1].t_ns;
-    uint64_t *cols = calloc((size_t)width, sizeof *cols);
-    if (cols == NULL)
-        return;
-    uint64_t max = 0;
-    size_t peak_point = 0;
-    for (size_t i = 0; i < r->npoints; i++) {
-        int c = span ? (int)((double)(r->points[i].t_ns - t0) / (double)span * (width - 1)) : 0;
-        if (c < 0 || c >= width)
-            c = width - 1;
-        if (r->points[i].max_bytes > cols[c])
-            cols[c] = r->points[i].max_bytes;
-        if (r->points[i].max_bytes > max) {
-            max = r->points[i].max_bytes;
-            peak_point = i;
-        }
+    chart_point_t *points = calloc(r->npoints, sizeof *points);
+    uint64_t *marks = calloc(r->nmarks ? r->nmarks : 1, sizeof *marks);
+    if (points != NULL && marks != NULL) {
+        for (size_t i = 0; i < r->npoints; i++)
+            points[i] = (chart_point_t){ r->points[i].t_ns, r->points[i].bytes, r->points[i].max_bytes };
+        for (size_t i = 0; i < r->nmarks; i++)
+            marks[i] = r->marks[i].t_ns;
+        double peak_s = seconds_since_start(r, r->peak_time_ns);
+        chart_t chart = { points, r->npoints, r->totals.peak_bytes,
+                          peak_s >= 0 ? (int64_t)(peak_s * 1e9) : -1, marks, r->nmarks };
+        chart_print(f, &chart, width, height);
+        print_marks(f, r);
     }
-    int peak_col = span ? (int)((double)(r->points[peak_point].t_ns - t0) / (double)span * (width - 1)) : 0;
-    if (peak_col < 0 || peak_col >= width)
-        peak_col = width - 1;
-    /* A point's time is its interval's end, and intervals widen as the run
-     * goes on: when the chart's highest point is the exact peak, the title
-     * gives the peak's own time, as the header above does; the '#' column
-     * is the interval that holds it. */
-    double peak_s = (double)(r->points[peak_point].t_ns - t0) / 1e9;
-    double exact = seconds_since_start(r, r->peak_time_ns);
-    if (max == r->totals.peak_bytes && exact >= 0 && exact <= peak_s)
-        peak_s = exact;
-    const char *unit;
-    double scale;
-    axis_unit(max, &unit, &scale);
-    char a[UNITS_SIZE_BUF];
-    fprintf(f, "\nTimeline: live GPU memory, peak %s at %.2f s ('#' marks the peak)\n",
-            units_format_size(max, a), peak_s);
-    fprintf(f, "    %s\n", unit);
-    for (int row = height; row >= 1; row--) {
-        if (row == height)
-            fprintf(f, "%7.2f^", (double)max / scale);
-        else
-            fputs("       |", f);
-        for (int c = 0; c < width; c++) {
-            /* A column reaches row k when its value is at least k/height of the max. */
-            int filled = max && (double)cols[c] * height >= (double)max * row - (double)max / 2;
-            fputc(filled ? (c == peak_col ? '#' : ':') : ' ', f);
-        }
-        fputc('\n', f);
-    }
-    /* The program's marks stand on the time axis as '|'. */
-    fputs("      0 +", f);
-    for (int c = 0; c < width; c++) {
-        int marked = 0;
-        for (size_t m = 0; m < r->nmarks && !marked; m++)
-            marked = (span ? (int)((double)r->marks[m].t_ns / (double)span * (width - 1)) : 0) == c;
-        fputc(marked ? '|' : '-', f);
-    }
-    fputs(">s\n", f);
-    fprintf(f, "        0%*.*f\n", width - 1, 2, (double)span / 1e9);
-    free(cols);
-    print_marks(f, r);
+    free(points);
+    free(marks);
 }
 
 /* Prints the whole human view: header, kinds, leaks, teardown leaks,
@@ -330,7 +265,7 @@ void text_print(FILE *f, const load_report_t *r, const text_options_t *o)
     if (r->has_peak)
         print_table(f, &r->peak_sites, "Peak composition (live at the peak)", "at peak",
                     r->peak_bytes ? r->peak_bytes : r->totals.peak_bytes, 0, o);
-    text_timeline_chart(f, r, 64, 12);
+    text_timeline_chart(f, r, CHART_WIDTH, CHART_HEIGHT);
     print_table(f, &r->sites, "Sites (by peak live bytes)", NULL, 0, 1, o);
     if (r->leaks.n == 0)
         fputs("\nNo leaks.\n", f);

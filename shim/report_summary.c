@@ -1,6 +1,8 @@
 #define _GNU_SOURCE
 #include "report_summary.h"
+#include "chart.h"
 #include "config.h"
+#include "units.h"
 #include "cuda_errors.h"
 #include "lifecycle.h"
 #include "origin.h"
@@ -10,27 +12,11 @@
 #include "stacks.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #define SUMMARY_FRAMES_MAX 256
-
-/* Bytes in the unit a person reads at a glance (B, KiB, MiB, GiB). */
-static const char *human_bytes(uint64_t bytes, char *buf, size_t size)
-{
-    static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
-    double value = (double)bytes;
-    int unit = 0;
-    while (value >= 1024.0 && unit < 4) {
-        value /= 1024.0;
-        unit++;
-    }
-    if (unit == 0)
-        snprintf(buf, size, "%llu B", (unsigned long long)bytes);
-    else
-        snprintf(buf, size, "%.1f %s", value, units[unit]);
-    return buf;
-}
 
 static const char *basename_of(const char *path)
 {
@@ -197,11 +183,11 @@ static const char *kind_phrase(int kind)
  * two, a line each under the site's. */
 static void print_holders(FILE *f, const report_site_t *s, const char *indent)
 {
-    char size[32], phrase[1024];
+    char size[UNITS_SIZE_BUF], phrase[1024];
     for (size_t i = 0; i < s->holder_count && i < 2; i++) {
         const finish_holder_t *h = &s->holders[i];
         report_holder_phrase(phrase, sizeof phrase, h->name, h->type, h->owner, h->file, h->graph);
-        fprintf(f, "%sheld by %s: %s\n", indent, phrase, human_bytes(h->bytes, size, sizeof size));
+        fprintf(f, "%sheld by %s: %s\n", indent, phrase, units_format_size(h->bytes, size));
     }
 }
 
@@ -212,90 +198,47 @@ static void print_holders(FILE *f, const report_site_t *s, const char *indent)
  * steadily. */
 static void print_held(FILE *f, const report_view_t *view)
 {
-    char a[32], b[32];
+    char a[UNITS_SIZE_BUF], b[UNITS_SIZE_BUF];
     if (view->held.count == 0)
         return;
     size_t n = group_by_line(view, &view->held, held_of, groups);
     fprintf(f, "\nStill held when Python finished, before its shutdown freed it (%s in %zu site(s); "
-            "%s:\n", human_bytes(view->held_bytes, a, sizeof a), view->held_sites,
+            "%s:\n", units_format_size(view->held_bytes, a), view->held_sites,
             view->held_sites > GROUPED_SITES ? "the largest sites by line)" : "by line)");
     for (size_t i = 0; i < n && i < (size_t)config.summary_sites; i++) {
         const report_site_t *s = &view->held.sites[groups[i].top];
-        fprintf(f, "  %10s %s from %s%s\n", human_bytes(groups[i].bytes, b, sizeof b),
+        fprintf(f, "  %10s %s from %s%s\n", units_format_size(groups[i].bytes, b),
                 kind_phrase(s->stats.kind), origin_phrase(view, s->id, s->stats.kind),
                 s->growth.grew ? " [grew during the run]" : "");
         print_holders(f, s, "      ");
     }
 }
 
-#define CHART_COLUMNS 60
-#define CHART_ROWS 10
-
-/* An ASCII chart of live GPU bytes over the run, in the manner of ms_print:
- * each column is the highest value in its slice of time, the column that
- * holds the exact peak is drawn with '#'. */
+/* The timeline as common/chart.h draws it (gpuleak report's chart too),
+ * then the program's marks in one line. */
 static void print_chart(FILE *f, const report_view_t *view)
 {
-    if (view->timeline_count < 2 || view->totals.peak_bytes == 0)
-        return;
     uint64_t start = lifecycle_started_ns();
-    uint64_t span = view->timeline[view->timeline_count - 1].time_ns - start;
-    if (span == 0)
-        return;
-    uint64_t column_max[CHART_COLUMNS] = { 0 }, column_last[CHART_COLUMNS] = { 0 };
-    int column_seen[CHART_COLUMNS] = { 0 };
-    for (size_t i = 0; i < view->timeline_count; i++) {
-        const timeline_point_t *p = &view->timeline[i];
-        size_t c = (size_t)((double)(p->time_ns - start) / (double)span * (CHART_COLUMNS - 1));
-        if (p->max_bytes > column_max[c])
-            column_max[c] = p->max_bytes;
-        column_last[c] = p->bytes;
-        column_seen[c] = 1;
+    chart_point_t *points = calloc(view->timeline_count ? view->timeline_count : 1, sizeof *points);
+    uint64_t *marks = calloc(view->mark_count ? view->mark_count : 1, sizeof *marks);
+    if (points != NULL && marks != NULL) {
+        size_t n = 0;
+        for (size_t i = 0; i < view->timeline_count; i++)
+            if (view->timeline[i].time_ns >= start)
+                points[n++] = (chart_point_t){ view->timeline[i].time_ns - start,
+                                               view->timeline[i].bytes, view->timeline[i].max_bytes };
+        for (size_t i = 0; i < view->mark_count; i++)
+            marks[i] = view->marks[i].time_ns > start ? view->marks[i].time_ns - start : 0;
+        uint64_t peak_at = view->totals.peak_time_ns;
+        chart_t chart = { points, n, view->totals.peak_bytes,
+                          peak_at >= start ? (int64_t)(peak_at - start) : -1, marks, view->mark_count };
+        chart_print(f, &chart, CHART_WIDTH, CHART_HEIGHT);
+        if (view->mark_count > 0)
+            fprintf(f, "  %zu mark(s) ('|' on the axis): the first \"%s\", the last \"%s\"\n",
+                    view->mark_count, view->marks[0].name, view->marks[view->mark_count - 1].name);
     }
-    /* A slice with no point held what the slice before it ended with. */
-    for (size_t c = 1; c < CHART_COLUMNS; c++)
-        if (!column_seen[c]) {
-            column_max[c] = column_last[c - 1];
-            column_last[c] = column_last[c - 1];
-        }
-    uint64_t peak = view->totals.peak_bytes;
-    size_t peak_column = CHART_COLUMNS;
-    if (view->totals.peak_time_ns >= start)
-        peak_column = (size_t)((double)(view->totals.peak_time_ns - start) / (double)span
-                               * (CHART_COLUMNS - 1));
-    if (peak_column < CHART_COLUMNS && column_max[peak_column] < peak)
-        column_max[peak_column] = peak;
-    char label[32];
-    fprintf(f, "\nGPU memory over time (peak %s at %.2f s, column marked #):\n",
-            human_bytes(peak, label, sizeof label),
-            (double)(view->totals.peak_time_ns - start) / 1e9);
-    for (int row = CHART_ROWS; row >= 1; row--) {
-        uint64_t level = peak / CHART_ROWS * (uint64_t)row;
-        if (row == CHART_ROWS || row == CHART_ROWS / 2)
-            fprintf(f, "%10s |", human_bytes(row == CHART_ROWS ? peak : level, label, sizeof label));
-        else
-            fprintf(f, "%10s |", "");
-        for (size_t c = 0; c < CHART_COLUMNS; c++) {
-            int filled = column_max[c] > 0 && column_max[c] * CHART_ROWS >= peak * (uint64_t)row
-                         - peak / 2;
-            fputc(filled ? (c == peak_column ? '#' : ':') : ' ', f);
-        }
-        fputc('\n', f);
-    }
-    /* The program's marks (gpuleak_mark) stand on the time axis as '|'. */
-    fprintf(f, "%10s +", "0 B");
-    for (size_t c = 0; c < CHART_COLUMNS; c++) {
-        int marked = 0;
-        for (size_t m = 0; m < view->mark_count && !marked; m++)
-            marked = view->marks[m].time_ns >= start
-                  && (size_t)((double)(view->marks[m].time_ns - start) / (double)span
-                              * (CHART_COLUMNS - 1)) == c;
-        fputc(marked ? '|' : '-', f);
-    }
-    fprintf(f, "\n%12s%-*s%.2f s\n", "0 s", CHART_COLUMNS - 6, "", (double)span / 1e9);
-    if (view->mark_count > 0)
-        fprintf(f, "%12s%zu mark(s) ('|'): the first \"%s\", the last \"%s\"\n", "",
-                view->mark_count, view->marks[0].name, view->marks[view->mark_count - 1].name);
+    free(points);
+    free(marks);
 }
 
 /* Seconds from the start of tracking to a tracker time (0 before it). */
@@ -312,18 +255,18 @@ static void print_oom(FILE *f, const report_view_t *view)
 {
     if (!view->has_oom)
         return;
-    char a[32], b[32];
+    char a[UNITS_SIZE_BUF], b[UNITS_SIZE_BUF];
     const tracker_oom_t *oom = &view->oom;
     fprintf(f, "\nOut of memory at %.2f s: %s of %s asked on device %d, from %s",
-            seconds_since_start(oom->time_ns), human_bytes(oom->bytes_asked, a, sizeof a),
+            seconds_since_start(oom->time_ns), units_format_size(oom->bytes_asked, a),
             kind_phrase(oom->kind), oom->device, origin_phrase(view, oom->site, oom->kind));
     if (oom->count > 1)
         fprintf(f, " (%llu out-of-memory failures in all)", (unsigned long long)oom->count);
-    fprintf(f, ".\n%s was live then; the largest holders:\n", human_bytes(oom->live_bytes, b, sizeof b));
+    fprintf(f, ".\n%s was live then; the largest holders:\n", units_format_size(oom->live_bytes, b));
     for (size_t i = 0; i < view->oom_holder_count && i < (size_t)config.summary_sites; i++) {
         const tracker_site_bytes_t *h = &oom->sites[view->oom_holders[i]];
         int kind = tracker_site_kind(h->site);
-        fprintf(f, "  %10s %s from %s\n", human_bytes(h->bytes, a, sizeof a), kind_phrase(kind),
+        fprintf(f, "  %10s %s from %s\n", units_format_size(h->bytes, a), kind_phrase(kind),
                 origin_phrase(view, h->site, kind));
     }
 }
@@ -331,7 +274,7 @@ static void print_oom(FILE *f, const report_view_t *view)
 /* The sites that grew, and what was live at the peak, a line each. */
 static void print_growth_and_peak(FILE *f, const report_view_t *view)
 {
-    char a[32], b[32];
+    char a[UNITS_SIZE_BUF], b[UNITS_SIZE_BUF];
     size_t limit = (size_t)config.summary_sites;
     size_t n;
     n = group_by_line(view, &view->growth, gained_of, groups);
@@ -340,8 +283,8 @@ static void print_growth_and_peak(FILE *f, const report_view_t *view)
     for (size_t i = 0; i < n && i < limit; i++) {
         const report_site_t *s = &view->growth.sites[groups[i].top];
         fprintf(f, "  +%s (%s/s, steadiness %.0f%%) %s from %s",
-                human_bytes(groups[i].bytes, a, sizeof a),
-                human_bytes((uint64_t)s->growth.bytes_per_second, b, sizeof b),
+                units_format_size(groups[i].bytes, a),
+                units_format_size((uint64_t)s->growth.bytes_per_second, b),
                 s->growth.steadiness * 100, kind_phrase(s->stats.kind),
                 origin_phrase(view, s->id, s->stats.kind));
         if (groups[i].sites > 1)
@@ -351,14 +294,14 @@ static void print_growth_and_peak(FILE *f, const report_view_t *view)
     }
     if (view->peak.count > 0 && view->peak_is_tensors)
         fprintf(f, "\nLive at the tensors' peak (%s allocated at %.2f s):\n",
-                human_bytes(view->tensors.peak_bytes, a, sizeof a),
+                units_format_size(view->tensors.peak_bytes, a),
                 seconds_since_start(view->tensors.peak_time_ns));
     else if (view->peak.count > 0)
-        fprintf(f, "\nLive at the peak (%s):\n", human_bytes(view->totals.peak_bytes, a, sizeof a));
+        fprintf(f, "\nLive at the peak (%s):\n", units_format_size(view->totals.peak_bytes, a));
     n = group_by_line(view, &view->peak, at_peak_of, groups);
     for (size_t i = 0; i < n && i < limit; i++) {
         const report_site_t *s = &view->peak.sites[groups[i].top];
-        fprintf(f, "  %10s %s from %s", human_bytes(groups[i].bytes, a, sizeof a),
+        fprintf(f, "  %10s %s from %s", units_format_size(groups[i].bytes, a),
                 kind_phrase(s->stats.kind), origin_phrase(view, s->id, s->stats.kind));
         if (groups[i].sites > 1)
             fprintf(f, " [%zu sites]", groups[i].sites);
@@ -368,7 +311,7 @@ static void print_growth_and_peak(FILE *f, const report_view_t *view)
 
 void report_summary_print(FILE *f, const report_view_t *view, const char *path)
 {
-    char a[32], b[32];
+    char a[UNITS_SIZE_BUF], b[UNITS_SIZE_BUF];
     uint64_t leaked = view->leaked_bytes, leaked_allocations = view->leaked_allocations;
     int pid = (int)getpid();
     size_t lines = group_by_line(view, &view->leaks, live_of, groups);
@@ -402,7 +345,7 @@ void report_summary_print(FILE *f, const report_view_t *view, const char *path)
     if (view->reserve_bytes > 0)
         fprintf(f, "\nPyTorch's caching allocator still reserved %s at exit: its cache, not a "
                 "leak (the tensors in it are reported instead).\n",
-                human_bytes(view->reserve_bytes, a, sizeof a));
+                units_format_size(view->reserve_bytes, a));
     if (view->teardown.count > 0) {
         uint64_t bytes = 0, count = 0;
         for (size_t i = 0; i < view->teardown.count; i++) {
@@ -410,14 +353,14 @@ void report_summary_print(FILE *f, const report_view_t *view, const char *path)
             count += view->teardown.sites[i].stats.teardown_allocations;
         }
         fprintf(f, "\n%llu allocation(s), %s, were still live when their context was torn down.\n",
-                (unsigned long long)count, human_bytes(bytes, a, sizeof a));
+                (unsigned long long)count, units_format_size(bytes, a));
     }
     if (view->failures.count > 0) {
         const report_site_t *s = &view->failures.sites[0];
         const char *why = cuda_error_name(s->stats.last_failure);
         fprintf(f, "\n%zu site(s) had allocations refused; the largest, %s asked in %llu call(s) "
                    "(last %s, %d), from:\n",
-                view->failures.count, human_bytes(s->stats.failed_bytes, a, sizeof a),
+                view->failures.count, units_format_size(s->stats.failed_bytes, a),
                 (unsigned long long)s->stats.failures, why ? why : "result", s->stats.last_failure);
         print_frames(f, s->id, config.summary_frames);
     }
@@ -429,15 +372,15 @@ void report_summary_print(FILE *f, const report_view_t *view, const char *path)
         fprintf(f, "\nSUMMARY: gpuleak: %llu byte(s) leaked in %llu allocation(s); "
                 "peak GPU memory %s at %.2f s.",
                 (unsigned long long)leaked, (unsigned long long)leaked_allocations,
-                human_bytes(view->totals.peak_bytes, b, sizeof b), peak_s);
+                units_format_size(view->totals.peak_bytes, b), peak_s);
     else
         fprintf(f, "gpuleak: no leaks: %llu allocation(s), peak GPU memory %s at %.2f s.",
                 (unsigned long long)view->totals.allocations,
-                human_bytes(view->totals.peak_bytes, b, sizeof b), peak_s);
+                units_format_size(view->totals.peak_bytes, b), peak_s);
     if (view->tensors.allocations > 0)
         fprintf(f, " PyTorch tensors: %llu allocation(s), peak %s at %.2f s.",
                 (unsigned long long)view->tensors.allocations,
-                human_bytes(view->tensors.peak_bytes, b, sizeof b),
+                units_format_size(view->tensors.peak_bytes, b),
                 seconds_since_start(view->tensors.peak_time_ns));
     if (path != NULL)
         fprintf(f, " Report: %s\n", path);

@@ -46,7 +46,7 @@ done
 expect 0 "report" -- $G report $FIX/demo.json
 has "$T/out" "Leak of 10485760 byte(s) in 5 allocation(s) of device memory on device 0, allocated from:"
 has "$T/out" "#0 forward in /src/model.py:17 (Python)"
-has "$T/out" "Timeline:"
+has "$T/out" "GPU memory over time: peak"
 expect 0 "report --kind host" -- $G report --kind host $FIX/demo.json
 hasnt "$T/out" "keep_for_logging tests/demo/demo.c:23 (demo+0x1291)"
 expect 0 "report --device 0 --top 1 --full-stacks" -- $G report --device=0 --top 1 --full-stacks $FIX/demo.json

@@ -87,6 +87,25 @@ class GrowthTest(Base):
                              (p["kinds"]["pool"] + chunk - 1) // chunk * chunk)
         self.assertEqual(points[-1]["kinds"]["pool"], 40 * (MIB // 4))
 
+    def test_the_summary_and_gpuleak_report_draw_one_chart(self):
+        """The exit summary and gpuleak report share one chart (common/
+        chart.c): the same run draws the same picture in both."""
+        import glob
+        import subprocess
+        r = run([PROG, "leak"], self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+        def chart(text):
+            lines = text.split("\n")
+            start = next(i for i, line in enumerate(lines) if line.startswith("GPU memory over time"))
+            end = next(i for i in range(start, len(lines)) if lines[i].startswith("      0 +"))
+            return lines[start:end + 2]
+        (path,) = glob.glob(os.path.join(self.tmp, "r-*.json"))
+        text = subprocess.run([os.path.join(BUILD, "gpuleak"), "report", path],
+                              capture_output=True, text=True, timeout=60).stdout
+        self.assertEqual(chart(r.stderr), chart(text))
+        self.assertIn("#", "".join(chart(text)))
+
     def test_no_oom_means_null(self):
         rep, _ = self.report("steady")
         self.assertIsNone(rep["oom"])

@@ -1,7 +1,8 @@
 /* units.h: sizes and durations as people write them (4KiB, 1.5MB, 30s),
- * and sizes as people read them. */
-#ifndef GPULEAK_CLI_UNITS_H
-#define GPULEAK_CLI_UNITS_H
+ * and sizes as people read them: the one way every view, the shim's exit
+ * summary and the command's alike, prints a size. */
+#ifndef GPULEAK_UNITS_H
+#define GPULEAK_UNITS_H
 
 #include <stddef.h>
 #include <stdint.h>
