@@ -242,11 +242,11 @@ static void group_line(FILE *out, FILE *detail, const char *file, const char *fl
         if (f == NULL)
             continue;
         fputs("FAIL ", f);
-        frames_put(f, file);
+        frame_text_put(f, file);
         fprintf(f, ": %s %s: %s %llu byte(s) in %llu allocation(s) of %s at ", flag,
                 units_format_size(budget, b), what, (unsigned long long)g->bytes,
                 (unsigned long long)g->allocations, frames_kind_phrase(g->top->kind));
-        frames_put(f, origin ? origin : "?");
+        frame_text_put(f, origin ? origin : "?");
         if (g->sites > 1)
             fprintf(f, " (%zu sites)", g->sites);
         if (g->top->nholders > 0) {
@@ -254,7 +254,7 @@ static void group_line(FILE *out, FILE *detail, const char *file, const char *fl
             const load_holder_t *h = &g->top->holders[0];
             report_holder_phrase(phrase, sizeof phrase, h->name, h->type, h->owner, h->file, h->graph);
             fputs(", held by ", f);
-            frames_put(f, phrase);
+            frame_text_put(f, phrase);
         }
         fputc('\n', f);
     }
@@ -291,7 +291,7 @@ static void pass_line(FILE *out, const char *file, const char *flag, uint64_t bu
         return;
     char a[UNITS_SIZE_BUF], b[UNITS_SIZE_BUF];
     fputs("PASS ", out);
-    frames_put(out, file);
+    frame_text_put(out, file);
     fprintf(out, ": %s %s: %s %s\n", flag, units_format_size(budget, b), what, units_format_size(value, a));
 }
 
@@ -355,7 +355,7 @@ static int judge_growth(FILE *out, const load_report_t *r, const check_budget_t 
 {
     if (!r->has_growth) {
         fputs("gpuleak: ", stderr);
-        frames_put(stderr, r->path);
+        frame_text_put(stderr, r->path);
         fprintf(stderr, ": %s needs a \"growth\" section, which this report does not have\n", b->growth_flag);
         junit_add(junit, r->path, "max-growth", "the report has no growth section", NULL, 1);
         return CHECK_ERROR;
@@ -372,7 +372,7 @@ static int judge_growth(FILE *out, const load_report_t *r, const check_budget_t 
     if (r->growth.n == 0) {
         char a[UNITS_SIZE_BUF];
         fputs("FAIL ", out);
-        frames_put(out, r->path);
+        frame_text_put(out, r->path);
         fprintf(out, ": %s: grew %s (no site recorded)\n", b->growth_flag, units_format_size(r->growth_bytes, a));
     }
     memout_close(&d);
@@ -414,14 +414,14 @@ static int judge_peak(FILE *out, const load_report_t *r, const check_budget_t *b
         if (f == NULL)
             continue;
         fputs("FAIL ", f);
-        frames_put(f, r->path);
+        frame_text_put(f, r->path);
         fprintf(f, ": %s %s: peak GPU memory %llu byte(s) (%s)", b->peak_flag,
                 units_format_size(b->max_peak, c), (unsigned long long)peak, units_format_size(peak, a));
         if (s != NULL) {
             uint64_t sb = r->has_peak && r->peak_sites.n ? s->bytes : s->peak_live_bytes;
             fprintf(f, "; largest site %llu byte(s) of %s at ", (unsigned long long)sb,
                     frames_kind_phrase(s->kind));
-            frames_put(f, origin ? origin : "?");
+            frame_text_put(f, origin ? origin : "?");
         }
         fputc('\n', f);
     }
@@ -455,7 +455,7 @@ supp_set_t *check_setup(check_budget_t *b, const opt_value_t *v)
         char *err = NULL;
         if (supp_load_file(supp, files->all[i], &err) != 0) {
             fputs("gpuleak: ", stderr);
-            frames_put(stderr, err ? err : "out of memory");
+            frame_text_put(stderr, err ? err : "out of memory");
             fputc('\n', stderr);
             free(err);
             supp_free(supp);
@@ -489,15 +489,15 @@ int check_report(FILE *out, const load_report_t *r, const check_budget_t *b, sup
      * a pass there is not the pass of a whole run, so say so, quiet or not. */
     if (r->tracking != NULL && strcmp(r->tracking, "on") != 0) {
         fputs("note: ", out);
-        frames_put(out, r->path);
+        frame_text_put(out, r->path);
         fputs(": tracking stopped early (", out);
-        frames_put(out, r->reason ? r->reason : "no reason given");
+        frame_text_put(out, r->reason ? r->reason : "no reason given");
         fputs("); the verdict covers only what was recorded before\n", out);
     }
     if (r->teardown.n > 0 && b->leaked && !b->quiet_pass) {
         char a[UNITS_SIZE_BUF];
         fputs("note: ", out);
-        frames_put(out, r->path);
+        frame_text_put(out, r->path);
         fprintf(out, ": %s were still live at context teardown (not counted; see `gpuleak report`)\n",
                 units_format_size(r->totals.teardown_leaked_bytes, a));
     }

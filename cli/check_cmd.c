@@ -66,7 +66,7 @@ static int check_main(const opts_t *o)
     }
     if (junit_path != NULL && check_junit_write(junit, junit_path) != 0) {
         fputs("gpuleak check: cannot write ", stderr);
-        frames_put(stderr, junit_path);
+        frame_text_put(stderr, junit_path);
         fprintf(stderr, ": %s\n", strerror(errno));
         code = CLI_EXIT_USAGE;
     }

@@ -172,7 +172,7 @@ static void print_line(const char *tag, uint64_t old_bytes, const agg_t *a)
            (unsigned long long)(a->bytes - old_bytes), (unsigned long long)old_bytes,
            (unsigned long long)a->bytes, frames_kind_phrase(a->site->kind),
            (unsigned long long)a->allocations);
-    frames_put(stdout, origin ? origin : "?");
+    frame_text_put(stdout, origin ? origin : "?");
     putchar('\n');
     free(origin);
 }
@@ -212,9 +212,9 @@ static int diff_main(const opts_t *opts)
     }
     char a[UNITS_SIZE_BUF], b[UNITS_SIZE_BUF];
     fputs("gpuleak diff: ", stdout);
-    frames_put(stdout, files[0]);
+    frame_text_put(stdout, files[0]);
     fputs(" -> ", stdout);
-    frames_put(stdout, files[1]);
+    frame_text_put(stdout, files[1]);
     printf("\n  leaked: %s -> %s; peak: ", units_format_size(r[0]->totals.leaked_bytes, a),
            units_format_size(r[1]->totals.leaked_bytes, b));
     printf("%s -> %s\n", units_format_size(r[0]->totals.peak_bytes, a),
@@ -235,7 +235,7 @@ static int diff_main(const opts_t *opts)
         char *origin = frames_origin(old[i].site);
         printf("%-5s -%llu byte(s) of %s at ", c ? "LESS" : "GONE",
                (unsigned long long)(old[i].bytes - (c ? c->bytes : 0)), frames_kind_phrase(old[i].site->kind));
-        frames_put(stdout, origin ? origin : "?");
+        frame_text_put(stdout, origin ? origin : "?");
         putchar('\n');
         free(origin);
     }

@@ -244,7 +244,7 @@ static int export_main(const opts_t *opts)
     const load_list_t *sites = what == WHAT_PEAK ? &r->peak_sites : what == WHAT_GROWTH ? &r->growth : &r->leaks;
     if ((what == WHAT_PEAK && !r->has_peak) || (what == WHAT_GROWTH && !r->has_growth)) {
         fputs("gpuleak: ", stderr);
-        frames_put(stderr, file);
+        frame_text_put(stderr, file);
         fprintf(stderr, ": --what %s needs the report's \"%s\" section, which it does not have\n",
                 whats[what], what == WHAT_PEAK ? "peak" : "growth");
         load_set_free(&set);
@@ -254,7 +254,7 @@ static int export_main(const opts_t *opts)
     if (out_path != NULL && stat(file, &in_st) == 0 && stat(out_path, &out_st) == 0
         && in_st.st_dev == out_st.st_dev && in_st.st_ino == out_st.st_ino) {
         fputs("gpuleak export: -o ", stderr);
-        frames_put(stderr, out_path);
+        frame_text_put(stderr, out_path);
         fputs(" is the report itself; it would be overwritten\n", stderr);
         load_set_free(&set);
         return CLI_EXIT_USAGE;
@@ -262,7 +262,7 @@ static int export_main(const opts_t *opts)
     FILE *f = out_path && strcmp(out_path, "-") != 0 ? fopen(out_path, "w") : stdout;
     if (f == NULL) {
         fputs("gpuleak export: cannot write ", stderr);
-        frames_put(stderr, out_path);
+        frame_text_put(stderr, out_path);
         fprintf(stderr, ": %s\n", strerror(errno));
         load_set_free(&set);
         return CLI_EXIT_USAGE;
@@ -285,7 +285,7 @@ static int export_main(const opts_t *opts)
         fputs("gpuleak export: out of memory\n", stderr);
     else if (write_failed) {
         fputs("gpuleak export: writing ", stderr);
-        frames_put(stderr, out_path);
+        frame_text_put(stderr, out_path);
         fputs(" failed\n", stderr);
     }
     return rc != 0 || write_failed ? CLI_EXIT_USAGE : 0;

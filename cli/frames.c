@@ -2,6 +2,7 @@
  * frame a person should look at first) and a site's identity across runs. */
 #define _GNU_SOURCE
 #include "frames.h"
+#include "frame_text.h"
 #include "units.h"
 
 #include <fnmatch.h>
@@ -25,60 +26,18 @@ const char *frames_kind_phrase(const char *kind)
     return k >= 0 ? phrases[k] : "memory";
 }
 
-/* Writes untrusted text with control characters replaced, so a crafted
- * function name cannot move the cursor or split one line into two. */
-void frames_put(FILE *f, const char *text)
-{
-    if (text == NULL)
-        text = "??";
-    for (const unsigned char *p = (const unsigned char *)text; *p; p++)
-        fputc(*p < 0x20 || *p == 0x7f ? '?' : *p, f);
-}
-
-/* "function file:line (module+0xoffset)": a native frame without its
- * address, as both the stack lines and the one-line site labels show it. */
-static void put_native_place(FILE *f, const load_frame_t *fr)
-{
-    frames_put(f, fr->function);
-    if (fr->file != NULL) {
-        fputc(' ', f);
-        frames_put(f, fr->file);
-        if (fr->line > 0)
-            fprintf(f, ":%ld", fr->line);
-    }
-    fputs(" (", f);
-    frames_put(f, frames_basename(fr->module));
-    fprintf(f, "+0x%llx)", (unsigned long long)fr->offset);
-}
-
-static void put_native(FILE *f, const load_frame_t *fr)
-{
-    fprintf(f, "0x%llx in ", (unsigned long long)fr->address);
-    put_native_place(f, fr);
-}
-
-static void put_python(FILE *f, const load_pyframe_t *fr)
-{
-    frames_put(f, fr->function);
-    fputs(" in ", f);
-    frames_put(f, fr->file);
-    fprintf(f, ":%ld (Python)", fr->line);
-}
-
 /* Prints up to limit frames (0: all), Python frames first because they name
  * the user's line while the native ones start in the allocator. */
 void frames_print_stack(FILE *f, const load_site_t *site, size_t limit)
 {
     size_t shown = 0, total = site->npython + site->nstack;
-    for (size_t i = 0; i < site->npython && (limit == 0 || shown < limit); i++, shown++) {
-        fprintf(f, "    #%zu ", shown);
-        put_python(f, &site->python[i]);
-        fputc('\n', f);
-    }
+    for (size_t i = 0; i < site->npython && (limit == 0 || shown < limit); i++, shown++)
+        frame_text_python(f, (int)shown, site->python[i].function, site->python[i].file,
+                          site->python[i].line);
     for (size_t i = 0; i < site->nstack && (limit == 0 || shown < limit); i++, shown++) {
-        fprintf(f, "    #%zu ", shown);
-        put_native(f, &site->stack[i]);
-        fputc('\n', f);
+        const load_frame_t *fr = &site->stack[i];
+        frame_text_native(f, (int)shown, fr->address, fr->function, fr->file, fr->line, fr->module,
+                          fr->offset);
     }
     if (total == 0)
         fputs("    (no stack recorded)\n", f);
@@ -111,22 +70,16 @@ const load_frame_t *frames_innermost_user(const load_site_t *site)
     return site->nstack ? &site->stack[0] : NULL;
 }
 
-/* One line naming where a site comes from: the shim's own "origin" when the
- * report has it (its rules are richer), else the innermost Python frame,
- * else the innermost native frame outside the runtimes. Malloc'd;
- * NULL only when out of memory. */
-/* ", from f file.py:12": a caller or a via after an origin, the file by
- * its last component. */
-static void put_short_frame(FILE *f, const char *lead, const load_pyframe_t *fr)
+static frame_text_place_t as_place(const load_pyframe_t *fr)
 {
-    const char *slash = fr->file ? strrchr(fr->file, '/') : NULL;
-    fputs(lead, f);
-    frames_put(f, fr->function);
-    fputc(' ', f);
-    frames_put(f, slash ? slash + 1 : fr->file);
-    fprintf(f, ":%ld", fr->line);
+    return (frame_text_place_t){ fr->function, fr->file, fr->line };
 }
 
+/* One line naming where a site comes from, as every view writes it
+ * (common/frame_text.h): the shim's own "origin" when the report has it
+ * (its rules are richer), else the innermost Python frame, else the
+ * innermost native frame outside the runtimes. Malloc'd; NULL only when
+ * out of memory. */
 char *frames_origin(const load_site_t *site)
 {
     char *text = NULL;
@@ -134,28 +87,46 @@ char *frames_origin(const load_site_t *site)
     FILE *f = open_memstream(&text, &len);
     if (f == NULL)
         return NULL;
-    const load_frame_t *fr = frames_innermost_user(site);
-    if (site->origin_kind != LOAD_ORIGIN_NONE) {
-        if (site->origin_kind == LOAD_ORIGIN_PYTHON)
-            put_python(f, &site->origin_python);
-        else
-            put_native_place(f, &site->origin_native);
+    frame_text_place_t *callers = calloc(site->ncallers ? site->ncallers : 1, sizeof *callers);
+    frame_text_origin_t o = { .found = 1, .owner = site->owner };
+    const load_frame_t *native = NULL;
+    if (site->origin_kind == LOAD_ORIGIN_PYTHON) {
+        o.function = site->origin_python.function;
+        o.file = site->origin_python.file;
+        o.line = site->origin_python.line;
+    } else if (site->origin_kind == LOAD_ORIGIN_NATIVE) {
+        native = &site->origin_native;
+    } else if (site->npython > 0) {
+        o.function = site->python[0].function;
+        o.file = site->python[0].file;
+        o.line = site->python[0].line;
+    } else {
+        native = frames_innermost_user(site);
+    }
+    if (native != NULL) {
+        o.function = native->function;
+        o.file = native->file;
+        o.module = native->module;
+        o.line = native->line;
+        o.offset = native->offset;
+    }
+    if (site->origin_kind != LOAD_ORIGIN_NONE && callers != NULL) {
         for (size_t i = 0; i < site->ncallers; i++)
-            put_short_frame(f, ", from ", &site->callers[i]);
-        if (site->has_via)
-            put_short_frame(f, ", via ", &site->via);
-        if (site->owner != NULL && strcmp(site->owner, "user") != 0) {
-            fputs(" [", f);
-            frames_put(f, site->owner);
-            fputc(']', f);
-        }
-    } else if (site->npython > 0)
-        put_python(f, &site->python[0]);
-    else if (fr != NULL)
-        put_native_place(f, fr);
-    else
+            callers[i] = as_place(&site->callers[i]);
+        o.callers = callers;
+        o.ncallers = site->ncallers;
+    }
+    frame_text_place_t via;
+    if (site->origin_kind != LOAD_ORIGIN_NONE && site->has_via) {
+        via = as_place(&site->via);
+        o.via = &via;
+    }
+    if (site->origin_kind == LOAD_ORIGIN_NONE && site->npython == 0 && native == NULL)
         fprintf(f, "site %llu (no stack recorded)", (unsigned long long)site->id);
+    else
+        frame_text_origin(f, &o);
     fclose(f);
+    free(callers);
     return text;
 }
 
@@ -250,7 +221,7 @@ void frames_print_holders(FILE *f, const load_site_t *site, const char *indent, 
         const load_holder_t *h = &site->holders[i];
         report_holder_phrase(phrase, sizeof phrase, h->name, h->type, h->owner, h->file, h->graph);
         fprintf(f, "%sheld by ", indent);
-        frames_put(f, phrase);
+        frame_text_put(f, phrase);
         fprintf(f, ": %s in %llu allocation(s)\n", units_format_size(h->bytes, size),
                 (unsigned long long)h->allocations);
     }

@@ -3,13 +3,13 @@
 #ifndef GPULEAK_CLI_FRAMES_H
 #define GPULEAK_CLI_FRAMES_H
 
+#include "frame_text.h"
 #include "load.h"
 
 #include <stdio.h>
 
 const char *frames_basename(const char *path);
 const char *frames_kind_phrase(const char *kind);
-void frames_put(FILE *f, const char *text);
 void frames_print_stack(FILE *f, const load_site_t *site, size_t limit);
 char *frames_origin(const load_site_t *site);
 

@@ -296,7 +296,7 @@ static int help_main(const opts_t *o)
     const cmd_spec_t *cmd = cli_command(o->operands[0]);
     if (cmd == NULL) {
         fputs("gpuleak help: unknown command \"", stderr);
-        frames_put(stderr, o->operands[0]);
+        frame_text_put(stderr, o->operands[0]);
         fputs("\" (gpuleak --help lists them)\n", stderr);
         return CLI_EXIT_USAGE;
     }

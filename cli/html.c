@@ -108,7 +108,7 @@ static int put_reports(FILE *f, char **files, int nfiles)
         load_report_t *r = load_file(files[i], &err);
         if (r == NULL) {
             fputs("gpuleak: ", stderr);
-            frames_put(stderr, err ? err : "out of memory");
+            frame_text_put(stderr, err ? err : "out of memory");
             fputc('\n', stderr);
             free(err);
             return -1;
@@ -263,7 +263,7 @@ static int html_main(const opts_t *opts)
     int nfiles = (int)opts->noperands;
     if (is_input(out_path, files, nfiles)) {
         fputs("gpuleak html: -o ", stderr);
-        frames_put(stderr, out_path);
+        frame_text_put(stderr, out_path);
         fputs(" is one of the reports; it would be overwritten\n", stderr);
         return CLI_EXIT_USAGE;
     }

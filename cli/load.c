@@ -887,7 +887,7 @@ int load_files(load_set_t *set, char *const *paths, size_t n)
         if (set->errors[i] == NULL)
             set->errors[i] = strdup("out of memory");
         fputs("gpuleak: ", stderr);
-        frames_put(stderr, set->errors[i] ? set->errors[i] : "out of memory");
+        frame_text_put(stderr, set->errors[i] ? set->errors[i] : "out of memory");
         fputc('\n', stderr);
         set->bad++;
     }

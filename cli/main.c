@@ -49,7 +49,7 @@ int main(int argc, char **argv)
     const cmd_spec_t *cmd = cli_command(name);
     if (cmd == NULL) {
         fputs("gpuleak: unknown command \"", stderr);
-        frames_put(stderr, name);
+        frame_text_put(stderr, name);
         fputs("\" (gpuleak --help lists them)\n", stderr);
         return CLI_EXIT_USAGE;
     }

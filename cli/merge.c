@@ -72,7 +72,7 @@ static int print_common(load_report_t **r, size_t n)
         if (ranks == n) {
             char *origin = frames_origin(e[i].site);
             printf("  %12s in all ranks, %s at ", units_format_size(bytes, a), frames_kind_phrase(e[i].site->kind));
-            frames_put(stdout, origin ? origin : "?");
+            frame_text_put(stdout, origin ? origin : "?");
             putchar('\n');
             free(origin);
             common++;
@@ -119,7 +119,7 @@ static int merge_main(const opts_t *opts)
             printf("  %8s %8lld %-16s %12s %12s %12s  ", rank, r[i]->pid, host,
                    units_format_size(r[i]->totals.peak_bytes, a), units_format_size(r[i]->totals.leaked_bytes, b),
                    r[i]->has_growth ? units_format_size(r[i]->growth_bytes, c) : "-");
-            frames_put(stdout, r[i]->path);
+            frame_text_put(stdout, r[i]->path);
             putchar('\n');
             min_peak = r[i]->totals.peak_bytes < min_peak ? r[i]->totals.peak_bytes : min_peak;
             max_peak = r[i]->totals.peak_bytes > max_peak ? r[i]->totals.peak_bytes : max_peak;

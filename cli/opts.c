@@ -50,7 +50,7 @@ static int take_value(const cmd_spec_t *cmd, const opt_spec_t *spec, const char 
     if (spec->kind == OPT_SIZE && units_parse_size(text, &v->number) != 0) {
         say(cmd);
         fprintf(stderr, "%s: bad size \"", given);
-        frames_put(stderr, text);
+        frame_text_put(stderr, text);
         fputs("\" (sizes: " UNITS_SIZE_FORMS ")\n", stderr);
         return -1;
     }
@@ -65,7 +65,7 @@ static int take_value(const cmd_spec_t *cmd, const opt_spec_t *spec, const char 
             say(cmd);
             fprintf(stderr, "%s takes a whole number from 0 to %llu, not \"", given,
                     (unsigned long long)spec->max);
-            frames_put(stderr, text);
+            frame_text_put(stderr, text);
             fputs("\"\n", stderr);
             return -1;
         }
@@ -81,7 +81,7 @@ static int take_value(const cmd_spec_t *cmd, const opt_spec_t *spec, const char 
             fprintf(stderr, "%s takes ", given);
             put_choices(stderr, spec->choices);
             fputs(", not \"", stderr);
-            frames_put(stderr, text);
+            frame_text_put(stderr, text);
             fputs("\"\n", stderr);
             return -1;
         }
@@ -115,7 +115,7 @@ static int take_option(const cmd_spec_t *cmd, int argc, char **argv, int *i, opt
     if (given == NULL) {
         say(cmd);
         fputs("unknown option ", stderr);
-        frames_put(stderr, arg);
+        frame_text_put(stderr, arg);
         fprintf(stderr, " (gpuleak %s --help lists them)\n", cmd->name);
         return OPTS_ERROR;
     }
@@ -158,7 +158,7 @@ static int operand_error(const cmd_spec_t *cmd, const char *extra)
     say(cmd);
     if (extra != NULL) {
         fputs("unexpected operand \"", stderr);
-        frames_put(stderr, extra);
+        frame_text_put(stderr, extra);
         fputs("\"", stderr);
     } else {
         fputs(cmd->min_operands > 1 ? "missing operands" : "missing operand", stderr);

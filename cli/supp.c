@@ -292,7 +292,7 @@ void supp_print_used(FILE *f, const supp_set_t *set)
                   "Suppressions used:\n  count      bytes template\n", f);
         any = 1;
         fprintf(f, "%7llu %10llu ", (unsigned long long)r->count, (unsigned long long)r->bytes);
-        frames_put(f, r->pattern);
+        frame_text_put(f, r->pattern);
         fprintf(f, "%s\n", strcmp(r->source, "default") == 0 ? " (default)" : "");
     }
     if (any)

@@ -37,12 +37,12 @@ static void print_header(FILE *f, const load_report_t *r)
 {
     char a[UNITS_SIZE_BUF], b[UNITS_SIZE_BUF], c[UNITS_SIZE_BUF];
     fputs("gpuleak report: ", f);
-    frames_put(f, r->path);
+    frame_text_put(f, r->path);
     fputc('\n', f);
     fprintf(f, "  process:  pid %lld", r->pid);
     if (r->host != NULL) {
         fputs(" on ", f);
-        frames_put(f, r->host);
+        frame_text_put(f, r->host);
     }
     if (r->has_rank)
         fprintf(f, ", rank %lld", r->rank);
@@ -50,7 +50,7 @@ static void print_header(FILE *f, const load_report_t *r)
         fputs(", argv:", f);
         for (size_t i = 0; i < r->argc && i < 16; i++) {
             fputc(' ', f);
-            frames_put(f, r->argv[i]);
+            frame_text_put(f, r->argv[i]);
         }
         if (r->argc > 16)
             fputs(" ...", f);
@@ -58,7 +58,7 @@ static void print_header(FILE *f, const load_report_t *r)
     fputc('\n', f);
     if (r->tracking != NULL && strcmp(r->tracking, "on") != 0) {
         fputs("  tracking: stopped early (", f);
-        frames_put(f, r->reason ? r->reason : "no reason given");
+        frame_text_put(f, r->reason ? r->reason : "no reason given");
         fputs("); counts cover the run until then\n", f);
     }
     const load_totals_t *t = &r->totals;
@@ -93,7 +93,7 @@ static void print_kinds(FILE *f, const load_report_t *r)
                     "frees", "failed", "allocated", "peak", "leaked");
         any = 1;
         fputs("  ", f);
-        frames_put(f, r->kinds[i].name);
+        frame_text_put(f, r->kinds[i].name);
         fprintf(f, "%*s %12llu %12llu %8llu %12s %12s %12s\n",
                 (int)(strlen(r->kinds[i].name) < 8 ? 8 - strlen(r->kinds[i].name) : 0), "",
                 (unsigned long long)t->allocations, (unsigned long long)t->frees,
@@ -143,7 +143,7 @@ static void print_blocks(FILE *f, const load_list_t *list, const char *title, co
                     (unsigned long long)s->allocations, frames_kind_phrase(s->kind), s->device);
             if (s->teardown != NULL) {
                 fputs(" (reclaimed by ", f);
-                frames_put(f, s->teardown);
+                frame_text_put(f, s->teardown);
                 fputc(')', f);
             }
             fputs(", allocated from:\n", f);
@@ -197,7 +197,7 @@ static void print_table(FILE *f, const load_list_t *list, const char *title, con
                     (unsigned long long)s->allocations);
         }
         char *origin = frames_origin(s);
-        frames_put(f, origin ? origin : "?");
+        frame_text_put(f, origin ? origin : "?");
         free(origin);
         fputc('\n', f);
         if (!lifetime)
@@ -216,7 +216,7 @@ static void print_marks(FILE *f, const load_report_t *r)
     fputs("  marks ('|' on the axis):", f);
     for (size_t i = 0; i < r->nmarks && i < MARKS_LISTED; i++) {
         fprintf(f, "%s%.3f s ", i ? ", " : " ", (double)r->marks[i].t_ns / 1e9);
-        frames_put(f, r->marks[i].name);
+        frame_text_put(f, r->marks[i].name);
     }
     uint64_t more = r->marks_dropped + (r->nmarks > MARKS_LISTED ? r->nmarks - MARKS_LISTED : 0);
     if (more > 0)

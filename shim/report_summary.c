@@ -2,6 +2,7 @@
 #include "report_summary.h"
 #include "chart.h"
 #include "config.h"
+#include "frame_text.h"
 #include "units.h"
 #include "cuda_errors.h"
 #include "lifecycle.h"
@@ -18,12 +19,6 @@
 
 #define SUMMARY_FRAMES_MAX 256
 
-static const char *basename_of(const char *path)
-{
-    const char *slash = path ? strrchr(path, '/') : NULL;
-    return slash ? slash + 1 : path;
-}
-
 /* Prints a site's frames in LeakSanitizer's shape, Python frames first
  * (they name the user's line), then native frames, limit frames in all. */
 static void print_frames(FILE *f, uint32_t site, int limit)
@@ -35,63 +30,45 @@ static void print_frames(FILE *f, uint32_t site, int limit)
         const char *function, *file;
         int line;
         if (python_describe(stack->frames[stack->native_count + i], &function, &file, &line) == 0)
-            fprintf(f, "    #%d %s in %s:%d (Python)\n", shown++, function, file, line);
+            frame_text_python(f, shown++, function, file, line);
     }
     int n = origin_site_frames(site, frames, SUMMARY_FRAMES_MAX);
     for (int i = 0; i < n && shown < limit; i++, shown++) {
         const symbolized_frame_t *fr = &frames[i];
-        fprintf(f, "    #%d 0x%llx in %s", shown, (unsigned long long)fr->address,
-                fr->function ? fr->function : "??");
-        if (fr->file != NULL)
-            fprintf(f, " %s:%d", fr->file, fr->line);
-        fprintf(f, " (%s+0x%llx)\n", basename_of(fr->module ? fr->module : "?"),
-                (unsigned long long)fr->offset);
+        frame_text_native(f, shown, fr->address, fr->function, fr->file, fr->line, fr->module,
+                          fr->offset);
     }
     if (shown == 0)
         fprintf(f, "    (no stack recorded: GPULEAK_STACK_DEPTH=0 or too many stacks)\n");
 }
 
-/* The site's origin and owner in one phrase (docs/origin-rules.md):
- * "train.py:42 in train_step (owner: user)". Returns a static buffer. */
+/* The site's origin and owner in one phrase, as every view writes it
+ * (common/frame_text.h). Returns a static buffer. */
 static const char *origin_phrase(const report_view_t *view, uint32_t site, int kind)
 {
-    static char phrase[1024];
+    static char phrase[4096];
     origin_site_t o;
     origin_site(site, kind, &o);
-    if (!o.found) {
-        snprintf(phrase, sizeof phrase, "no frame outside the CUDA, PyTorch and runtime layers "
-                 "(owner: %s)", o.owner);
+    origin_frame_t callers[UINT8_MAX];
+    frame_text_place_t places[UINT8_MAX], via;
+    int n = o.found ? report_origin_callers(view, site, callers) : 0;
+    for (int i = 0; i < n; i++)
+        places[i] = (frame_text_place_t){ callers[i].function, callers[i].file, callers[i].line };
+    if (o.has_via)
+        via = (frame_text_place_t){ o.via.function, o.via.file, o.via.line };
+    frame_text_origin_t text = {
+        .found = o.found, .function = o.frame.function, .file = o.frame.file,
+        .module = o.frame.module, .line = o.frame.line, .offset = o.offset,
+        .callers = places, .ncallers = (size_t)n, .via = o.has_via ? &via : NULL,
+        .library = o.library, .owner = o.owner,
+    };
+    FILE *m = fmemopen(phrase, sizeof phrase, "w");
+    if (m == NULL) {
+        snprintf(phrase, sizeof phrase, "site %u", site);
         return phrase;
     }
-    int used;
-    if (o.frame.file != NULL && o.frame.line > 0)
-        used = snprintf(phrase, sizeof phrase, "%s:%d", o.frame.file, o.frame.line);
-    else if (o.frame.file != NULL)
-        used = snprintf(phrase, sizeof phrase, "%s", o.frame.file);
-    else
-        used = snprintf(phrase, sizeof phrase, "%s+0x%llx",
-                        basename_of(o.frame.module ? o.frame.module : "?"),
-                        (unsigned long long)o.offset);
-    if (used < 0 || (size_t)used >= sizeof phrase)
-        return phrase;
-    used += snprintf(phrase + used, sizeof phrase - (size_t)used, "%s%s",
-                     o.frame.function ? " in " : "", o.frame.function ? o.frame.function : "");
-    origin_frame_t callers[UINT8_MAX];
-    int n = report_origin_callers(view, site, callers);
-    for (int i = 0; i < n && (size_t)used < sizeof phrase; i++)
-        used += snprintf(phrase + used, sizeof phrase - (size_t)used, ", from %s%s%s:%d",
-                         callers[i].function ? callers[i].function : "",
-                         callers[i].function ? " " : "",
-                         basename_of(callers[i].file ? callers[i].file : "?"), callers[i].line);
-    if (o.has_via && (size_t)used < sizeof phrase)
-        used += snprintf(phrase + used, sizeof phrase - (size_t)used, ", via %s%s%s:%d",
-                         o.via.function ? o.via.function : "", o.via.function ? " " : "",
-                         basename_of(o.via.file ? o.via.file : "?"), o.via.line);
-    if (o.library && (size_t)used < sizeof phrase)
-        used += snprintf(phrase + used, sizeof phrase - (size_t)used,
-                         " [an installed package; no frame of the program's own]");
-    if ((size_t)used < sizeof phrase)
-        snprintf(phrase + used, sizeof phrase - (size_t)used, " (owner: %s)", o.owner);
+    frame_text_origin(m, &text);
+    fclose(m);
     return phrase;
 }
 

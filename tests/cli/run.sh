@@ -31,6 +31,7 @@ echo "== Check suite (units, suppressions, loader)"
 mkdir -p "$BUILD/tests"
 cc ${TEST_CFLAGS:-} -Wall -Wextra -std=gnu11 -g -iquote cli -iquote shim -iquote common -o "$BUILD/tests/test_cli" tests/cli/test_cli.c \
     "$BUILD"/cli/load.o "$BUILD"/cli/supp.o "$BUILD"/cli/units.o "$BUILD"/cli/frames.o "$BUILD"/cli/opts.o \
+    "$BUILD"/cli/frame_text.o "$BUILD"/cli/origin_rules.o \
     -lcheck -lsubunit -lm -lrt -lpthread -ljansson || exit 1
 "$BUILD/tests/test_cli" || fails=$((fails + 1))
 
@@ -48,7 +49,7 @@ has "$T/out" "Leak of 10485760 byte(s) in 5 allocation(s) of device memory on de
 has "$T/out" "#0 forward in /src/model.py:17 (Python)"
 has "$T/out" "GPU memory over time: peak"
 expect 0 "report --kind host" -- $G report --kind host $FIX/demo.json
-hasnt "$T/out" "keep_for_logging tests/demo/demo.c:23 (demo+0x1291)"
+hasnt "$T/out" "tests/demo/demo.c:23 in keep_for_logging"
 expect 0 "report --device 0 --top 1 --full-stacks" -- $G report --device=0 --top 1 --full-stacks $FIX/demo.json
 expect 2 "report --kind bogus" -- $G report --kind bogus $FIX/demo.json
 expect 2 "report --top x" -- $G report --top x $FIX/demo.json
@@ -91,14 +92,14 @@ $G report "$T/negative.json" 2>"$T/err"; has "$T/err" '"totals.leaked_bytes" is 
 
 echo "== check"
 expect 1 "check default budget" -- $G check $FIX/demo.json
-has "$T/out" "FAIL $FIX/demo.json: --max-leaked 0 B: leak of 10485760 byte(s) in 5 allocation(s) of device memory at keep_for_logging tests/demo/demo.c:23 (demo+0x1291)"
-has "$T/out" "at forward in /src/model.py:17 (Python)"
+has "$T/out" "FAIL $FIX/demo.json: --max-leaked 0 B: leak of 10485760 byte(s) in 5 allocation(s) of device memory at tests/demo/demo.c:23 in keep_for_logging"
+has "$T/out" "at /src/model.py:17 in forward"
 has "$T/out" "libcublas* (default)"
 hasnt "$T/out" "leak of 4194304"
 expect 0 "check --max-leaked 20MiB" -- $G check $FIX/demo.json --max-leaked 20MiB
 has "$T/out" "PASS"
 expect 1 "check --no-default-suppressions" -- $G check $FIX/demo.json --max-leaked 13.5MiB --no-default-suppressions
-has "$T/out" "leak of 4194304 byte(s) in 1 allocation(s) of device memory at main"
+has "$T/out" "leak of 4194304 byte(s) in 1 allocation(s) of device memory at tests/demo/demo.c:63 in main"
 printf '# ours\nleak:keep_for_logging\nleak:*model.py\n\nleak:stage_batch*\n' >"$T/supp.txt"
 expect 0 "check --suppressions" -- $G check $FIX/demo.json --suppressions "$T/supp.txt"
 has "$T/out" "keep_for_logging"
@@ -134,9 +135,9 @@ for leak in d["leaks"]:
 json.dump(d, open(sys.argv[2], "w"))
 PYEOF
 expect 1 "check groups sites by origin line" -- $G check "$T/oneline.json" --max-leaked 0 --no-default-suppressions
-has "$T/out" "leak of 12582912 byte(s) in 7 allocation(s) of device memory at forward in /src/model.py:17 (Python) (2 sites)"
+has "$T/out" "leak of 12582912 byte(s) in 7 allocation(s) of device memory at /src/model.py:17 in forward (2 sites)"
 hasnt "$T/out" "leak of 10485760"
-has "$T/out" "leak of 1048576 byte(s) in 1 allocation(s) of pinned host memory at forward in /src/model.py:17 (Python)"
+has "$T/out" "leak of 1048576 byte(s) in 1 allocation(s) of pinned host memory at /src/model.py:17 in forward"
 # PyTorch's allocator default rule hides its segments, never its tensors.
 python3 - "$FIX/demo.json" "$T/tensor.json" <<'PYEOF'
 import json, sys
@@ -264,7 +265,7 @@ expect 0 "diff: two sites of one function, moved" -- $G diff "$T/two-calls.json"
 hasnt "$T/out" "NEW"
 hasnt "$T/out" "GONE"
 expect 1 "diff: a call added between two of one function" -- $G diff "$T/two-calls.json" "$T/three-calls-rebuilt.json"
-has "$T/out" "NEW   +2097152 byte(s) (0 -> 2097152) of device memory in 5 allocation(s) at keep_for_logging tests/demo/demo.c:27"
+has "$T/out" "NEW   +2097152 byte(s) (0 -> 2097152) of device memory in 5 allocation(s) at tests/demo/demo.c:27 in keep_for_logging"
 lines "$T/out" 3
 hasnt "$T/out" "GONE"
 expect 2 "diff one file" -- $G diff $FIX/demo.json
@@ -283,7 +284,7 @@ PY
 expect 0 "merge" -- $G merge "$T/rank2.json" "$T/rank0.json" "$T/rank1.json"
 has "$T/out" "imbalance (max/min peak) 3.00x"
 has "$T/out" "Leaking sites common to all 3 rank(s):"
-has "$T/out" "30.0 MiB in all ranks, device memory at keep_for_logging"
+has "$T/out" "30.0 MiB in all ranks, device memory at tests/demo/demo.c:23 in keep_for_logging"
 hasnt "$T/out" "stage_batch_buffer"
 expect 2 "merge nothing" -- $G merge
 expect 2 "merge bad file" -- $G merge "$T/rank0.json" "$T/text.json"
@@ -369,7 +370,7 @@ echo "== run (over the fake driver)"
 export LD_LIBRARY_PATH="$BUILD/fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 (cd "$T" && mkdir -p runs)
 expect 23 "run --fail-on-leak -- demo" -- $G run --fail-on-leak -- "$BUILD/demo"
-has "$T/err" "--fail-on-leak 0 B: leak of 10485760 byte(s) in 5 allocation(s) of device memory at keep_for_logging"
+has "$T/err" "--fail-on-leak 0 B: leak of 10485760 byte(s) in 5 allocation(s) of device memory at tests/demo/demo.c:23 in keep_for_logging"
 has "$T/err" "SUMMARY: gpuleak:"
 expect 0 "run -- demo (no gate)" -- $G run --output="$T/runs/plain-%p.json" -- "$BUILD/demo"
 if ls "$T"/runs/plain-*.json >/dev/null 2>&1; then ok; else bad "run --output wrote no report"; fi
