@@ -527,7 +527,46 @@
       const pk = obj(p.kinds) || {};
       for (const k of KINDS) kinds[k].push(typeof pk[k] === "number" ? pk[k] : null);
     }
-    return { start, xs, live, high, kinds };
+    /* The program's marks (gpuleak_mark, the pytest plugin's tests): t_ns
+     * offsets from the start, as the points' are. */
+    const marks = arr(tl && tl.marks).filter(obj).filter((m) => typeof m.name === "string")
+      .map((m) => ({ x: num(m.t_ns) / 1e9, name: m.name }));
+    return { start, xs, live, high, kinds, marks };
+  }
+
+  /* Draws the program's marks as thin grey lines named at the top; a uPlot
+   * plugin, so they move with the zoom. Names are drawn on a canvas, never
+   * parsed as HTML. */
+  function markLines(marks) {
+    return {
+      hooks: {
+        draw: [(u) => {
+          const { min, max } = u.scales.x;
+          const ctx = u.ctx, r = devicePixelRatio;
+          ctx.save();
+          ctx.strokeStyle = "#8a8f98";
+          ctx.fillStyle = "#5b616b";
+          ctx.lineWidth = r;
+          ctx.font = `${10 * r}px system-ui, sans-serif`;
+          ctx.textBaseline = "top";
+          let lastLabel = -Infinity;
+          for (const m of marks) {
+            if (m.x < min || m.x > max) continue;
+            const x = u.valToPos(m.x, "x", true);
+            ctx.beginPath();
+            ctx.moveTo(x, u.bbox.top);
+            ctx.lineTo(x, u.bbox.top + u.bbox.height);
+            ctx.stroke();
+            /* A name only where it does not run into the one before. */
+            if (x - lastLabel > 80 * r) {
+              ctx.fillText(m.name.slice(0, 40), x + 2 * r, u.bbox.top + 2 * r);
+              lastLabel = x;
+            }
+          }
+          ctx.restore();
+        }],
+      },
+    };
   }
 
   /* Draws the exact peak (the report's, not a sample's) as a dot and a
@@ -658,6 +697,7 @@
         heldSites: String(this.rows.held.length),
         failures: String(s.failures),
         peakSites: String(this.rows.peak.length),
+        marks: String(tl.marks.length),
         peakSitesBytes: String(sum(this.rows.peak)),
         oomBytes: s.oom ? String(num(s.oom.bytes)) : "",
       };
@@ -740,7 +780,7 @@
         axes: [timeAxis(), sizeAxis()],
         series,
         cursor: { drag: { x: true, y: false } },
-        plugins: [peakMarker(s.peak)],
+        plugins: [markLines(tl.marks), peakMarker(s.peak)],
         hooks: {
           setScale: [(u, key) => {
             if (key !== "x") return;

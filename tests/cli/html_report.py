@@ -152,7 +152,10 @@ def build(sites, allocations, rank, pid, seed):
         "teardown_leaks": teardown,
         "failures": failures,
         "sites": [dict(e, bytes=e["bytes"]) for e in leaks[:1000]],
-        "timeline": {"start_ns": start, "interval_ns": duration // npoints, "points": points},
+        "timeline": {"start_ns": start, "interval_ns": duration // npoints, "points": points,
+                     # The program's marks, one with markup in its name.
+                     "marks": [{"t_ns": duration * k // 4, "name": "epoch %d <b>" % k} for k in range(1, 4)],
+                     "marks_dropped": 0},
         "peak": {"bytes": peak, "time_ns": peak_ns, "sites_at": "gpu", "sites_at_bytes": peak,
                  "sites_at_time_ns": peak_ns, "sites": leaks},
         "growth": growth,

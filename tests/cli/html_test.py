@@ -105,6 +105,7 @@ def expected(path):
         "data-peak-sites-bytes": sum(s["bytes"] for s in sites(peak)),
     }
     points = (d.get("timeline") or {}).get("points") or []
+    e["data-marks"] = len((d.get("timeline") or {}).get("marks") or [])
     if points:
         e["data-chart-peak-bytes"] = max(max(p.get("max_bytes", 0), p["bytes"]) for p in points)
     # The flame graphs' totals: a measure is drawn when it has bytes.
