@@ -16,6 +16,7 @@ typedef struct {
     char *failure; /* NULL when it passed */
     char *detail;  /* every failure line, or NULL */
     int error;     /* the report could not be judged */
+    char *skipped; /* why the budget was not judged, or NULL */
 } junit_case_t;
 
 struct check_junit {
@@ -48,6 +49,17 @@ static void junit_add(check_junit_t *j, const char *suite, const char *name, con
     c->failure = failure ? strdup(failure) : NULL;
     c->detail = detail ? strdup(detail) : NULL;
     c->error = error;
+    c->skipped = NULL;
+}
+
+/* Records a budget not judged on a report, and why: JUnit's <skipped>, so
+ * a CI system shows it neither passed nor failed. */
+static void junit_skip(check_junit_t *j, const char *suite, const char *name, const char *why)
+{
+    size_t before = j ? j->n : 0;
+    junit_add(j, suite, name, NULL, NULL, 0);
+    if (j != NULL && j->n > before)
+        j->cases[j->n - 1].skipped = strdup(why);
 }
 
 /* Records a report that could not be read, so the XML shows it as an
@@ -66,6 +78,7 @@ void check_junit_free(check_junit_t *j)
         free(j->cases[i].name);
         free(j->cases[i].failure);
         free(j->cases[i].detail);
+        free(j->cases[i].skipped);
     }
     free(j->cases);
     free(j);
@@ -91,36 +104,46 @@ static void xml_put(FILE *f, const char *s)
     }
 }
 
-/* Writes the JUnit XML: one testsuite per report, one testcase per budget.
- * Returns 0, or -1 with errno set when the file cannot be written. */
+/* Writes the JUnit XML: one testsuite per report, one testcase per budget
+ * (a budget not judged on a report is a skipped one). Returns 0, or -1
+ * with errno set when the file cannot be written. */
 int check_junit_write(const check_junit_t *j, const char *path)
 {
     FILE *f = fopen(path, "w");
     if (f == NULL)
         return -1;
-    size_t failures = 0, errors = 0;
+    size_t failures = 0, errors = 0, skipped = 0;
     for (size_t i = 0; i < j->n; i++) {
         failures += j->cases[i].failure && !j->cases[i].error;
         errors += j->cases[i].error;
+        skipped += j->cases[i].skipped != NULL;
     }
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-               "<testsuites name=\"gpuleak\" tests=\"%zu\" failures=\"%zu\" errors=\"%zu\">\n",
-            j->n, failures, errors);
+               "<testsuites name=\"gpuleak\" tests=\"%zu\" failures=\"%zu\" errors=\"%zu\" skipped=\"%zu\">\n",
+            j->n, failures, errors, skipped);
     for (size_t i = 0; i < j->n;) {
-        size_t end = i, sf = 0, se = 0;
+        size_t end = i, sf = 0, se = 0, ss = 0;
         while (end < j->n && strcmp(j->cases[end].suite, j->cases[i].suite) == 0) {
             sf += j->cases[end].failure && !j->cases[end].error;
             se += j->cases[end].error;
+            ss += j->cases[end].skipped != NULL;
             end++;
         }
         fputs("  <testsuite name=\"", f);
         xml_put(f, j->cases[i].suite);
-        fprintf(f, "\" tests=\"%zu\" failures=\"%zu\" errors=\"%zu\">\n", end - i, sf, se);
+        fprintf(f, "\" tests=\"%zu\" failures=\"%zu\" errors=\"%zu\" skipped=\"%zu\">\n",
+                end - i, sf, se, ss);
         for (; i < end; i++) {
             const junit_case_t *c = &j->cases[i];
             fputs("    <testcase classname=\"gpuleak\" name=\"", f);
             xml_put(f, c->name);
             fputs("\"", f);
+            if (c->skipped != NULL) {
+                fputs(">\n      <skipped message=\"", f);
+                xml_put(f, c->skipped);
+                fputs("\"/>\n    </testcase>\n", f);
+                continue;
+            }
             if (c->failure == NULL) {
                 fputs("/>\n", f);
                 continue;
@@ -315,11 +338,40 @@ static void memout_close(memout_t *m)
     m->f = NULL;
 }
 
+/* A report taken while the program ran (a snapshot, a dump on request)
+ * lists what was live then as its leaks: memory in use, not leaked, so
+ * the leak budget is not judged on it. Growth and peak mean the same in a
+ * running program and are judged as ever. Said on one SKIP line, always
+ * (gpuleak run's quiet gates too: a budget silently not judged would read
+ * as passed), and as a skipped JUnit case. */
+static int skip_leaked(FILE *out, const load_report_t *r, const check_budget_t *b, check_junit_t *junit)
+{
+    const char *what = r->moment && strcmp(r->moment, "snapshot") == 0 ? "a snapshot"
+                     : r->moment && strcmp(r->moment, "request") == 0 ? "a dump on request"
+                     : "a report";
+    char *why = NULL;
+    if (asprintf(&why, "%s taken while the program ran (moment %s): live is not leaked; "
+                       "growth and peak are judged",
+                 what, r->moment ? r->moment : "unknown") < 0)
+        why = NULL;
+    char c[UNITS_SIZE_BUF];
+    fputs("SKIP ", out);
+    frames_put(out, r->path);
+    fprintf(out, ": %s %s: ", b->leaked_flag, units_format_size(b->max_leaked, c));
+    frames_put(out, why ? why : "taken while the program ran");
+    fputc('\n', out);
+    junit_skip(junit, r->path, "max-leaked", why ? why : "taken while the program ran");
+    free(why);
+    return CHECK_PASS;
+}
+
 /* Leaks: every unsuppressed leak site counts; teardown leaks do not (the
  * driver reclaimed them) but are mentioned so they are not forgotten. */
 static int judge_leaked(FILE *out, const load_report_t *r, const check_budget_t *b, supp_set_t *supp,
                         check_junit_t *junit)
 {
+    if (!r->complete)
+        return skip_leaked(out, r, b, junit);
     uint64_t leaked = 0;
     for (size_t i = 0; i < r->leaks.n; i++) {
         const load_site_t *s = &r->leaks.v[i];
@@ -467,8 +519,11 @@ supp_set_t *check_setup(check_budget_t *b, const opt_value_t *v)
 
 /* Judges every budget set in b on one report, printing a PASS or FAIL line
  * per budget (FAIL: one per site) on out and adding test cases to junit
- * (may be NULL). Suppression counters in supp accumulate across calls.
- * Returns the worst verdict: CHECK_ERROR when a budget cannot be judged. */
+ * (may be NULL). Suppression counters in supp accumulate across calls. The
+ * leak budget is not judged on an incomplete report (r->complete false: a
+ * snapshot or a dump on request, taken while the program ran): a SKIP line
+ * and a skipped test case instead, which count as a pass. Returns the
+ * worst verdict: CHECK_ERROR when a budget cannot be judged. */
 int check_report(FILE *out, const load_report_t *r, const check_budget_t *b, supp_set_t *supp,
                  check_junit_t *junit)
 {

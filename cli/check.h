@@ -35,7 +35,7 @@ enum { CHECK_OPT_LEAKED, CHECK_OPT_GROWTH, CHECK_OPT_PEAK, CHECK_OPT_SUPP, CHECK
 #define CHECK_OPTIONS(value_flags)                                                                  \
     { "--max-leaked", "--fail-on-leak", OPT_SIZE, value_flags, "SIZE", NULL, 0,                     \
       "Fail when the unsuppressed leaks (live at exit; teardown leaks do not count) come to more "  \
-      "than SIZE in a report." },                                                                   \
+      "than SIZE in a report; not judged on a snapshot (taken while the program ran)." },           \
     { "--max-growth", "--fail-on-growth", OPT_SIZE, value_flags, "SIZE", NULL, 0,                   \
       "Fail when a report's growth (memory that rose during the run and was held) comes to more "   \
       "than SIZE; needs the report's growth section." },                                            \

@@ -24,7 +24,7 @@ static const opt_spec_t options[] = {
 _Static_assert(sizeof options / sizeof options[0] == O_COUNT, "one table entry per option");
 
 static const cmd_exit_t exits[] = {
-    { "0", "every budget held in every report" },
+    { "0", "every budget held in every report (the leak budget skipped on a snapshot)" },
     { "1", "a budget failed" },
     { "2", "bad usage, a report or suppressions file that cannot be read, a budget a report "
            "cannot be judged on (--max-growth without a growth section), or a failed write" },
@@ -86,8 +86,11 @@ const cmd_spec_t check_command = {
         "Judges each report against the budgets given; with none, --max-leaked 0. Prints PASS "
         "per budget, or one FAIL line per origin line (its sites summed, the largest first, "
         "with the object that held it when Python finished), then the suppressions that "
-        "matched. Leaks count; teardown leaks are reported but do not. The origin options are "
-        "report's.",
+        "matched. Leaks count; teardown leaks are reported but do not. A report taken while "
+        "the program ran (a snapshot or a dump on request, status.complete false) lists what "
+        "was live then, in use rather than leaked: the leak budget is not judged on it, one "
+        "SKIP line says so and it is not a failure (a skipped testcase in JUnit); growth and "
+        "peak budgets are judged as ever. The origin options are report's.",
     .options = options,
     .noptions = O_COUNT,
     .exits = exits,

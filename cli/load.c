@@ -156,6 +156,7 @@ static json_t *get_typed(ctx_t *ctx, json_t *obj, const char *where, const char 
 
 static int is_object(const json_t *v) { return json_is_object(v); }
 static int is_array(const json_t *v) { return json_is_array(v); }
+static int is_boolean(const json_t *v) { return json_is_boolean(v); }
 
 /* "0x1234" as the shim writes offsets and addresses: hex, at most 64 bits. */
 static int get_hex(ctx_t *ctx, json_t *obj, const char *where, const char *key, uint64_t *out)
@@ -399,6 +400,8 @@ static void load_holders(json_t *entry, load_site_t *s)
     }
 }
 
+static int load_site_stack(ctx_t *ctx, json_t *v, const char *where, load_site_t *s);
+
 static int load_site(ctx_t *ctx, json_t *v, const char *where, enum list_kind kind, load_site_t *s)
 {
     if (!json_is_object(v))
@@ -423,6 +426,15 @@ static int load_site(ctx_t *ctx, json_t *v, const char *where, enum list_kind ki
     s->owner = json_is_string(hint) ? json_string_value(hint) : NULL;
     if (kind == LIST_FAILURES)
         get_int(ctx, v, where, "result", 0, -(1LL << 31), 1LL << 32, &s->result);
+    if (ctx->error)
+        return -1;
+    return load_site_stack(ctx, v, where, s);
+}
+
+/* A site's frames: inline "stack" and "python_stack" (version 1), else
+ * its entry in the report's stack table, shared, not copied. */
+static int load_site_stack(ctx_t *ctx, json_t *v, const char *where, load_site_t *s)
+{
     json_t *stack = get_typed(ctx, v, where, "stack", 0, is_array, "an array");
     json_t *py = get_typed(ctx, v, where, "python_stack", 0, is_array, "an array");
     if (ctx->error)
@@ -472,16 +484,22 @@ static int load_list(ctx_t *ctx, json_t *arr, const char *key, enum list_kind ki
     return ctx->error ? -1 : 0;
 }
 
+/* Frees what a site owns: its callers and holders, and its frames when
+ * they are inline rather than the stack table's. */
+static void free_site(load_site_t *s)
+{
+    free(s->callers);
+    free(s->holders);
+    if (!s->owns_stack)
+        return;
+    free(s->stack);
+    free(s->python);
+}
+
 static void free_list(load_list_t *list)
 {
-    for (size_t i = 0; list->v != NULL && i < list->n; i++) {
-        free(list->v[i].callers);
-        free(list->v[i].holders);
-        if (!list->v[i].owns_stack)
-            continue;
-        free(list->v[i].stack);
-        free(list->v[i].python);
-    }
+    for (size_t i = 0; list->v != NULL && i < list->n; i++)
+        free_site(&list->v[i]);
     free(list->v);
 }
 
@@ -640,15 +658,169 @@ static int check_identity(ctx_t *ctx, json_t *root)
     return 0;
 }
 
+/* "status": when the report was written. moment and complete decide
+ * whether check judges the leaks (a running program's live memory is not
+ * leaked), so a wrong type there refuses the report as a count's would;
+ * an unknown moment is a newer shim's and is kept. signal and
+ * locks_skipped are only shown: one this reader cannot read is left out,
+ * as an origin is. */
+static int load_status(ctx_t *ctx, json_t *root, load_report_t *r)
+{
+    r->complete = true;
+    json_t *status = get_typed(ctx, root, "", "status", 0, is_object, "an object");
+    if (status == NULL)
+        return ctx->error ? -1 : 0;
+    get_str(ctx, status, "status", "tracking", 0, &r->tracking);
+    get_str(ctx, status, "status", "reason", 0, &r->reason);
+    get_str(ctx, status, "status", "moment", 0, &r->moment);
+    json_t *complete = get_typed(ctx, status, "status", "complete", 0, is_boolean, "a boolean");
+    if (complete != NULL)
+        r->complete = json_is_true(complete);
+    else if (r->moment != NULL)
+        r->complete = strcmp(r->moment, "snapshot") != 0 && strcmp(r->moment, "request") != 0;
+    json_t *sig = json_object_get(status, "signal");
+    if (json_is_integer(sig) && json_integer_value(sig) > 0 && json_integer_value(sig) < 1024)
+        r->signal = (long)json_integer_value(sig);
+    json_t *locks = json_object_get(status, "locks_skipped");
+    if (json_is_integer(locks) && json_integer_value(locks) > 0)
+        r->locks_skipped = (uint64_t)json_integer_value(locks);
+    return ctx->error ? -1 : 0;
+}
+
+static int by_site_id(const void *a, const void *b)
+{
+    const load_site_t *x = *(const load_site_t *const *)a, *y = *(const load_site_t *const *)b;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* The entries of r's site lists that carry the shim's origin, sorted by
+ * id (malloc'd; NULL when none or out of memory): the oom section names
+ * its sites by id alone, so their origins come from here, found in log
+ * time however many holders a file lists. */
+static const load_site_t **origin_index(const load_report_t *r, size_t *n)
+{
+    const load_list_t *lists[] = { &r->sites, &r->failures, &r->leaks, &r->teardown,
+                                   &r->growth, &r->held, &r->peak_sites };
+    size_t total = 0;
+    *n = 0;
+    for (size_t l = 0; l < sizeof lists / sizeof lists[0]; l++)
+        total += lists[l]->n;
+    const load_site_t **index = total ? malloc(total * sizeof *index) : NULL;
+    for (size_t l = 0; index != NULL && l < sizeof lists / sizeof lists[0]; l++)
+        for (size_t i = 0; i < lists[l]->n; i++)
+            if (lists[l]->v[i].origin_kind != LOAD_ORIGIN_NONE)
+                index[(*n)++] = &lists[l]->v[i];
+    if (index != NULL)
+        qsort(index, *n, sizeof *index, by_site_id);
+    return index;
+}
+
+/* Gives s, where it has no origin of its own, the origin (callers and via
+ * too) and owner of the same site's entry in index. The callers are
+ * copied, so that s owns them as every site does. */
+static void borrow_origin(load_site_t *s, const load_site_t **index, size_t n)
+{
+    if (s->origin_kind != LOAD_ORIGIN_NONE || n == 0)
+        return;
+    const load_site_t want = { .id = s->id }, *key = &want;
+    const load_site_t **hit = bsearch(&key, index, n, sizeof *index, by_site_id);
+    if (hit == NULL)
+        return;
+    const load_site_t *from = *hit;
+    s->origin_kind = from->origin_kind;
+    s->origin_native = from->origin_native;
+    s->origin_python = from->origin_python;
+    s->has_via = from->has_via;
+    s->via = from->via;
+    s->owner = from->owner;
+    if (from->ncallers > 0 && (s->callers = malloc(from->ncallers * sizeof *s->callers)) != NULL) {
+        memcpy(s->callers, from->callers, from->ncallers * sizeof *s->callers);
+        s->ncallers = from->ncallers;
+    }
+}
+
+/* A site of the oom section, the refused allocation or a holder: its kind,
+ * bytes and device (-1 when not given, as a holder's is not), its frames,
+ * and its origin: its own should a shim write one, else, when it names its
+ * site, that site's entry's in index. Returns 0, or -1 with the problem in
+ * quiet and nothing left to free. A stack this reader cannot read leaves
+ * the site without frames rather than unread. */
+static int load_oom_site(ctx_t *quiet, json_t *v, const char *where, load_site_t *s,
+                         const load_site_t **index, size_t nindex)
+{
+    if (!json_is_object(v))
+        return fail(quiet, "invalid report: \"%s\" is not an object", where);
+    long long device;
+    get_u64(quiet, v, where, "site", 0, &s->id);
+    get_str(quiet, v, where, "kind", 1, &s->kind);
+    get_u64(quiet, v, where, "bytes", 1, &s->bytes);
+    get_int(quiet, v, where, "device", 0, -1, 1 << 20, &device);
+    s->device = field(quiet, v, where, "device", 0) != NULL ? (long)device : -1;
+    if (quiet->error)
+        return -1;
+    load_origin(v, s);
+    ctx_t frames = { where, NULL, quiet->report };
+    if (load_site_stack(&frames, v, where, s) != 0) {
+        if (s->owns_stack) {
+            free(s->stack);
+            free(s->python);
+        }
+        s->stack = NULL;
+        s->python = NULL;
+        s->nstack = s->npython = 0;
+        s->owns_stack = false;
+    }
+    free(frames.error);
+    if (field(quiet, v, where, "site", 0) != NULL)
+        borrow_origin(s, index, nindex);
+    return 0;
+}
+
+/* "oom", read after the lists whose entries carry the origins it borrows.
+ * A display hint: read quietly (load_oom_t). */
+static void load_oom(json_t *root, load_report_t *r)
+{
+    json_t *v = json_object_get(root, "oom");
+    if (!json_is_object(v))
+        return;
+    load_oom_t *o = &r->oom;
+    ctx_t quiet = { "oom", NULL, r };
+    size_t nindex;
+    const load_site_t **index = origin_index(r, &nindex);
+    get_u64(&quiet, v, "oom", "count", 0, &o->count);
+    get_u64(&quiet, v, "oom", "time_ns", 0, &o->time_ns);
+    get_u64(&quiet, v, "oom", "live_bytes", 0, &o->live_bytes);
+    if (quiet.error != NULL || load_oom_site(&quiet, v, "oom", &o->site, index, nindex) != 0) {
+        free(quiet.error);
+        free(index);
+        memset(o, 0, sizeof *o);
+        return;
+    }
+    r->has_oom = true;
+    if (o->count == 0)
+        o->count = 1; /* this one, at least */
+    json_t *sites = json_object_get(v, "sites");
+    size_t n = json_is_array(sites) ? json_array_size(sites) : 0;
+    o->holders.v = n ? calloc(n, sizeof *o->holders.v) : NULL;
+    char w[WHERE_MAX];
+    for (size_t i = 0; o->holders.v != NULL && i < n; i++) {
+        ctx_t one = { "oom.sites", NULL, r };
+        index_where(w, "oom", "sites", i);
+        load_site_t *h = &o->holders.v[o->holders.n];
+        if (load_oom_site(&one, json_array_get(sites, i), w, h, index, nindex) == 0)
+            o->holders.n++;
+        else
+            memset(h, 0, sizeof *h);
+        free(one.error);
+    }
+    free(index);
+}
+
 static int load_doc(ctx_t *ctx, json_t *root, load_report_t *r)
 {
     if (check_identity(ctx, root) != 0 || load_stack_tables(ctx, root, r) != 0)
         return -1;
-    json_t *status = get_typed(ctx, root, "", "status", 0, is_object, "an object");
-    if (status != NULL) {
-        get_str(ctx, status, "status", "tracking", 0, &r->tracking);
-        get_str(ctx, status, "status", "reason", 0, &r->reason);
-    }
+    load_status(ctx, root, r);
     load_process(ctx, root, r);
     json_t *totals = get_typed(ctx, root, "", "totals", 1, is_object, "an object");
     if (ctx->error)
@@ -736,6 +908,8 @@ static int load_doc(ctx_t *ctx, json_t *root, load_report_t *r)
         r->has_timeline = true;
         load_timeline(ctx, timeline, r);
     }
+    if (!ctx->error)
+        load_oom(root, r);
     return ctx->error ? -1 : 0;
 }
 
@@ -752,6 +926,8 @@ void load_free(load_report_t *r)
     free_list(&r->growth);
     free_list(&r->peak_sites);
     free_list(&r->held);
+    free_site(&r->oom.site);
+    free_list(&r->oom.holders);
     for (size_t i = 0; i < r->nstacks; i++) {
         free(r->stacks[i].stack);
         free(r->stacks[i].python);

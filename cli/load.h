@@ -112,6 +112,21 @@ typedef struct {
     const char *name;
 } load_mark_t;
 
+/* The report's "oom": the first out-of-memory failure and what held the
+ * GPU then. Only shown, never judged on, so it is read quietly like the
+ * origins: a section this reader cannot read is left out (has_oom false)
+ * and so is a holder it cannot read. */
+typedef struct {
+    uint64_t count;       /* out-of-memory failures in the run, this one included */
+    uint64_t time_ns;     /* epoch ns; 0 when absent */
+    uint64_t live_bytes;  /* live GPU bytes at that moment */
+    load_site_t site;     /* the refused allocation: kind, device, bytes asked, its
+                             frames (the report's "stacks") and its origin (its entry
+                             in another list, where the shim wrote one) */
+    load_list_t holders;  /* "sites": the largest holders then, largest first, each
+                             with the bytes it held, its frames and origin as above */
+} load_oom_t;
+
 typedef struct {
     const char *path;
     void *doc; /* the parsed document (json_t *) */
@@ -123,6 +138,17 @@ typedef struct {
     size_t argc;
     const char *tracking; /* "on" / "off", NULL when absent */
     const char *reason;
+    /* When the report was written ("status"). moment and complete are
+     * checked like the counts, since check's verdict depends on them;
+     * signal and locks_skipped are only shown, and read quietly. */
+    const char *moment;   /* "exit", "signal", "request", "snapshot" (or a newer
+                             shim's word); NULL when absent, as in older reports */
+    bool complete;        /* false: taken while the program ran on (a snapshot, a
+                             dump on request), so what it lists as leaks was live
+                             then, not left at exit; "complete" absent: false for
+                             moment snapshot or request, else true */
+    long signal;          /* the signal that ended the program (moment signal); 0 */
+    uint64_t locks_skipped; /* shim locks the report gave up waiting for */
     uint64_t start_time_ns, end_time_ns, peak_time_ns; /* 0 when absent */
     uint64_t unknown_frees;
     load_totals_t totals;
@@ -151,6 +177,8 @@ typedef struct {
     uint64_t marks_dropped;
     load_stack_t *stacks; /* sorted by site; the site entries' stacks point here */
     size_t nstacks;
+    bool has_oom;
+    load_oom_t oom;
 } load_report_t;
 
 load_report_t *load_file(const char *path, char **error);

@@ -99,4 +99,8 @@ void rejudge_report(load_report_t *r)
     rejudge_list(&r->held);
     rejudge_list(&r->growth);
     rejudge_list(&r->peak_sites);
+    if (r->has_oom) {
+        rejudge_site(&r->oom.site);
+        rejudge_list(&r->oom.holders);
+    }
 }

@@ -62,8 +62,11 @@ const cmd_spec_t report_command = {
     .max_operands = OPERANDS_ANY,
     .summary = "print reports as a person reads them",
     .description =
-        "Prints each report: a summary, totals by kind, the leaks in LeakSanitizer's wording "
-        "(Python frames first), teardown leaks, failed allocations, and when the report has them "
+        "Prints each report: a summary (with when it was taken: at exit, on a signal, or while "
+        "the program ran, whose leaks were live then, not left at exit), totals by kind, the "
+        "leaks in LeakSanitizer's wording (Python frames first), teardown leaks, failed "
+        "allocations, the first out-of-memory failure (what was asked, from where, and the "
+        "largest holders then), and when the report has them "
         "the growth table, what Python still held when it finished, the peak's composition and "
         "a timeline chart, then the sites table. Under each site, the Python objects that held "
         "its memory (held by history[...] (list in train.py)).\n"

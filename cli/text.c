@@ -7,6 +7,7 @@
 #include "frames.h"
 #include "units.h"
 
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,6 +34,50 @@ static double seconds_since_start(const load_report_t *r, uint64_t t_ns)
     return (double)(t_ns - start) / 1e9;
 }
 
+/* The signals a report names (docs/report-format.md: those that end a
+ * process and that the shim writes a report for), by their usual names;
+ * another is shown by number alone. */
+static const char *signal_name(long sig)
+{
+    switch (sig) {
+    case SIGHUP: return "SIGHUP";
+    case SIGINT: return "SIGINT";
+    case SIGILL: return "SIGILL";
+    case SIGABRT: return "SIGABRT";
+    case SIGBUS: return "SIGBUS";
+    case SIGFPE: return "SIGFPE";
+    case SIGSEGV: return "SIGSEGV";
+    case SIGTERM: return "SIGTERM";
+    default: return NULL;
+    }
+}
+
+/* When the report was written. An incomplete one (a snapshot, a dump on
+ * request) was taken while the program ran, so its "leaks" are memory the
+ * program still used then: said on one line, since a reader who takes
+ * them for leaks at exit chases the wrong thing. */
+static void print_moment(FILE *f, const load_report_t *r)
+{
+    if (r->moment != NULL || !r->complete) {
+        fputs("  moment:   ", f);
+        frames_put(f, r->moment ? r->moment : "unknown");
+        if (!r->complete)
+            fprintf(f, "%s, taken while the program ran: what it lists as leaks was live then, "
+                       "not left at exit\n",
+                    r->moment && strcmp(r->moment, "request") == 0 ? " (a dump on request)" : "");
+        else if (r->signal > 0) {
+            const char *name = signal_name(r->signal);
+            fprintf(f, ", written as signal %ld%s%s%s ended the program\n", r->signal,
+                    name ? " (" : "", name ? name : "", name ? ")" : "");
+        } else
+            fputc('\n', f);
+    }
+    if (r->locks_skipped > 0)
+        fprintf(f, "  locks:    %llu lock(s) of the shim skipped (a thread a signal interrupted "
+                   "held them); some counts may be off by an event under way\n",
+                (unsigned long long)r->locks_skipped);
+}
+
 static void print_header(FILE *f, const load_report_t *r)
 {
     char a[UNITS_SIZE_BUF], b[UNITS_SIZE_BUF], c[UNITS_SIZE_BUF];
@@ -56,6 +101,7 @@ static void print_header(FILE *f, const load_report_t *r)
             fputs(" ...", f);
     }
     fputc('\n', f);
+    print_moment(f, r);
     if (r->tracking != NULL && strcmp(r->tracking, "on") != 0) {
         fputs("  tracking: stopped early (", f);
         frame_text_put(f, r->reason ? r->reason : "no reason given");
@@ -70,7 +116,7 @@ static void print_header(FILE *f, const load_report_t *r)
     double at = seconds_since_start(r, r->peak_time_ns);
     if (at >= 0)
         fprintf(f, " at %.2f s", at);
-    fprintf(f, ", %s live at exit\n", units_format_size(t->live_bytes, c));
+    fprintf(f, ", %s live %s\n", units_format_size(t->live_bytes, c), r->complete ? "at exit" : "then");
     fprintf(f, "  leaked:   %llu byte(s) in %llu allocation(s) at %zu site(s)",
             (unsigned long long)t->leaked_bytes, (unsigned long long)t->leaked_allocations, r->leaks.n);
     if (t->teardown_leaked_bytes > 0)
@@ -150,6 +196,55 @@ static void print_blocks(FILE *f, const load_list_t *list, const char *title, co
         }
         frames_print_stack(f, s, o->full_stacks ? 0 : DEFAULT_FRAMES);
         frames_print_holders(f, s, "  ", HOLDERS_SHOWN);
+    }
+}
+
+/* The first out-of-memory failure: when, what was asked and from where,
+ * how many there were, and the largest holders of the GPU then, each with
+ * its origin. One event, not a list of sites, so --kind and --device do
+ * not hide it; --top limits the holders. */
+static void print_oom(FILE *f, const load_report_t *r, const text_options_t *o)
+{
+    if (!r->has_oom)
+        return;
+    const load_oom_t *oom = &r->oom;
+    char a[UNITS_SIZE_BUF];
+    fprintf(f, "\nOut of memory: %llu failure(s) in all; the first", (unsigned long long)oom->count);
+    double at = seconds_since_start(r, oom->time_ns);
+    if (at >= 0)
+        fprintf(f, ", at %.2f s", at);
+    fprintf(f, ":\n  %llu byte(s) of %s asked", (unsigned long long)oom->site.bytes,
+            frames_kind_phrase(oom->site.kind));
+    if (oom->site.device >= 0)
+        fprintf(f, " on device %ld", oom->site.device);
+    char *origin = frames_origin(&oom->site);
+    fputs(", from ", f);
+    frames_put(f, origin ? origin : "?");
+    free(origin);
+    fprintf(f, "\n  %s was live then", units_format_size(oom->live_bytes, a));
+    if (oom->holders.n == 0) {
+        fputs("\n", f);
+        return;
+    }
+    fprintf(f, "; the largest holders:\n  %6s %-8s %12s %6s  %s\n", "site", "kind", "held", "%", "origin");
+    for (size_t i = 0; i < oom->holders.n; i++) {
+        const load_site_t *s = &oom->holders.v[i];
+        if (o->top && i == o->top) {
+            fprintf(f, "  ... %zu more holder(s)\n", oom->holders.n - i);
+            break;
+        }
+        char kind[9];
+        snprintf(kind, sizeof kind, "%s", s->kind);
+        for (char *p = kind; *p; p++)
+            if (*p < 0x20 || *p == 0x7f)
+                *p = '?';
+        double pct = oom->live_bytes ? 100.0 * (double)s->bytes / (double)oom->live_bytes : 0;
+        fprintf(f, "  %6llu %-8s %12s %5.1f%%  ", (unsigned long long)s->id, kind,
+                units_format_size(s->bytes, a), pct > 999.9 ? 999.9 : pct);
+        origin = frames_origin(s);
+        frames_put(f, origin ? origin : "?");
+        free(origin);
+        fputc('\n', f);
     }
 }
 
@@ -247,16 +342,20 @@ void text_timeline_chart(FILE *f, const load_report_t *r, int width, int height)
     free(marks);
 }
 
-/* Prints the whole human view: header, kinds, leaks, teardown leaks,
- * failures, growth and peak tables and the timeline when the report has
+/* Prints the whole human view: header (with when the report was taken),
+ * kinds, leaks, teardown leaks, failures, the first out-of-memory failure,
+ * growth and peak tables and the timeline when the report has
  * them, then the sites table. Filters and --top apply to every site list. */
 void text_print(FILE *f, const load_report_t *r, const text_options_t *o)
 {
     print_header(f, r);
     print_kinds(f, r);
-    print_blocks(f, &r->leaks, "Leaks (still live at exit)", "leak", o);
+    print_blocks(f, &r->leaks, r->complete ? "Leaks (still live at exit)"
+                                           : "Leaks (live when the report was taken, the program running)",
+                 "leak", o);
     print_blocks(f, &r->teardown, "Teardown leaks (live when their context was destroyed)", "teardown", o);
     print_blocks(f, &r->failures, "Failed allocations", "failure", o);
+    print_oom(f, r, o);
     if (r->has_growth)
         print_table(f, &r->growth, "Growth by site", "growth", r->growth_bytes, 0, o);
     if (r->has_held && r->held.n > 0)

@@ -165,12 +165,79 @@ expect 2 "check no file" -- $G check
 expect 2 "check unknown option" -- $G check --frob $FIX/demo.json
 expect 1 "check --junit" -- $G check $FIX/demo.json $FIX/demo.json --max-peak 1MiB --junit "$T/junit.xml"
 if xmllint --noout "$T/junit.xml"; then ok; else bad "junit.xml is not well-formed"; fi
-has "$T/junit.xml" '<testsuites name="gpuleak" tests="2" failures="2" errors="0">'
+has "$T/junit.xml" '<testsuites name="gpuleak" tests="2" failures="2" errors="0" skipped="0">'
 expect 2 "check --junit with a bad file" -- $G check $FIX/demo.json "$T/text.json" --junit "$T/junit2.xml"
 if xmllint --noout "$T/junit2.xml"; then ok; else bad "junit2.xml is not well-formed"; fi
 has "$T/junit2.xml" "<error"
 expect 0 "check --junit pass" -- $G check $FIX/demo.json --max-leaked 1GiB --junit "$T/junit3.xml"
 if xmllint --noout "$T/junit3.xml"; then ok; else bad "junit3.xml is not well-formed"; fi
+
+echo "== snapshots, signals and the OOM (status, oom)"
+# A snapshot lists what was live while the program ran: the leak budget is
+# skipped (one line, not a failure); growth and peak are judged as ever.
+expect 0 "check a snapshot: the leaks are not judged" -- $G check $FIX/snapshot.json
+has "$T/out" "SKIP $FIX/snapshot.json: --max-leaked 0 B: a snapshot taken while the program ran (moment snapshot): live is not leaked; growth and peak are judged"
+hasnt "$T/out" "FAIL"
+expect 1 "check a snapshot: the peak is judged" -- $G check $FIX/snapshot.json --max-peak 10MiB
+has "$T/out" "FAIL $FIX/snapshot.json: --max-peak 10.0 MiB"
+expect 1 "check a snapshot beside a complete report" -- $G check $FIX/snapshot.json $FIX/demo.json
+has "$T/out" "SKIP $FIX/snapshot.json"
+has "$T/out" "FAIL $FIX/demo.json: --max-leaked 0 B"
+expect 0 "check a snapshot --junit" -- $G check $FIX/snapshot.json --max-leaked 0 --max-peak 16MiB --junit "$T/junit-snap.xml"
+if xmllint --noout "$T/junit-snap.xml"; then ok; else bad "junit-snap.xml is not well-formed"; fi
+has "$T/junit-snap.xml" '<testsuites name="gpuleak" tests="2" failures="0" errors="0" skipped="1">'
+has "$T/junit-snap.xml" '<testcase classname="gpuleak" name="max-leaked">'
+has "$T/junit-snap.xml" '<skipped message="a snapshot taken while the program ran (moment snapshot): live is not leaked; growth and peak are judged"/>'
+python3 - "$FIX/demo.json" "$FIX/oom.json" "$T" <<'PY'
+import json, sys
+d, oom, t = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), sys.argv[3]
+def w(name, status=None, f=None, base=d):
+    x = json.loads(json.dumps(base))
+    if status is not None:
+        x["status"] = status
+    if f:
+        f(x)
+    json.dump(x, open(f"{t}/{name}.json", "w"))
+w("request", {"moment": "request"})  # no "complete": the moment says it
+w("signal", {"moment": "signal", "complete": True, "signal": 15, "locks_skipped": 2})
+w("badcomplete", {"moment": "snapshot", "complete": "no"})
+w("badoom", f=lambda x: x["oom"].__setitem__("kind", 7), base=oom)
+w("oom-snapshot", {"moment": "snapshot", "complete": False}, base=oom)
+PY
+expect 0 "check a dump on request (complete derived from the moment)" -- $G check "$T/request.json"
+has "$T/out" "SKIP $T/request.json: --max-leaked 0 B: a dump on request taken while the program ran (moment request)"
+expect 0 "report a dump on request" -- $G report "$T/request.json"
+has "$T/out" "  moment:   request (a dump on request), taken while the program ran: what it lists as leaks was live then, not left at exit"
+has "$T/out" "17.0 MiB live then"
+has "$T/out" "Leaks (live when the report was taken, the program running): 4 site(s)"
+# A report a signal wrote is complete: its leaks are judged.
+expect 1 "check a signal's report" -- $G check "$T/signal.json"
+hasnt "$T/out" "SKIP"
+expect 0 "report a signal's report" -- $G report "$T/signal.json"
+has "$T/out" "  moment:   signal, written as signal 15 (SIGTERM) ended the program"
+has "$T/out" "  locks:    2 lock(s) of the shim skipped"
+has "$T/out" "Leaks (still live at exit)"
+expect 0 "report without status.moment: no moment line" -- $G report $FIX/demo.json
+hasnt "$T/out" "moment:"
+hasnt "$T/out" "locks:"
+expect 2 "status.complete not a boolean" -- $G check "$T/badcomplete.json"
+has "$T/err" '"status.complete" is not a boolean'
+lines "$T/err" 1
+# The OOM: shown after the failures; a malformed section is left out, the
+# report still read; the origin options judge its sites again too.
+expect 0 "report an OOM" -- $G report $FIX/oom.json --top 1
+has "$T/out" "Out of memory: 2 failure(s) in all; the first, at 0.00 s:"
+has "$T/out" "  2097152 byte(s) of device memory asked on device 0, from ask_too_much tests/integration/prog_growth.c:50 (prog_growth+0x15a7)"
+has "$T/out" "       1 device        3.0 MiB 100.0%  hold_for_oom tests/integration/prog_growth.c:43 (prog_growth+0x152c)"
+expect 0 "report an unreadable oom section" -- $G report "$T/badoom.json"
+hasnt "$T/out" "Out of memory"
+has "$T/out" "Failed allocations: 2 site(s)"
+expect 0 "report an OOM, origins judged again" -- $G report $FIX/oom.json --origin-skip 'ask_too_much:hold_for_oom'
+has "$T/out" "asked on device 0, from main tests/integration/prog_growth.c:89 (prog_growth+0x17eb)"
+has "$T/out" "100.0%  main tests/integration/prog_growth.c:88 (prog_growth+0x17e6)"
+expect 0 "check an OOM snapshot" -- $G check "$T/oom-snapshot.json" --max-leaked 0 --max-growth 0
+has "$T/out" "SKIP $T/oom-snapshot.json"
+has "$T/out" "PASS $T/oom-snapshot.json: --max-growth 0 B: growth 0 B"
 
 echo "== version 2 stack tables"
 # The fixture is a version 1 report (stacks inline). Written as version 2

@@ -260,6 +260,131 @@ START_TEST(views_name_the_shims_origin)
 }
 END_TEST
 
+/* "status" says when a report was taken; check's verdict depends on
+ * moment and complete, so they are read as strictly as the counts, and
+ * complete follows the moment where an older shim did not write it. */
+static load_report_t *load_status_json(const char *status)
+{
+    char *json = NULL, *err = NULL;
+    ck_assert_int_ge(asprintf(&json, GOOD_HEAD "%s" GOOD_TOTALS "\"leaks\":[],\"sites\":[]}", status), 0);
+    load_report_t *r = load_buffer(json, strlen(json), "r.json", &err);
+    ck_assert_msg(r != NULL, "%s: %s", status, err);
+    free(json);
+    return r;
+}
+
+START_TEST(loader_reads_status)
+{
+    load_report_t *r = load_status_json("");
+    ck_assert(r->complete);
+    ck_assert_ptr_null(r->moment);
+    load_free(r);
+    r = load_status_json("\"status\":{\"moment\":\"snapshot\",\"complete\":false,\"signal\":null,\"locks_skipped\":0},");
+    ck_assert(!r->complete);
+    ck_assert_str_eq(r->moment, "snapshot");
+    ck_assert_int_eq(r->signal, 0);
+    load_free(r);
+    r = load_status_json("\"status\":{\"moment\":\"request\"},");
+    ck_assert(!r->complete);
+    load_free(r);
+    r = load_status_json("\"status\":{\"moment\":\"signal\",\"complete\":true,\"signal\":15,\"locks_skipped\":2},");
+    ck_assert(r->complete);
+    ck_assert_int_eq(r->signal, 15);
+    ck_assert_uint_eq(r->locks_skipped, 2);
+    load_free(r);
+    /* A newer shim's moment is kept; the hints only shown are read quietly. */
+    r = load_status_json("\"status\":{\"moment\":\"later\",\"signal\":\"TERM\",\"locks_skipped\":-1},");
+    ck_assert(r->complete);
+    ck_assert_str_eq(r->moment, "later");
+    ck_assert_int_eq(r->signal, 0);
+    ck_assert_uint_eq(r->locks_skipped, 0);
+    load_free(r);
+    static const char bad[] = GOOD_HEAD "\"status\":{\"complete\":\"no\"}," GOOD_TOTALS "\"leaks\":[],\"sites\":[]}";
+    expect_bad(bad, strlen(bad), "\"status.complete\" is not a boolean");
+    static const char bad2[] = GOOD_HEAD "\"status\":{\"moment\":1}," GOOD_TOTALS "\"leaks\":[],\"sites\":[]}";
+    expect_bad(bad2, strlen(bad2), "\"status.moment\" is not a string");
+}
+END_TEST
+
+/* "oom" names its sites by id: frames from the stack table (inline in
+ * version 1), origins from the same site's entry elsewhere. A display
+ * hint: what cannot be read is left out, the report still loads. */
+START_TEST(loader_reads_oom)
+{
+    static const char json[] = V2_HEAD GOOD_TOTALS "\"leaks\":[],\"sites\":["
+        "{\"site\":2,\"kind\":\"device\",\"device\":0,\"bytes\":0,\"allocations\":0,"
+        "\"origin\":{\"function\":\"ask\",\"file\":\"a.c\",\"line\":9,\"module\":\"/bin/a\",\"offset\":\"0x7\",\"python\":false}}],"
+        "\"oom\":{\"count\":3,\"time_ns\":5,\"bytes\":2048,\"kind\":\"device\",\"device\":1,\"live_bytes\":4096,\"site\":2,"
+        "\"sites\":[{\"site\":1,\"kind\":\"pool\",\"bytes\":4000},{\"site\":3,\"bytes\":9},7,"
+        "{\"site\":4,\"kind\":\"device\",\"bytes\":96}]},"
+        "\"stacks\":{\"2\":{\"stack\":[1,0]},\"1\":{\"stack\":[0]}},"
+        "\"frames\":[" GOOD_FRAME ",{\"function\":\"g\",\"module\":\"/m\",\"offset\":\"0x7\",\"address\":\"0x8\"}]}";
+    char *err = NULL;
+    load_report_t *r = load_buffer(json, strlen(json), "r.json", &err);
+    ck_assert_msg(r != NULL, "%s", err);
+    ck_assert(r->has_oom);
+    const load_oom_t *o = &r->oom;
+    ck_assert_uint_eq(o->count, 3);
+    ck_assert_uint_eq(o->time_ns, 5);
+    ck_assert_uint_eq(o->live_bytes, 4096);
+    ck_assert_uint_eq(o->site.bytes, 2048);
+    ck_assert_str_eq(o->site.kind, "device");
+    ck_assert_int_eq(o->site.device, 1);
+    ck_assert_uint_eq(o->site.nstack, 2);
+    ck_assert_str_eq(o->site.stack[0].function, "g");
+    char *origin = frames_origin(&o->site);
+    ck_assert_str_eq(origin, "ask a.c:9 (a+0x7)");
+    free(origin);
+    /* The holder without a kind and the one that is no object are left out. */
+    ck_assert_uint_eq(o->holders.n, 2);
+    ck_assert_uint_eq(o->holders.v[0].bytes, 4000);
+    ck_assert_int_eq(o->holders.v[0].device, -1);
+    ck_assert_uint_eq(o->holders.v[0].nstack, 1);
+    origin = frames_origin(&o->holders.v[0]);
+    ck_assert_str_eq(origin, "f (m+0x1)");
+    free(origin);
+    ck_assert_uint_eq(o->holders.v[1].id, 4);
+    ck_assert_uint_eq(o->holders.v[1].nstack, 0);
+    load_free(r);
+
+    /* Version 1: the refused allocation's frames inline; without a site
+     * id it takes no other entry's origin (one without an id either). */
+    static const char v1[] = GOOD_HEAD GOOD_TOTALS "\"leaks\":[],\"sites\":[{\"kind\":\"device\",\"bytes\":4,"
+        "\"allocations\":1,\"origin\":{\"function\":\"x\",\"file\":\"x.py\",\"line\":1,\"python\":true}}],"
+        "\"oom\":{\"count\":1,\"bytes\":8,\"kind\":\"host\",\"device\":0,\"stack\":[" GOOD_FRAME "],\"python_stack\":[],\"sites\":[]}}";
+    r = load_buffer(v1, strlen(v1), "r.json", &err);
+    ck_assert_msg(r != NULL, "%s", err);
+    ck_assert(r->has_oom);
+    ck_assert_uint_eq(r->oom.site.nstack, 1);
+    ck_assert(r->oom.site.owns_stack);
+    ck_assert_int_eq(r->oom.site.origin_kind, LOAD_ORIGIN_NONE);
+    ck_assert_uint_eq(r->oom.holders.n, 0);
+    load_free(r);
+
+    /* Malformed: no section, never a refused report. */
+    static const char *const quiet[] = {
+        GOOD_HEAD GOOD_TOTALS "\"leaks\":[],\"sites\":[],\"oom\":null}",
+        GOOD_HEAD GOOD_TOTALS "\"leaks\":[],\"sites\":[],\"oom\":[1]}",
+        GOOD_HEAD GOOD_TOTALS "\"leaks\":[],\"sites\":[],\"oom\":{\"count\":1,\"bytes\":8}}",
+        GOOD_HEAD GOOD_TOTALS "\"leaks\":[],\"sites\":[],\"oom\":{\"count\":-1,\"bytes\":8,\"kind\":\"device\"}}",
+    };
+    for (size_t i = 0; i < sizeof quiet / sizeof quiet[0]; i++) {
+        r = load_buffer(quiet[i], strlen(quiet[i]), "r.json", &err);
+        ck_assert_msg(r != NULL, "%s: %s", quiet[i], err);
+        ck_assert_msg(!r->has_oom, "%s", quiet[i]);
+        load_free(r);
+    }
+    /* A stack that cannot be read leaves the OOM without frames. */
+    static const char badstack[] = GOOD_HEAD GOOD_TOTALS "\"leaks\":[],\"sites\":[],"
+        "\"oom\":{\"count\":1,\"bytes\":8,\"kind\":\"device\",\"stack\":[" GOOD_FRAME ",7]}}";
+    r = load_buffer(badstack, strlen(badstack), "r.json", &err);
+    ck_assert_msg(r != NULL, "%s", err);
+    ck_assert(r->has_oom);
+    ck_assert_uint_eq(r->oom.site.nstack, 0);
+    load_free(r);
+}
+END_TEST
+
 START_TEST(loader_rejects_bad)
 {
     static const struct { const char *json; const char *needle; } bad[] = {
@@ -417,6 +542,8 @@ int main(void)
     tcase_add_test(load, loader_resolves_version_2_tables);
     tcase_add_test(load, views_name_the_shims_origin);
     tcase_add_test(load, loader_file_errors);
+    tcase_add_test(load, loader_reads_status);
+    tcase_add_test(load, loader_reads_oom);
     suite_add_tcase(s, load);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
