@@ -356,9 +356,9 @@ static int skip_leaked(FILE *out, const load_report_t *r, const check_budget_t *
         why = NULL;
     char c[UNITS_SIZE_BUF];
     fputs("SKIP ", out);
-    frames_put(out, r->path);
+    frame_text_put(out, r->path);
     fprintf(out, ": %s %s: ", b->leaked_flag, units_format_size(b->max_leaked, c));
-    frames_put(out, why ? why : "taken while the program ran");
+    frame_text_put(out, why ? why : "taken while the program ran");
     fputc('\n', out);
     junit_skip(junit, r->path, "max-leaked", why ? why : "taken while the program ran");
     free(why);

@@ -60,7 +60,7 @@ static void print_moment(FILE *f, const load_report_t *r)
 {
     if (r->moment != NULL || !r->complete) {
         fputs("  moment:   ", f);
-        frames_put(f, r->moment ? r->moment : "unknown");
+        frame_text_put(f, r->moment ? r->moment : "unknown");
         if (!r->complete)
             fprintf(f, "%s, taken while the program ran: what it lists as leaks was live then, "
                        "not left at exit\n",
@@ -219,7 +219,7 @@ static void print_oom(FILE *f, const load_report_t *r, const text_options_t *o)
         fprintf(f, " on device %ld", oom->site.device);
     char *origin = frames_origin(&oom->site);
     fputs(", from ", f);
-    frames_put(f, origin ? origin : "?");
+    frame_text_put(f, origin ? origin : "?");
     free(origin);
     fprintf(f, "\n  %s was live then", units_format_size(oom->live_bytes, a));
     if (oom->holders.n == 0) {
@@ -242,7 +242,7 @@ static void print_oom(FILE *f, const load_report_t *r, const text_options_t *o)
         fprintf(f, "  %6llu %-8s %12s %5.1f%%  ", (unsigned long long)s->id, kind,
                 units_format_size(s->bytes, a), pct > 999.9 ? 999.9 : pct);
         origin = frames_origin(s);
-        frames_put(f, origin ? origin : "?");
+        frame_text_put(f, origin ? origin : "?");
         free(origin);
         fputc('\n', f);
     }
