@@ -43,6 +43,17 @@ def find(targets, budget):
     named = {}
     out = []
 
+    # The base types' own iterators: a subclass's __iter__ is the
+    # program's code, and a user's class may be named deque or method.
+    sequences = ((list, list.__iter__), (tuple, tuple.__iter__), (set, set.__iter__),
+                 (frozenset, frozenset.__iter__), (deque, deque.__iter__))
+    method_type = type(find.__get__(0))
+
+    def plain(name):
+        """name as an exact str: a subclass's __eq__, __radd__ or __str__
+        would run the program's code."""
+        return str.__str__(name) if isinstance(name, str) else None
+
     torch = sys.modules.get("torch")
     tensor_type = getattr(torch, "Tensor", None) if torch is not None else None
     module_type = type(sys)
@@ -59,7 +70,11 @@ def find(targets, budget):
                 return obj.untyped_storage().data_ptr()
             exposes = exposing.get(kind)
             if exposes is None:
-                exposes = exposing[kind] = hasattr(kind, "__cuda_array_interface__")
+                # Looked up in the classes' dicts: hasattr would run a
+                # metaclass's __getattr__.
+                exposes = exposing[kind] = any(
+                    "__cuda_array_interface__" in type.__getattribute__(c, "__dict__")
+                    for c in type.__getattribute__(kind, "__mro__"))
             if exposes:
                 return obj.__cuda_array_interface__["data"][0]
         except Exception:
@@ -128,8 +143,9 @@ def find(targets, budget):
         if issubclass(kind, dict):
             for _, value in list(islice(dict.items(obj), ITEMS)):
                 yield value, "[...]", False
-        elif issubclass(kind, (list, tuple, set, frozenset)) or kind.__name__ == "deque":
-            for value in list(islice(obj, ITEMS)):
+        elif issubclass(kind, (list, tuple, set, frozenset, deque)):
+            iterate = next(it for base, it in sequences if issubclass(kind, base))
+            for value in list(islice(iterate(obj), ITEMS)):
                 yield value, "[...]", False
         elif issubclass(kind, function_type):
             cells = obj.__closure__ or ()
@@ -148,13 +164,16 @@ def find(targets, budget):
             except Exception:
                 attrs = None
             if type(attrs) is dict:
-                for name, value in list(islice(attrs.items(), ITEMS)):
+                for name, value in list(islice(dict.items(attrs), ITEMS)):
+                    name = plain(name)
                     if name in module_dicts and isinstance(value, dict):
                         for key, part in list(islice(dict.items(value), ITEMS)):
-                            yield part, "." + str(key), True
-                    elif isinstance(name, str):
+                            key = plain(key)
+                            if key is not None:
+                                yield part, "." + key, True
+                    elif name is not None:
                         yield value, "." + name, True
-            if kind.__name__ == "method":
+            if kind is method_type:
                 yield obj.__self__, ".__self__", True
 
     # A container is looked into this far: a list of ten million numbers
@@ -217,12 +236,19 @@ def find(targets, budget):
         """The module's file name. CPython deletes the main module's
         __file__ once the script has run, so there it is the script's."""
         try:
-            spec = getattr(module, "__spec__", None)
-            path = (getattr(module, "__file__", None) or getattr(spec, "origin", None)
+            attrs = module_attrs(module)
+            spec = attrs.get("__spec__")
+            path = (attrs.get("__file__") or getattr(spec, "origin", None)
                     or (sys.argv[0] if module is sys.modules.get("__main__") else None))
             return path.rsplit("/", 1)[-1] if path else module.__name__
         except Exception:
             return "?"
+
+    def module_attrs(module):
+        """A module's namespace, read without getattr: a module's
+        __getattr__ (PEP 562) runs for each name it lacks."""
+        attrs = module_type.__dict__["__dict__"].__get__(module)
+        return attrs if type(attrs) is dict else {}
 
     def library_dirs():
         import sysconfig
@@ -246,7 +272,8 @@ def find(targets, budget):
         for name, module in list(sys.modules.items()):
             if module is None or module is main or type(module) is not module_type:
                 continue
-            path = getattr(module, "__file__", None) or ""
+            path = module_attrs(module).get("__file__") or ""
+            path = plain(path) or ""
             if path and not path.startswith(libs) and name != "gpuleak":
                 user.append(module)
             else:
@@ -255,11 +282,9 @@ def find(targets, budget):
 
     def push_module(module):
         file = module_file(module)
-        attrs = getattr(module, "__dict__", None)
-        if type(attrs) is not dict:
-            return
-        for name, value in list(attrs.items()):
-            if isinstance(name, str) and not name.startswith("__"):
+        for name, value in list(module_attrs(module).items()):
+            name = plain(name)
+            if name is not None and not name.startswith("__"):
                 push(value, name, type(value).__name__, "", file)
 
     def push_threads():

@@ -123,6 +123,67 @@ class HoldersTest(unittest.TestCase):
         self.assertEqual(found, {})
         self.assertEqual(ending[2], "done")
 
+    def test_no_code_of_the_program_runs_through_overridden_protocols(self):
+        """Containers that override iteration, classes that share the name
+        of deque or of a bound method, a module with a __getattr__ (PEP 562)
+        and attribute names of a str subclass: the search reads their
+        contents as the base types keep them, and runs none of that code."""
+        ran = []
+
+        class Listing(list):
+            def __iter__(self):
+                ran.append("list.__iter__")
+                return list.__iter__(self)
+
+        class Pairs(tuple):
+            def __iter__(self):
+                ran.append("tuple.__iter__")
+                return tuple.__iter__(self)
+
+        class deque:  # noqa: N801  (a user's class of the same name)
+            def __iter__(self):
+                ran.append("deque.__iter__")
+                return iter(())
+
+        class method:  # noqa: N801
+            def __getattr__(self, name):
+                ran.append("method." + name)
+                raise AttributeError(name)
+
+        class Name(str):
+            def __eq__(self, other):
+                ran.append("Name.__eq__")
+                return str.__eq__(self, other)
+
+            __hash__ = str.__hash__
+
+            def __radd__(self, other):
+                ran.append("Name.__radd__")
+                return str.__add__(other, self)
+
+        class Holder:
+            pass
+
+        holder = Holder()
+        holder.__dict__[Name("kept")] = Array(0x3000)
+        lazy = types.ModuleType("gpuleak_lazy_demo")
+
+        def module_getattr(name):
+            ran.append("module." + name)
+            raise AttributeError(name)
+        lazy.__getattr__ = module_getattr
+        sys.modules["gpuleak_lazy_demo"] = lazy
+        try:
+            found, _ = search({"listing": Listing([Array(0x1000)]), "pairs": Pairs((Array(0x2000),)),
+                               "d": deque(), "m": method(), "holder": holder},
+                              [(0x1000, 8, 1), (0x2000, 8, 2), (0x3000, 8, 3), (0x9000, 8, 4)])
+        finally:
+            del sys.modules["gpuleak_lazy_demo"]
+        self.assertEqual(ran, [])
+        self.assertEqual(found[1][0], "listing[...]")
+        self.assertEqual(found[2][0], "pairs[...]")
+        self.assertEqual(found[3][:3], ("holder.kept", "Array", "Holder"))
+
     def test_a_failing_array_interface_is_skipped(self):
         class Broken:
             @property
