@@ -179,6 +179,7 @@ def find(targets, budget):
     # A container is looked into this far: a list of ten million numbers
     # must not eat the budget.
     ITEMS = 100000
+    CHILDREN = 4096
 
     atoms = (int, float, complex, str, bytes, bool, type(None), range, module_type)
 
@@ -197,39 +198,43 @@ def find(targets, budget):
         while queue:
             if len(named) == len(ids):
                 return "all"
+            # Checked for every object, and within one every CHILDREN
+            # children below: one object may have ITEMS of them, and a
+            # batch of such objects would overrun the budget by seconds.
             if time.monotonic() > deadline:
                 return "budget"
-            for _ in range(min(len(queue), 256)):
-                obj, expr, holder_type, owner, file = queue.popleft()
-                kind = type(obj)
-                pointer = device_pointer(obj, kind)
-                if pointer is not None:
-                    holder = (expr, holder_type, owner, file)
-                    note(pointer, holder, 0)
-                    if tensor_type is not None and issubclass(kind, tensor_type):
-                        try:
-                            grad = obj.grad
-                        except Exception:
-                            grad = None
-                        if grad is not None:
-                            note(device_pointer(grad, type(grad)),
-                                 (expr + ".grad", type(grad).__name__, owner, file), 0)
-                        for p in graph_pointers(obj):
-                            note(p, holder, 1)
-                    continue
-                try:
-                    for child, step, is_attribute in steps(obj, kind):
-                        if step == "[...]" and expr.endswith("[...]"):
-                            child_expr, child_type, child_owner = expr, holder_type, owner
-                        elif step == "[...]":
-                            child_expr, child_type, child_owner = expr + step, holder_type, owner
-                        else:
-                            child_expr = expr + step
-                            child_type = type(child).__name__
-                            child_owner = kind.__name__ if is_attribute else owner
-                        push(child, child_expr, child_type, child_owner, file)
-                except Exception:
-                    pass
+            obj, expr, holder_type, owner, file = queue.popleft()
+            kind = type(obj)
+            pointer = device_pointer(obj, kind)
+            if pointer is not None:
+                holder = (expr, holder_type, owner, file)
+                note(pointer, holder, 0)
+                if tensor_type is not None and issubclass(kind, tensor_type):
+                    try:
+                        grad = obj.grad
+                    except Exception:
+                        grad = None
+                    if grad is not None:
+                        note(device_pointer(grad, type(grad)),
+                             (expr + ".grad", type(grad).__name__, owner, file), 0)
+                    for p in graph_pointers(obj):
+                        note(p, holder, 1)
+                continue
+            try:
+                for count, (child, step, is_attribute) in enumerate(steps(obj, kind), 1):
+                    if count % CHILDREN == 0 and time.monotonic() > deadline:
+                        return "budget"
+                    if step == "[...]" and expr.endswith("[...]"):
+                        child_expr, child_type, child_owner = expr, holder_type, owner
+                    elif step == "[...]":
+                        child_expr, child_type, child_owner = expr + step, holder_type, owner
+                    else:
+                        child_expr = expr + step
+                        child_type = type(child).__name__
+                        child_owner = kind.__name__ if is_attribute else owner
+                    push(child, child_expr, child_type, child_owner, file)
+            except Exception:
+                pass
         return "all" if len(named) == len(ids) else "done"
 
     def module_file(module):

@@ -184,6 +184,17 @@ class HoldersTest(unittest.TestCase):
         self.assertEqual(found[2][0], "pairs[...]")
         self.assertEqual(found[3][:3], ("holder.kept", "Array", "Holder"))
 
+    def test_large_containers_do_not_overrun_the_budget(self):
+        """Hundreds of containers at the item cap each: the budget is
+        kept within a container's worth, not a batch of 256 of them."""
+        import time
+        shared = [object() for _ in range(100000)]
+        many = [list(shared) for _ in range(300)]
+        began = time.monotonic()
+        _, ending = search({"many": many}, [(0x1000, 8, 1)], budget=0.05)
+        self.assertEqual(ending[2], "budget")
+        self.assertLess(time.monotonic() - began, 1.0)
+
     def test_a_failing_array_interface_is_skipped(self):
         class Broken:
             @property
