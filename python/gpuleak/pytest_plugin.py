@@ -120,6 +120,13 @@ class _Session:
         mark = getattr(item, "_gpuleak_mark", None)
         if mark is None or not gpuleak.tracking():
             return
+        # pytest keeps a failing test's exception in sys.last_* for
+        # post-mortem debugging (done by now), and through its traceback the
+        # test's frames and every tensor in their locals: memory the test
+        # did not leave behind, it would be charged with it.
+        for name in ("last_type", "last_value", "last_traceback", "last_exc"):
+            if hasattr(sys, name):
+                delattr(sys, name)
         gc.collect()
         sites = gpuleak.live_since(mark)
         leaked = sum(s.bytes for s in sites)

@@ -35,7 +35,7 @@ class PytestPluginTest(unittest.TestCase):
         self.assertIsNotNone(self.python, "pytest is needed: apt-get install python3-pytest")
         self.tmp = tempfile.mkdtemp(prefix="gpuleak-pytest-")
 
-    def run_pytest(self, *args):
+    def run_pytest(self, *args, suite=SUITE):
         env = dict(os.environ)
         env.update({"PYTHONPATH": os.pathsep.join([os.path.join(ROOT, "python"),
                                                    os.path.join(ROOT, "tests", "python", "faketorch")]),
@@ -47,7 +47,7 @@ class PytestPluginTest(unittest.TestCase):
         env.pop("LD_PRELOAD", None)
         junit = os.path.join(self.tmp, "junit-%d.xml" % len(os.listdir(self.tmp)))
         proc = subprocess.run([self.python, "-m", "pytest", "-p", "gpuleak.pytest_plugin", "-p", "no:cacheprovider",
-                               "--junitxml", junit, SUITE] + list(args),
+                               "--junitxml", junit, suite] + list(args),
                               env=env, capture_output=True, text=True, timeout=120)
         cases = {}
         for case in ET.parse(junit).iter("testcase"):
@@ -80,6 +80,17 @@ class PytestPluginTest(unittest.TestCase):
         text = subprocess.run([os.path.join(BUILD, "gpuleak"), "report", os.path.join(self.tmp, reports[0])],
                               capture_output=True, text=True, timeout=60).stdout
         self.assertRegex(text, r"marks \('\|' on the axis\):.*test_clean")
+
+    def test_a_failing_test_s_locals_are_not_a_leak(self):
+        """pytest keeps a failing test's traceback in sys.last_traceback
+        (for post-mortem debugging), and its frame's tensors with it: a test
+        that fails on its own, or an expected failure, leaves nothing."""
+        proc, cases = self.run_pytest("--gpuleak", suite=os.path.join(ROOT, "tests", "python", "pytest_failing"))
+        self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
+        self.assertEqual(cases, {"test_fails_on_its_own": (True, "0"),
+                                 "test_expected_to_fail": (False, "0"),
+                                 "test_clean_after_them": (False, "0")})
+        self.assertIn("gpuleak: no test left GPU memory behind", proc.stdout)
 
     def test_xdist_workers_keep_their_own_numbers(self):
         if python_with("xdist") != self.python:
