@@ -216,7 +216,15 @@ void growth_evaluate(const uint64_t *values, const uint64_t *times_ns,
         uint64_t f3 = floor_of(values, base + 2 * third, high + 1);
         floors_rose = f1 < f2 && f2 < f3 && (f3 - f1) * 4 >= out->bytes_gained;
     }
-    out->grew = floors_rose || held_rises(values, base, high) >= GROWTH_HELD_RISES;
+    /* Held rises show a leak only while they go on: a bounded cache that
+     * filled in steps and then kept its size for more than the last third
+     * of the window also rose and held, long ago. */
+    size_t reached = high;
+    while (reached > base && values[reached - 1] == values[high])
+        reached--;
+    int still_rising = (reached - base) * 3 >= (high - base) * 2;
+    out->grew = floors_rose
+             || (still_rising && held_rises(values, base, high) >= GROWTH_HELD_RISES);
 }
 
 int growth_site(uint32_t site, uint64_t now_ns, uint64_t live_now, uint64_t allocations_now,

@@ -59,7 +59,8 @@ typedef struct growth_finding {
  * GROWTH_MIN_SAMPLES samples from baseline to high point), or the series
  * rose at GROWTH_HELD_RISES moments or more to a level it held at the next
  * sample and never went back below (a leak once an epoch, however few the
- * samples): the
+ * samples) and reached its high level within the last third of the
+ * window (a cache that filled in steps and then stayed is bounded): the
  * memory is kept, not reused, and the rise is not noise. */
 void growth_evaluate(const uint64_t *values, const uint64_t *times_ns,
                      const uint64_t *allocations, size_t n, growth_finding_t *out);

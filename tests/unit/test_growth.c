@@ -135,6 +135,24 @@ START_TEST(once_an_epoch_is_growth_however_late)
 }
 END_TEST
 
+/* A cache that fills in six held steps just after the baseline and then
+ * keeps its size for the rest of the run (more than half of it): bounded,
+ * not a leak. The floors do not call it growth (the last two thirds are
+ * level); neither must the held rises, whose last one is long past. */
+static uint64_t filled_then_level(int i, unsigned *s)
+{
+    (void)s;
+    int level = i < 8 ? 0 : (i - 8) / 2 + 1;
+    return (64u << 20) + (uint64_t)(level < 6 ? level : 6) * (4u << 20);
+}
+
+START_TEST(a_cache_that_filled_early_and_stayed_is_not_growth)
+{
+    fill(filled_then_level, 0);
+    ck_assert_int_eq(evaluate().grew, 0);
+}
+END_TEST
+
 /* A rise in single steps over six samples (each a new size, none held) is
  * what noise can do by chance: not judged without the three floors. */
 START_TEST(a_short_rise_without_held_levels_is_not_judged)
@@ -238,6 +256,7 @@ int main(void)
     tcase_add_test(tc, noise_is_not_growth);
     tcase_add_test(tc, once_an_epoch_is_growth_however_late);
     tcase_add_test(tc, a_short_rise_without_held_levels_is_not_judged);
+    tcase_add_test(tc, a_cache_that_filled_early_and_stayed_is_not_growth);
     tcase_add_test(tc, short_noise_is_not_growth);
     tcase_add_test(tc, leak_under_sawtooth_is_growth);
     tcase_add_test(tc, shutdown_frees_do_not_hide_growth);
