@@ -68,15 +68,20 @@ def find(targets, budget):
                 if not obj.is_cuda:
                     return None
                 return obj.untyped_storage().data_ptr()
-            exposes = exposing.get(kind)
-            if exposes is None:
-                # Looked up in the classes' dicts: hasattr would run a
-                # metaclass's __getattr__.
-                exposes = exposing[kind] = any(
-                    "__cuda_array_interface__" in type.__getattribute__(c, "__dict__")
-                    for c in type.__getattribute__(kind, "__mro__"))
-            if exposes:
-                return obj.__cuda_array_interface__["data"][0]
+            if kind not in exposing:
+                # Looked up in the classes' dicts and read through its
+                # descriptor: hasattr would run a metaclass's __getattr__,
+                # and obj.__cuda_array_interface__ the class's own
+                # __getattribute__, both the program's code.
+                exposing[kind] = next(
+                    (type.__getattribute__(c, "__dict__")["__cuda_array_interface__"]
+                     for c in type.__getattribute__(kind, "__mro__")
+                     if "__cuda_array_interface__" in type.__getattribute__(c, "__dict__")), None)
+            exposes = exposing[kind]
+            if exposes is not None:
+                get = getattr(type(exposes), "__get__", None)
+                interface = get(exposes, obj, kind) if get is not None else exposes
+                return interface["data"][0]
         except Exception:
             pass
         return None

@@ -164,6 +164,14 @@ class HoldersTest(unittest.TestCase):
         class Holder:
             pass
 
+        class Guarded(Array):
+            def __getattribute__(self, name):
+                # The property itself (the pointer's read) may run; this
+                # hook around every attribute is not part of it.
+                if name == "__cuda_array_interface__":
+                    ran.append("Guarded." + name)
+                return object.__getattribute__(self, name)
+
         holder = Holder()
         holder.__dict__[Name("kept")] = Array(0x3000)
         lazy = types.ModuleType("gpuleak_lazy_demo")
@@ -175,7 +183,8 @@ class HoldersTest(unittest.TestCase):
         sys.modules["gpuleak_lazy_demo"] = lazy
         try:
             found, _ = search({"listing": Listing([Array(0x1000)]), "pairs": Pairs((Array(0x2000),)),
-                               "d": deque(), "m": method(), "holder": holder},
+                               "d": deque(), "m": method(), "holder": holder,
+                               "guarded": Guarded(0x4000)},
                               [(0x1000, 8, 1), (0x2000, 8, 2), (0x3000, 8, 3), (0x9000, 8, 4)])
         finally:
             del sys.modules["gpuleak_lazy_demo"]
