@@ -147,7 +147,8 @@ static void take_answer(char *answer, const tracker_record_t *records, size_t co
         return;
     }
     size_t n = 0;
-    for (char *line = strtok(answer, "\n"); line != NULL; line = strtok(NULL, "\n")) {
+    char *save = NULL;
+    for (char *line = strtok_r(answer, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save)) {
         if (line[0] == '#') {
             char *rest = line + 1;
             field(&rest);

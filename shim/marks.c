@@ -20,8 +20,10 @@ static struct {
 uint64_t marks_add(const char *name, uint64_t now_ns, int nothing_live)
 {
     size_t count = 0;
-    tracker_site_bytes_t *sites = nothing_live ? NULL : tracker_live_sites(&count);
+    /* Under the lock, so that two threads marking at once cannot pair one
+     * id with the other's moment. */
     pthread_mutex_lock(&marks_lock);
+    tracker_site_bytes_t *sites = nothing_live ? NULL : tracker_live_sites(&count);
     if (marks == NULL)
         marks = calloc(MARKS_MAX, sizeof *marks);
     uint64_t id = ++mark_count;
