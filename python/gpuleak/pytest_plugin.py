@@ -95,6 +95,21 @@ class _Session:
     def pytest_runtest_setup(self, item):
         gc.collect()
         item._gpuleak_mark = gpuleak.mark(item.nodeid)
+        item._gpuleak_shared = {}
+        self._item = item
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_fixture_setup(self, fixturedef, request):
+        """A fixture wider than the test (class, module, session scope)
+        lives on after it: what its setup allocated is not the test's."""
+        item = getattr(self, "_item", None)
+        if fixturedef.scope == "function" or item is None or not gpuleak.loaded():
+            yield
+            return
+        before = gpuleak.mark("setup " + fixturedef.argname)
+        yield
+        for s in gpuleak.live_since(before):
+            item._gpuleak_shared[s.site] = item._gpuleak_shared.get(s.site, 0) + s.bytes
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_call(self, item):
@@ -128,7 +143,12 @@ class _Session:
             if hasattr(sys, name):
                 delattr(sys, name)
         gc.collect()
-        sites = gpuleak.live_since(mark)
+        shared = getattr(item, "_gpuleak_shared", {})
+        sites = []
+        for s in gpuleak.live_since(mark):
+            s.bytes -= min(s.bytes, shared.get(s.site, 0))
+            if s.bytes > 0:
+                sites.append(s)
         leaked = sum(s.bytes for s in sites)
         max_leaked, _ = self._budget(item)
         item.user_properties.append(("gpuleak_leaked_bytes", leaked))

@@ -8,6 +8,17 @@ kept = []
 cache = []
 
 
+@pytest.fixture(scope="session")
+def shared_weights():
+    """Lives for the whole session: not a leak of the test that first
+    needs it."""
+    return torch.empty(32768)
+
+
+def test_uses_a_session_fixture(shared_weights):
+    assert shared_weights is not None
+
+
 def test_clean():
     activations = torch.empty(1 << 20)
     del activations
