@@ -183,7 +183,8 @@ test: unit integration sanitize cli-test
 cli-test: deps all $(BUILD)/demo
 	@tests/cli/run.sh $(BUILD)
 
-# Fuzzes the report reader with libFuzzer for FUZZ_SECONDS over tests/cli/corpus.
+# Fuzzes the report reader with libFuzzer for FUZZ_SECONDS over tests/cli/corpus
+# and tests/cli/fixtures.
 FUZZ_SECONDS ?= 60
 fuzz: deps
 	@tests/cli/fuzz.sh $(BUILD)/fuzz $(FUZZ_SECONDS)

@@ -1,6 +1,7 @@
 #!/bin/sh
 # `make fuzz`: builds the report reader with libFuzzer (clang) and runs it
-# for a bounded time over tests/cli/corpus; each crash it finds is copied to
+# for a bounded time over tests/cli/corpus and the command tests' fixtures
+# (tests/cli/fixtures, seeds too); each crash it finds is copied to
 # tests/cli/crashes/, which `make cli-test` replays through `gpuleak report`.
 # Usage: tests/cli/fuzz.sh OUT_DIR SECONDS
 set -eu
@@ -20,7 +21,7 @@ mkdir -p "$OUT/corpus" "$OUT/artifacts" tests/cli/crashes
 # New inputs go to $OUT/corpus (the first directory); the seeds stay as committed.
 set +e
 "$OUT/fuzz_load" -max_total_time="$SECONDS_MAX" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
-    -artifact_prefix="$OUT/artifacts/" -print_final_stats=1 "$OUT/corpus" tests/cli/corpus
+    -artifact_prefix="$OUT/artifacts/" -print_final_stats=1 "$OUT/corpus" tests/cli/corpus tests/cli/fixtures
 rc=$?
 set -e
 found=0
