@@ -138,13 +138,16 @@ static uint64_t floor_of(const uint64_t *values, size_t from, size_t to)
  * from step to step (noise) never repeat a value exactly just after rising
  * to it, so however few the samples, such a series is not taken for one
  * that rises in held steps. The high point itself needs no next sample. */
-static size_t held_rises(const uint64_t *values, size_t base, size_t high)
+static size_t held_rises(const uint64_t *values, size_t base, size_t high, uint64_t *first_level)
 {
     size_t rises = values[high] > values[high - 1];
     uint64_t later_floor = values[high];
+    *first_level = values[high];
     for (size_t i = high - 1; i > base; i--) {
-        if (values[i] > values[i - 1] && values[i] <= later_floor && values[i + 1] == values[i])
+        if (values[i] > values[i - 1] && values[i] <= later_floor && values[i + 1] == values[i]) {
             rises++;
+            *first_level = values[i];
+        }
         if (values[i] < later_floor)
             later_floor = values[i];
     }
@@ -223,8 +226,16 @@ void growth_evaluate(const uint64_t *values, const uint64_t *times_ns,
     while (reached > base && values[reached - 1] == values[high])
         reached--;
     int still_rising = (reached - base) * 3 >= (high - base) * 2;
-    out->grew = floors_rose
-             || (still_rising && held_rises(values, base, high) >= GROWTH_HELD_RISES);
+    /* Nor do they while the memory went back down after the high point: a
+     * loop's temporaries sampled at a phase that drifts (checkpoints every
+     * so many allocations, a step of another number) climb in held steps
+     * too, then wrap. A leak's memory stays (Python's finish ends the
+     * series before its shutdown frees). */
+    uint64_t first_level;
+    size_t held = held_rises(values, base, high, &first_level);
+    for (size_t i = high + 1; i < n && still_rising; i++)
+        still_rising = values[i] >= first_level;
+    out->grew = floors_rose || (still_rising && held >= GROWTH_HELD_RISES);
 }
 
 int growth_site(uint32_t site, uint64_t now_ns, uint64_t live_now, uint64_t allocations_now,
