@@ -70,9 +70,14 @@ def _rerun_under_shim(config):
     env = dict(os.environ)
     env["LD_PRELOAD"] = lib + (":" + env["LD_PRELOAD"] if env.get("LD_PRELOAD") else "")
     env["GPULEAK_PYTEST_REEXEC"] = "1"
-    args = [sys.executable, "-m", "pytest"] + list(config.invocation_params.args)
+    # The command line as it was, interpreter options (-X, -W) included;
+    # pytest.main() called from a program has none to give: then pytest's own.
+    args = list(getattr(sys, "orig_argv", []))
+    if not args or "pytest" not in " ".join(args):
+        args = [sys.executable, "-m", "pytest"] + list(config.invocation_params.args)
     sys.stdout.flush()
     sys.stderr.flush()
+    os.chdir(str(config.invocation_params.dir))
     os.execve(sys.executable, args, env)
 
 

@@ -35,7 +35,7 @@ class PytestPluginTest(unittest.TestCase):
         self.assertIsNotNone(self.python, "pytest is needed: apt-get install python3-pytest")
         self.tmp = tempfile.mkdtemp(prefix="gpuleak-pytest-")
 
-    def run_pytest(self, *args, suite=SUITE):
+    def run_pytest(self, *args, suite=SUITE, python_options=()):
         env = dict(os.environ)
         env.update({"PYTHONPATH": os.pathsep.join([os.path.join(ROOT, "python"),
                                                    os.path.join(ROOT, "tests", "python", "faketorch")]),
@@ -46,7 +46,7 @@ class PytestPluginTest(unittest.TestCase):
                     "GPULEAK_SUMMARY": "0"})
         env.pop("LD_PRELOAD", None)
         junit = os.path.join(self.tmp, "junit-%d.xml" % len(os.listdir(self.tmp)))
-        proc = subprocess.run([self.python, "-m", "pytest", "-p", "gpuleak.pytest_plugin", "-p", "no:cacheprovider",
+        proc = subprocess.run([self.python] + list(python_options) + ["-m", "pytest", "-p", "gpuleak.pytest_plugin", "-p", "no:cacheprovider",
                                "--junitxml", junit, suite] + list(args),
                               env=env, capture_output=True, text=True, timeout=120)
         cases = {}
@@ -100,6 +100,13 @@ class PytestPluginTest(unittest.TestCase):
         self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
         self.expect_verdicts(cases)
         self.assertIn("gpuleak: 2 test(s) left GPU memory behind", proc.stdout)
+
+    def test_the_rerun_keeps_the_interpreter_s_options(self):
+        """The re-execution under the shim keeps the command line as typed:
+        an interpreter option (-X) reaches the rerun."""
+        proc, cases = self.run_pytest("--gpuleak", "-k", "test_clean", python_options=["-X", "dev"])
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        self.assertIn("dev mode: True", proc.stdout)
 
     def test_without_the_option_nothing_changes(self):
         proc, cases = self.run_pytest()
