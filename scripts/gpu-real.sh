@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # gpu-real.sh: leaks written as users write them, through real libraries
 # (transformers, timm, Lightning, a forward hook), each with its clean
-# twin (LEAK=0), under the shim with the program unchanged. A leak passes
+# twin (LEAK=0), under the shim with the program unchanged; and `pytest
+# --gpuleak` over real PyTorch tests (tests/gpu/real/pytest_torch). A leak passes
 # when its forward line is the largest growth line and, among what was held
 # when Python finished, is held by the object that keeps it; a clean twin
 # passes with no growth finding (tests/gpu/real/check_real.py). Run from the
@@ -78,6 +79,20 @@ real hook_stash stash
 real gpt2_kept_loss losses
 real timm_outputs outputs
 real lightning_val_outputs val_outputs
+
+section "pytest --gpuleak on real PyTorch"
+if have_time "PYTEST" 90; then
+    if run_logged pytest 150 env PYTHONPATH="$REPO/python" GPULEAK_LIB="$SHIM" PATH="$REPO/build:$PATH" \
+        GPULEAK_OUTPUT="$R/pytest-%p.json" "$PY" -m pytest -p gpuleak.pytest_plugin -p no:cacheprovider \
+        --gpuleak --junitxml="$R/pytest-junit.xml" "$REAL/pytest_torch"; then
+        result FAIL "PYTEST run" "exit 0: the leaking tests should have failed"
+    elif [ -f "$R/pytest-junit.xml" ]; then
+        check "PYTEST leaking tests fail with their lines and holders, the others pass" \
+            "$PY" "$REAL/check_pytest.py" "$R/pytest-junit.xml" "$WORK/pytest.log"
+    else
+        result FAIL "PYTEST run" "no JUnit file: is pytest installed? see pytest.log"
+    fi
+fi
 
 section "summary"
 printf '%s\n' "${RESULTS[@]}" | tee "$OUT/gpu-real-summary.txt"
