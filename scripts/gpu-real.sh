@@ -94,6 +94,23 @@ if have_time "PYTEST" 90; then
     fi
 fi
 
+section "an nvcc program without -g that leaks, then fails an assert (issue 23)"
+NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+if have_time "ASSERT" 60 && "$NVCC" -O2 -o "$WORK/bin/assert_leak" "$REAL/assert_leak.cu" >"$WORK/build-assert.log" 2>&1; then
+    (cd "$WORK/cwd" && env LD_PRELOAD="$SHIM" GPULEAK_NO_LIBDW=1 GPULEAK_OUTPUT="$R/assert-%p.json" \
+        timeout 60 "$WORK/bin/assert_leak") >"$WORK/assert.log" 2>&1
+    rc=$?
+    if [ "$rc" -eq 134 ]; then result PASS "ASSERT dies of SIGABRT (exit 134)"; else result FAIL "ASSERT exit" "$rc, want 134"; fi
+    rep=$(find "$R" -name 'assert-*.json' | head -n 1)
+    if [ -n "$rep" ]; then
+        check "ASSERT report names main and leak_from_static without libdw or -g" "$PY" "$REAL/check_assert.py" "$rep"
+    else
+        result FAIL "ASSERT report" "none written"
+    fi
+else
+    result FAIL "ASSERT build" "see build-assert.log"
+fi
+
 section "summary"
 printf '%s\n' "${RESULTS[@]}" | tee "$OUT/gpu-real-summary.txt"
 echo "gpu-real: $NPASS passed, $NFAIL failed  [total $((SECONDS - T0))s]" | tee -a "$OUT/gpu-real-summary.txt"
