@@ -184,23 +184,51 @@ def find(targets, budget):
     # A container is looked into this far: a list of ten million numbers
     # must not eat the budget.
     ITEMS = 100000
+    # A container of more items than this is walked after everything else.
+    LARGE = 4096
     CHILDREN = 4096
 
     atoms = (int, float, complex, str, bytes, bool, type(None), range, module_type)
 
     visited = set()
     queue = deque()
+    waiting = []       # large containers put off (walk)
+    postponed = set()  # their ids, so that each waits once
+
+    def large(obj, kind):
+        """A container of more than LARGE items."""
+        try:
+            if issubclass(kind, dict):
+                return dict.__len__(obj) > LARGE
+            if issubclass(kind, (list, tuple)):
+                return (list.__len__ if issubclass(kind, list) else tuple.__len__)(obj) > LARGE
+            if issubclass(kind, (set, frozenset)):
+                return (set.__len__ if issubclass(kind, set) else frozenset.__len__)(obj) > LARGE
+        except Exception:
+            pass
+        return False
 
     def push(obj, expr, holder_type, owner, file):
-        if issubclass(type(obj), atoms) or id(obj) in visited:
+        """Queues obj, met first by expr: breadth first, the first meeting
+        is the shortest name, so a device array is named here at once (a
+        program's many small objects queued before it need not be walked
+        first for the search to end)."""
+        kind = type(obj)
+        if issubclass(kind, atoms) or id(obj) in visited:
             return
         visited.add(id(obj))
-        queue.append((obj, expr, holder_type, owner, file))
+        pointer = device_pointer(obj, kind)
+        if pointer is not None:
+            note(pointer, (expr, holder_type, owner, file), 0)
+        queue.append((obj, expr, holder_type, owner, file, pointer))
 
     def walk():
         """Empties the queue: "done", or "all" once every target is
         named, or "budget" when the time ran out first."""
-        while queue:
+        while queue or waiting:
+            if not queue:
+                queue.extend(waiting)
+                waiting.clear()
             if len(named) == len(ids):
                 return "all"
             # Checked for every object, and within one every CHILDREN
@@ -208,12 +236,19 @@ def find(targets, budget):
             # batch of such objects would overrun the budget by seconds.
             if time.monotonic() > deadline:
                 return "budget"
-            obj, expr, holder_type, owner, file = queue.popleft()
+            entry = queue.popleft()
+            obj, expr, holder_type, owner, file, pointer = entry
             kind = type(obj)
-            pointer = device_pointer(obj, kind)
+            # A large container (a dataset, a cache of numbers) waits until
+            # the rest is walked: device memory is rarely in one, and its
+            # many items would be walked first otherwise. Its items then
+            # come last, as the queue empties.
+            if pointer is None and id(obj) not in postponed and large(obj, kind):
+                postponed.add(id(obj))
+                waiting.append(entry)
+                continue
             if pointer is not None:
                 holder = (expr, holder_type, owner, file)
-                note(pointer, holder, 0)
                 if tensor_type is not None and issubclass(kind, tensor_type):
                     try:
                         grad = obj.grad

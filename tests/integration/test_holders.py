@@ -214,6 +214,24 @@ class HoldersTest(unittest.TestCase):
         self.assertEqual(found[1][0], "a")
         self.assertEqual(ending[2], "all")
 
+    def test_large_containers_wait_and_are_still_searched(self):
+        """A program's data (a list of 50,000 small records) is walked
+        after the rest: the arrays held elsewhere are named without it;
+        one held inside such a list is found all the same, later."""
+        data = [{"id": i} for i in range(50000)]
+
+        class Model:
+            def __init__(self):
+                self.layers = [Array(0x1000)]
+
+        found, ending = search({"data": data, "model": Model()}, [(0x1000, 8, 1)])
+        self.assertEqual(found[1][0], "model.layers[...]")
+        self.assertEqual(ending[2], "all")
+        self.assertLess(int(ending[1]), 1000)
+        data.append({"x": Array(0x2000)})
+        found, ending = search({"data": data}, [(0x2000, 8, 2)])
+        self.assertEqual(found[2][0], "data[...]")
+
     def test_the_budget_bounds_the_search(self):
         """A million objects that hold nothing: the search stops at its
         budget, says so, and looks into a container no further than its cap."""
