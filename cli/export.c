@@ -39,7 +39,7 @@ static void export_folded(FILE *f, const load_list_t *list)
             first = 0;
             folded_put(f, s->python[k].function);
             fputs(" (", f);
-            folded_put(f, frames_basename(s->python[k].file));
+            folded_put(f, frame_text_basename(s->python[k].file));
             fprintf(f, ":%ld)", s->python[k].line);
         }
         for (size_t k = s->nstack; k-- > 0;) {
@@ -50,7 +50,7 @@ static void export_folded(FILE *f, const load_list_t *list)
             if (fr->function != NULL)
                 folded_put(f, fr->function);
             else {
-                folded_put(f, frames_basename(fr->module));
+                folded_put(f, frame_text_basename(fr->module));
                 fprintf(f, "+0x%llx", (unsigned long long)fr->offset);
             }
         }
@@ -112,7 +112,7 @@ static void export_csv(FILE *f, const load_report_t *r)
             fprintf(f, ",%ld,", fr->line);
         else
             fputs(",,", f);
-        csv_put(f, fr ? frames_basename(fr->module) : NULL);
+        csv_put(f, fr ? frame_text_basename(fr->module) : NULL);
         if (fr)
             fprintf(f, ",0x%llx\n", (unsigned long long)fr->offset);
         else

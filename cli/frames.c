@@ -9,15 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The file part of a path; modules are shown by basename like LSan does. */
-const char *frames_basename(const char *path)
-{
-    if (path == NULL)
-        return "?";
-    const char *slash = strrchr(path, '/');
-    return slash ? slash + 1 : path;
-}
-
 /* The same phrases as the shim's exit summary, so both texts match. */
 const char *frames_kind_phrase(const char *kind)
 {
@@ -53,7 +44,7 @@ static int is_library_module(const char *module)
         "libcuda.so*", "libcudart*", "libcublas*", "libcudnn*", "libnccl*", "libc10*",
         "libtorch*", "libc.so*", "libstdc++*", "ld-linux*", "libpython*", "python3*",
     };
-    const char *base = frames_basename(module);
+    const char *base = frame_text_basename(module);
     for (size_t i = 0; i < sizeof libs / sizeof libs[0]; i++)
         if (fnmatch(libs[i], base, 0) == 0)
             return 1;
@@ -175,12 +166,12 @@ int frames_id(const load_site_t *site, frames_id_t *id)
         if (fr->function != NULL)
             fprintf(f, "\x1f%s", fr->function);
         else
-            fprintf(f, "\x1f%s+0x%llx", frames_basename(fr->module), (unsigned long long)fr->offset);
+            fprintf(f, "\x1f%s+0x%llx", frame_text_basename(fr->module), (unsigned long long)fr->offset);
         id->lines[i] = fr->line;
     }
     for (size_t i = 0; i < site->npython; i++) {
         const load_pyframe_t *fr = &site->python[i];
-        fprintf(f, "\x1d%s\x1e%s", fr->function, frames_basename(fr->file));
+        fprintf(f, "\x1d%s\x1e%s", fr->function, frame_text_basename(fr->file));
         id->lines[site->nstack + i] = fr->line;
     }
     if (fclose(f) != 0 || id->name == NULL) {

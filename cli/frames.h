@@ -8,7 +8,6 @@
 
 #include <stdio.h>
 
-const char *frames_basename(const char *path);
 const char *frames_kind_phrase(const char *kind);
 void frames_print_stack(FILE *f, const load_site_t *site, size_t limit);
 char *frames_origin(const load_site_t *site);

@@ -189,7 +189,7 @@ static int text_matches(const rule_t *r, const char *text)
         return strstr(text, r->pattern) != NULL;
     if (fnmatch(r->pattern, text, 0) == 0)
         return 1;
-    const char *base = frames_basename(text);
+    const char *base = frame_text_basename(text);
     return base != text && fnmatch(r->pattern, base, 0) == 0;
 }
 
@@ -223,7 +223,7 @@ static int is_alloc_entry(const char *function)
 static int runtime_internal_matches(const rule_t *r, const load_site_t *site)
 {
     size_t i = 0;
-    while (i < site->nstack && fnmatch("libcuda.so*", frames_basename(site->stack[i].module), 0) == 0)
+    while (i < site->nstack && fnmatch("libcuda.so*", frame_text_basename(site->stack[i].module), 0) == 0)
         i++;
     if (i == site->nstack || !text_matches(r, site->stack[i].module))
         return 0;

@@ -8,9 +8,11 @@ void frame_text_put(FILE *f, const char *text)
         fputc(*p < 0x20 || *p == 0x7f ? '?' : *p, f);
 }
 
-static const char *basename_of(const char *path)
+const char *frame_text_basename(const char *path)
 {
-    const char *slash = path ? strrchr(path, '/') : NULL;
+    if (path == NULL)
+        return "?";
+    const char *slash = strrchr(path, '/');
     return slash ? slash + 1 : path;
 }
 
@@ -26,7 +28,7 @@ void frame_text_native(FILE *f, int index, uint64_t address, const char *functio
             fprintf(f, ":%ld", line);
     }
     fputs(" (", f);
-    frame_text_put(f, basename_of(module ? module : "?"));
+    frame_text_put(f, frame_text_basename(module));
     fprintf(f, "+0x%llx)\n", (unsigned long long)offset);
 }
 
@@ -47,7 +49,7 @@ static void put_place(FILE *f, const char *lead, const frame_text_place_t *p)
         frame_text_put(f, p->function);
         fputc(' ', f);
     }
-    frame_text_put(f, basename_of(p->file ? p->file : "?"));
+    frame_text_put(f, frame_text_basename(p->file));
     fprintf(f, ":%ld", p->line);
 }
 
@@ -61,7 +63,7 @@ void frame_text_origin(FILE *f, const frame_text_origin_t *o)
             if (o->line > 0)
                 fprintf(f, ":%ld", o->line);
         } else {
-            frame_text_put(f, basename_of(o->module ? o->module : "?"));
+            frame_text_put(f, frame_text_basename(o->module));
             fprintf(f, "+0x%llx", (unsigned long long)o->offset);
         }
         if (o->function != NULL) {

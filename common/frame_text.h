@@ -13,6 +13,10 @@
  * split one line into two. */
 void frame_text_put(FILE *f, const char *text);
 
+/* The last component of path ("?" for NULL): modules and files are shown
+ * by basename, as LeakSanitizer shows them. */
+const char *frame_text_basename(const char *path);
+
 /* "    #3 0x7f12 in step train.c:42 (train+0x1234)"; function NULL is "??". */
 void frame_text_native(FILE *f, int index, uint64_t address, const char *function,
                        const char *file, long line, const char *module, uint64_t offset);

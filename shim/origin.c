@@ -56,19 +56,29 @@ static int frame_native[STACKS_MAX_FRAMES + SITE_NATIVE_MAX];
 
 /* Fills frames (and frame_native) with the site's frames as the report
  * shows them; returns how many. */
-static int site_frames(uint32_t site)
+/* The site's Python frames, innermost first, into out (room for
+ * STACKS_MAX_FRAMES); returns how many. */
+static int python_frames(uint32_t site, origin_frame_t *out)
 {
     int n = 0;
     const stack_record_t *stack = stacks_get(site);
     for (int i = 0; stack != NULL && i < stack->python_count && n < STACKS_MAX_FRAMES; i++) {
-        origin_frame_t *fr = &frames[n];
+        origin_frame_t *fr = &out[n];
         if (python_describe(stack->frames[stack->native_count + i], &fr->function, &fr->file,
                             &fr->line) != 0)
             continue;
         fr->module = NULL;
         fr->is_python = 1;
-        frame_native[n++] = -1;
+        n++;
     }
+    return n;
+}
+
+static int site_frames(uint32_t site)
+{
+    int n = python_frames(site, frames);
+    for (int i = 0; i < n; i++)
+        frame_native[i] = -1;
     int native_count = origin_site_frames(site, native, SITE_NATIVE_MAX);
     for (int i = 0; i < native_count; i++) {
         frames[n] = (origin_frame_t){ native[i].function, native[i].file, native[i].module,
@@ -76,6 +86,18 @@ static int site_frames(uint32_t site)
         frame_native[n++] = i;
     }
     return n;
+}
+
+int origin_python_site(uint32_t site, origin_frame_t *out)
+{
+    origin_frame_t python[STACKS_MAX_FRAMES];
+    int n = python_frames(site, python);
+    int o = origin_find(python, n);
+    if (o < 0)
+        o = origin_find_via(python, n);
+    if (o >= 0)
+        *out = python[o];
+    return o >= 0 ? 0 : -1;
 }
 
 void origin_site(uint32_t site, int kind, origin_site_t *out)

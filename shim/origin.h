@@ -57,6 +57,12 @@ void origin_site(uint32_t site, int kind, origin_site_t *out);
  * strings live as long as origin_site's. */
 int origin_callers(uint32_t site, origin_frame_t *out, int max);
 
+/* The origin among a site's Python frames alone (no native frame, so no
+ * symbolizing): the user's frame, else the innermost installed package's.
+ * Between origin_init and origin_end. Returns 0 with *out set, or -1 when
+ * no Python frame qualifies. */
+int origin_python_site(uint32_t site, origin_frame_t *out);
+
 /* Releases what origin_init and the lookups allocated. Safe to call when
  * nothing was initialised. */
 void origin_end(void);

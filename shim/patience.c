@@ -62,15 +62,7 @@ int patience_spin_wait(_Atomic int *lock)
             return charge(start, 1);
         if (spins >= 100 && now_ns() >= end)
             return charge(start, 0);
-        if (spins < 100) {
-#if defined(__x86_64__) || defined(__i386__)
-            __builtin_ia32_pause();
-#endif
-        } else if (spins < 200) {
-            sched_yield();
-        } else {
-            nanosleep(&(struct timespec){ .tv_nsec = 50000 }, NULL);
-        }
+        spin_backoff(spins);
     }
 }
 

@@ -6,8 +6,6 @@
 #include "log.h"
 #include "origin.h"
 #include "patience.h"
-#include "python.h"
-#include "stacks.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -151,32 +149,18 @@ static const char *write_somewhere(const report_view_t *view, char *path, size_t
 
 int report_python_origin(uint32_t site, char *out, size_t size)
 {
-    const stack_record_t *stack = stacks_get(site);
-    if (stack == NULL || size == 0)
+    if (size == 0)
         return -1;
-    origin_frame_t frames[STACKS_MAX_FRAMES];
-    int n = 0;
-    for (int i = 0; i < stack->python_count; i++) {
-        origin_frame_t *fr = &frames[n];
-        if (python_describe(stack->frames[stack->native_count + i], &fr->function, &fr->file,
-                            &fr->line) != 0)
-            continue;
-        fr->module = NULL;
-        fr->is_python = 1;
-        n++;
-    }
     /* The rules and their cache are the report's: one user at a time. */
     pthread_mutex_lock(&write_lock);
     origin_init();
-    int o = origin_find(frames, n);
-    if (o < 0)
-        o = origin_find_via(frames, n);
-    if (o >= 0)
-        snprintf(out, size, "%s:%d in %s", frames[o].file ? frames[o].file : "?", frames[o].line,
-                 frames[o].function ? frames[o].function : "?");
+    origin_frame_t o;
+    int rc = origin_python_site(site, &o);
+    if (rc == 0)
+        snprintf(out, size, "%s:%d in %s", o.file ? o.file : "?", o.line, o.function ? o.function : "?");
     origin_end();
     pthread_mutex_unlock(&write_lock);
-    return o >= 0 ? 0 : -1;
+    return rc;
 }
 
 /* The final report's progress: a signal's handler and the exit wait for

@@ -13,22 +13,27 @@
 #include <stdatomic.h>
 #include <time.h>
 
+/* One step of waiting for a held lock, the spins-th: pause, then yield,
+ * then sleep (patience.c waits the same way, with a clock). */
+static inline void spin_backoff(unsigned spins)
+{
+    if (spins < 100) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+    } else if (spins < 200) {
+        sched_yield();
+    } else {
+        nanosleep(&(struct timespec){ .tv_nsec = 50000 }, NULL);
+    }
+}
+
 static inline void spin_lock(_Atomic int *lock)
 {
     for (unsigned spins = 0;
-         atomic_exchange_explicit(lock, 1, memory_order_acquire) != 0;) {
-        while (atomic_load_explicit(lock, memory_order_relaxed) != 0) {
-            if (++spins < 100) {
-#if defined(__x86_64__) || defined(__i386__)
-                __builtin_ia32_pause();
-#endif
-            } else if (spins < 200) {
-                sched_yield();
-            } else {
-                nanosleep(&(struct timespec){ .tv_nsec = 50000 }, NULL);
-            }
-        }
-    }
+         atomic_exchange_explicit(lock, 1, memory_order_acquire) != 0;)
+        while (atomic_load_explicit(lock, memory_order_relaxed) != 0)
+            spin_backoff(++spins);
 }
 
 static inline void spin_unlock(_Atomic int *lock)
