@@ -99,14 +99,17 @@ def find(targets, budget):
         out.append("%d\t%d\t%s\t%s\t%s\t%s" % (ids[i], graph, expr, tname, owner, file))
 
     saved_names = {}
+    # Nodes walked, for every graph: the graphs of losses summed into a
+    # running total share their history, walked once, not once per loss.
+    seen = set()
 
     def graph_pointers(root):
-        """The device pointers of the tensors root's autograd graph saved."""
+        """The device pointers of the tensors root's autograd graph saved
+        that no graph walked before saved."""
         try:
             node = root.grad_fn
         except Exception:
             return
-        seen = set()
         todo = [node]
         while todo and time.monotonic() < deadline:
             node = todo.pop()
@@ -192,6 +195,10 @@ def find(targets, budget):
 
     visited = set()
     queue = deque()
+    # Tensors with a graph, whose saved tensors are charged once the names
+    # are walked: a loss's graph saves the weights it used, which the model
+    # names (model.fc.weight) however deep they sit.
+    graphs = deque()
     waiting = []       # large containers put off (walk)
     postponed = set()  # their ids, so that each waits once
 
@@ -257,8 +264,7 @@ def find(targets, budget):
                     if grad is not None:
                         note(device_pointer(grad, type(grad)),
                              (expr + ".grad", type(grad).__name__, owner, file), 0)
-                    for p in graph_pointers(obj):
-                        note(p, holder, 1)
+                    graphs.append((obj, holder))
                 continue
             try:
                 for count, (child, step, is_attribute) in enumerate(steps(obj, kind), 1):
@@ -275,6 +281,16 @@ def find(targets, budget):
                     push(child, child_expr, child_type, child_owner, file)
             except Exception:
                 pass
+        return "all" if len(named) == len(ids) else "done"
+
+    def walk_graphs():
+        """Charges what the graphs met so far saved to their roots."""
+        while graphs:
+            obj, holder = graphs.popleft()
+            for p in graph_pointers(obj):
+                note(p, holder, 1)
+            if time.monotonic() > deadline:
+                return "budget"
         return "all" if len(named) == len(ids) else "done"
 
     def module_file(module):
@@ -359,6 +375,8 @@ def find(targets, budget):
                 for module in group:
                     push_module(module)
             ended = walk()
+            if ended == "done":
+                ended = walk_graphs()
             if ended != "done":
                 break
     except Exception:

@@ -263,6 +263,53 @@ class HoldersTest(unittest.TestCase):
             else:
                 sys.modules["torch"] = saved_torch
 
+    def test_weights_a_graph_saved_are_named_by_their_module(self):
+        """A loss's graph saves the weights it used; the model that owns
+        them names them, however deep, not the graph met first."""
+        sys.path.insert(0, os.path.join(ROOT, "tests", "python", "faketorch"))
+        saved_torch = sys.modules.get("torch")
+        try:
+            sys.modules.pop("torch", None)
+            import torch
+            weight = torch.empty(256)
+            loss = torch.Tensor(8, grad_fn=torch.Node(weight.untyped_storage(), []))
+            model = types.SimpleNamespace(encoder=types.SimpleNamespace(
+                block=types.SimpleNamespace(attn=types.SimpleNamespace(weight=weight))))
+            ptr = weight.untyped_storage().data_ptr()
+            found, _ = search({"losses": [loss], "model": model}, [(ptr, 256, 1)])
+            self.assertEqual(found[1][0], "model.encoder.block.attn.weight")
+            self.assertFalse(found[1][4])
+        finally:
+            sys.path.pop(0)
+            if saved_torch is None:
+                sys.modules.pop("torch", None)
+            else:
+                sys.modules["torch"] = saved_torch
+
+    def test_graphs_sharing_their_history_are_walked_once(self):
+        """Losses kept from a running total share their graph's history:
+        walking it once per loss was quadratic and overran the budget."""
+        sys.path.insert(0, os.path.join(ROOT, "tests", "python", "faketorch"))
+        saved_torch = sys.modules.get("torch")
+        try:
+            sys.modules.pop("torch", None)
+            import torch
+            node, losses, targets = None, [], []
+            for i in range(3000):
+                storage = torch.UntypedStorage(64)
+                node = torch.Node(storage, [node] if node is not None else [])
+                losses.append(torch.Tensor(8, grad_fn=node))
+                targets.append((storage.data_ptr(), 64, i))
+            found, ending = search({"losses": losses}, targets, budget=5.0)
+            self.assertEqual(ending[2], "all")
+            self.assertEqual(len(found), 3000)
+        finally:
+            sys.path.pop(0)
+            if saved_torch is None:
+                sys.modules.pop("torch", None)
+            else:
+                sys.modules["torch"] = saved_torch
+
 
 if __name__ == "__main__":
     unittest.main()
