@@ -157,6 +157,9 @@ typedef struct {
     load_device_t *devices;
     size_t ndevices;
     load_list_t leaks, teardown, failures, sites;
+    /* "kept_by_libraries": live at exit as leaks are, but memory a CUDA
+     * library keeps for the process (empty in reports before it) */
+    load_list_t kept;
     bool has_growth;
     uint64_t growth_bytes;
     /* "held_at_finish": what a Python program held when Python began to

@@ -136,7 +136,7 @@ static void print_kinds(FILE *f, const load_report_t *r)
             continue; /* six kinds always written; unused ones are noise */
         if (!any)
             fprintf(f, "\nBy kind:\n  %-8s %12s %12s %8s %12s %12s %12s\n", "kind", "allocations",
-                    "frees", "failed", "allocated", "peak", "leaked");
+                    "frees", "failed", "allocated", "peak", "live at exit");
         any = 1;
         fputs("  ", f);
         frame_text_put(f, r->kinds[i].name);
@@ -147,7 +147,7 @@ static void print_kinds(FILE *f, const load_report_t *r)
                 units_format_size(t->peak_bytes, b), units_format_size(t->leaked_bytes, c));
     }
     if (r->ndevices > 1) {
-        fprintf(f, "\nBy device:\n  %-8s %12s %12s %12s\n", "device", "allocations", "peak", "leaked");
+        fprintf(f, "\nBy device:\n  %-8s %12s %12s %12s\n", "device", "allocations", "peak", "live at exit");
         for (size_t i = 0; i < r->ndevices; i++)
             fprintf(f, "  %-8ld %12llu %12s %12s\n", r->devices[i].device,
                     (unsigned long long)r->devices[i].totals.allocations,
@@ -353,6 +353,10 @@ void text_print(FILE *f, const load_report_t *r, const text_options_t *o)
     print_blocks(f, &r->leaks, r->complete ? "Leaks (still live at exit)"
                                            : "Leaks (live when the report was taken, the program running)",
                  "leak", o);
+    uint64_t kept_bytes = 0;
+    for (size_t i = 0; i < r->kept.n; i++)
+        kept_bytes += r->kept.v[i].bytes;
+    print_table(f, &r->kept, "Kept for the process by CUDA libraries, not leaks", "kept", kept_bytes, 0, o);
     print_blocks(f, &r->teardown, "Teardown leaks (live when their context was destroyed)", "teardown", o);
     print_blocks(f, &r->failures, "Failed allocations", "failure", o);
     print_oom(f, r, o);

@@ -119,43 +119,66 @@ static const origin_rule_t builtin_rules[] = {
 /* An owner rule: a glob on a native frame's module or function, the kinds
  * it applies to (a mask of 1 << alloc_kind_t, 0 for every kind), and the
  * owner it names; a NULL owner marks CUDA driver or runtime plumbing, which
- * the search walks past. */
+ * the search walks past. A rule that "keeps" names memory its library
+ * keeps for the life of the process (handles, workspaces, communicators,
+ * freed only by a destroy call frameworks never make): not a leak at exit.
+ * An "anywhere" rule decides when any frame of the stack matches, before
+ * the innermost-first search. */
 typedef struct owner_rule {
     origin_what_t what;
     const char *glob;
     unsigned kinds;
     const char *owner;
+    int keeps;
+    int anywhere;
 } owner_rule_t;
 
 #define KINDS(a) (1u << (a))
 #define OWNER_TENSOR "pytorch-tensor"
+#define FOR_PROGRAM 0, 0
+#define KEEPS 1, 0
+#define KEEPS_ANYWHERE 1, 1
 
 /* Tried per native frame, innermost first; the first rule that matches and
- * applies to the site's kind names the owner. Order matters: PyTorch's
- * cudaMallocAsync backend lives in a namespace inside CUDACachingAllocator,
- * so it is looked for first; libraries come before the runtime rules, as
- * cuBLAS and others carry a static cudart of their own. */
+ * applies to the site's kind names the owner, but an anywhere rule that
+ * matches any frame goes first. Order matters: PyTorch's cudaMallocAsync
+ * backend lives in a namespace inside CUDACachingAllocator, so it is
+ * looked for first; libraries come before the runtime rules, as cuBLAS and
+ * others carry a static cudart of their own.
+ *
+ * PyTorch's cuBLAS handles each get a workspace (32 MiB on Hopper, 1 MiB
+ * more for cuBLASLt) the first time a thread multiplies on a device and
+ * stream, allocated through its caching allocator as a tensor's memory is
+ * and kept in a map that is never freed (ATen/cuda/CublasHandlePool.cpp).
+ * Its stack passes through the caching allocator (innermost) like every
+ * tensor's, hence anywhere. */
 static const owner_rule_t owner_rules[] = {
-    { ORIGIN_FUNCTION, "c10::*CudaMallocAsync*", 0, OWNER_TENSOR },
-    { ORIGIN_MODULE, "*/libc10_cuda*", KINDS(REPORT_KIND_pool) | KINDS(REPORT_KIND_tensor), OWNER_TENSOR },
+    { ORIGIN_FUNCTION, "at::cuda::getCurrentCUDABlasHandle*", KINDS(REPORT_KIND_tensor), "cublas",
+      KEEPS_ANYWHERE },
+    { ORIGIN_FUNCTION, "at::cuda::getCUDABlasLtWorkspace*", KINDS(REPORT_KIND_tensor), "cublas",
+      KEEPS_ANYWHERE },
+    { ORIGIN_FUNCTION, "c10::*CudaMallocAsync*", 0, OWNER_TENSOR, FOR_PROGRAM },
+    { ORIGIN_MODULE, "*/libc10_cuda*", KINDS(REPORT_KIND_pool) | KINDS(REPORT_KIND_tensor), OWNER_TENSOR,
+      FOR_PROGRAM },
     { ORIGIN_FUNCTION, "c10::*CUDACachingAllocator*", KINDS(REPORT_KIND_device) | KINDS(REPORT_KIND_vmm),
-      ORIGIN_OWNER_CACHING },
-    { ORIGIN_MODULE, "*/libc10_cuda*", KINDS(REPORT_KIND_device) | KINDS(REPORT_KIND_vmm), ORIGIN_OWNER_CACHING },
-    { ORIGIN_MODULE, "*/libnccl*", 0, "nccl" },
-    { ORIGIN_FUNCTION, "nccl[A-Z]*", 0, "nccl" },
-    { ORIGIN_MODULE, "*/libcublas*", 0, "cublas" },
-    { ORIGIN_FUNCTION, "cublas[A-Z]*", 0, "cublas" },
-    { ORIGIN_MODULE, "*/libcudnn*", 0, "cudnn" },
-    { ORIGIN_FUNCTION, "cudnn[A-Z]*", 0, "cudnn" },
-    { ORIGIN_MODULE, "*/libgpuleak.so*", 0, NULL },
-    { ORIGIN_MODULE, "*/libcuda.so*", 0, NULL },
-    { ORIGIN_MODULE, "*/libnvidia-*", 0, NULL },
-    { ORIGIN_MODULE, "*/libcudart.so*", 0, NULL },
-    { ORIGIN_FUNCTION, "cuda[A-Z]*", 0, NULL },
-    { ORIGIN_FUNCTION, "__cuda*", 0, NULL },
-    { ORIGIN_FUNCTION, "cudart::*", 0, NULL },
-    { ORIGIN_FUNCTION, "libcudart_static_*", 0, NULL },
-    { ORIGIN_FUNCTION, "cu[A-Z]*", 0, NULL },
+      ORIGIN_OWNER_CACHING, FOR_PROGRAM },
+    { ORIGIN_MODULE, "*/libc10_cuda*", KINDS(REPORT_KIND_device) | KINDS(REPORT_KIND_vmm), ORIGIN_OWNER_CACHING,
+      FOR_PROGRAM },
+    { ORIGIN_MODULE, "*/libnccl*", 0, "nccl", KEEPS },
+    { ORIGIN_FUNCTION, "nccl[A-Z]*", 0, "nccl", KEEPS },
+    { ORIGIN_MODULE, "*/libcublas*", 0, "cublas", KEEPS },
+    { ORIGIN_FUNCTION, "cublas[A-Z]*", 0, "cublas", KEEPS },
+    { ORIGIN_MODULE, "*/libcudnn*", 0, "cudnn", KEEPS },
+    { ORIGIN_FUNCTION, "cudnn[A-Z]*", 0, "cudnn", KEEPS },
+    { ORIGIN_MODULE, "*/libgpuleak.so*", 0, NULL, FOR_PROGRAM },
+    { ORIGIN_MODULE, "*/libcuda.so*", 0, NULL, FOR_PROGRAM },
+    { ORIGIN_MODULE, "*/libnvidia-*", 0, NULL, FOR_PROGRAM },
+    { ORIGIN_MODULE, "*/libcudart.so*", 0, NULL, FOR_PROGRAM },
+    { ORIGIN_FUNCTION, "cuda[A-Z]*", 0, NULL, FOR_PROGRAM },
+    { ORIGIN_FUNCTION, "__cuda*", 0, NULL, FOR_PROGRAM },
+    { ORIGIN_FUNCTION, "cudart::*", 0, NULL, FOR_PROGRAM },
+    { ORIGIN_FUNCTION, "libcudart_static_*", 0, NULL, FOR_PROGRAM },
+    { ORIGIN_FUNCTION, "cu[A-Z]*", 0, NULL, FOR_PROGRAM },
 };
 
 #define OWNER_RULES (int)(sizeof owner_rules / sizeof owner_rules[0])
@@ -419,10 +442,20 @@ const char *origin_owner(const origin_frame_t *frames, int count, int kind)
         if (frames[i].is_python)
             continue;
         match_t m = match_frame(&frames[i]);
+        for (uint32_t bits = m.owner_mask; bits != 0; bits &= bits - 1) {
+            const owner_rule_t *r = &owner_rules[__builtin_ctz(bits)];
+            if (r->anywhere && (r->kinds == 0 || (r->kinds & kind_bit) != 0))
+                return r->owner;
+        }
+    }
+    for (int i = 0; i < count; i++) {
+        if (frames[i].is_python)
+            continue;
+        match_t m = match_frame(&frames[i]);
         int runtime = 0;
         for (uint32_t bits = m.owner_mask; bits != 0; bits &= bits - 1) {
             const owner_rule_t *r = &owner_rules[__builtin_ctz(bits)];
-            if (r->kinds != 0 && (r->kinds & kind_bit) == 0)
+            if (r->anywhere || (r->kinds != 0 && (r->kinds & kind_bit) == 0))
                 continue;
             if (r->owner != NULL)
                 return r->owner;
@@ -440,6 +473,14 @@ const char *origin_owner(const origin_frame_t *frames, int count, int kind)
             return "user";
     }
     return "cuda-runtime";
+}
+
+int origin_owner_keeps(const char *owner)
+{
+    for (int i = 0; owner != NULL && i < OWNER_RULES; i++)
+        if (owner_rules[i].keeps && strcmp(owner_rules[i].owner, owner) == 0)
+            return 1;
+    return 0;
 }
 
 int origin_keeps(const origin_frame_t *frame)

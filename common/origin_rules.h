@@ -77,6 +77,12 @@ int origin_find_via(const origin_frame_t *frames, int before);
  * was recorded). The string is static. */
 const char *origin_owner(const origin_frame_t *frames, int count, int kind);
 
+/* Whether owner (origin_owner's answer) is a library that keeps its
+ * memory for the life of the process: cuBLAS's handles and workspaces
+ * (PyTorch's too), cuDNN's, NCCL's communicators. Such memory live at exit
+ * is the library's, not a leak. */
+int origin_owner_keeps(const char *owner);
+
 /* The built-in skip table, in the order it is tried, and its length in
  * *count; for docs/origin-rules.md's test. */
 const origin_rule_t *origin_builtin_rules(size_t *count);

@@ -45,10 +45,13 @@ typedef struct gpuleak_site {
     uint64_t live_allocations;
 } gpuleak_site_t;
 
-/* The sites whose live bytes (PyTorch's cache left out) rose since mark,
+/* The sites whose live bytes rose since mark (PyTorch's cache left out, and
+ * what CUDA libraries keep for the process: PyTorch's cuBLAS workspaces,
+ * cuDNN's and NCCL's handles; docs/origin-rules.md, "Owners"),
  * largest gain first, up to max into out; returns how many there are in
  * all (more than max when out was too small). A mark older than the last
- * 64 is forgotten: then 0. O(sites). */
+ * 64 is forgotten: then 0. O(sites), and a site's native frames are
+ * symbolized the first time it gains, to know its owner. */
 size_t gpuleak_live_since(uint64_t mark, gpuleak_site_t *out, size_t max);
 
 /* The line a site's Python frames point at, by the report's origin rules:

@@ -11,6 +11,7 @@
 #include "report.h"
 #include "tracker.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -86,23 +87,85 @@ EXPORT uint64_t gpuleak_mark(const char *name)
     return id;
 }
 
+/* By site id, whether a CUDA library keeps the site's memory for the
+ * process: 0 not asked yet, 1 it does, 2 the program's own. A site's stack
+ * never changes, so each is symbolized once, when it first gains. */
+static struct {
+    pthread_mutex_t lock;
+    uint8_t *by_site;
+    uint32_t high;
+} kept = { PTHREAD_MUTEX_INITIALIZER, NULL, 0 };
+
+/* Whether the memory of site (of kind) is a library's for the process;
+ * asks the report for the sites of stats[0..count) not asked before, in
+ * one batch. On a shortage of memory, the program's. */
+static void ask_kept(const site_stats_t *stats, const mark_gain_t *gains, size_t count)
+{
+    pthread_mutex_lock(&kept.lock);
+    uint32_t high = tracker_site_count();
+    size_t had = kept.by_site != NULL ? (size_t)kept.high + 1 : 0;
+    if ((size_t)high + 1 > had) {
+        uint8_t *bigger = realloc(kept.by_site, (size_t)high + 1);
+        if (bigger != NULL) {
+            memset(bigger + had, 0, (size_t)high + 1 - had);
+            kept.by_site = bigger;
+            kept.high = high;
+        }
+    }
+    uint32_t *sites = malloc(count * sizeof *sites + 1);
+    int *kinds = malloc(count * sizeof *kinds + 1);
+    uint8_t *answers = malloc(count + 1);
+    size_t n = 0;
+    for (size_t i = 0; sites && kinds && answers && kept.by_site && i < count; i++)
+        if (gains[i].site <= kept.high && kept.by_site[gains[i].site] == 0) {
+            sites[n] = gains[i].site;
+            kinds[n++] = stats[i].kind;
+        }
+    if (n > 0) {
+        report_sites_kept(sites, kinds, n, answers);
+        for (size_t i = 0; i < n; i++)
+            kept.by_site[sites[i]] = answers[i] ? 1 : 2;
+    }
+    free(sites);
+    free(kinds);
+    free(answers);
+    pthread_mutex_unlock(&kept.lock);
+}
+
+static int is_kept(uint32_t site)
+{
+    pthread_mutex_lock(&kept.lock);
+    int yes = kept.by_site != NULL && site <= kept.high && kept.by_site[site] == 1;
+    pthread_mutex_unlock(&kept.lock);
+    return yes;
+}
+
 EXPORT size_t gpuleak_live_since(uint64_t mark, gpuleak_site_t *out, size_t max)
 {
     if (!gpuleak_tracking())
         return 0;
     guard_depth++;
-    size_t count;
+    size_t count, found = 0;
     mark_gain_t *gains = marks_gains_since(mark, &count);
-    for (size_t i = 0; i < count && i < max; i++) {
-        site_stats_t st;
-        memset(&st, 0, sizeof st);
-        tracker_site(gains[i].site, &st);
-        out[i] = (gpuleak_site_t){ gains[i].site, st.kind, st.device, gains[i].bytes,
-                                   st.live_bytes, st.live_allocations };
+    site_stats_t *stats = calloc(count + 1, sizeof *stats);
+    if (stats != NULL) {
+        for (size_t i = 0; i < count; i++)
+            tracker_site(gains[i].site, &stats[i]);
+        ask_kept(stats, gains, count);
     }
+    for (size_t i = 0; stats != NULL && i < count; i++) {
+        if (is_kept(gains[i].site))
+            continue;
+        const site_stats_t *st = &stats[i];
+        if (found < max)
+            out[found] = (gpuleak_site_t){ gains[i].site, st->kind, st->device, gains[i].bytes,
+                                           st->live_bytes, st->live_allocations };
+        found++;
+    }
+    free(stats);
     free(gains);
     guard_depth--;
-    return count;
+    return found;
 }
 
 EXPORT int gpuleak_site_origin(uint32_t site, char *out, size_t size)

@@ -163,6 +163,21 @@ int report_python_origin(uint32_t site, char *out, size_t size)
     return rc;
 }
 
+void report_sites_kept(const uint32_t *sites, const int *kinds, size_t count, uint8_t *kept)
+{
+    pthread_mutex_lock(&write_lock);
+    symbolize_begin();
+    origin_init();
+    for (size_t i = 0; i < count; i++) {
+        origin_site_t o;
+        origin_site(sites[i], kinds[i], &o);
+        kept[i] = (uint8_t)origin_owner_keeps(o.owner);
+    }
+    origin_end();
+    symbolize_end();
+    pthread_mutex_unlock(&write_lock);
+}
+
 /* The final report's progress: a signal's handler and the exit wait for
  * it, and nothing replaces it once begun. */
 enum { FINAL_NONE, FINAL_WRITING, FINAL_DONE };

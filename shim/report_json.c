@@ -697,6 +697,8 @@ static void write_body(FILE *f, const report_view_t *view)
     put_u64(f, "peak_time_ns", t->peak_time_ns ? t->peak_time_ns + lifecycle_epoch_offset_ns() : 0, 1);
     put_u64(f, "leaked_bytes", view->leaked_bytes, 1);
     put_u64(f, "leaked_allocations", view->leaked_allocations, 1);
+    put_u64(f, "kept_bytes", view->kept_bytes, 1);
+    put_u64(f, "kept_allocations", view->kept_allocations, 1);
     put_u64(f, "teardown_leaked_bytes", all.teardown_bytes, 1);
     put_u64(f, "teardown_leaked_allocations", all.teardown_allocations, 1);
     put_u64(f, "maps", tracker_maps(0), 1);
@@ -737,6 +739,9 @@ static void write_body(FILE *f, const report_view_t *view)
     }
     fputs_unlocked("],\n", f);
     put_list(f, &tables, "leaks", &view->leaks, SECTION_LEAKS);
+    fputs_unlocked(",\n", f);
+    /* Live at exit as the leaks are, but a library's for the process. */
+    put_list(f, &tables, "kept_by_libraries", &view->kept, SECTION_LEAKS);
     fputs_unlocked(",\n", f);
     put_list(f, &tables, "teardown_leaks", &view->teardown, SECTION_TEARDOWN);
     fputs_unlocked(",\n", f);

@@ -286,6 +286,27 @@ static void print_growth_and_peak(FILE *f, const report_view_t *view)
     }
 }
 
+/* How many lines of library-kept memory the summary shows. */
+#define KEPT_SHOWN 3
+
+/* What CUDA libraries keep for the process (cuBLAS's workspaces, NCCL's
+ * communicators), live at exit like a leak but theirs: by line, so a
+ * user can see whose call made the library take it. */
+static void print_kept(FILE *f, const report_view_t *view)
+{
+    char a[UNITS_SIZE_BUF];
+    if (view->kept.count == 0)
+        return;
+    size_t lines = group_by_line(view, &view->kept, live_of, groups);
+    fprintf(f, "\nKept for the process by CUDA libraries, not leaks (%s in %llu allocation(s)):\n",
+            units_format_size(view->kept_bytes, a), (unsigned long long)view->kept_allocations);
+    for (size_t i = 0; i < lines && i < KEPT_SHOWN; i++) {
+        const report_site_t *s = &view->kept.sites[groups[i].top];
+        fprintf(f, "  %10s %s from %s\n", units_format_size(groups[i].bytes, a),
+                kind_phrase(s->stats.kind), origin_phrase(view, s->id, s->stats.kind));
+    }
+}
+
 void report_summary_print(FILE *f, const report_view_t *view, const char *path)
 {
     char a[UNITS_SIZE_BUF], b[UNITS_SIZE_BUF];
@@ -319,6 +340,7 @@ void report_summary_print(FILE *f, const report_view_t *view, const char *path)
         fprintf(f, "\nOmitting %zu more leaking site(s); the report lists them all.\n",
                 view->leaks.count - shown_sites);
     print_held(f, view);
+    print_kept(f, view);
     if (view->reserve_bytes > 0)
         fprintf(f, "\nPyTorch's caching allocator still reserved %s at exit: its cache, not a "
                 "leak (the tensors in it are reported instead).\n",

@@ -101,13 +101,14 @@ static int select_sites(const report_site_t *all, size_t count, int (*keep)(cons
     return 0;
 }
 
-static int is_leak(const report_site_t *s) { return s->stats.live_allocations > 0 && !s->aside; }
+static int is_leak(const report_site_t *s) { return s->stats.live_allocations > 0 && !s->aside && !s->kept; }
+static int is_kept(const report_site_t *s) { return s->stats.live_allocations > 0 && !s->aside && s->kept; }
 static int is_teardown(const report_site_t *s) { return s->stats.teardown_allocations > 0; }
 static int is_failure(const report_site_t *s) { return s->stats.failures > 0; }
 static int is_used(const report_site_t *s) { return s->stats.allocations > 0 || s->stats.failures > 0; }
 static int is_at_peak(const report_site_t *s) { return s->stats.at_peak_bytes > 0 && !s->aside; }
 static int is_growing(const report_site_t *s) { return s->growth.grew && !s->aside; }
-static int is_held(const report_site_t *s) { return s->held_bytes > 0 && !s->aside; }
+static int is_held(const report_site_t *s) { return s->held_bytes > 0 && !s->aside && !s->kept; }
 
 /* Sets PyTorch's cache aside where its tensors are followed, so that its
  * memory is counted once, by the tensors inside it: a driver site whose
@@ -314,6 +315,12 @@ int report_view_gather(report_view_t *view, report_moment_t moment, int signal)
         site->aside = 0;
         set_aside_cache(view, site, followed);
         site->held_bytes = held_by_site != NULL ? held_by_site[id] : 0;
+        site->kept = 0;
+        if ((site->stats.live_allocations > 0 || site->held_bytes > 0) && !site->aside) {
+            origin_site_t o;
+            origin_site(id, site->stats.kind, &o);
+            site->kept = origin_owner_keeps(o.owner);
+        }
         site->holder_count = finish_holders(id, &site->holders);
         uint64_t last_ns = held_by_site != NULL ? view->held_time_ns : view->now_ns;
         uint64_t last_bytes = held_by_site != NULL ? site->held_bytes : site->stats.live_bytes;
@@ -323,6 +330,7 @@ int report_view_gather(report_view_t *view, report_moment_t moment, int signal)
         count++;
     }
     int rc = select_sites(all, count, is_leak, by_live_bytes, &view->leaks)
+           | select_sites(all, count, is_kept, by_live_bytes, &view->kept)
            | select_sites(all, count, is_teardown, by_teardown_bytes, &view->teardown)
            | select_sites(all, count, is_failure, by_failed_bytes, &view->failures)
            | select_sites(all, count, is_used, by_peak_bytes, &view->sites)
@@ -333,6 +341,10 @@ int report_view_gather(report_view_t *view, report_moment_t moment, int signal)
     for (size_t i = 0; i < view->leaks.count; i++) {
         view->leaked_bytes += view->leaks.sites[i].stats.live_bytes;
         view->leaked_allocations += view->leaks.sites[i].stats.live_allocations;
+    }
+    for (size_t i = 0; i < view->kept.count; i++) {
+        view->kept_bytes += view->kept.sites[i].stats.live_bytes;
+        view->kept_allocations += view->kept.sites[i].stats.live_allocations;
     }
     free(held_by_site);
     view->held_sites = view->held.count;
@@ -350,6 +362,7 @@ int report_view_gather(report_view_t *view, report_moment_t moment, int signal)
 void report_view_release(report_view_t *view)
 {
     free(view->leaks.sites);
+    free(view->kept.sites);
     free(view->teardown.sites);
     free(view->failures.sites);
     free(view->sites.sites);

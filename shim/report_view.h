@@ -27,6 +27,11 @@ typedef struct report_site {
                       holder: PyTorch's cached segments where its tensors are
                       followed (shown by the tensors in them), or tensors
                       whose frees stopped being seen (torch_trace.h) */
+    int kept;      /* its owner is a library that keeps its memory for the
+                      process (origin_owner_keeps), so what it has live at
+                      exit is listed as kept, not as a leak, nor as held by
+                      the program at Python's finish; known for the sites
+                      live at exit or then */
 } report_site_t;
 
 /* The sites of one report section, sorted by the section's byte count. */
@@ -51,6 +56,9 @@ typedef enum report_moment {
 typedef struct report_view {
     report_moment_t moment;
     report_list_t leaks;      /* live at exit, by live bytes */
+    report_list_t kept;       /* live at exit, kept for the process by a
+                                 library (cuBLAS's workspaces, NCCL's
+                                 communicators), by live bytes */
     report_list_t teardown;   /* live at context teardown, by bytes */
     report_list_t failures;   /* refused allocations, by bytes asked */
     report_list_t sites;      /* every site, by peak live bytes */
@@ -62,6 +70,7 @@ typedef struct report_view {
     int peak_is_tensors;      /* 1: the peak section is at the tensors' peak */
     uint64_t reserve_bytes;   /* live bytes of the reserve sites */
     uint64_t leaked_bytes, leaked_allocations;  /* the leaks section's sums */
+    uint64_t kept_bytes, kept_allocations;      /* the kept section's sums */
     uint8_t *callers;         /* by site id (NULL: none): how many of the user's
                                  frames after the origin the views show with it,
                                  where the origin line alone (a helper) is shared

@@ -136,7 +136,8 @@ class Site:
 
 def live_since(since, limit=1000):
     """The sites whose live bytes rose since the mark `since`, largest gain
-    first (PyTorch's cache left out). Empty without the shim, or for a mark
+    first (PyTorch's cache and what CUDA libraries keep for the process left
+    out). Empty without the shim, or for a mark
     older than the last 64."""
     if _shim is None or since.id == 0:
         return []

@@ -370,6 +370,25 @@ struct ChooseBackend {
 
 namespace alloc = c10::cuda::CUDACachingAllocator;
 
+// PyTorch's cuBLAS handle pool (ATen/cuda/CublasHandlePool.cpp): the first
+// handle a thread gets on a device and stream is given a workspace (32 MiB
+// on Hopper) allocated through the caching allocator and kept in a leaky
+// map for the life of the process. Exported, as PyTorch's is.
+namespace at {
+namespace cuda {
+__attribute__((visibility("default"), noinline)) void *getCurrentCUDABlasHandle(int device)
+{
+    static std::mutex lock;
+    static auto &workspaces = *new std::map<int, void *>;
+    std::lock_guard<std::mutex> hold(lock);
+    auto it = workspaces.find(device);
+    if (it == workspaces.end())
+        it = workspaces.emplace(device, alloc::allocator.load()->malloc(32u << 20, device)).first;
+    return it->second;
+}
+}  // namespace cuda
+}  // namespace at
+
 // The test's side: what torch.cuda's lazy init and tensors do. Each returns
 // 0, a pointer, or -1 / NULL when the allocator is unset or refused.
 API int fake_c10_init(int devices)
@@ -388,6 +407,13 @@ API void *fake_c10_malloc(size_t size, int device)
 API void fake_c10_free(void *ptr, int deferred)
 {
     alloc::allocator.load()->free(ptr, deferred != 0);
+}
+
+// A matmul's first call on a device: PyTorch's cuBLAS handle and its
+// workspace. Returns the workspace.
+API void *fake_c10_blas_handle(int device)
+{
+    return at::cuda::getCurrentCUDABlasHandle(device);
 }
 
 API void fake_c10_process_events(void)

@@ -58,6 +58,7 @@ class PytestPluginTest(unittest.TestCase):
 
     def expect_verdicts(self, cases):
         self.assertEqual(cases, {"test_clean": (False, "0"),
+                                 "test_first_matmul": (False, "0"),
                                  "test_uses_a_session_fixture": (False, "0"),
                                  "test_leaks": (True, "65536"),
                                  "test_within_its_budget": (False, "4096"),

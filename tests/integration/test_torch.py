@@ -143,6 +143,40 @@ class TorchTensorsTest(unittest.TestCase):
         self.assertEqual(report["kinds"]["tensor"]["live_bytes"], 0)
         return line
 
+    def test_cublas_workspace_is_kept_not_leaked(self):
+        """PyTorch's cuBLAS handle keeps a workspace for the process (32 MiB
+        on Hopper), allocated as a tensor is: listed as kept by cuBLAS with
+        the line whose product took it, never as a leak, so a clean script
+        passes the gate."""
+        tmp = tempfile.mkdtemp(prefix="gpuleak-torch-")
+        script = os.path.join(ROOT, "tests/python/workspace_demo.py")
+        env = {k: v for k, v in os.environ.items()
+               if k not in CLEARED and not k.startswith("GPULEAK_")}
+        env.update({"FAKECUDA_DEVICES": "1", "FAKE_C10": FAKE_C10,
+                    "LD_LIBRARY_PATH": os.path.join(BUILD, "fakecuda"),
+                    "PYTHONPATH": os.path.join(ROOT, "tests/python/faketorch"),
+                    "LD_PRELOAD": os.path.join(BUILD, "libgpuleak.so"),
+                    "GPULEAK_OUTPUT": os.path.join(tmp, "r-%p.json")})
+        proc = subprocess.run([sys.executable, script], env=env, cwd=tmp,
+                              capture_output=True, text=True, timeout=120)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn("Kept for the process by CUDA libraries, not leaks (32.0 MiB", proc.stderr)
+        self.assertNotIn("Leak of", proc.stderr)
+        path, = report_paths(tmp)
+        report = report_files.load(path)
+        self.assertEqual(report["leaks"], [])
+        kept, = report["kept_by_libraries"]
+        self.assertEqual((kept["kind"], kept["owner"], kept["bytes"]), ("tensor", "cublas", 32 << 20))
+        self.assertEqual(kept["origin"]["line"], call_line(script, "# FIRST-PRODUCT"))
+        self.assertEqual(report["totals"]["kept_bytes"], 32 << 20)
+        self.assertEqual(report["totals"]["leaked_bytes"], 0)
+        gate = subprocess.run([os.path.join(BUILD, "gpuleak"), "check", path],
+                              capture_output=True, text=True, timeout=60)
+        self.assertEqual(gate.returncode, 0, gate.stdout + gate.stderr)
+        text = subprocess.run([os.path.join(BUILD, "gpuleak"), "report", path],
+                              capture_output=True, text=True, timeout=60).stdout
+        self.assertIn("Kept for the process by CUDA libraries, not leaks:", text)
+
     # 1
     def test_tensors_followed_through_events(self):
         report, expect, _ = self.run_demo()

@@ -332,6 +332,23 @@ START_TEST(test_cublas_cudnn)
     int n = torch_stack(torch, py, COUNT(py), NULL);
     torch[n - 9].function = "at::cuda::getCUDABlasLtWorkspace()";
     ck_assert_str_eq(origin_owner(torch, n, REPORT_KIND_device), "pytorch-caching-allocator");
+    /* PyTorch's cuBLAS workspace: a tensor whose stack passes through the
+     * handle pool (the caching allocator innermost) is cuBLAS's, kept for
+     * the process; any other tensor is PyTorch's, for the program. */
+    ck_assert_str_eq(origin_owner(torch, n, REPORT_KIND_tensor), "cublas");
+    torch[n - 9].function = "at::cuda::getCurrentCUDABlasHandle()";
+    ck_assert_str_eq(origin_owner(torch, n, REPORT_KIND_tensor), "cublas");
+    ck_assert_int_eq(origin_find(torch, n), 0);
+    torch[n - 9].function = "at::native::addmm_out_cuda_impl(...)";
+    ck_assert_str_eq(origin_owner(torch, n, REPORT_KIND_tensor), "pytorch-tensor");
+    ck_assert(origin_owner_keeps("cublas"));
+    ck_assert(origin_owner_keeps("cudnn"));
+    ck_assert(origin_owner_keeps("nccl"));
+    ck_assert(!origin_owner_keeps("pytorch-tensor"));
+    ck_assert(!origin_owner_keeps("pytorch-caching-allocator"));
+    ck_assert(!origin_owner_keeps("user"));
+    ck_assert(!origin_owner_keeps("cuda-runtime"));
+    ck_assert(!origin_owner_keeps(NULL));
     origin_end();
 }
 END_TEST

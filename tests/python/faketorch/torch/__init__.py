@@ -13,13 +13,17 @@ if os.environ.get("FAKE_C10"):
     _lib.fake_c10_malloc.restype = ctypes.c_void_p
     _lib.fake_c10_malloc.argtypes = [ctypes.c_size_t, ctypes.c_int]
     _lib.fake_c10_free.argtypes = [ctypes.c_void_p, ctypes.c_int]
+    _lib.fake_c10_blas_handle.restype = ctypes.c_void_p
+    _lib.fake_c10_blas_handle.argtypes = [ctypes.c_int]
     _malloc = _lib.fake_c10_malloc
     _free = _lib.fake_c10_free  # kept: module teardown may clear _lib first
+    _blas_handle = _lib.fake_c10_blas_handle
     _lib.fake_c10_init(1)
 else:
     _next = itertools.count(1 << 40, 1 << 20)
     _malloc = lambda nbytes, device: next(_next)  # noqa: E731
     _free = lambda ptr, device: None  # noqa: E731
+    _blas_handle = lambda device: None  # noqa: E731
 
 
 class UntypedStorage:
@@ -64,6 +68,12 @@ class Tensor:
 
     def untyped_storage(self):
         return self._storage
+
+    def __matmul__(self, other):
+        """A product: PyTorch's cuBLAS handle (its workspace allocated and
+        kept on first use), then the result."""
+        _blas_handle(0)
+        return Tensor(self._storage.nbytes(), grad_fn=Node(self._storage, [self.grad_fn] if self.grad_fn else []))
 
     def sum(self):
         """A small result whose graph keeps this tensor's memory."""
