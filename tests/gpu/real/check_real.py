@@ -4,7 +4,8 @@ by their origin line, bytes summed, as the views group them.
 
 --line N: the largest growth line is SCRIPT:N, and among what was held when
 Python finished, SCRIPT:N is there with a holder whose name contains TEXT.
---clean: no growth finding at all."""
+--clean: no growth finding at all, no leak at the script's lines, and
+PyTorch's cuBLAS workspace listed as kept by cuBLAS (not a leak)."""
 import json
 import os
 import sys
@@ -40,12 +41,27 @@ def main():
     show("held when Python finished", held)
     search = (report.get("held_at_finish") or {}).get("holders_search")
     print("holders search: %s" % search)
+    leaks = by_line(report.get("leaks") or [])
+    show("leaks", leaks)
+    kept = report.get("kept_by_libraries") or []
+    print("kept by libraries: %s" % ", ".join("%s %d B" % (k.get("owner"), k["bytes"]) for k in kept))
     if sys.argv[3] == "--clean":
+        ok = True
         if growth:
             print("FAIL: a clean loop has a growth finding")
-            return 1
-        print("PASS: no growth finding")
-        return 0
+            ok = False
+        # Every script multiplies: PyTorch's cuBLAS workspace is live at exit,
+        # and must be cuBLAS's, not a leak of the script's.
+        if not any(k.get("owner") == "cublas" and k["kind"] == "tensor" for k in kept):
+            print("FAIL: no cuBLAS workspace among what libraries kept")
+            ok = False
+        mine = [g for g in leaks if g[1][0] == script]
+        if mine:
+            print("FAIL: a clean loop leaks at %s" % [g[1] for g in mine])
+            ok = False
+        if ok:
+            print("PASS: no growth finding, no leak of the script's, cuBLAS's workspace kept")
+        return 0 if ok else 1
     want = int(sys.argv[4])
     holder = sys.argv[6] if len(sys.argv) > 6 and sys.argv[5] == "--holder" else None
     ok = True
