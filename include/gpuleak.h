@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define GPULEAK_API_VERSION 1
+#define GPULEAK_API_VERSION 2
 
 /* GPULEAK_API_VERSION of the loaded shim. */
 int gpuleak_api_version(void);
@@ -66,6 +66,13 @@ size_t gpuleak_site_records(uint32_t site, uint64_t *addresses, uint64_t *sizes,
 /* The source of the search that names the Python objects holding memory
  * (the shim runs it at Python's exit; see the report's "held_by"). */
 const char *gpuleak_holders_source(void);
+
+/* How every view names one holder that search found (its answer's fields:
+ * the expression, its type, the type it is an attribute of or "", the file,
+ * and graph 1 for an autograd graph's saved tensors), into out: "history[...]
+ * (list in train.py)". Returns what snprintf returns. Since version 2. */
+int gpuleak_holder_phrase(const char *name, const char *type, const char *owner,
+                          const char *file, int graph, char *out, size_t size);
 
 /* Writes a report now, as GPULEAK_DUMP_SIGNAL does; the program runs on.
  * Returns 0, or -1 when not tracking. Takes as long as a report. */

@@ -8,6 +8,7 @@
 #include "guard.h"
 #include "lifecycle.h"
 #include "marks.h"
+#include "report_format.h"
 #include "report.h"
 #include "tracker.h"
 
@@ -200,6 +201,12 @@ EXPORT size_t gpuleak_site_records(uint32_t site, uint64_t *addresses, uint64_t 
 EXPORT const char *gpuleak_holders_source(void)
 {
     return finish_holders_py;
+}
+
+EXPORT int gpuleak_holder_phrase(const char *name, const char *type, const char *owner,
+                                 const char *file, int graph, char *out, size_t size)
+{
+    return report_holder_phrase(out, size, name, type, owner, file, graph);
 }
 
 EXPORT int gpuleak_snapshot(void)

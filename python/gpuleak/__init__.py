@@ -26,7 +26,7 @@ def _find_shim():
     except (OSError, AttributeError):
         return None
     version.restype = ctypes.c_int
-    if version() < 1:
+    if version() < 2:
         return None
     lib.gpuleak_tracking.restype = ctypes.c_int
     lib.gpuleak_live_bytes.restype = ctypes.c_uint64
@@ -41,6 +41,9 @@ def _find_shim():
     lib.gpuleak_site_records.argtypes = [ctypes.c_uint32, ctypes.POINTER(ctypes.c_uint64),
                                          ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t]
     lib.gpuleak_holders_source.restype = ctypes.c_char_p
+    lib.gpuleak_holder_phrase.restype = ctypes.c_int
+    lib.gpuleak_holder_phrase.argtypes = [ctypes.c_char_p] * 4 + [ctypes.c_int, ctypes.c_char_p,
+                                                                  ctypes.c_size_t]
     lib.gpuleak_snapshot.restype = ctypes.c_int
     lib.gpuleak_kind_name.restype = ctypes.c_char_p
     lib.gpuleak_kind_name.argtypes = [ctypes.c_int]
@@ -181,10 +184,10 @@ def holders(sites, budget=1.0):
             continue
         site, size = owner[int(fields[0])]
         graph, name, kind, owner_type, file = fields[1:6]
-        text = ("the autograd graph of %s (in %s)" % (name, file) if graph == "1"
-                else "%s (%s, attribute of a %s, in %s)" % (name, kind, owner_type, file) if owner_type
-                else "%s (%s in %s)" % (name, kind, file))
-        key = (id(site), text)
+        phrase = ctypes.create_string_buffer(1024)
+        _shim.gpuleak_holder_phrase(name.encode(), kind.encode(), owner_type.encode(), file.encode(),
+                                    graph == "1", phrase, len(phrase))
+        key = (id(site), phrase.value.decode(errors="replace"))
         named[key] = named.get(key, 0) + size
     for s in sites:
         s.holders = sorted(((text, n) for (sid, text), n in named.items() if sid == id(s)),
