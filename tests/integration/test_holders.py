@@ -2,6 +2,7 @@
 runs at a Python program's atexit to name the objects that hold its GPU
 memory. Objects expose fake device pointers through
 __cuda_array_interface__, as CuPy's and Numba's arrays do."""
+import contextlib
 import os
 import sys
 import types
@@ -64,6 +65,22 @@ def search(namespace, targets, budget=5.0):
         else:
             found[int(fields[0])] = (fields[2], fields[3], fields[4], fields[5], fields[1] == "1")
     return found, ending
+
+
+@contextlib.contextmanager
+def fake_torch():
+    """tests/python/faketorch as the module torch, for the search to find
+    its Tensor type; this interpreter's own torch (if any) put back after."""
+    sys.path.insert(0, os.path.join(ROOT, "tests", "python", "faketorch"))
+    saved = sys.modules.pop("torch", None)
+    try:
+        import torch
+        yield torch
+    finally:
+        sys.path.pop(0)
+        sys.modules.pop("torch", None)
+        if saved is not None:
+            sys.modules["torch"] = saved
 
 
 class Net:
@@ -243,11 +260,7 @@ class HoldersTest(unittest.TestCase):
         self.assertLessEqual(int(ending[1]), 100000 + 100000)
 
     def test_a_graph_s_saved_tensors_are_charged_to_its_root(self):
-        sys.path.insert(0, os.path.join(ROOT, "tests", "python", "faketorch"))
-        saved_torch = sys.modules.get("torch")
-        try:
-            sys.modules.pop("torch", None)
-            import torch
+        with fake_torch() as torch:
             hidden = torch.empty(64)
             loss = hidden.sum()
             ptr = hidden.untyped_storage().data_ptr()
@@ -256,21 +269,11 @@ class HoldersTest(unittest.TestCase):
                               [(ptr, 64, 1), (loss.untyped_storage().data_ptr(), 8, 2)])
             self.assertEqual(found[1], ("losses[...]", "list", "", "train.py", True))
             self.assertEqual(found[2], ("losses[...]", "list", "", "train.py", False))
-        finally:
-            sys.path.pop(0)
-            if saved_torch is None:
-                sys.modules.pop("torch", None)
-            else:
-                sys.modules["torch"] = saved_torch
 
     def test_weights_a_graph_saved_are_named_by_their_module(self):
         """A loss's graph saves the weights it used; the model that owns
         them names them, however deep, not the graph met first."""
-        sys.path.insert(0, os.path.join(ROOT, "tests", "python", "faketorch"))
-        saved_torch = sys.modules.get("torch")
-        try:
-            sys.modules.pop("torch", None)
-            import torch
+        with fake_torch() as torch:
             weight = torch.empty(256)
             loss = torch.Tensor(8, grad_fn=torch.Node(weight.untyped_storage(), []))
             model = types.SimpleNamespace(encoder=types.SimpleNamespace(
@@ -279,21 +282,11 @@ class HoldersTest(unittest.TestCase):
             found, _ = search({"losses": [loss], "model": model}, [(ptr, 256, 1)])
             self.assertEqual(found[1][0], "model.encoder.block.attn.weight")
             self.assertFalse(found[1][4])
-        finally:
-            sys.path.pop(0)
-            if saved_torch is None:
-                sys.modules.pop("torch", None)
-            else:
-                sys.modules["torch"] = saved_torch
 
     def test_graphs_sharing_their_history_are_walked_once(self):
         """Losses kept from a running total share their graph's history:
         walking it once per loss was quadratic and overran the budget."""
-        sys.path.insert(0, os.path.join(ROOT, "tests", "python", "faketorch"))
-        saved_torch = sys.modules.get("torch")
-        try:
-            sys.modules.pop("torch", None)
-            import torch
+        with fake_torch() as torch:
             node, losses, targets = None, [], []
             for i in range(3000):
                 storage = torch.UntypedStorage(64)
@@ -303,12 +296,6 @@ class HoldersTest(unittest.TestCase):
             found, ending = search({"losses": losses}, targets, budget=5.0)
             self.assertEqual(ending[2], "all")
             self.assertEqual(len(found), 3000)
-        finally:
-            sys.path.pop(0)
-            if saved_torch is None:
-                sys.modules.pop("torch", None)
-            else:
-                sys.modules["torch"] = saved_torch
 
 
 if __name__ == "__main__":
