@@ -1,5 +1,5 @@
 /* commands.h: every gpuleak command, as the table that declares it
- * (opts.h); main.c dispatches on them, help.c prints them. */
+ * (opts.h); main.c lists and dispatches them (help is main.c's own). */
 #ifndef GPULEAK_CLI_COMMANDS_H
 #define GPULEAK_CLI_COMMANDS_H
 
@@ -12,14 +12,6 @@ extern const cmd_spec_t diff_command;    /* diff.c */
 extern const cmd_spec_t merge_command;   /* merge.c */
 extern const cmd_spec_t export_command;  /* export.c */
 extern const cmd_spec_t html_command;    /* html.c */
-extern const cmd_spec_t help_command;    /* help.c */
 extern const cmd_spec_t version_command; /* help.c */
-
-/* Every command, in the order the help and the manual list them;
- * NULL-terminated. */
-extern const cmd_spec_t *const cli_commands[];
-
-/* The command named name, or NULL. */
-const cmd_spec_t *cli_command(const char *name);
 
 #endif

@@ -1,4 +1,5 @@
-/* help.c: `gpuleak help [COMMAND]`, `gpuleak help --man` and `gpuleak
+/* help.c: the text of `gpuleak help [COMMAND]` and `gpuleak help --man`
+ * (main.c runs that command over its table of commands), and `gpuleak
  * version`. The help and the manual page are written from the commands'
  * tables, the ones the parser reads, so neither can list an option that
  * does not exist or leave one out. */
@@ -114,11 +115,11 @@ static bool takes(const cmd_spec_t *cmd, opt_kind_t kind)
     return false;
 }
 
-void help_print_commands(FILE *f)
+void help_print_commands(FILE *f, const cmd_spec_t *const *commands)
 {
     fputs("usage: gpuleak COMMAND [ARGS]\n\nCommands:\n", f);
-    for (size_t i = 0; cli_commands[i] != NULL; i++)
-        fprintf(f, "  %-9s %s\n", cli_commands[i]->name, cli_commands[i]->summary);
+    for (size_t i = 0; commands[i] != NULL; i++)
+        fprintf(f, "  %-9s %s\n", commands[i]->name, commands[i]->summary);
     fputc('\n', f);
     wrap(f, "\"gpuleak help COMMAND\" or \"gpuleak COMMAND --help\" shows a command's options and "
             "exit codes; \"gpuleak help --man\" writes the manual page.", 0, 0);
@@ -233,19 +234,18 @@ static void man_command(FILE *f, const cmd_spec_t *cmd)
     fputs(".RE\n", f);
 }
 
-/* The manual page: every command with every option, from the tables. */
-static void man_page(FILE *f)
+void help_print_man(FILE *f, const cmd_spec_t *const *commands)
 {
     fputs(".TH GPULEAK 1 \"\" \"gpuleak " GPULEAK_VERSION "\" \"User Commands\"\n"
           ".SH NAME\ngpuleak \\- run CUDA programs under a GPU memory leak detector and read its reports\n"
           ".SH SYNOPSIS\n", f);
-    for (size_t i = 0; cli_commands[i] != NULL; i++) {
+    for (size_t i = 0; commands[i] != NULL; i++) {
         fputs(i ? ".br\n.B gpuleak " : ".B gpuleak ", f);
-        man_put(f, cli_commands[i]->name);
+        man_put(f, commands[i]->name);
         fputs("\n", f);
-        if (cli_commands[i]->noptions > 0 || cli_commands[i]->operands[0] != '\0') {
-            man_put(f, cli_commands[i]->noptions > 0 ? "[options] " : "");
-            man_put(f, cli_commands[i]->operands);
+        if (commands[i]->noptions > 0 || commands[i]->operands[0] != '\0') {
+            man_put(f, commands[i]->noptions > 0 ? "[options] " : "");
+            man_put(f, commands[i]->operands);
             fputc('\n', f);
         }
     }
@@ -256,8 +256,8 @@ static void man_page(FILE *f)
                "and reads the reports it writes. Options take their value as \"--name VALUE\" "
                "or \"--name=VALUE\"; -h or --help after a command prints its help.\n");
     fputs("\n.SH COMMANDS\n", f);
-    for (size_t i = 0; cli_commands[i] != NULL; i++)
-        man_command(f, cli_commands[i]);
+    for (size_t i = 0; commands[i] != NULL; i++)
+        man_command(f, commands[i]);
     fputs(".SH SIZES\n", f);
     man_put(f, UNITS_SIZE_FORMS ".");
     fputs("\n.SH ENVIRONMENT\n", f);
@@ -268,55 +268,6 @@ static void man_page(FILE *f)
                "and docs/growth.md in gpuleak's sources.");
     fputc('\n', f);
 }
-
-enum { O_MAN, O_COUNT };
-
-static const opt_spec_t help_options[] = {
-    { "--man", NULL, OPT_FLAG, 0, NULL, NULL, 0,
-      "Write the manual page of every command, in roff, to stdout (make man builds "
-      "build/gpuleak.1 from it)." },
-};
-_Static_assert(sizeof help_options / sizeof help_options[0] == O_COUNT, "one table entry per option");
-
-static const cmd_exit_t help_exits[] = {
-    { "0", "the help was printed" },
-    { "2", "an unknown command, or a failed write to stdout" },
-};
-
-static int help_main(const opts_t *o)
-{
-    if (o->v[O_MAN].set) {
-        man_page(stdout);
-        return 0;
-    }
-    if (o->noperands == 0) {
-        help_print_commands(stdout);
-        return 0;
-    }
-    const cmd_spec_t *cmd = cli_command(o->operands[0]);
-    if (cmd == NULL) {
-        fputs("gpuleak help: unknown command \"", stderr);
-        frame_text_put(stderr, o->operands[0]);
-        fputs("\" (gpuleak --help lists them)\n", stderr);
-        return CLI_EXIT_USAGE;
-    }
-    help_print_command(stdout, cmd);
-    return 0;
-}
-
-const cmd_spec_t help_command = {
-    .name = "help",
-    .operands = "[COMMAND]",
-    .max_operands = 1,
-    .summary = "the commands, or one command's options and exit codes",
-    .description = "Lists the commands, or prints COMMAND's usage, options and exit codes (as "
-                   "\"gpuleak COMMAND --help\" does), or with --man the whole manual page.",
-    .options = help_options,
-    .noptions = O_COUNT,
-    .exits = help_exits,
-    .nexits = sizeof help_exits / sizeof help_exits[0],
-    .main = help_main,
-};
 
 static const cmd_exit_t version_exits[] = {
     { "0", "the version was printed" },

@@ -1,6 +1,7 @@
 /* main.c: `gpuleak COMMAND [ARGS]`: finds the command, parses its
- * arguments by its table and runs it. What each command does is in its own
- * file (commands.h); exit codes are listed in README.md, "Exit codes". */
+ * arguments by its table and runs it, and `gpuleak help` over that table.
+ * What each other command does is in its own file (commands.h); exit codes
+ * are listed in README.md, "Exit codes". */
 #include "commands.h"
 #include "frames.h"
 #include "help.h"
@@ -9,16 +10,72 @@
 #include <stdio.h>
 #include <string.h>
 
-const cmd_spec_t *const cli_commands[] = {
+/* `gpuleak help`: the one command that needs the table of every command,
+ * so it lives beside it; help.c writes the text. */
+enum { O_MAN, O_COUNT };
+
+static const opt_spec_t help_options[] = {
+    { "--man", NULL, OPT_FLAG, 0, NULL, NULL, 0,
+      "Write the manual page of every command, in roff, to stdout (make man builds "
+      "build/gpuleak.1 from it)." },
+};
+_Static_assert(sizeof help_options / sizeof help_options[0] == O_COUNT, "one table entry per option");
+
+static const cmd_exit_t help_exits[] = {
+    { "0", "the help was printed" },
+    { "2", "an unknown command, or a failed write to stdout" },
+};
+
+static const cmd_spec_t *const commands[];
+static const cmd_spec_t *find_command(const char *name);
+
+static int help_main(const opts_t *o)
+{
+    if (o->v[O_MAN].set) {
+        help_print_man(stdout, commands);
+        return 0;
+    }
+    if (o->noperands == 0) {
+        help_print_commands(stdout, commands);
+        return 0;
+    }
+    const cmd_spec_t *cmd = find_command(o->operands[0]);
+    if (cmd == NULL) {
+        fputs("gpuleak help: unknown command \"", stderr);
+        frame_text_put(stderr, o->operands[0]);
+        fputs("\" (gpuleak --help lists them)\n", stderr);
+        return CLI_EXIT_USAGE;
+    }
+    help_print_command(stdout, cmd);
+    return 0;
+}
+
+static const cmd_spec_t help_command = {
+    .name = "help",
+    .operands = "[COMMAND]",
+    .max_operands = 1,
+    .summary = "the commands, or one command's options and exit codes",
+    .description = "Lists the commands, or prints COMMAND's usage, options and exit codes (as "
+                   "\"gpuleak COMMAND --help\" does), or with --man the whole manual page.",
+    .options = help_options,
+    .noptions = O_COUNT,
+    .exits = help_exits,
+    .nexits = sizeof help_exits / sizeof help_exits[0],
+    .main = help_main,
+};
+
+/* Every command, in the order the help and the manual list them. */
+static const cmd_spec_t *const commands[] = {
     &run_command, &report_command, &check_command, &diff_command, &merge_command,
     &export_command, &html_command, &help_command, &version_command, NULL,
 };
 
-const cmd_spec_t *cli_command(const char *name)
+/* The command named name, or NULL. */
+static const cmd_spec_t *find_command(const char *name)
 {
-    for (size_t i = 0; cli_commands[i] != NULL; i++)
-        if (strcmp(cli_commands[i]->name, name) == 0)
-            return cli_commands[i];
+    for (size_t i = 0; commands[i] != NULL; i++)
+        if (strcmp(commands[i]->name, name) == 0)
+            return commands[i];
     return NULL;
 }
 
@@ -37,7 +94,7 @@ static int stdout_checked(const char *cmd, int code)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        help_print_commands(stderr);
+        help_print_commands(stderr, commands);
         return CLI_EXIT_USAGE;
     }
     const char *name = argv[1];
@@ -46,7 +103,7 @@ int main(int argc, char **argv)
         name = "help";
     else if (strcmp(name, "--version") == 0)
         name = "version";
-    const cmd_spec_t *cmd = cli_command(name);
+    const cmd_spec_t *cmd = find_command(name);
     if (cmd == NULL) {
         fputs("gpuleak: unknown command \"", stderr);
         frame_text_put(stderr, name);

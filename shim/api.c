@@ -95,49 +95,49 @@ static struct {
     pthread_mutex_t lock;
     uint8_t *by_site;
     uint32_t high;
-} kept = { PTHREAD_MUTEX_INITIALIZER, NULL, 0 };
+} kept_sites = { PTHREAD_MUTEX_INITIALIZER, NULL, 0 };
 
 /* Whether the memory of site (of kind) is a library's for the process;
  * asks the report for the sites of stats[0..count) not asked before, in
  * one batch. On a shortage of memory, the program's. */
 static void ask_kept(const site_stats_t *stats, const mark_gain_t *gains, size_t count)
 {
-    pthread_mutex_lock(&kept.lock);
+    pthread_mutex_lock(&kept_sites.lock);
     uint32_t high = tracker_site_count();
-    size_t had = kept.by_site != NULL ? (size_t)kept.high + 1 : 0;
+    size_t had = kept_sites.by_site != NULL ? (size_t)kept_sites.high + 1 : 0;
     if ((size_t)high + 1 > had) {
-        uint8_t *bigger = realloc(kept.by_site, (size_t)high + 1);
+        uint8_t *bigger = realloc(kept_sites.by_site, (size_t)high + 1);
         if (bigger != NULL) {
             memset(bigger + had, 0, (size_t)high + 1 - had);
-            kept.by_site = bigger;
-            kept.high = high;
+            kept_sites.by_site = bigger;
+            kept_sites.high = high;
         }
     }
     uint32_t *sites = malloc(count * sizeof *sites + 1);
     int *kinds = malloc(count * sizeof *kinds + 1);
     uint8_t *answers = malloc(count + 1);
     size_t n = 0;
-    for (size_t i = 0; sites && kinds && answers && kept.by_site && i < count; i++)
-        if (gains[i].site <= kept.high && kept.by_site[gains[i].site] == 0) {
+    for (size_t i = 0; sites && kinds && answers && kept_sites.by_site && i < count; i++)
+        if (gains[i].site <= kept_sites.high && kept_sites.by_site[gains[i].site] == 0) {
             sites[n] = gains[i].site;
             kinds[n++] = stats[i].kind;
         }
     if (n > 0) {
         report_sites_kept(sites, kinds, n, answers);
         for (size_t i = 0; i < n; i++)
-            kept.by_site[sites[i]] = answers[i] ? 1 : 2;
+            kept_sites.by_site[sites[i]] = answers[i] ? 1 : 2;
     }
     free(sites);
     free(kinds);
     free(answers);
-    pthread_mutex_unlock(&kept.lock);
+    pthread_mutex_unlock(&kept_sites.lock);
 }
 
 static int is_kept(uint32_t site)
 {
-    pthread_mutex_lock(&kept.lock);
-    int yes = kept.by_site != NULL && site <= kept.high && kept.by_site[site] == 1;
-    pthread_mutex_unlock(&kept.lock);
+    pthread_mutex_lock(&kept_sites.lock);
+    int yes = kept_sites.by_site != NULL && site <= kept_sites.high && kept_sites.by_site[site] == 1;
+    pthread_mutex_unlock(&kept_sites.lock);
     return yes;
 }
 

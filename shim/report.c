@@ -163,7 +163,7 @@ int report_python_origin(uint32_t site, char *out, size_t size)
     return rc;
 }
 
-void report_sites_kept(const uint32_t *sites, const int *kinds, size_t count, uint8_t *kept)
+void report_sites_kept(const uint32_t *sites, const int *kinds, size_t count, uint8_t *answers)
 {
     pthread_mutex_lock(&write_lock);
     symbolize_begin();
@@ -171,7 +171,7 @@ void report_sites_kept(const uint32_t *sites, const int *kinds, size_t count, ui
     for (size_t i = 0; i < count; i++) {
         origin_site_t o;
         origin_site(sites[i], kinds[i], &o);
-        kept[i] = (uint8_t)origin_owner_keeps(o.owner);
+        answers[i] = (uint8_t)origin_owner_keeps(o.owner);
     }
     origin_end();
     symbolize_end();

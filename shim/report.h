@@ -49,9 +49,9 @@ int report_python_origin(uint32_t site, char *out, size_t size);
 
 /* For each of sites[0..count) (with its kind), whether its memory is what a
  * CUDA library keeps for the process (origin_owner_keeps of its owner), in
- * kept[i] as 1 or 0. Symbolizes the sites' native frames: one batch, as a
+ * answers[i] as 1 or 0. Symbolizes the sites' native frames: one batch, as a
  * report does. Waits for a report being written. */
-void report_sites_kept(const uint32_t *sites, const int *kinds, size_t count, uint8_t *kept);
+void report_sites_kept(const uint32_t *sites, const int *kinds, size_t count, uint8_t *answers);
 
 
 
