@@ -643,7 +643,7 @@
        * report/load.c also reads them, a bare list of sites. */
       const sites = (v) => (Array.isArray(v) ? v : arr(obj(v) && v.sites));
       this.rows = {};
-      for (const key of ["leaks", "teardown_leaks", "failures", "sites"])
+      for (const key of ["leaks", "kept_by_libraries", "teardown_leaks", "failures", "sites"])
         this.rows[key] = arr(doc[key]).filter(obj).map((e) => new SiteRow(report, e));
       for (const [key, from] of [["growth", "growth"], ["peak", "peak"], ["held", "held_at_finish"]])
         this.rows[key] = sites(doc[from]).filter(obj).map((e) => new SiteRow(report, e));
@@ -933,6 +933,15 @@
             { label: "held by", type: "text", wrap: true, value: (x) => x.held }],
         });
       }
+      if (rows.kept_by_libraries.length)
+        new Table(holder, {
+          title: "Kept for the process by CUDA libraries", rows: rows.kept_by_libraries, onSelect,
+          about: "Live at exit, but memory a CUDA library keeps for the life of the process (PyTorch's cuBLAS " +
+            "workspaces, cuBLAS, cuDNN and NCCL handles and communicators): not leaks. The line is the call " +
+            "that made the library take it.",
+          columns: [bytes("bytes"), allocs(), ...siteColumns(rows.kept_by_libraries),
+            { label: "owner", type: "text", value: (x) => x.owner }],
+        });
       if (rows.teardown_leaks.length)
         new Table(holder, {
           title: "Live at context teardown", rows: rows.teardown_leaks, onSelect,
