@@ -44,18 +44,21 @@ class PythonFramesTest(unittest.TestCase):
         self.assertEqual(report["process"]["python"].split(".")[:2],
                          expect["python"].split(".")[:2])
         self.assertGreaterEqual(len(expect["sites"]), 10)
-        # Allocations from the same Python stack form one site; the script's
-        # sizes are all distinct, so a site's bytes are the sum of its own.
+        # Allocations from the same Python stack sum to one entry; the
+        # script's sizes are all distinct, so its bytes are its own.
         want = {}
         for size, site in expect["sites"].items():
             key = tuple(tuple(frame) for frame in site["stack"])
             bytes_, count = want.get(key, (0, 0))
             want[key] = (bytes_ + int(size), count + 1)
+        # A site is a native and a Python stack: since 3.12 a generator's
+        # first run and its resumptions enter the interpreter through
+        # different native frames, two sites of one Python stack, summed here.
         got = {}
         for leak in report["leaks"]:
             key = tuple((f["function"], f["file"], f["line"]) for f in leak["python_stack"])
-            self.assertNotIn(key, got, "two sites with one Python stack")
-            got[key] = (leak["bytes"], leak["allocations"])
+            bytes_, count = got.get(key, (0, 0))
+            got[key] = (bytes_ + leak["bytes"], count + leak["allocations"])
         for key, (bytes_, count) in want.items():
             with self.subTest(function=key[0][0], line=key[0][2]):
                 self.assertIn(key, got, "no leak with this Python stack")

@@ -476,11 +476,17 @@ class TorchTensorsTest(unittest.TestCase):
         the leaks and the held sites name the list and the attribute."""
         report, expect, stderr, path = self.run_script_file("driver_holders_demo.py")
         for section in (report["leaks"], report["held_at_finish"]["sites"]):
-            by_line = {s["origin"]["callers"][0]["line"]: s for s in section}
-            self.assertEqual([(h["name"], h["owner"], h["bytes"]) for h in by_line[expect["batches"]]["held_by"]],
-                             [("batches[...]", None, 12 * 4096)])
-            self.assertEqual([(h["name"], h["owner"], h["bytes"]) for h in by_line[expect["outputs"]]["held_by"]],
-                             [("trainer.outputs[...]", "Trainer", 4 * 2048)])
+            # By line, as the views group: since 3.12 one line's first run
+            # and later ones may enter the interpreter through different
+            # native frames, and be two sites.
+            by_line = {}
+            for s in section:
+                held = by_line.setdefault(s["origin"]["callers"][0]["line"], {})
+                for h in s["held_by"]:
+                    key = (h["name"], h["owner"])
+                    held[key] = held.get(key, 0) + h["bytes"]
+            self.assertEqual(by_line[expect["batches"]], {("batches[...]", None): 12 * 4096})
+            self.assertEqual(by_line[expect["outputs"]], {("trainer.outputs[...]", "Trainer"): 4 * 2048})
         self.assertIn("  held by batches[...] (list in driver_holders_demo.py): 48.0 KiB", stderr)
         text = subprocess.run([os.path.join(BUILD, "gpuleak"), "report", path],
                               capture_output=True, text=True, timeout=60).stdout
