@@ -361,9 +361,15 @@ void text_print(FILE *f, const load_report_t *r, const text_options_t *o)
     if (r->has_held && r->held.n > 0)
         print_table(f, &r->held, "Still held when Python finished (before its shutdown freed it)",
                     "held", r->held_bytes, 0, o);
-    if (r->has_peak)
+    if (r->has_peak && r->peak_at_tensors) {
+        char title[96], a[UNITS_SIZE_BUF];
+        snprintf(title, sizeof title, "Peak composition (live at PyTorch's tensors' peak, %s allocated)",
+                 units_format_size(r->peak_sites_bytes, a));
+        print_table(f, &r->peak_sites, title, "at peak", r->peak_sites_bytes, 0, o);
+    } else if (r->has_peak) {
         print_table(f, &r->peak_sites, "Peak composition (live at the peak)", "at peak",
                     r->peak_bytes ? r->peak_bytes : r->totals.peak_bytes, 0, o);
+    }
     text_timeline_chart(f, r, CHART_WIDTH, CHART_HEIGHT);
     print_table(f, &r->sites, "Sites (by peak live bytes)", NULL, 0, 1, o);
     if (r->leaks.n == 0)

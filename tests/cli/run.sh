@@ -56,6 +56,27 @@ expect 2 "report --top x" -- $G report --top x $FIX/demo.json
 expect 2 "report without file" -- $G report
 expect 2 "report missing file" -- $G report "$T/none.json"
 lines "$T/err" 1
+# With PyTorch's tensors seen, the peak section holds what each site had at
+# the tensors' peak (peak.sites_at_bytes), not at the GPU's (peak.bytes):
+# its shares are of that, and its title says which peak.
+python3 - "$FIX/demo.json" "$T" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1])); t = sys.argv[2]
+d["peak"].update(sites_at="tensors", sites_at_bytes=20971520, sites_at_time_ns=d["peak"]["time_ns"])
+json.dump(d, open(f"{t}/tensor-peak.json", "w"))
+d["peak"]["sites_at"] = 3
+json.dump(d, open(f"{t}/tensor-peak-bad.json", "w"))
+PY
+expect 0 "report: the peak composition at the tensors' peak" -- $G report "$T/tensor-peak.json"
+has "$T/out" "Peak composition (live at PyTorch's tensors' peak, 20.0 MiB allocated):"
+has "$T/out" "    10.0 MiB  50.0%"
+has "$T/out" "     4.0 MiB  20.0%"
+expect 0 "report: the peak composition at the GPU's peak" -- $G report $FIX/demo.json
+has "$T/out" "Peak composition (live at the peak):"
+has "$T/out" "    10.0 MiB  66.7%"
+expect 2 "report: peak.sites_at not a string" -- $G report "$T/tensor-peak-bad.json"
+has "$T/err" '"peak.sites_at" is not a string'
+lines "$T/err" 1
 
 echo "== bad input: one line naming the file, exit 2"
 : >"$T/empty.json"
