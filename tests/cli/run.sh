@@ -520,6 +520,19 @@ has "$T/err" "cannot write in $T/none"
 if [ -e "$T/ran" ]; then bad "run started CMD with an unusable --output directory"; else ok; fi
 LD_PRELOAD=/nonexistent-preload.so expect 0 "run keeps LD_PRELOAD" -- $G run -- sh -c 'case "$LD_PRELOAD" in *libgpuleak.so:/nonexistent-preload.so) exit 0;; *) exit 9;; esac'
 expect 0 "run: variables" -- $G run --quiet --no-python --stack-depth=5 --output=x -- sh -c '[ "$GPULEAK_SUMMARY" = 0 ] && [ "$GPULEAK_PYTHON" = 0 ] && [ "$GPULEAK_STACK_DEPTH" = 5 ] && [ "$GPULEAK_OUTPUT" = x ]'
+# The dump signal (SIGUSR2) sent to gpuleak's pid, the one a person sees,
+# reaches CMD: before, it killed gpuleak (exit 140) and left CMD running.
+# CMD here says when its trap is set, and gives up by itself after 5 s.
+for sig in USR2 USR1; do
+    rm -f "$T/ready" "$T/got"
+    $G run -- sh -c "trap 'echo $sig >\"$T/got\"; exit 0' $sig; : >\"$T/ready\"; i=0; while [ \$i -lt 100 ]; do sleep 0.05; i=\$((i+1)); done; exit 5" >"$T/out" 2>"$T/err" &
+    gpid=$!
+    i=0; while [ ! -e "$T/ready" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
+    kill -$sig $gpid
+    wait $gpid
+    got=$?
+    if [ "$got" -eq 0 ] && grep -qx "$sig" "$T/got" 2>/dev/null; then ok; else bad "run: SIG$sig not passed to CMD (exit $got)"; fi
+done
 
 echo "== install layout (../lib/libgpuleak.so)"
 make --no-print-directory -s install PREFIX="$T/prefix" BUILD="$BUILD" >/dev/null
