@@ -73,6 +73,10 @@ def _rerun_under_shim(config):
     if os.environ.get("GPULEAK_PYTEST_REEXEC"):
         raise pytest.UsageError("gpuleak: libgpuleak.so was preloaded but is not in the process")
     lib = gpuleak._library_path()
+    if lib is None and os.environ.get("GPULEAK_LIB"):
+        raise pytest.UsageError("gpuleak: GPULEAK_LIB=%s: no such file; set it to the path of "
+                                "libgpuleak.so (build/libgpuleak.so, or PREFIX/lib/libgpuleak.so)"
+                                % os.environ["GPULEAK_LIB"])
     if lib is None:
         raise pytest.UsageError("gpuleak: libgpuleak.so not found: set GPULEAK_LIB, or put the "
                                 "gpuleak command on PATH, or run `gpuleak run -- pytest ...`")

@@ -159,7 +159,7 @@ class PytestPluginTest(unittest.TestCase):
         self.assertEqual(got["nothing"], 0)
         self.assertTrue(got["snap"])
 
-    def run_usage(self, *args, suite=SUITE):
+    def run_usage(self, *args, suite=SUITE, extra_env=None):
         """pytest with the plugin where a usage error is expected: no JUnit."""
         env = dict(os.environ)
         env.update({"PYTHONPATH": os.pathsep.join([os.path.join(ROOT, "python"),
@@ -169,6 +169,7 @@ class PytestPluginTest(unittest.TestCase):
                     "GPULEAK_LIB": os.path.join(BUILD, "libgpuleak.so"),
                     "GPULEAK_OUTPUT": os.path.join(self.tmp, "r-%p.json"),
                     "GPULEAK_SUMMARY": "0"})
+        env.update(extra_env or {})
         env.pop("LD_PRELOAD", None)
         return subprocess.run([self.python, "-m", "pytest", "-p", "gpuleak.pytest_plugin", "-p",
                                "no:cacheprovider", suite] + list(args),
@@ -209,6 +210,14 @@ class PytestPluginTest(unittest.TestCase):
             self.assertIn("test_%s.py::test_it: @pytest.mark.gpuleak" % name, proc.stderr)
             self.assertIn(message, proc.stderr)
             self.assertNotIn("Traceback", proc.stdout + proc.stderr)
+
+    def test_a_missing_gpuleak_lib_is_named(self):
+        """GPULEAK_LIB set to a path with nothing there: the error names the
+        variable and its value (before, it asked to set GPULEAK_LIB, which
+        was set)."""
+        proc = self.run_usage("--gpuleak", extra_env={"GPULEAK_LIB": "/nonexistent/libgpuleak.so"})
+        self.assertEqual(proc.returncode, 4, proc.stdout + proc.stderr)
+        self.assertIn("gpuleak: GPULEAK_LIB=/nonexistent/libgpuleak.so: no such file", proc.stderr)
 
     def test_the_plugin_is_registered_for_pip(self):
         with open(os.path.join(ROOT, "python", "pyproject.toml")) as fh:
