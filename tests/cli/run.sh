@@ -374,6 +374,12 @@ has "$T/out" "imbalance (max/min peak) 3.00x"
 has "$T/out" "Leaking sites common to all 3 rank(s):"
 has "$T/out" "30.0 MiB in all ranks, device memory at tests/demo/demo.c:23 in keep_for_logging"
 hasnt "$T/out" "stage_batch_buffer"
+# The common sites, largest first (they were listed in the order of their
+# stacks' names).
+expect 0 "merge: common sites largest first" -- $G merge "$T/rank0.json" "$T/rank1.json"
+sed -n 's/^ *\([0-9.]*\) MiB in all ranks.*/\1/p' "$T/out" >"$T/common"
+lines "$T/common" 4
+if sort -rn "$T/common" | cmp -s - "$T/common"; then ok; else bad "merge: common sites not largest first: $(tr '\n' ' ' <"$T/common")"; fi
 expect 2 "merge nothing" -- $G merge
 expect 2 "merge bad file" -- $G merge "$T/rank0.json" "$T/text.json"
 
