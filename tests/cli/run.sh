@@ -593,6 +593,13 @@ lines "$T/err" 1
 expect 2 "export without --format" -- $G export $FIX/demo.json
 has "$T/err" "--format is needed"
 expect 0 "-- ends the options" -- $G report --top 1 -- $FIX/demo.json
+# run takes a gate alone (0); check needs its size: a report given where the
+# size goes is named as such (it read 'bad size "FILE"').
+expect 2 "check --fail-on-leak FILE" -- $G check --fail-on-leak $FIX/demo.json
+has "$T/err" "gpuleak check: --fail-on-leak needs a SIZE before the files: \"$FIX/demo.json\" is a file (--fail-on-leak 0 allows none)"
+lines "$T/err" 1
+expect 2 "check --max-leaked 20XB FILE" -- $G check --max-leaked 20XB $FIX/demo.json
+has "$T/err" 'bad size "20XB"'
 if [ -w /dev/full ]; then
     for c in "report $FIX/demo.json" "check $FIX/demo.json" "diff $FIX/demo.json $FIX/demo.json" \
              "merge $FIX/demo.json $FIX/demo.json" "export --format csv $FIX/demo.json" "version"; do
