@@ -184,6 +184,12 @@ class _Session:
         for name in ("last_type", "last_value", "last_traceback", "last_exc"):
             if hasattr(sys, name):
                 delattr(sys, name)
+        # pytest lets go of the test's fixture values (item.funcargs) only
+        # once the teardown phase is over, after this hook: a function-scoped
+        # fixture's model or batch, torn down already, would be charged to
+        # every test that used it. Nothing reads them after their teardown.
+        if getattr(item, "funcargs", None):
+            item.funcargs = {}
         gc.collect()
         shared = getattr(item, "_gpuleak_shared", {})
         sites = []
