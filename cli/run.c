@@ -35,7 +35,8 @@ enum { O_OUTPUT, O_STACK_DEPTH, O_NO_PYTHON, O_QUIET, O_BUDGETS,
 static const opt_spec_t options[] = {
     { "--output", "-o", OPT_STRING, 0, "PATTERN", NULL, 0,
       "Write the reports to PATTERN (GPULEAK_OUTPUT: %p pid, %h host, %r rank, %% a percent "
-      "sign); its directory, when it has no % escape, must be writable before CMD starts." },
+      "sign), a file's name, not a directory's; its directory, when it has no % escape, must "
+      "be writable before CMD starts." },
     { "--stack-depth", NULL, OPT_COUNT, 0, "N", NULL, 256,
       "Native frames recorded per allocation, 0 to 256 (GPULEAK_STACK_DEPTH); 0 records no "
       "stacks." },
@@ -392,6 +393,18 @@ static int judge(const run_options_t *o, supp_set_t *supp, const char *glob_patt
  * the shim, which alone knows what it expands to. Prints why. */
 static bool output_dir_unusable(const char *pattern)
 {
+    /* A directory is not a report's name (the shim would say "it exists
+     * and is not a gpuleak report" and write to $TMPDIR): say what to
+     * write instead. */
+    struct stat st;
+    size_t len = strlen(pattern);
+    if (strchr(pattern, '%') == NULL &&
+        ((len > 0 && pattern[len - 1] == '/') || (stat(pattern, &st) == 0 && S_ISDIR(st.st_mode)))) {
+        fprintf(stderr, "gpuleak run: --output: %s names a directory; name the report in it, as "
+                        "%s%sgpuleak-%%p.json\n", pattern, pattern,
+                len > 0 && pattern[len - 1] == '/' ? "" : "/");
+        return true;
+    }
     const char *slash = strrchr(pattern, '/');
     if (slash == NULL)
         return false;

@@ -524,6 +524,16 @@ has "$T/err" "--output needs a value"
 expect 2 "run: --output in a missing directory, before CMD" -- $G run --output="$T/none/r-%p.json" --fail-on-leak -- sh -c ": >\"$T/ran\""
 has "$T/err" "cannot write in $T/none"
 if [ -e "$T/ran" ]; then bad "run started CMD with an unusable --output directory"; else ok; fi
+# A directory is not a report's name: said before CMD runs (the shim wrote
+# to $TMPDIR, saying "outdir exists and is not a gpuleak report").
+mkdir -p "$T/outdir"
+for out in "$T/outdir" "$T/outdir/" "$T/newdir/"; do
+    expect 2 "run --output $out, a directory" -- $G run --output "$out" -- sh -c ": >\"$T/ran\""
+    has "$T/err" "names a directory; name the report in it, as $T/"
+    lines "$T/err" 1
+    if [ -e "$T/ran" ]; then bad "run started CMD with --output a directory"; rm -f "$T/ran"; else ok; fi
+done
+expect 0 "run --output in a directory" -- $G run --quiet --output "$T/outdir/r-%p.json" -- true
 LD_PRELOAD=/nonexistent-preload.so expect 0 "run keeps LD_PRELOAD" -- $G run -- sh -c 'case "$LD_PRELOAD" in *libgpuleak.so:/nonexistent-preload.so) exit 0;; *) exit 9;; esac'
 expect 0 "run: variables" -- $G run --quiet --no-python --stack-depth=5 --output=x -- sh -c '[ "$GPULEAK_SUMMARY" = 0 ] && [ "$GPULEAK_PYTHON" = 0 ] && [ "$GPULEAK_STACK_DEPTH" = 5 ] && [ "$GPULEAK_OUTPUT" = x ]'
 # The dump signal (SIGUSR2) sent to gpuleak's pid, the one a person sees,
