@@ -266,9 +266,14 @@ static void group_line(FILE *out, FILE *detail, const char *file, const char *fl
             continue;
         fputs("FAIL ", f);
         frame_text_put(f, file);
-        fprintf(f, ": %s %s: %s %llu byte(s) in %llu allocation(s) of %s at ", flag,
-                units_format_size(budget, b), what, (unsigned long long)g->bytes,
-                (unsigned long long)g->allocations, frames_kind_phrase(g->top->kind));
+        fprintf(f, ": %s %s: %s %llu byte(s)", flag, units_format_size(budget, b), what,
+                (unsigned long long)g->bytes);
+        /* A leak's allocations are those live at exit; a growth entry's
+         * are the site's whole run ("growth of 6 MiB in 5 allocation(s)"
+         * of 2 MiB each read wrong), so none is given. */
+        if (strcmp(what, "growth of") != 0)
+            fprintf(f, " in %llu allocation(s)", (unsigned long long)g->allocations);
+        fprintf(f, " of %s at ", frames_kind_phrase(g->top->kind));
         frame_text_put(f, origin ? origin : "?");
         if (g->sites > 1)
             fprintf(f, " (%zu sites)", g->sites);

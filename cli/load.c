@@ -6,6 +6,7 @@
 #include "load.h"
 #include "frames.h"
 #include "report_format.h"
+#include "units.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -903,6 +904,16 @@ static int load_doc(ctx_t *ctx, json_t *root, load_report_t *r)
     if (peak != NULL && !ctx->error) {
         r->has_peak = true;
         load_section(ctx, peak, "peak", &r->peak_bytes, &r->peak_at_ns, &r->peak_sites);
+        r->peak_sites_bytes = r->peak_bytes;
+        const char *at = NULL;
+        if (json_is_object(peak) && !ctx->error)
+            get_str(ctx, peak, "peak", "sites_at", 0, &at);
+        if (at != NULL && strcmp(at, "tensors") == 0) {
+            r->peak_at_tensors = true;
+            get_u64(ctx, peak, "peak", "sites_at_bytes", 0, &r->peak_sites_bytes);
+            for (size_t i = 0; r->peak_sites_bytes == 0 && i < r->peak_sites.n; i++)
+                r->peak_sites_bytes = units_add(r->peak_sites_bytes, r->peak_sites.v[i].bytes);
+        }
     }
     json_t *timeline = field(ctx, root, "", "timeline", 0);
     if (timeline != NULL && !ctx->error) {

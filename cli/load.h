@@ -170,6 +170,10 @@ typedef struct {
     load_list_t growth;
     bool has_peak;
     uint64_t peak_bytes, peak_at_ns;
+    /* "peak.sites_at": the sites are what each held at PyTorch's tensors'
+     * peak (allocated memory, peak_sites_bytes of it), not the GPU's */
+    bool peak_at_tensors;
+    uint64_t peak_sites_bytes;
     load_list_t peak_sites;
     bool has_timeline;
     uint64_t timeline_start_ns;

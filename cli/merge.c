@@ -26,6 +26,22 @@ static int entry_cmp(const void *a, const void *b)
     return c ? c : (x->report > y->report) - (x->report < y->report);
 }
 
+/* A site every rank has, with its bytes summed over them; order keeps
+ * equal sizes in the order of their identity. */
+typedef struct {
+    const load_site_t *site;
+    uint64_t bytes;
+    size_t order;
+} common_t;
+
+static int common_cmp(const void *a, const void *b)
+{
+    const common_t *x = a, *y = b;
+    if (x->bytes != y->bytes)
+        return x->bytes < y->bytes ? 1 : -1;
+    return (x->order > y->order) - (x->order < y->order);
+}
+
 static int rank_cmp(const void *a, const void *b)
 {
     const load_report_t *x = *(load_report_t *const *)a, *y = *(load_report_t *const *)b;
@@ -57,9 +73,17 @@ static int print_common(load_report_t **r, size_t n)
             e[m].site = &r[i]->leaks.v[k];
         }
     qsort(e, m, sizeof *e, entry_cmp);
+    /* The common sites, each as its first entry and its bytes summed, are
+     * listed largest first, as every other list of sites is. */
+    common_t *c = calloc(m + 1, sizeof *c);
+    if (c == NULL) {
+        for (size_t i = 0; i < m; i++)
+            frames_id_free(&e[i].id);
+        free(e);
+        return -1;
+    }
     size_t common = 0;
     char a[UNITS_SIZE_BUF];
-    printf("\nLeaking sites common to all %zu rank(s):\n", n);
     for (size_t i = 0; i < m;) {
         size_t end = i, ranks = 0;
         uint64_t bytes = 0;
@@ -69,18 +93,22 @@ static int print_common(load_report_t **r, size_t n)
             bytes = units_add(bytes, e[end].site->bytes);
             end++;
         }
-        if (ranks == n) {
-            char *origin = frames_origin(e[i].site);
-            printf("  %12s in all ranks, %s at ", units_format_size(bytes, a), frames_kind_phrase(e[i].site->kind));
-            frame_text_put(stdout, origin ? origin : "?");
-            putchar('\n');
-            free(origin);
-            common++;
-        }
+        if (ranks == n)
+            c[common++] = (common_t){ e[i].site, bytes, common };
         i = end;
+    }
+    qsort(c, common, sizeof *c, common_cmp);
+    printf("\nLeaking sites common to all %zu rank(s):\n", n);
+    for (size_t i = 0; i < common; i++) {
+        char *origin = frames_origin(c[i].site);
+        printf("  %12s in all ranks, %s at ", units_format_size(c[i].bytes, a), frames_kind_phrase(c[i].site->kind));
+        frame_text_put(stdout, origin ? origin : "?");
+        putchar('\n');
+        free(origin);
     }
     if (common == 0)
         puts("  (none)");
+    free(c);
     for (size_t i = 0; i < m; i++)
         frames_id_free(&e[i].id);
     free(e);

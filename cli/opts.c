@@ -8,6 +8,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Starts the one line of a refusal: "gpuleak CMD: ". */
 static void say(const cmd_spec_t *cmd)
@@ -49,6 +50,13 @@ static int take_value(const cmd_spec_t *cmd, const opt_spec_t *spec, const char 
 {
     if (spec->kind == OPT_SIZE && units_parse_size(text, &v->number) != 0) {
         say(cmd);
+        if (access(text, F_OK) == 0) {
+            /* "check --fail-on-leak FILE", as run takes the gate alone. */
+            fprintf(stderr, "%s needs a SIZE before the files: \"", given);
+            frame_text_put(stderr, text);
+            fprintf(stderr, "\" is a file (%s 0 allows none)\n", given);
+            return -1;
+        }
         fprintf(stderr, "%s: bad size \"", given);
         frame_text_put(stderr, text);
         fputs("\" (sizes: " UNITS_SIZE_FORMS ")\n", stderr);

@@ -35,7 +35,8 @@ enum { O_OUTPUT, O_STACK_DEPTH, O_NO_PYTHON, O_QUIET, O_BUDGETS,
 static const opt_spec_t options[] = {
     { "--output", "-o", OPT_STRING, 0, "PATTERN", NULL, 0,
       "Write the reports to PATTERN (GPULEAK_OUTPUT: %p pid, %h host, %r rank, %% a percent "
-      "sign); its directory, when it has no % escape, must be writable before CMD starts." },
+      "sign), a file's name, not a directory's; its directory, when it has no % escape, must "
+      "be writable before CMD starts." },
     { "--stack-depth", NULL, OPT_COUNT, 0, "N", NULL, 256,
       "Native frames recorded per allocation, 0 to 256 (GPULEAK_STACK_DEPTH); 0 records no "
       "stacks." },
@@ -213,6 +214,21 @@ static void forward_signal(int sig)
         kill((pid_t)child_pid, sig);
 }
 
+/* The signal the shim takes as a request for a report: GPULEAK_DUMP_SIGNAL
+ * when it is one the shim accepts (SIGUSR1, SIGUSR2, a real-time signal),
+ * else its default, SIGUSR2. */
+static int dump_signal(void)
+{
+    const char *v = getenv("GPULEAK_DUMP_SIGNAL");
+    char *end;
+    long n = v != NULL && *v != '\0' ? strtol(v, &end, 10) : SIGUSR2;
+    if (v != NULL && *v != '\0' && *end != '\0')
+        return SIGUSR2;
+    if (n == SIGUSR1 || (n >= SIGRTMIN && n <= SIGRTMAX))
+        return (int)n;
+    return SIGUSR2;
+}
+
 /* Sets the variables the shim reads. LD_PRELOAD keeps what was there,
  * after the shim, so the shim's cu* symbols come first. */
 static int set_environment(const run_options_t *o, const char *shim, const char *output)
@@ -245,13 +261,22 @@ static int exec_and_wait(char **cmd)
         return RUN_EXIT_INTERNAL;
     }
     struct sigaction ignore = { .sa_handler = SIG_IGN }, fwd = { .sa_handler = forward_signal };
-    struct sigaction old_int, old_quit, old_term, old_hup;
+    struct sigaction old_int, old_quit, old_term, old_hup, old_usr[2], old_dump;
     /* Like a shell waiting on a job: the terminal's ^C reaches CMD, which
      * decides; gpuleak stays alive to judge its report. */
     sigaction(SIGINT, &ignore, &old_int);
     sigaction(SIGQUIT, &ignore, &old_quit);
     sigaction(SIGTERM, &fwd, &old_term);
     sigaction(SIGHUP, &fwd, &old_hup);
+    /* The shim's dump signal (GPULEAK_DUMP_SIGNAL, SIGUSR2 by default) sent
+     * to the pid a person sees, gpuleak's, is meant for CMD: passed on, it
+     * writes a report there instead of killing gpuleak and leaving CMD
+     * running unwatched. SIGUSR1 as well, the other one the shim takes. */
+    int dump = dump_signal();
+    sigaction(SIGUSR1, &fwd, &old_usr[0]);
+    sigaction(SIGUSR2, &fwd, &old_usr[1]);
+    if (dump != SIGUSR1 && dump != SIGUSR2)
+        sigaction(dump, &fwd, &old_dump);
     pid_t pid = fork();
     if (pid < 0) {
         fprintf(stderr, "gpuleak run: fork: %s\n", strerror(errno));
@@ -262,6 +287,10 @@ static int exec_and_wait(char **cmd)
         sigaction(SIGQUIT, &old_quit, NULL);
         sigaction(SIGTERM, &old_term, NULL);
         sigaction(SIGHUP, &old_hup, NULL);
+        sigaction(SIGUSR1, &old_usr[0], NULL);
+        sigaction(SIGUSR2, &old_usr[1], NULL);
+        if (dump != SIGUSR1 && dump != SIGUSR2)
+            sigaction(dump, &old_dump, NULL);
         close(pipefd[0]);
         execvp(cmd[0], cmd);
         int err = errno;
@@ -288,6 +317,10 @@ static int exec_and_wait(char **cmd)
     sigaction(SIGQUIT, &old_quit, NULL);
     sigaction(SIGTERM, &old_term, NULL);
     sigaction(SIGHUP, &old_hup, NULL);
+    sigaction(SIGUSR1, &old_usr[0], NULL);
+    sigaction(SIGUSR2, &old_usr[1], NULL);
+    if (dump != SIGUSR1 && dump != SIGUSR2)
+        sigaction(dump, &old_dump, NULL);
     if (got == (ssize_t)sizeof err) {
         fprintf(stderr, "gpuleak run: %s: %s\n", cmd[0], strerror(err));
         return err == ENOENT ? RUN_EXIT_NOTFOUND : RUN_EXIT_NOEXEC;
@@ -360,6 +393,18 @@ static int judge(const run_options_t *o, supp_set_t *supp, const char *glob_patt
  * the shim, which alone knows what it expands to. Prints why. */
 static bool output_dir_unusable(const char *pattern)
 {
+    /* A directory is not a report's name (the shim would say "it exists
+     * and is not a gpuleak report" and write to $TMPDIR): say what to
+     * write instead. */
+    struct stat st;
+    size_t len = strlen(pattern);
+    if (strchr(pattern, '%') == NULL &&
+        ((len > 0 && pattern[len - 1] == '/') || (stat(pattern, &st) == 0 && S_ISDIR(st.st_mode)))) {
+        fprintf(stderr, "gpuleak run: --output: %s names a directory; name the report in it, as "
+                        "%s%sgpuleak-%%p.json\n", pattern, pattern,
+                len > 0 && pattern[len - 1] == '/' ? "" : "/");
+        return true;
+    }
     const char *slash = strrchr(pattern, '/');
     if (slash == NULL)
         return false;
@@ -488,7 +533,10 @@ const cmd_spec_t run_command = {
         "(files matching the output pattern that are new or changed, in a temporary directory "
         "unless --output or GPULEAK_OUTPUT names one) are judged as check judges them; each "
         "failure prints one line naming the gate, the report, the site's bytes and its origin. "
-        "The temporary directory is removed afterwards, or kept and named when a gate failed.\n"
+        "The temporary directory is removed afterwards, or kept and named when a gate failed. "
+        "SIGTERM, SIGHUP, SIGUSR1, SIGUSR2 and GPULEAK_DUMP_SIGNAL's signal (SIGUSR2 by default: "
+        "a report now) sent to gpuleak are passed on to CMD; ^C and ^\\ from the terminal reach CMD itself, and "
+        "gpuleak waits for it.\n"
         "Options end at CMD, or at \"--\". A gate given without a value is 0 (--max-leaked: "
         "any unsuppressed leak); its value is the next word only when that word begins with a "
         "digit (--max-leaked 20MiB -- CMD), else write --max-leaked=SIZE.",

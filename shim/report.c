@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -123,7 +124,10 @@ static const char *write_somewhere(const report_view_t *view, char *path, size_t
             return path;
         if (expanded && too_large(path))
             return NULL;
+        struct stat st;
         why = !expanded ? "too long once expanded"
+            : errno == EEXIST && stat(path, &st) == 0 && S_ISDIR(st.st_mode)
+                ? "it is a directory; GPULEAK_OUTPUT names the report's file, as DIR/gpuleak-%p.json"
             : errno == EEXIST ? "it exists and is not a gpuleak report" : strerror(errno);
         if (!expanded)
             snprintf(path, size, "%s", config.output);

@@ -184,9 +184,14 @@ static void print_held(FILE *f, const report_view_t *view)
             view->held_sites > GROUPED_SITES ? "the largest sites by line)" : "by line)");
     for (size_t i = 0; i < n && i < (size_t)config.summary_sites; i++) {
         const report_site_t *s = &view->held.sites[groups[i].top];
-        fprintf(f, "  %10s %s from %s%s\n", units_format_size(groups[i].bytes, b),
+        fprintf(f, "  %10s %s from %s%s", units_format_size(groups[i].bytes, b),
                 kind_phrase(s->stats.kind), origin_phrase(view, s->id, s->stats.kind),
                 s->growth.grew ? " [grew during the run]" : "");
+        /* The line's bytes are every site's; the holders below, the
+         * largest site's only (gpuleak report lists each site's). */
+        if (groups[i].sites > 1)
+            fprintf(f, " [%zu sites; holders of the largest]", groups[i].sites);
+        fputc('\n', f);
         print_holders(f, s, "      ");
     }
 }
@@ -372,8 +377,15 @@ void report_summary_print(FILE *f, const report_view_t *view, const char *path)
                 "peak GPU memory %s at %.2f s.",
                 (unsigned long long)leaked, (unsigned long long)leaked_allocations,
                 units_format_size(view->totals.peak_bytes, b), peak_s);
+    else if (view->held_bytes > 0)
+        /* Nothing live at exit because Python's shutdown freed it: what the
+         * script held to its end is above, and may be the leak. */
+        fprintf(f, "\ngpuleak: no leaks at exit, but %s was still held when Python finished "
+                "(above): %llu allocation(s), peak GPU memory %s at %.2f s.",
+                units_format_size(view->held_bytes, a), (unsigned long long)view->totals.allocations,
+                units_format_size(view->totals.peak_bytes, b), peak_s);
     else
-        fprintf(f, "gpuleak: no leaks: %llu allocation(s), peak GPU memory %s at %.2f s.",
+        fprintf(f, "\ngpuleak: no leaks at exit: %llu allocation(s), peak GPU memory %s at %.2f s.",
                 (unsigned long long)view->totals.allocations,
                 units_format_size(view->totals.peak_bytes, b), peak_s);
     if (view->tensors.allocations > 0)

@@ -86,7 +86,9 @@ def live_bytes(kind=None, device=-1):
 
 class Mark:
     """A named moment on the report's timeline; live_since(mark) answers
-    what grew after it. id is 0 when the shim was not tracking."""
+    what grew after it. id is 0 without the shim, or once tracking was
+    turned off (or in a forked child); a mark made before the first CUDA
+    call is a mark like any other."""
 
     def __init__(self, name, ident):
         self.name, self.id = name, ident

@@ -19,18 +19,23 @@ import pytest
 
 import gpuleak
 
+import re
+
 _SIZE_UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1000, "kib": 1024, "m": 1 << 20, "mb": 10**6,
-               "mib": 1 << 20, "g": 1 << 30, "gb": 10**9, "gib": 1 << 30}
+               "mib": 1 << 20, "g": 1 << 30, "gb": 10**9, "gib": 1 << 30,
+               "t": 1 << 40, "tb": 10**12, "tib": 1 << 40}
+_SIZES = "sizes: 123, 4KiB, 1.5MB, 2GiB, 10M (KB=1000, KiB=1024; a bare K, M, G or T is binary)"
 
 
 def parse_size(text):
-    """'0', '512', '4KiB', '1.5MB', '2G' -> bytes."""
-    text = str(text).strip()
-    number = text.rstrip("kKmMgGiIbB")
-    unit = text[len(number):].lower()
-    if unit not in _SIZE_UNITS or not number:
-        raise ValueError("bad size %r (sizes: 123, 4KiB, 1.5MB, 2GiB)" % text)
-    return int(float(number) * _SIZE_UNITS[unit])
+    """'0', '512', '4KiB', '1.5MB', '2G' -> bytes, as the gpuleak command
+    reads sizes; ValueError naming the text and the sizes taken for anything
+    else."""
+    found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*", str(text))
+    unit = found.group(2).lower() if found else None
+    if unit not in _SIZE_UNITS or ("." in found.group(1) and _SIZE_UNITS[unit] == 1):
+        raise ValueError("bad size %r (%s)" % (text, _SIZES))
+    return int(float(found.group(1)) * _SIZE_UNITS[unit])
 
 
 def _human(n):
@@ -53,9 +58,13 @@ def pytest_configure(config):
                                        "of this test; repeat runs its body N times to judge growth")
     if not config.getoption("--gpuleak"):
         return
+    try:
+        max_leaked = parse_size(config.getoption("--gpuleak-max-leaked"))
+    except ValueError as e:
+        raise pytest.UsageError("gpuleak: --gpuleak-max-leaked: %s" % e)
     if not gpuleak.loaded():
         _rerun_under_shim(config)
-    config._gpuleak = _Session(parse_size(config.getoption("--gpuleak-max-leaked")))
+    config._gpuleak = _Session(max_leaked)
     config.pluginmanager.register(config._gpuleak, "gpuleak-session")
 
 
@@ -64,6 +73,10 @@ def _rerun_under_shim(config):
     if os.environ.get("GPULEAK_PYTEST_REEXEC"):
         raise pytest.UsageError("gpuleak: libgpuleak.so was preloaded but is not in the process")
     lib = gpuleak._library_path()
+    if lib is None and os.environ.get("GPULEAK_LIB"):
+        raise pytest.UsageError("gpuleak: GPULEAK_LIB=%s: no such file; set it to the path of "
+                                "libgpuleak.so (build/libgpuleak.so, or PREFIX/lib/libgpuleak.so)"
+                                % os.environ["GPULEAK_LIB"])
     if lib is None:
         raise pytest.UsageError("gpuleak: libgpuleak.so not found: set GPULEAK_LIB, or put the "
                                 "gpuleak command on PATH, or run `gpuleak run -- pytest ...`")
@@ -85,6 +98,30 @@ class _Session:
     def __init__(self, max_leaked):
         self.max_leaked = max_leaked
         self.failures = []   # (nodeid, what it left), from the teardown reports
+
+    def pytest_collection_modifyitems(self, items):
+        """Every gpuleak marker is read before a test runs: a typo in one is
+        a usage error, not a silently different budget (or a test failing
+        with a traceback from inside the plugin)."""
+        for item in items:
+            for marker in item.iter_markers("gpuleak"):
+                where = "%s: @pytest.mark.gpuleak" % item.nodeid
+                if marker.args:
+                    raise pytest.UsageError("gpuleak: %s takes keywords only (max_leaked=SIZE, repeat=N), "
+                                            "not %r" % (where, marker.args))
+                unknown = sorted(set(marker.kwargs) - {"max_leaked", "repeat"})
+                if unknown:
+                    raise pytest.UsageError("gpuleak: %s: unknown keyword %s (it takes max_leaked=SIZE, "
+                                            "repeat=N)" % (where, ", ".join(unknown)))
+                if "max_leaked" in marker.kwargs:
+                    try:
+                        parse_size(marker.kwargs["max_leaked"])
+                    except ValueError as e:
+                        raise pytest.UsageError("gpuleak: %s: max_leaked: %s" % (where, e))
+                repeat = marker.kwargs.get("repeat", 1)
+                if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
+                    raise pytest.UsageError("gpuleak: %s: repeat takes a whole number from 1, not %r"
+                                            % (where, repeat))
 
     def _budget(self, item):
         marker = item.get_closest_marker("gpuleak")
@@ -147,6 +184,12 @@ class _Session:
         for name in ("last_type", "last_value", "last_traceback", "last_exc"):
             if hasattr(sys, name):
                 delattr(sys, name)
+        # pytest lets go of the test's fixture values (item.funcargs) only
+        # once the teardown phase is over, after this hook: a function-scoped
+        # fixture's model or batch, torn down already, would be charged to
+        # every test that used it. Nothing reads them after their teardown.
+        if getattr(item, "funcargs", None):
+            item.funcargs = {}
         gc.collect()
         shared = getattr(item, "_gpuleak_shared", {})
         sites = []

@@ -56,6 +56,27 @@ expect 2 "report --top x" -- $G report --top x $FIX/demo.json
 expect 2 "report without file" -- $G report
 expect 2 "report missing file" -- $G report "$T/none.json"
 lines "$T/err" 1
+# With PyTorch's tensors seen, the peak section holds what each site had at
+# the tensors' peak (peak.sites_at_bytes), not at the GPU's (peak.bytes):
+# its shares are of that, and its title says which peak.
+python3 - "$FIX/demo.json" "$T" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1])); t = sys.argv[2]
+d["peak"].update(sites_at="tensors", sites_at_bytes=20971520, sites_at_time_ns=d["peak"]["time_ns"])
+json.dump(d, open(f"{t}/tensor-peak.json", "w"))
+d["peak"]["sites_at"] = 3
+json.dump(d, open(f"{t}/tensor-peak-bad.json", "w"))
+PY
+expect 0 "report: the peak composition at the tensors' peak" -- $G report "$T/tensor-peak.json"
+has "$T/out" "Peak composition (live at PyTorch's tensors' peak, 20.0 MiB allocated):"
+has "$T/out" "    10.0 MiB  50.0%"
+has "$T/out" "     4.0 MiB  20.0%"
+expect 0 "report: the peak composition at the GPU's peak" -- $G report $FIX/demo.json
+has "$T/out" "Peak composition (live at the peak):"
+has "$T/out" "    10.0 MiB  66.7%"
+expect 2 "report: peak.sites_at not a string" -- $G report "$T/tensor-peak-bad.json"
+has "$T/err" '"peak.sites_at" is not a string'
+lines "$T/err" 1
 
 echo "== bad input: one line naming the file, exit 2"
 : >"$T/empty.json"
@@ -353,6 +374,12 @@ has "$T/out" "imbalance (max/min peak) 3.00x"
 has "$T/out" "Leaking sites common to all 3 rank(s):"
 has "$T/out" "30.0 MiB in all ranks, device memory at tests/demo/demo.c:23 in keep_for_logging"
 hasnt "$T/out" "stage_batch_buffer"
+# The common sites, largest first (they were listed in the order of their
+# stacks' names).
+expect 0 "merge: common sites largest first" -- $G merge "$T/rank0.json" "$T/rank1.json"
+sed -n 's/^ *\([0-9.]*\) MiB in all ranks.*/\1/p' "$T/out" >"$T/common"
+lines "$T/common" 4
+if sort -rn "$T/common" | cmp -s - "$T/common"; then ok; else bad "merge: common sites not largest first: $(tr '\n' ' ' <"$T/common")"; fi
 expect 2 "merge nothing" -- $G merge
 expect 2 "merge bad file" -- $G merge "$T/rank0.json" "$T/text.json"
 
@@ -497,8 +524,31 @@ has "$T/err" "--output needs a value"
 expect 2 "run: --output in a missing directory, before CMD" -- $G run --output="$T/none/r-%p.json" --fail-on-leak -- sh -c ": >\"$T/ran\""
 has "$T/err" "cannot write in $T/none"
 if [ -e "$T/ran" ]; then bad "run started CMD with an unusable --output directory"; else ok; fi
+# A directory is not a report's name: said before CMD runs (the shim wrote
+# to $TMPDIR, saying "outdir exists and is not a gpuleak report").
+mkdir -p "$T/outdir"
+for out in "$T/outdir" "$T/outdir/" "$T/newdir/"; do
+    expect 2 "run --output $out, a directory" -- $G run --output "$out" -- sh -c ": >\"$T/ran\""
+    has "$T/err" "names a directory; name the report in it, as $T/"
+    lines "$T/err" 1
+    if [ -e "$T/ran" ]; then bad "run started CMD with --output a directory"; rm -f "$T/ran"; else ok; fi
+done
+expect 0 "run --output in a directory" -- $G run --quiet --output "$T/outdir/r-%p.json" -- true
 LD_PRELOAD=/nonexistent-preload.so expect 0 "run keeps LD_PRELOAD" -- $G run -- sh -c 'case "$LD_PRELOAD" in *libgpuleak.so:/nonexistent-preload.so) exit 0;; *) exit 9;; esac'
 expect 0 "run: variables" -- $G run --quiet --no-python --stack-depth=5 --output=x -- sh -c '[ "$GPULEAK_SUMMARY" = 0 ] && [ "$GPULEAK_PYTHON" = 0 ] && [ "$GPULEAK_STACK_DEPTH" = 5 ] && [ "$GPULEAK_OUTPUT" = x ]'
+# The dump signal (SIGUSR2) sent to gpuleak's pid, the one a person sees,
+# reaches CMD: before, it killed gpuleak (exit 140) and left CMD running.
+# CMD here says when its trap is set, and gives up by itself after 5 s.
+for sig in USR2 USR1; do
+    rm -f "$T/ready" "$T/got"
+    $G run -- sh -c "trap 'echo $sig >\"$T/got\"; exit 0' $sig; : >\"$T/ready\"; i=0; while [ \$i -lt 100 ]; do sleep 0.05; i=\$((i+1)); done; exit 5" >"$T/out" 2>"$T/err" &
+    gpid=$!
+    i=0; while [ ! -e "$T/ready" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
+    kill -$sig $gpid
+    wait $gpid
+    got=$?
+    if [ "$got" -eq 0 ] && grep -qx "$sig" "$T/got" 2>/dev/null; then ok; else bad "run: SIG$sig not passed to CMD (exit $got)"; fi
+done
 
 echo "== install layout (../lib/libgpuleak.so)"
 make --no-print-directory -s install PREFIX="$T/prefix" BUILD="$BUILD" >/dev/null
@@ -553,6 +603,13 @@ lines "$T/err" 1
 expect 2 "export without --format" -- $G export $FIX/demo.json
 has "$T/err" "--format is needed"
 expect 0 "-- ends the options" -- $G report --top 1 -- $FIX/demo.json
+# run takes a gate alone (0); check needs its size: a report given where the
+# size goes is named as such (it read 'bad size "FILE"').
+expect 2 "check --fail-on-leak FILE" -- $G check --fail-on-leak $FIX/demo.json
+has "$T/err" "gpuleak check: --fail-on-leak needs a SIZE before the files: \"$FIX/demo.json\" is a file (--fail-on-leak 0 allows none)"
+lines "$T/err" 1
+expect 2 "check --max-leaked 20XB FILE" -- $G check --max-leaked 20XB $FIX/demo.json
+has "$T/err" 'bad size "20XB"'
 if [ -w /dev/full ]; then
     for c in "report $FIX/demo.json" "check $FIX/demo.json" "diff $FIX/demo.json $FIX/demo.json" \
              "merge $FIX/demo.json $FIX/demo.json" "export --format csv $FIX/demo.json" "version"; do

@@ -158,6 +158,18 @@ class LifeTest(Base):
             self.assertIn(f"writing to fallback {fallback}", r.stderr)
             self.assertTrue(os.path.exists(fallback))
 
+    def test_a_directory_as_the_output_is_named_as_one(self):
+        """GPULEAK_OUTPUT naming a directory: the warning says it is one, and
+        how to name the report in it (it said "it exists and is not a
+        gpuleak report")."""
+        out = os.path.join(self.tmp, "reports")
+        os.mkdir(out)
+        r = run([PROG, "sleep", "0"], self.tmp, env_extra={"GPULEAK_OUTPUT": out, "TMPDIR": self.tmp})
+        self.assertEqual(r.returncode, 0)
+        self.assertIn(f"cannot write the report to {out} (it is a directory; GPULEAK_OUTPUT names "
+                      f"the report's file, as DIR/gpuleak-%p.json); writing to fallback "
+                      f"{os.path.join(self.tmp, f'gpuleak-{r.pid}.json')}", r.stderr)
+
     def test_an_old_report_is_replaced(self):
         r1 = run([PROG, "sleep", "0"], self.tmp, env_extra={"GPULEAK_OUTPUT": "same.json"})
         r2 = run([PROG, "sleep", "0"], self.tmp, env_extra={"GPULEAK_OUTPUT": "same.json"})

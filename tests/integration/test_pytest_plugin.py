@@ -60,6 +60,7 @@ class PytestPluginTest(unittest.TestCase):
         self.assertEqual(cases, {"test_clean": (False, "0"),
                                  "test_first_matmul": (False, "0"),
                                  "test_uses_a_session_fixture": (False, "0"),
+                                 "test_uses_function_fixtures": (False, "0"),
                                  "test_leaks": (True, "65536"),
                                  "test_within_its_budget": (False, "4096"),
                                  "test_grows_on_each_run": (True, str(4 * 8192)),
@@ -159,6 +160,66 @@ class PytestPluginTest(unittest.TestCase):
         self.assertEqual(got["tensor"], 3 * 4096)
         self.assertEqual(got["nothing"], 0)
         self.assertTrue(got["snap"])
+
+    def run_usage(self, *args, suite=SUITE, extra_env=None):
+        """pytest with the plugin where a usage error is expected: no JUnit."""
+        env = dict(os.environ)
+        env.update({"PYTHONPATH": os.pathsep.join([os.path.join(ROOT, "python"),
+                                                   os.path.join(ROOT, "tests", "python", "faketorch")]),
+                    "FAKE_C10": os.path.join(BUILD, "fakec10", "libc10_cuda.so"),
+                    "LD_LIBRARY_PATH": os.path.join(BUILD, "fakecuda"),
+                    "GPULEAK_LIB": os.path.join(BUILD, "libgpuleak.so"),
+                    "GPULEAK_OUTPUT": os.path.join(self.tmp, "r-%p.json"),
+                    "GPULEAK_SUMMARY": "0"})
+        env.update(extra_env or {})
+        env.pop("LD_PRELOAD", None)
+        return subprocess.run([self.python, "-m", "pytest", "-p", "gpuleak.pytest_plugin", "-p",
+                               "no:cacheprovider", suite] + list(args),
+                              env=env, capture_output=True, text=True, timeout=120)
+
+    def test_a_bad_budget_is_a_usage_error(self):
+        """A budget the plugin cannot read is one line and pytest's usage
+        exit (4), as the command's sizes are: before, '10XB' or 'lots' was
+        an INTERNALERROR traceback. The command's sizes are all taken (a
+        bare T too)."""
+        for bad in ("10XB", "lots", "-1", "1.5"):
+            proc = self.run_usage("--gpuleak", "--gpuleak-max-leaked", bad)
+            self.assertEqual(proc.returncode, 4, proc.stdout + proc.stderr)
+            self.assertIn("gpuleak: --gpuleak-max-leaked: bad size %r" % bad, proc.stderr)
+            self.assertNotIn("Traceback", proc.stdout + proc.stderr)
+            self.assertNotIn("INTERNALERROR", proc.stdout + proc.stderr)
+        proc = self.run_usage("--gpuleak", "--gpuleak-max-leaked", "1T", "-k", "test_clean")
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+
+    def test_a_bad_marker_is_a_usage_error(self):
+        """A marker's typo stops the run before any test, naming the test:
+        before, a bad max_leaked or repeat failed the test with a traceback
+        from inside the plugin, and a size given without its keyword, or a
+        misspelt keyword, was left out: a budget of 0 without a word."""
+        suite = os.path.join(self.tmp, "suite")
+        os.mkdir(suite)
+        for name, marker, message in (
+                ("size", 'max_leaked="lots"', "max_leaked: bad size 'lots'"),
+                ("repeat", 'repeat="x"', "repeat takes a whole number from 1, not 'x'"),
+                ("positional", '"1MiB"', "takes keywords only (max_leaked=SIZE, repeat=N), not ('1MiB',)"),
+                ("keyword", 'max_leak="1MiB"', "unknown keyword max_leak")):
+            path = os.path.join(suite, "test_%s.py" % name)
+            with open(path, "w") as fh:
+                fh.write("import pytest\n\n@pytest.mark.gpuleak(%s)\ndef test_it():\n    pass\n" % marker)
+            proc = self.run_usage("--gpuleak", suite=path)
+            os.unlink(path)
+            self.assertEqual(proc.returncode, 4, proc.stdout + proc.stderr)
+            self.assertIn("test_%s.py::test_it: @pytest.mark.gpuleak" % name, proc.stderr)
+            self.assertIn(message, proc.stderr)
+            self.assertNotIn("Traceback", proc.stdout + proc.stderr)
+
+    def test_a_missing_gpuleak_lib_is_named(self):
+        """GPULEAK_LIB set to a path with nothing there: the error names the
+        variable and its value (before, it asked to set GPULEAK_LIB, which
+        was set)."""
+        proc = self.run_usage("--gpuleak", extra_env={"GPULEAK_LIB": "/nonexistent/libgpuleak.so"})
+        self.assertEqual(proc.returncode, 4, proc.stdout + proc.stderr)
+        self.assertIn("gpuleak: GPULEAK_LIB=/nonexistent/libgpuleak.so: no such file", proc.stderr)
 
     def test_the_plugin_is_registered_for_pip(self):
         with open(os.path.join(ROOT, "python", "pyproject.toml")) as fh:

@@ -435,6 +435,37 @@ class TorchTensorsTest(unittest.TestCase):
         self.assertIn("Still held when Python finished", text)
         self.assertIn("from <module> finish_demo.py:%d" % expect["history_line"], text)
 
+    def test_the_summary_says_what_was_held_when_nothing_leaked(self):
+        """A helper's line that two callers use is one line of the summary's
+        held section, summing two sites: the line says so, since the
+        holders under it are the largest site's only. With nothing live at
+        exit, the summary's last line says the held memory is above: it
+        said "no leaks" alone, after listing it."""
+        tmp = tempfile.mkdtemp(prefix="gpuleak-torch-py-")
+        script = os.path.join(tmp, "held_lines.py")
+        with open(script, "w") as fh:
+            fh.write("import sys\n"
+                     "sys.path.insert(0, %r)\n"
+                     "import torch\n"
+                     "def new_buffer(n):\n"
+                     "    return torch.empty(n)\n"
+                     "kept, cache = [], {}\n"
+                     "for i in range(8):\n"
+                     "    kept.append(new_buffer(65536))\n"
+                     "    cache[i %% 2] = new_buffer(4096)\n" % os.path.join(ROOT, "tests/python/faketorch"))
+        env = dict(os.environ)
+        env.update({"LD_LIBRARY_PATH": os.path.join(BUILD, "fakecuda"),
+                    "LD_PRELOAD": os.path.join(BUILD, "libgpuleak.so"),
+                    "GPULEAK_OUTPUT": os.path.join(tmp, "r-%p.json"), "FAKE_C10": FAKE_C10})
+        proc = subprocess.run([sys.executable, script], env=env, capture_output=True, text=True, timeout=60)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn("Still held when Python finished, before its shutdown freed it (520.0 KiB in 2 site(s); "
+                      "by line):\n   520.0 KiB PyTorch tensor memory from %s:5 in new_buffer "
+                      "(owner: pytorch-tensor) [2 sites; holders of the largest]\n"
+                      "      held by kept[...] (list in held_lines.py): 512.0 KiB\n" % script, proc.stderr)
+        self.assertRegex(proc.stderr, r"\n\ngpuleak: no leaks at exit, but 520.0 KiB was still held when "
+                                      r"Python finished \(above\): ")
+
     def test_who_holds_what_the_script_kept_is_named(self):
         """At Python's atexit the shim asks the interpreter which objects
         keep the live tensors: a module-level list, a dict, an attribute of

@@ -27,6 +27,24 @@ def test_first_matmul():
     del a, b, product
 
 
+@pytest.fixture
+def batch():
+    """Function-scoped: torn down after each test that uses it, its value
+    dropped by pytest only after the teardown phase."""
+    return torch.empty(16384)
+
+
+@pytest.fixture
+def model():
+    weights = torch.empty(8192)
+    yield weights
+    del weights
+
+
+def test_uses_function_fixtures(batch, model):
+    assert batch is not None and model is not None
+
+
 def test_clean():
     activations = torch.empty(1 << 20)
     del activations
