@@ -537,7 +537,7 @@ int check_report(FILE *out, const load_report_t *r, const check_budget_t *b, sup
         v = judge_leaked(out, r, b, supp, junit);
         verdict = v > verdict ? v : verdict;
     }
-    if (b->growth) {
+    if (b->growth || (b->growth_where_judged && r->has_growth)) {
         v = judge_growth(out, r, b, junit);
         verdict = v > verdict ? v : verdict;
     }

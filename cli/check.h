@@ -14,6 +14,9 @@
 
 typedef struct {
     bool leaked, growth, peak;        /* which budgets are set */
+    bool growth_where_judged;         /* growth judged (at max_growth) on the reports
+                                         that have a growth section, the others
+                                         left be: check's default */
     uint64_t max_leaked, max_growth, max_peak;
     const char *leaked_flag, *growth_flag, *peak_flag; /* option names for messages */
     bool quiet_pass; /* print FAIL lines only (gpuleak run, beside CMD's output) */

@@ -30,8 +30,10 @@ static const cmd_exit_t exits[] = {
            "cannot be judged on (--max-growth without a growth section), or a failed write" },
 };
 
-/* Without a budget, any unsuppressed leak fails (--max-leaked 0), which is
- * what "check for leaks" means. */
+/* Without a budget, any unsuppressed leak fails (--max-leaked 0), and so
+ * does any growth where the report judged it (--max-growth 0): a Python
+ * program's kept tensors are freed by its shutdown before the exit, so
+ * for it "check for leaks" means the memory that grew and was held. */
 static int check_main(const opts_t *o)
 {
     check_budget_t b;
@@ -39,8 +41,10 @@ static int check_main(const opts_t *o)
     supp_set_t *supp = check_setup(&b, &o->v[O_BUDGETS]);
     if (supp == NULL)
         return CLI_EXIT_USAGE;
-    if (!b.leaked && !b.growth && !b.peak)
+    if (!b.leaked && !b.growth && !b.peak) {
         b.leaked = true;
+        b.growth_where_judged = true;
+    }
     const char *junit_path = o->v[O_JUNIT].text;
     check_junit_t *junit = junit_path ? check_junit_new() : NULL;
     load_set_t set;
@@ -83,7 +87,9 @@ const cmd_spec_t check_command = {
     .max_operands = OPERANDS_ANY,
     .summary = "judge reports against budgets; exit 1 when one fails",
     .description =
-        "Judges each report against the budgets given; with none, --max-leaked 0. Prints PASS "
+        "Judges each report against the budgets given; with none, --max-leaked 0 and, on the "
+        "reports that judged growth, --max-growth 0 (a Python program's kept tensors are "
+        "freed by its shutdown before the exit: they show as growth, not leaks). Prints PASS "
         "per budget, or one FAIL line per origin line (its sites summed, the largest first, "
         "with the object that held it when Python finished), then the suppressions that "
         "matched. Leaks count; teardown leaks are reported but do not. A report taken while "

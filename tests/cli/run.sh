@@ -122,9 +122,18 @@ has "$T/out" "PASS"
 expect 1 "check --no-default-suppressions" -- $G check $FIX/demo.json --max-leaked 13.5MiB --no-default-suppressions
 has "$T/out" "leak of 4194304 byte(s) in 1 allocation(s) of device memory at tests/demo/demo.c:63 in main"
 printf '# ours\nleak:keep_for_logging\nleak:*model.py\n\nleak:stage_batch*\n' >"$T/supp.txt"
-expect 0 "check --suppressions" -- $G check $FIX/demo.json --suppressions "$T/supp.txt"
+expect 0 "check --suppressions" -- $G check $FIX/demo.json --max-leaked 0 --suppressions "$T/supp.txt"
 has "$T/out" "keep_for_logging"
 has "$T/out" "10485760 keep_for_logging"
+# With no budget, growth is judged at 0 too where the report judged it (a
+# Python program's kept tensors are freed by its shutdown, not leaked), and
+# left be where it did not.
+expect 1 "check's default judges growth" -- $G check $FIX/demo.json --suppressions "$T/supp.txt"
+has "$T/out" "FAIL $FIX/demo.json: --max-growth 0 B: growth of 6291456 byte(s) of device memory at tests/demo/demo.c:23 in keep_for_logging"
+has "$T/out" "PASS $FIX/demo.json: --max-leaked 0 B"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d.pop("growth"); json.dump(d, open(sys.argv[2], "w"))' $FIX/demo.json "$T/nogrowth.json"
+expect 0 "check's default leaves growth be where the report has none" -- $G check "$T/nogrowth.json" --suppressions "$T/supp.txt"
+hasnt "$T/out" "max-growth"
 printf 'leak:ok\nfrob:x\n' >"$T/badsupp.txt"
 expect 2 "check bad suppressions" -- $G check $FIX/demo.json --suppressions "$T/badsupp.txt"
 has "$T/err" "badsupp.txt:2: unknown suppression type"
@@ -196,7 +205,7 @@ if xmllint --noout "$T/junit3.xml"; then ok; else bad "junit3.xml is not well-fo
 echo "== snapshots, signals and the OOM (status, oom)"
 # A snapshot lists what was live while the program ran: the leak budget is
 # skipped (one line, not a failure); growth and peak are judged as ever.
-expect 0 "check a snapshot: the leaks are not judged" -- $G check $FIX/snapshot.json
+expect 0 "check a snapshot: the leaks are not judged" -- $G check $FIX/snapshot.json --max-leaked 0
 has "$T/out" "SKIP $FIX/snapshot.json: --max-leaked 0 B: a snapshot taken while the program ran (moment snapshot): live is not leaked; growth and peak are judged"
 hasnt "$T/out" "FAIL"
 expect 1 "check a snapshot: the peak is judged" -- $G check $FIX/snapshot.json --max-peak 10MiB
@@ -225,7 +234,7 @@ w("badcomplete", {"moment": "snapshot", "complete": "no"})
 w("badoom", f=lambda x: x["oom"].__setitem__("kind", 7), base=oom)
 w("oom-snapshot", {"moment": "snapshot", "complete": False}, base=oom)
 PY
-expect 0 "check a dump on request (complete derived from the moment)" -- $G check "$T/request.json"
+expect 0 "check a dump on request (complete derived from the moment)" -- $G check "$T/request.json" --max-leaked 0
 has "$T/out" "SKIP $T/request.json: --max-leaked 0 B: a dump on request taken while the program ran (moment request)"
 expect 0 "report a dump on request" -- $G report "$T/request.json"
 has "$T/out" "  moment:   request (a dump on request), taken while the program ran: what it lists as leaks was live then, not left at exit"
