@@ -94,6 +94,22 @@ def _rerun_under_shim(config):
     os.execve(sys.executable, args, env)
 
 
+def _release_instance(item):
+    """A test method's class instance (a fresh one per test) is kept by its
+    item, through the bound method, for the whole session: what the test
+    or its setup_method set on self would be charged to it. Its teardown is
+    done: the item keeps the plain function instead (so item.obj stays set,
+    and pytest does not make another instance), as pytest's own unittest
+    support drops its TestCase."""
+    if getattr(item, "cls", None) is None:
+        return
+    function = getattr(getattr(item, "_obj", None), "__func__", None)
+    if function is not None:
+        item._obj = function
+    if getattr(item, "_instance", None) is not None:
+        item._instance = None
+
+
 class _Session:
     def __init__(self, max_leaked):
         self.max_leaked = max_leaked
@@ -190,6 +206,7 @@ class _Session:
         # every test that used it. Nothing reads them after their teardown.
         if getattr(item, "funcargs", None):
             item.funcargs = {}
+        _release_instance(item)
         gc.collect()
         shared = getattr(item, "_gpuleak_shared", {})
         sites = []

@@ -59,6 +59,7 @@ class PytestPluginTest(unittest.TestCase):
     def expect_verdicts(self, cases):
         self.assertEqual(cases, {"test_clean": (False, "0"),
                                  "test_first_matmul": (False, "0"),
+                                 "test_uses_its_state": (False, "0"),
                                  "test_uses_a_session_fixture": (False, "0"),
                                  "test_uses_function_fixtures": (False, "0"),
                                  "test_leaks": (True, "65536"),

@@ -68,3 +68,15 @@ def test_grows_on_each_run():
 def test_steady_on_each_run():
     scratch = torch.empty(8192)
     del scratch
+
+
+class TestWithState:
+    """pytest keeps every test's class instance for the whole session;
+    what a test set on self is gone with it, not the test's leak."""
+
+    def setup_method(self):
+        self.weights = torch.empty(8192)
+
+    def test_uses_its_state(self):
+        self.activations = torch.empty(4096)
+        assert self.weights is not None
