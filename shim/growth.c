@@ -21,7 +21,7 @@
  * checkpoints of its own, which a clock alone spreads over the start-up,
  * and over a long run they come no faster than the buffer halves. Per
  * thread, so that counting shares no cache line. */
-#define CHECKPOINT_EVENTS_FIRST 256
+#define CHECKPOINT_EVENTS_FIRST 8
 
 static uint64_t checkpoint_time[GROWTH_CHECKPOINTS];
 static uint64_t checkpoint_allocations[GROWTH_CHECKPOINTS];
@@ -163,8 +163,13 @@ void growth_evaluate(const uint64_t *values, const uint64_t *times_ns,
     /* Baseline: the first sample at or after a fifth of the run, both by
      * time and by allocations: a burst of steps after a long, quiet
      * start-up starts its series in the burst, and a start-up that
-     * allocates much (weights) still skips by time. */
+     * allocates much (weights) still skips by time. A run shorter than
+     * GROWTH_TIMED_SPAN_NS is judged by allocations alone: the samples are
+     * timed by a coarse clock (ticks of a few milliseconds), which would
+     * put most of a short run's samples in its first fifth. */
     uint64_t start = times_ns[0], span = times_ns[n - 1] - times_ns[0];
+    if (span < GROWTH_TIMED_SPAN_NS)
+        span = 0;
     uint64_t made_start = allocations[0];
     uint64_t made_span = allocations[n - 1] > made_start ? allocations[n - 1] - made_start : 0;
     size_t base = 0;

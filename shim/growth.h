@@ -16,6 +16,7 @@
 #define GROWTH_MIN_SAMPLES 10 /* from baseline to high point, to judge at all */
 #define GROWTH_MIN_TREND 0.6   /* gamma of the samples, see growth_evaluate */
 #define GROWTH_HELD_RISES 5    /* rises never undone that make growth on their own */
+#define GROWTH_TIMED_SPAN_NS (100ull * 1000 * 1000)  /* shorter runs: by allocations alone */
 
 /* Reads one site's live bytes for a checkpoint. */
 typedef uint64_t (*growth_reader_t)(uint32_t site);

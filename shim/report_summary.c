@@ -80,9 +80,14 @@ typedef struct line_group {
     size_t top;
     uint64_t bytes, allocations;
     size_t sites;
+    int grew;                /* one of its sites grew during the run */
+    size_t made;             /* its place before sorting (member_of's numbers) */
 } line_group_t;
 
 #define GROUPED_SITES 1000   /* the largest sites grouped; the rest are omitted */
+
+/* For the i-th site of the list last grouped, its group's "made" number. */
+static size_t member_of[GROUPED_SITES];
 
 /* Groups the first GROUPED_SITES sites of list (a section of view) by
  * origin line, with the callers view shows after it, into out
@@ -126,8 +131,12 @@ static size_t group_by_line(const report_view_t *view, const report_list_t *list
             out[n].top = i;
             out[n].bytes = out[n].allocations = 0;
             out[n].sites = 0;
+            out[n].grew = 0;
+            out[n].made = n;
             n++;
         }
+        member_of[i] = g;
+        out[g].grew |= s->growth.grew;
         out[g].bytes += bytes_of(s);
         out[g].allocations += s->stats.live_allocations;
         out[g].sites++;
@@ -156,15 +165,56 @@ static const char *kind_phrase(int kind)
     return (unsigned)kind < REPORT_KIND_COUNT ? phrases[kind] : "memory";
 }
 
-/* The objects that held the site's memory at Python's finish, the largest
- * two, a line each under the site's. */
-static void print_holders(FILE *f, const report_site_t *s, const char *indent)
+/* One holder of a line's memory, its bytes summed over the line's sites. */
+typedef struct line_holder {
+    const finish_holder_t *first;
+    uint64_t bytes;
+} line_holder_t;
+
+#define LINE_HOLDERS 64  /* distinct holders summed per line; more are rare */
+
+static int same_holder(const finish_holder_t *a, const finish_holder_t *b)
 {
+    return a->graph == b->graph && strcmp(a->name, b->name) == 0 && strcmp(a->type, b->type) == 0
+        && strcmp(a->owner, b->owner) == 0 && strcmp(a->file, b->file) == 0;
+}
+
+/* The objects that held the memory of group (of the list last grouped) at
+ * Python's finish, summed over its sites: the largest two, a line each.
+ * One line's sites (its first run and its later ones, say) are one place
+ * in the user's code, and so are their holders. */
+static void print_holders(FILE *f, const report_list_t *list, const line_group_t *group,
+                          const char *indent)
+{
+    static line_holder_t found[LINE_HOLDERS];  /* the summary is single-threaded */
+    size_t n = 0;
+    for (size_t i = 0; i < list->count && i < GROUPED_SITES; i++) {
+        if (member_of[i] != group->made)
+            continue;
+        const report_site_t *s = &list->sites[i];
+        for (size_t k = 0; k < s->holder_count; k++) {
+            size_t j = 0;
+            while (j < n && !same_holder(found[j].first, &s->holders[k]))
+                j++;
+            if (j == n && n == LINE_HOLDERS)
+                continue;
+            if (j == n)
+                found[n++] = (line_holder_t){ &s->holders[k], 0 };
+            found[j].bytes += s->holders[k].bytes;
+        }
+    }
     char size[UNITS_SIZE_BUF], phrase[1024];
-    for (size_t i = 0; i < s->holder_count && i < 2; i++) {
-        const finish_holder_t *h = &s->holders[i];
+    for (int shown = 0; shown < 2; shown++) {
+        size_t best = n;
+        for (size_t j = 0; j < n; j++)
+            if (found[j].bytes > 0 && (best == n || found[j].bytes > found[best].bytes))
+                best = j;
+        if (best == n)
+            break;
+        const finish_holder_t *h = found[best].first;
         report_holder_phrase(phrase, sizeof phrase, h->name, h->type, h->owner, h->file, h->graph);
-        fprintf(f, "%sheld by %s: %s\n", indent, phrase, units_format_size(h->bytes, size));
+        fprintf(f, "%sheld by %s: %s\n", indent, phrase, units_format_size(found[best].bytes, size));
+        found[best].bytes = 0;
     }
 }
 
@@ -179,6 +229,14 @@ static void print_held(FILE *f, const report_view_t *view)
     if (view->held.count == 0)
         return;
     size_t n = group_by_line(view, &view->held, held_of, groups);
+    /* What grew first: a model's weights and optimizer state are held at
+     * the end of every script, and are often larger than the leak. */
+    for (size_t a = 1; a < n; a++)
+        for (size_t b = a; b > 0 && groups[b].grew && !groups[b - 1].grew; b--) {
+            line_group_t t = groups[b];
+            groups[b] = groups[b - 1];
+            groups[b - 1] = t;
+        }
     fprintf(f, "\nStill held when Python finished, before its shutdown freed it (%s in %zu site(s); "
             "%s:\n", units_format_size(view->held_bytes, a), view->held_sites,
             view->held_sites > GROUPED_SITES ? "the largest sites by line)" : "by line)");
@@ -186,13 +244,11 @@ static void print_held(FILE *f, const report_view_t *view)
         const report_site_t *s = &view->held.sites[groups[i].top];
         fprintf(f, "  %10s %s from %s%s", units_format_size(groups[i].bytes, b),
                 kind_phrase(s->stats.kind), origin_phrase(view, s->id, s->stats.kind),
-                s->growth.grew ? " [grew during the run]" : "");
-        /* The line's bytes are every site's; the holders below, the
-         * largest site's only (gpuleak report lists each site's). */
+                groups[i].grew ? " [grew during the run]" : "");
         if (groups[i].sites > 1)
-            fprintf(f, " [%zu sites; holders of the largest]", groups[i].sites);
+            fprintf(f, " [%zu sites]", groups[i].sites);
         fputc('\n', f);
-        print_holders(f, s, "      ");
+        print_holders(f, &view->held, &groups[i], "      ");
     }
 }
 
@@ -272,7 +328,7 @@ static void print_growth_and_peak(FILE *f, const report_view_t *view)
         if (groups[i].sites > 1)
             fprintf(f, " [%zu sites; rate and steadiness of the largest]", groups[i].sites);
         fputc('\n', f);
-        print_holders(f, s, "      ");
+        print_holders(f, &view->growth, &groups[i], "      ");
     }
     if (view->peak.count > 0 && view->peak_is_tensors)
         fprintf(f, "\nLive at the tensors' peak (%s allocated at %.2f s):\n",
@@ -338,7 +394,7 @@ void report_summary_print(FILE *f, const report_view_t *view, const char *path)
             fputs(", allocated from:\n", f);
         print_frames(f, s->id, config.summary_frames);
         fprintf(f, "  origin: %s\n", origin_phrase(view, s->id, s->stats.kind));
-        print_holders(f, s, "  ");
+        print_holders(f, &view->leaks, g, "  ");
         shown_sites += g->sites;
     }
     if (view->leaks.count > shown_sites)

@@ -144,47 +144,53 @@ static void set_aside_cache(report_view_t *view, report_site_t *site, int follow
 #define HELPER_SITES 1000    /* leaks, and freed sites, compared for a shared origin */
 #define HELPER_CALLERS 8      /* the most callers shown after a shared origin */
 
+/* A site's fate, as find_helpers tells paths apart: kept (live at exit,
+ * or held when Python finished: kept_is_held) or freed, and grown or not. */
+static int fate(const report_site_t *s, int kept_is_held)
+{
+    int kept = kept_is_held ? s->held_bytes != 0 : s->stats.live_allocations != 0;
+    return kept * 2 + (s->growth.grew != 0);
+}
+
 /* For each site of kept (the leaks, or what was held when Python finished:
- * kept_is_held)
- * whose origin line is also the origin of a site whose memory was freed (a
- * helper the user calls for both), how many of
- * its callers in the user's code the views show: down to the first caller
- * no freed site with that origin shares, so a leaking and a freed path read
- * apart. Among the largest HELPER_SITES of each; leaves view->callers NULL
- * when none needs it or memory is short. */
+ * kept_is_held) whose origin line is also the origin of a site with
+ * another fate (freed, or kept but grown where it was not, or the other
+ * way: a helper the user calls for a cache, the weights and a leak), how
+ * many of its callers in the user's code the views show: down to the
+ * first caller no such site shares, so the paths read apart. Among the
+ * largest HELPER_SITES of each; leaves view->callers NULL when none needs
+ * it or memory is short. */
 static void find_helpers(report_view_t *view, const report_list_t *kept, int kept_is_held)
 {
     static origin_frame_t mine[HELPER_CALLERS], theirs[HELPER_CALLERS];
-    static struct { const report_site_t *site; origin_frame_t origin; } freed[HELPER_SITES];
-    size_t freed_n = 0;
-    for (size_t j = 0; j < view->sites.count && freed_n < HELPER_SITES; j++) {
+    static struct { const report_site_t *site; origin_frame_t origin; } others[HELPER_SITES];
+    size_t others_n = 0;
+    for (size_t j = 0; j < view->sites.count && others_n < HELPER_SITES; j++) {
         const report_site_t *other = &view->sites.sites[j];
-        /* Freed: nothing live at exit (for the leaks), or nothing held when
-         * Python finished (for what was held then). */
-        int kept_too = kept_is_held ? other->held_bytes != 0 : other->stats.live_allocations != 0;
-        if (kept_too || other->stats.allocations == 0)
+        if (other->stats.allocations == 0)
             continue;
         origin_site_t oo;
         origin_site(other->id, other->stats.kind, &oo);
         if (oo.found)
-            freed[freed_n++] = (typeof(freed[0])){ other, oo.frame };
+            others[others_n++] = (typeof(others[0])){ other, oo.frame };
     }
-    for (size_t i = 0; i < kept->count && i < HELPER_SITES && freed_n > 0; i++) {
+    for (size_t i = 0; i < kept->count && i < HELPER_SITES && others_n > 0; i++) {
         const report_site_t *leak = &kept->sites[i];
         origin_site_t lo;
         origin_site(leak->id, leak->stats.kind, &lo);
         if (!lo.found)
             continue;
         int mine_n = -1, depth = 0;
-        for (size_t j = 0; j < freed_n; j++) {
+        for (size_t j = 0; j < others_n; j++) {
             /* The same kind: a helper's freed tensors, not the segment its
              * first call made the allocator take. */
-            if (freed[j].site->id == leak->id || freed[j].site->stats.kind != leak->stats.kind
-                || freed[j].site->aside || !origin_same_frame(&freed[j].origin, &lo.frame))
+            if (others[j].site->id == leak->id || others[j].site->stats.kind != leak->stats.kind
+                || others[j].site->aside || fate(others[j].site, kept_is_held) == fate(leak, kept_is_held)
+                || !origin_same_frame(&others[j].origin, &lo.frame))
                 continue;
             if (mine_n < 0)
                 mine_n = origin_callers(leak->id, mine, HELPER_CALLERS);
-            const report_site_t *other = freed[j].site;
+            const report_site_t *other = others[j].site;
             int theirs_n = origin_callers(other->id, theirs, HELPER_CALLERS);
             int d = 0;  /* callers shared with this freed site */
             while (d < mine_n && d < theirs_n && origin_same_frame(&mine[d], &theirs[d]))

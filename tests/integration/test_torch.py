@@ -435,10 +435,41 @@ class TorchTensorsTest(unittest.TestCase):
         self.assertIn("Still held when Python finished", text)
         self.assertIn("from <module> finish_demo.py:%d" % expect["history_line"], text)
 
+    def test_a_hundred_steps_of_a_leak_grow_and_fail_the_gate(self):
+        """A hundred steps keeping a tensor each, the whole script: growth
+        is judged from checkpoints taken every few allocations early in a
+        run (every 256 before: two samples, no finding), and check's
+        default gate fails it at its line, though nothing is live at exit."""
+        report, expect, stderr, path = self.run_script_file("short_leak_demo.py")
+        self.assertEqual(report["totals"]["leaked_bytes"], 0)
+        grown = [s for s in report["growth"] if s["kind"] == "tensor"]
+        self.assertEqual([s["origin"]["line"] for s in grown], [expect["leak"]])
+        self.assertEqual(grown[0]["held_by"][0]["name"], "kept[...]")
+        gate = subprocess.run([os.path.join(BUILD, "gpuleak"), "check", path],
+                              capture_output=True, text=True, timeout=60)
+        self.assertEqual(gate.returncode, 1, gate.stdout + gate.stderr)
+        self.assertIn("--max-growth 0 B: growth of", gate.stdout)
+        self.assertIn("short_leak_demo.py:%d" % expect["leak"], gate.stdout)
+
+    def test_a_helper_s_paths_of_other_fates_read_apart(self):
+        """The weights, a cache that fills once and a leak, all through one
+        helper: the leak grew and the others did not, so its line shows the
+        caller that keeps it, and comes first in what was held."""
+        report, expect, stderr, path = self.run_script_file("helper_fates_demo.py")
+        held = stderr[stderr.index("Still held when Python finished"):]
+        first = held.splitlines()[1]
+        self.assertIn("helper_fates_demo.py:%d in new_buffer, from <module> helper_fates_demo.py:%d"
+                      % (expect["helper"], expect["kept"]), first)
+        self.assertIn("[grew during the run]", first)
+        self.assertIn("held by kept[...] (list in helper_fates_demo.py)", held.splitlines()[2])
+        self.assertIn("from <listcomp> helper_fates_demo.py:%d" % expect["weights"], held)
+        self.assertIn("held by weights[...] (list in helper_fates_demo.py): 12.0 MiB", held)
+
     def test_the_summary_says_what_was_held_when_nothing_leaked(self):
-        """A helper's line that two callers use is one line of the summary's
-        held section, summing two sites: the line says so, since the
-        holders under it are the largest site's only. With nothing live at
+        """A helper's line that two callers use, for memory of one fate
+        (held, neither grew in so short a run), is one line of the
+        summary's held section, summing two sites, with the holders of both
+        summed. With nothing live at
         exit, the summary's last line says the held memory is above: it
         said "no leaks" alone, after listing it."""
         tmp = tempfile.mkdtemp(prefix="gpuleak-torch-py-")
@@ -461,8 +492,9 @@ class TorchTensorsTest(unittest.TestCase):
         self.assertEqual(proc.returncode, 0, proc.stderr)
         self.assertIn("Still held when Python finished, before its shutdown freed it (520.0 KiB in 2 site(s); "
                       "by line):\n   520.0 KiB PyTorch tensor memory from %s:5 in new_buffer "
-                      "(owner: pytorch-tensor) [2 sites; holders of the largest]\n"
-                      "      held by kept[...] (list in held_lines.py): 512.0 KiB\n" % script, proc.stderr)
+                      "(owner: pytorch-tensor) [2 sites]\n"
+                      "      held by kept[...] (list in held_lines.py): 512.0 KiB\n"
+                      "      held by cache[...] (dict in held_lines.py): 8.0 KiB\n" % script, proc.stderr)
         self.assertRegex(proc.stderr, r"\n\ngpuleak: no leaks at exit, but 520.0 KiB was still held when "
                                       r"Python finished \(above\): ")
 

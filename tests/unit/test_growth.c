@@ -135,6 +135,34 @@ START_TEST(once_an_epoch_is_growth_however_late)
 }
 END_TEST
 
+/* A run of a few milliseconds, timed by a coarse clock: its samples share
+ * the first tick but for the last few. By time, every one of them but
+ * those would be start-up; by allocations the rise is plain. The same
+ * timing with a level series stays no finding, and so does a start-up
+ * that filled in steps then held through a long run. */
+START_TEST(a_run_within_a_few_clock_ticks_is_judged_by_allocations)
+{
+    for (int i = 0; i < 20; i++) {
+        values[i] = (uint64_t)(i + 1) << 20;
+        times[i] = i < 14 ? 0 : 4000000;
+        allocs[i] = (uint64_t)i * 8;
+    }
+    growth_finding_t g;
+    growth_evaluate(values, times, allocs, 20, &g);
+    ck_assert_int_eq(g.grew, 1);
+    for (int i = 0; i < 20; i++)
+        values[i] = 8u << 20;
+    growth_evaluate(values, times, allocs, 20, &g);
+    ck_assert_int_eq(g.grew, 0);
+    for (int i = 0; i < 20; i++) {
+        values[i] = (uint64_t)(i < 6 ? i + 1 : 6) << 20;
+        times[i] = (uint64_t)i * 100000000ull;
+    }
+    growth_evaluate(values, times, allocs, 20, &g);
+    ck_assert_int_eq(g.grew, 0);
+}
+END_TEST
+
 /* A cache that fills in six held steps just after the baseline and then
  * keeps its size for the rest of the run (more than half of it): bounded,
  * not a leak. The floors do not call it growth (the last two thirds are
@@ -278,6 +306,7 @@ int main(void)
     tcase_add_test(tc, leak_under_sawtooth_is_growth);
     tcase_add_test(tc, shutdown_frees_do_not_hide_growth);
     tcase_add_test(tc, short_series_is_not_judged);
+    tcase_add_test(tc, a_run_within_a_few_clock_ticks_is_judged_by_allocations);
     tcase_add_test(tc, timeline_stays_bounded_and_keeps_the_high_water);
     tcase_add_test(tc, costly_checkpoints_wait_in_proportion);
     suite_add_tcase(suite, tc);
