@@ -107,6 +107,10 @@ static const origin_rule_t builtin_rules[] = {
     PYFILE("*/dist-packages/*", ORIGIN_LIBRARY),
     PYFILE("*/lib/python3.*/*", ORIGIN_SKIP),
     PYFILE("<frozen *>", ORIGIN_SKIP),
+    /* code PyTorch writes at run time: torch.compile's (Inductor's output,
+     * under the temporary directory) and torch.fx's GraphModule forward */
+    PYFILE("*/torchinductor_*/*", ORIGIN_SKIP),
+    PYFILE("<eval_with_key>*", ORIGIN_SKIP),
     PYFILE("*/torch/*", ORIGIN_SKIP),
 };
 

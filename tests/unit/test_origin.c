@@ -227,6 +227,20 @@ START_TEST(test_pytorch_python_rules)
     n = torch_stack(frames, checkout, COUNT(checkout), NULL);
     ck_assert_int_eq(origin_find(frames, n), 1);
 
+    /* torch.compile: Inductor's generated call() allocates the compiled
+     * graph's buffers, under the user's forward (Dynamo keeps its file)
+     * and the line that called the model; an FX GraphModule's forward is
+     * generated too. */
+    const origin_frame_t compiled[] = {
+        PY("call", "/tmp/torchinductor_u/ab/cab3xyz.py", 118),
+        PY("CompiledFxGraph.__call__", SITE "/torch/_inductor/output_code.py", 460),
+        PY("forward", "<eval_with_key>.4", 12),
+        PY("Net.forward", "/home/u/proj/model.py", 30),
+        PY("train_step", "/home/u/proj/train.py", 42),
+    };
+    n = torch_stack(frames, compiled, COUNT(compiled), NULL);
+    ck_assert_int_eq(origin_find(frames, n), 3);
+
     /* Python names are not native names: a class called PyThing is the user's. */
     const origin_frame_t pyname[] = { PY("PyThing.cudaMalloc", "/home/u/proj/thing.py", 5) };
     n = torch_stack(frames, pyname, COUNT(pyname), NULL);
