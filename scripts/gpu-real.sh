@@ -79,6 +79,8 @@ real hook_stash stash
 real gpt2_kept_loss losses
 real timm_outputs outputs
 real lightning_val_outputs val_outputs
+real short_toy kept
+real compiled_outputs outputs
 
 section "pytest --gpuleak on real PyTorch"
 if have_time "PYTEST" 90; then
