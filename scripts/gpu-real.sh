@@ -80,7 +80,6 @@ real gpt2_kept_loss losses
 real timm_outputs outputs
 real lightning_val_outputs val_outputs
 real short_toy kept
-real compiled_outputs outputs
 
 section "pytest --gpuleak on real PyTorch"
 if have_time "PYTEST" 90; then
@@ -112,6 +111,9 @@ if have_time "ASSERT" 60 && "$NVCC" -O2 -o "$WORK/bin/assert_leak" "$REAL/assert
 else
     result FAIL "ASSERT build" "see build-assert.log"
 fi
+
+section "torch.compile (last: Inductor compiles for tens of seconds)"
+real compiled_outputs outputs
 
 section "summary"
 printf '%s\n' "${RESULTS[@]}" | tee "$OUT/gpu-real-summary.txt"
