@@ -28,3 +28,21 @@ def test_keeps_a_loss_with_its_graph():
 def test_steady_under_repeat():
     x = torch.randn(512, 512, device="cuda")
     del x
+
+
+@pytest.fixture
+def model():
+    return torch.nn.Linear(1024, 1024).cuda()
+
+
+def test_uses_a_model_fixture(model):
+    assert model(torch.randn(8, 1024, device="cuda")).shape == (8, 1024)
+
+
+class TestWithState:
+    def setup_method(self):
+        self.weights = torch.randn(1024, 1024, device="cuda")
+
+    def test_uses_its_state(self):
+        self.activations = self.weights @ self.weights
+        assert self.activations.shape == (1024, 1024)
