@@ -35,7 +35,9 @@ class PytestPluginTest(unittest.TestCase):
         self.assertIsNotNone(self.python, "pytest is needed: apt-get install python3-pytest")
         self.tmp = tempfile.mkdtemp(prefix="gpuleak-pytest-")
 
-    def run_pytest(self, *args, suite=SUITE, python_options=()):
+    def pytest_env(self, extra_env=None):
+        """The environment pytest runs in: the package and the fake torch
+        importable, the shim found through GPULEAK_LIB (not preloaded)."""
         env = dict(os.environ)
         env.update({"PYTHONPATH": os.pathsep.join([os.path.join(ROOT, "python"),
                                                    os.path.join(ROOT, "tests", "python", "faketorch")]),
@@ -44,7 +46,12 @@ class PytestPluginTest(unittest.TestCase):
                     "GPULEAK_LIB": os.path.join(BUILD, "libgpuleak.so"),
                     "GPULEAK_OUTPUT": os.path.join(self.tmp, "r-%p.json"),
                     "GPULEAK_SUMMARY": "0"})
+        env.update(extra_env or {})
         env.pop("LD_PRELOAD", None)
+        return env
+
+    def run_pytest(self, *args, suite=SUITE, python_options=()):
+        env = self.pytest_env()
         junit = os.path.join(self.tmp, "junit-%d.xml" % len(os.listdir(self.tmp)))
         proc = subprocess.run([self.python] + list(python_options) + ["-m", "pytest", "-p", "gpuleak.pytest_plugin", "-p", "no:cacheprovider",
                                "--junitxml", junit, suite] + list(args),
@@ -164,16 +171,7 @@ class PytestPluginTest(unittest.TestCase):
 
     def run_usage(self, *args, suite=SUITE, extra_env=None):
         """pytest with the plugin where a usage error is expected: no JUnit."""
-        env = dict(os.environ)
-        env.update({"PYTHONPATH": os.pathsep.join([os.path.join(ROOT, "python"),
-                                                   os.path.join(ROOT, "tests", "python", "faketorch")]),
-                    "FAKE_C10": os.path.join(BUILD, "fakec10", "libc10_cuda.so"),
-                    "LD_LIBRARY_PATH": os.path.join(BUILD, "fakecuda"),
-                    "GPULEAK_LIB": os.path.join(BUILD, "libgpuleak.so"),
-                    "GPULEAK_OUTPUT": os.path.join(self.tmp, "r-%p.json"),
-                    "GPULEAK_SUMMARY": "0"})
-        env.update(extra_env or {})
-        env.pop("LD_PRELOAD", None)
+        env = self.pytest_env(extra_env)
         return subprocess.run([self.python, "-m", "pytest", "-p", "gpuleak.pytest_plugin", "-p",
                                "no:cacheprovider", suite] + list(args),
                               env=env, capture_output=True, text=True, timeout=120)
