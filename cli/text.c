@@ -188,9 +188,13 @@ static void print_blocks(FILE *f, const load_list_t *list, const char *title, co
                     (unsigned long long)s->bytes, why ? why : "result", s->result);
         }
         else {
-            fprintf(f, "\n%s of %llu byte(s) in %llu allocation(s) of %s on device %ld",
+            fprintf(f, "\n%s of %llu byte(s) in %llu allocation(s) of %s",
                     strcmp(what, "teardown") == 0 ? "Teardown leak" : "Leak", (unsigned long long)s->bytes,
-                    (unsigned long long)s->allocations, frames_kind_phrase(s->kind), s->device);
+                    (unsigned long long)s->allocations, frames_kind_phrase(s->kind));
+            /* Pinned host memory lives in the host's RAM: "on device 0"
+             * (the context current when it was asked for) misled. */
+            if (s->kind == NULL || strcmp(s->kind, "host") != 0)
+                fprintf(f, " on device %ld", s->device);
             if (s->teardown != NULL) {
                 fputs(" (reclaimed by ", f);
                 frame_text_put(f, s->teardown);

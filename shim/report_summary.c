@@ -385,9 +385,13 @@ void report_summary_print(FILE *f, const report_view_t *view, const char *path)
     for (size_t i = 0; i < shown; i++) {
         const line_group_t *g = &groups[i];
         const report_site_t *s = &view->leaks.sites[g->top];
-        fprintf(f, "\nLeak of %llu byte(s) in %llu allocation(s) of %s on device %d",
+        fprintf(f, "\nLeak of %llu byte(s) in %llu allocation(s) of %s",
                 (unsigned long long)g->bytes, (unsigned long long)g->allocations,
-                kind_phrase(s->stats.kind), s->stats.device);
+                kind_phrase(s->stats.kind));
+        /* Pinned host memory lives in the host's RAM: "on device 0" (the
+         * context current when it was asked for) misled. */
+        if (s->stats.kind != REPORT_KIND_host)
+            fprintf(f, " on device %d", s->stats.device);
         if (g->sites > 1)
             fprintf(f, " at %zu sites of one line; the largest allocated from:\n", g->sites);
         else
