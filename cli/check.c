@@ -343,12 +343,26 @@ static void memout_close(memout_t *m)
     m->f = NULL;
 }
 
+/* A budget not judged on a report: one SKIP line naming it and why, and
+ * a skipped JUnit case. Said always (gpuleak run's quiet gates too): a
+ * budget silently not judged would read as passed. Counts as a pass. */
+static int skip_line(FILE *out, const load_report_t *r, const char *flag, uint64_t budget,
+                     check_junit_t *junit, const char *name, const char *why)
+{
+    char c[UNITS_SIZE_BUF];
+    fputs("SKIP ", out);
+    frame_text_put(out, r->path);
+    fprintf(out, ": %s %s: ", flag, units_format_size(budget, c));
+    frame_text_put(out, why);
+    fputc('\n', out);
+    junit_skip(junit, r->path, name, why);
+    return CHECK_PASS;
+}
+
 /* A report taken while the program ran (a snapshot, a dump on request)
  * lists what was live then as its leaks: memory in use, not leaked, so
  * the leak budget is not judged on it. Growth and peak mean the same in a
- * running program and are judged as ever. Said on one SKIP line, always
- * (gpuleak run's quiet gates too: a budget silently not judged would read
- * as passed), and as a skipped JUnit case. */
+ * running program and are judged as ever. */
 static int skip_leaked(FILE *out, const load_report_t *r, const check_budget_t *b, check_junit_t *junit)
 {
     const char *what = r->moment && strcmp(r->moment, "snapshot") == 0 ? "a snapshot"
@@ -359,13 +373,24 @@ static int skip_leaked(FILE *out, const load_report_t *r, const check_budget_t *
                        "growth and peak are judged",
                  what, r->moment ? r->moment : "unknown") < 0)
         why = NULL;
-    char c[UNITS_SIZE_BUF];
-    fputs("SKIP ", out);
-    frame_text_put(out, r->path);
-    fprintf(out, ": %s %s: ", b->leaked_flag, units_format_size(b->max_leaked, c));
-    frame_text_put(out, why ? why : "taken while the program ran");
-    fputc('\n', out);
-    junit_skip(junit, r->path, "max-leaked", why ? why : "taken while the program ran");
+    skip_line(out, r, b->leaked_flag, b->max_leaked, junit, "max-leaked",
+              why ? why : "taken while the program ran");
+    free(why);
+    return CHECK_PASS;
+}
+
+/* A run too short for the growth rule (status.growth_judged false) has an
+ * empty growth section that says nothing: "growth 0 B" would be a false
+ * assurance, so the growth budget is not judged on it. */
+static int skip_growth(FILE *out, const load_report_t *r, const check_budget_t *b, check_junit_t *junit)
+{
+    char *why = NULL;
+    if (asprintf(&why, "growth not judged: the run was too short (%llu sample(s) of live memory, "
+                       "too few for the growth rule; docs/growth.md)",
+                 (unsigned long long)r->growth_samples) < 0)
+        why = NULL;
+    skip_line(out, r, b->growth_flag, b->max_growth, junit, "max-growth",
+              why ? why : "growth not judged: the run was too short");
     free(why);
     return CHECK_PASS;
 }
@@ -417,6 +442,8 @@ static int judge_growth(FILE *out, const load_report_t *r, const check_budget_t 
         junit_add(junit, r->path, "max-growth", "the report has no growth section", NULL, 1);
         return CHECK_ERROR;
     }
+    if (!r->growth_judged)
+        return skip_growth(out, r, b, junit);
     if (r->growth_bytes <= b->max_growth) {
         pass_line(b->quiet_pass ? NULL : out, r->path, b->growth_flag, b->max_growth, "growth", r->growth_bytes);
         junit_add(junit, r->path, "max-growth", NULL, NULL, 0);
@@ -526,8 +553,9 @@ supp_set_t *check_setup(check_budget_t *b, const opt_value_t *v)
  * per budget (FAIL: one per site) on out and adding test cases to junit
  * (may be NULL). Suppression counters in supp accumulate across calls. The
  * leak budget is not judged on an incomplete report (r->complete false: a
- * snapshot or a dump on request, taken while the program ran): a SKIP line
- * and a skipped test case instead, which count as a pass. Returns the
+ * snapshot or a dump on request, taken while the program ran), nor the
+ * growth budget on a run too short to judge growth: a SKIP line and a
+ * skipped test case instead, which count as a pass. Returns the
  * worst verdict: CHECK_ERROR when a budget cannot be judged. */
 int check_report(FILE *out, const load_report_t *r, const check_budget_t *b, supp_set_t *supp,
                  check_junit_t *junit)

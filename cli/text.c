@@ -122,7 +122,10 @@ static void print_header(FILE *f, const load_report_t *r)
     if (t->teardown_leaked_bytes > 0)
         fprintf(f, "; %llu byte(s) at context teardown", (unsigned long long)t->teardown_leaked_bytes);
     fputc('\n', f);
-    if (r->has_growth)
+    if (r->has_growth && !r->growth_judged)
+        fprintf(f, "  growth:   not judged: the run was too short (%llu sample(s) of live memory)\n",
+                (unsigned long long)r->growth_samples);
+    else if (r->has_growth)
         fprintf(f, "  growth:   %s\n", units_format_size(r->growth_bytes, a));
 }
 

@@ -318,6 +318,11 @@ static void print_growth_and_peak(FILE *f, const report_view_t *view)
     n = group_by_line(view, &view->growth, gained_of, groups);
     if (view->growth.count > 0)
         fprintf(f, "\nGrowing during the run (%zu site(s) at %zu line(s)):\n", view->growth.count, n);
+    else if (!view->growth_judged)
+        /* Else no growth section reads as "nothing grew". */
+        fprintf(f, "\nGrowth not judged: the run was too short (%zu sample(s) of live memory; "
+                   "the rule needs %d after the first fifth of the run).\n",
+                view->growth_samples, GROWTH_MIN_SAMPLES);
     for (size_t i = 0; i < n && i < limit; i++) {
         const report_site_t *s = &view->growth.sites[groups[i].top];
         fprintf(f, "  +%s (%s/s, steadiness %.0f%%) %s from %s",

@@ -151,6 +151,40 @@ has "$T/out" "--max-growth 1.0 MiB: growth of 6291456 byte(s)"
 expect 0 "check --max-growth ok" -- $G check $FIX/demo.json --max-growth=6MiB
 python3 -c "import json,sys; d=json.load(open('$FIX/demo.json')); d.pop('growth'); json.dump(d, open('$T/nogrowth.json','w'))"
 expect 2 "check --max-growth without growth data" -- $G check "$T/nogrowth.json" --max-growth 1MiB
+# A run too short for the growth rule (status.growth_judged false) has an
+# empty growth list that says nothing: the growth budget is skipped on it,
+# one SKIP line, never "PASS ... growth 0 B"; a report without the field
+# (older) is judged as before.
+python3 - "$FIX/demo.json" "$T" <<'PYEOF'
+import json, sys
+d = json.load(open(sys.argv[1])); t = sys.argv[2]
+d["growth"] = []
+d["status"] = {"moment": "exit", "complete": True, "growth_samples": 3, "growth_judged": False}
+json.dump(d, open(f"{t}/short.json", "w"))
+d["status"]["growth_judged"] = "no"
+json.dump(d, open(f"{t}/short-bad.json", "w"))
+d["status"]["growth_judged"] = True
+json.dump(d, open(f"{t}/judged.json", "w"))
+PYEOF
+expect 0 "check --max-growth 0 on a run too short to judge growth" -- $G check "$T/short.json" --max-growth 0
+has "$T/out" "SKIP $T/short.json: --max-growth 0 B: growth not judged: the run was too short (3 sample(s) of live memory, too few for the growth rule; docs/growth.md)"
+hasnt "$T/out" "PASS"
+lines "$T/out" 1
+expect 1 "check's default on a run too short to judge growth: the growth SKIP line" -- $G check "$T/short.json"
+has "$T/out" "SKIP $T/short.json: --max-growth 0 B: growth not judged"
+has "$T/out" "FAIL $T/short.json: --max-leaked 0 B"
+expect 0 "check --junit: growth not judged is a skipped testcase" -- $G check "$T/short.json" --max-growth 0 --max-peak 1GiB --junit "$T/junit-short.xml"
+if xmllint --noout "$T/junit-short.xml"; then ok; else bad "junit-short.xml is not well-formed"; fi
+has "$T/junit-short.xml" 'tests="2" failures="0" errors="0" skipped="1"'
+has "$T/junit-short.xml" '<testcase classname="gpuleak" name="max-growth">'
+has "$T/junit-short.xml" '<skipped message="growth not judged: the run was too short (3 sample(s) of live memory'
+expect 0 "check --max-growth 0 on a judged run that did not grow" -- $G check "$T/judged.json" --max-growth 0
+has "$T/out" "PASS $T/judged.json: --max-growth 0 B: growth 0 B"
+expect 0 "report: growth not judged" -- $G report "$T/short.json"
+has "$T/out" "  growth:   not judged: the run was too short (3 sample(s) of live memory)"
+expect 2 "status.growth_judged not a boolean" -- $G check "$T/short-bad.json"
+has "$T/err" '"status.growth_judged" is not a boolean'
+lines "$T/err" 1
 # Sites that share an origin line are one FAIL line, their bytes summed,
 # the largest first.
 python3 - "$FIX/demo.json" "$T/oneline.json" <<'PYEOF'
@@ -377,6 +411,9 @@ for r in range(3):
     x["totals"]["peak_bytes"] = (r + 1) * 10 * 1048576
     if r == 2: x["leaks"] = x["leaks"][:1]
     json.dump(x, open(f"{t}/rank{r}.json", "w"))
+    if r == 1:
+        x["growth"] = []; x["status"] = {"growth_samples": 3, "growth_judged": False}
+        json.dump(x, open(f"{t}/rank1-short.json", "w"))
 PY
 expect 0 "merge" -- $G merge "$T/rank2.json" "$T/rank0.json" "$T/rank1.json"
 has "$T/out" "imbalance (max/min peak) 3.00x"
@@ -389,6 +426,10 @@ expect 0 "merge: common sites largest first" -- $G merge "$T/rank0.json" "$T/ran
 sed -n 's/^ *\([0-9.]*\) MiB in all ranks.*/\1/p' "$T/out" >"$T/common"
 lines "$T/common" 4
 if sort -rn "$T/common" | cmp -s - "$T/common"; then ok; else bad "merge: common sites not largest first: $(tr '\n' ' ' <"$T/common")"; fi
+# A rank too short to judge growth reads "not judged", not "0 B".
+expect 0 "merge: growth not judged" -- $G merge "$T/rank0.json" "$T/rank1-short.json"
+has "$T/out" " not judged  $T/rank1-short.json"
+hasnt "$T/out" " 0 B  $T/rank1-short.json"
 expect 2 "merge nothing" -- $G merge
 expect 2 "merge bad file" -- $G merge "$T/rank0.json" "$T/text.json"
 
