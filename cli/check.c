@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "check.h"
 #include "frames.h"
+#include "text.h"
 #include "units.h"
 
 #include <errno.h>
@@ -361,17 +362,30 @@ static int skip_line(FILE *out, const load_report_t *r, const char *flag, uint64
 
 /* A report taken while the program ran (a snapshot, a dump on request)
  * lists what was live then as its leaks: memory in use, not leaked, so
- * the leak budget is not judged on it. Growth and peak mean the same in a
- * running program and are judged as ever. */
+ * the leak budget is not judged on it. Nor on one written as a signal
+ * killed the program (SIGTERM from a scheduler, ^C, a crash): its frees
+ * never ran, so what was live then is not what it leaks. Growth and peak
+ * mean the same in a running program and are judged as ever. */
 static int skip_leaked(FILE *out, const load_report_t *r, const check_budget_t *b, check_junit_t *junit)
 {
     const char *what = r->moment && strcmp(r->moment, "snapshot") == 0 ? "a snapshot"
                      : r->moment && strcmp(r->moment, "request") == 0 ? "a dump on request"
                      : "a report";
+    const char *name = text_signal_name(r->signal);
     char *why = NULL;
-    if (asprintf(&why, "%s taken while the program ran (moment %s): live is not leaked; "
-                       "growth and peak are judged",
-                 what, r->moment ? r->moment : "unknown") < 0)
+    int n;
+    if (text_killed(r) && r->signal > 0)
+        n = asprintf(&why, "a report taken when the program was killed by signal %ld%s%s%s: "
+                           "live is not leaked; growth and peak are judged",
+                     r->signal, name ? " (" : "", name ? name : "", name ? ")" : "");
+    else if (text_killed(r))
+        n = asprintf(&why, "a report taken when the program was killed by a signal: "
+                           "live is not leaked; growth and peak are judged");
+    else
+        n = asprintf(&why, "%s taken while the program ran (moment %s): live is not leaked; "
+                           "growth and peak are judged",
+                     what, r->moment ? r->moment : "unknown");
+    if (n < 0)
         why = NULL;
     skip_line(out, r, b->leaked_flag, b->max_leaked, junit, "max-leaked",
               why ? why : "taken while the program ran");
@@ -400,7 +414,7 @@ static int skip_growth(FILE *out, const load_report_t *r, const check_budget_t *
 static int judge_leaked(FILE *out, const load_report_t *r, const check_budget_t *b, supp_set_t *supp,
                         check_junit_t *junit)
 {
-    if (!r->complete)
+    if (!r->complete || text_killed(r))
         return skip_leaked(out, r, b, junit);
     uint64_t leaked = 0;
     for (size_t i = 0; i < r->leaks.n; i++) {
@@ -553,7 +567,8 @@ supp_set_t *check_setup(check_budget_t *b, const opt_value_t *v)
  * per budget (FAIL: one per site) on out and adding test cases to junit
  * (may be NULL). Suppression counters in supp accumulate across calls. The
  * leak budget is not judged on an incomplete report (r->complete false: a
- * snapshot or a dump on request, taken while the program ran), nor the
+ * snapshot or a dump on request, taken while the program ran) or on one
+ * written as a signal killed the program (moment "signal"), nor the
  * growth budget on a run too short to judge growth: a SKIP line and a
  * skipped test case instead, which count as a pass. Returns the
  * worst verdict: CHECK_ERROR when a budget cannot be judged. */

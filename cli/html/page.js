@@ -723,6 +723,8 @@
       const warnings = [];
       if (status.tracking === "off") warnings.push(`Tracking stopped early (${str(status.reason) ?? "no reason given"}): the report covers only what was recorded before.`);
       if (status.complete === false) warnings.push("A snapshot taken while the program ran, not its final report.");
+      if (status.moment === "signal")
+        warnings.push(`Written as signal ${num(status.signal) || "?"} killed the program: what it lists as leaks was in use then (its frees never ran), not leaked.`);
       if (num(status.stacks_dropped)) warnings.push(`${fmtInt(status.stacks_dropped)} stack(s) dropped: the stack depot was full.`);
       if (warnings.length) {
         slot(root, "warning").textContent = warnings.join(" ");
@@ -739,7 +741,7 @@
       const cards = slot(this.root, "cards");
       card(cards, "Peak GPU memory", fmtBytes(s.peakBytes),
         (s.peak ? `at ${fmtSeconds(s.peak.t)}; ` : "") + `${fmtInt(s.peakBytes)} bytes`);
-      card(cards, "Leaked at exit", fmtBytes(s.leaked),
+      card(cards, obj(doc.status) && doc.status.moment === "signal" ? "Live when killed" : "Leaked at exit", fmtBytes(s.leaked),
         `${fmtInt(s.leakedAllocations)} allocation(s) at ${fmtInt(this.rows.leaks.length)} site(s)`, s.leaked > 0);
       if (this.rows.teardown_leaks.length)
         card(cards, "Live at context teardown", fmtBytes(s.teardown), `${fmtInt(this.rows.teardown_leaks.length)} site(s)`, true);

@@ -287,6 +287,18 @@ def not_judged(tmp):
     out, _, _ = chromium(tmp, f"file://{page}", "--dump-dom")
     check(re.search(r"<td[^>]*>not judged</td>", out), "not judged: the overview's grew column does not say so")
 
+    # A report a signal wrote as it killed the program: its leaks were in use.
+    d["status"] = {"moment": "signal", "complete": True, "signal": 15}
+    killed = os.path.join(tmp, "killed.json")
+    with open(killed, "w") as f:
+        json.dump(d, f)
+    p = subprocess.run([G, "html", killed, "-o", page], capture_output=True, text=True, timeout=60)
+    check(p.returncode == 0, f"html killed.json: exit {p.returncode}: {p.stderr.strip()}")
+    out, _, _ = chromium(tmp, f"file://{page}#report=0", "--dump-dom")
+    page_ok(Dom(out), "killed")
+    check("Written as signal 15 killed the program" in out, "killed: no warning that the leaks were in use")
+    check("Live when killed</dt>" in out and "Leaked at exit</dt>" not in out, "killed: the card reads as leaked")
+
 
 def bad_input(tmp):
     good = open(FIXTURE).read()

@@ -264,6 +264,7 @@ def w(name, status=None, f=None, base=d):
     json.dump(x, open(f"{t}/{name}.json", "w"))
 w("request", {"moment": "request"})  # no "complete": the moment says it
 w("signal", {"moment": "signal", "complete": True, "signal": 15, "locks_skipped": 2})
+w("signal-unnamed", {"moment": "signal", "complete": True, "signal": 40})
 w("badcomplete", {"moment": "snapshot", "complete": "no"})
 w("badoom", f=lambda x: x["oom"].__setitem__("kind", 7), base=oom)
 w("oom-snapshot", {"moment": "snapshot", "complete": False}, base=oom)
@@ -274,13 +275,25 @@ expect 0 "report a dump on request" -- $G report "$T/request.json"
 has "$T/out" "  moment:   request (a dump on request), taken while the program ran: what it lists as leaks was live then, not left at exit"
 has "$T/out" "17.0 MiB live then"
 has "$T/out" "Leaks (live when the report was taken, the program running): 4 site(s)"
-# A report a signal wrote is complete: its leaks are judged.
-expect 1 "check a signal's report" -- $G check "$T/signal.json"
-hasnt "$T/out" "SKIP"
+# A report a signal wrote as it killed the program is final, but lists
+# what was live then (the program's frees never ran): the leak budget is
+# skipped as on a snapshot; growth and peak are judged.
+expect 0 "check a signal's report: the leaks are not judged" -- $G check "$T/signal.json" --max-leaked 0
+has "$T/out" "SKIP $T/signal.json: --max-leaked 0 B: a report taken when the program was killed by signal 15 (SIGTERM): live is not leaked; growth and peak are judged"
+hasnt "$T/out" "FAIL"
+expect 1 "check a signal's report: growth and peak are judged" -- $G check "$T/signal.json" --max-leaked 0 --max-peak 10MiB --max-growth 1MiB
+has "$T/out" "SKIP $T/signal.json: --max-leaked"
+has "$T/out" "FAIL $T/signal.json: --max-peak 10.0 MiB"
+has "$T/out" "FAIL $T/signal.json: --max-growth 1.0 MiB"
+expect 0 "check a signal's report --junit" -- $G check "$T/signal.json" --max-leaked 0 --junit "$T/junit-signal.xml"
+has "$T/junit-signal.xml" 'skipped="1"'
+has "$T/junit-signal.xml" '<skipped message="a report taken when the program was killed by signal 15 (SIGTERM)'
+expect 0 "check a report of an unnamed signal" -- $G check "$T/signal-unnamed.json" --max-leaked 0
+has "$T/out" "--max-leaked 0 B: a report taken when the program was killed by signal 40: live is not leaked"
 expect 0 "report a signal's report" -- $G report "$T/signal.json"
-has "$T/out" "  moment:   signal, written as signal 15 (SIGTERM) ended the program"
+has "$T/out" "  moment:   signal, written as signal 15 (SIGTERM) ended the program: what it lists as leaks was live then"
 has "$T/out" "  locks:    2 lock(s) of the shim skipped"
-has "$T/out" "Leaks (still live at exit)"
+has "$T/out" "Leaks (live when a signal ended the program)"
 expect 0 "report without status.moment: no moment line" -- $G report $FIX/demo.json
 hasnt "$T/out" "moment:"
 hasnt "$T/out" "locks:"
