@@ -560,7 +560,18 @@ expect 3 "run passes the exit code" -- $G run -- sh -c 'exit 3'
 expect 3 "run: CMD's failure wins over a gate" -- $G run --quiet --fail-on-leak -- sh -c "\"$BUILD/demo\"; exit 3"
 kept=$(sed -n 's/^gpuleak run: the report(s) are kept in //p' "$T/err")
 if [ -n "$kept" ] && ls "$kept"/gpuleak-*.json >/dev/null 2>&1; then ok; rm -rf "$kept"; else bad "run: reports of a failed gate not kept when CMD failed too"; fi
+# 128+N alone reads as an exit code CMD chose: one line says a signal
+# ended it, and only then.
 expect 137 "run: death by signal" -- $G run -- sh -c 'kill -9 $$'
+has "$T/err" "gpuleak: sh killed by signal 9 (SIGKILL)"
+lines "$T/err" 1
+expect 143 "run: death by SIGTERM, gated" -- $G run --quiet --fail-on-leak -- sh -c "\"$BUILD/demo\"; kill -TERM \$\$"
+has "$T/err" "gpuleak: sh killed by signal 15 (SIGTERM)"
+expect 168 "run: death by a signal without a name" -- $G run -- sh -c 'kill -40 $$'
+has "$T/err" "gpuleak: sh killed by signal 40"
+hasnt "$T/err" "signal 40 ("
+expect 3 "run: an exit code is not a signal" -- $G run -- sh -c 'exit 3'
+hasnt "$T/err" "killed by signal"
 expect 127 "run: not found" -- $G run -- /nonexistent/cmd
 expect 126 "run: not executable" -- $G run -- "$FIX/demo.json"
 expect 125 "run: gate but no report" -- $G run --fail-on-leak -- true
