@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "check.h"
 #include "frames.h"
+#include "text.h"
 #include "units.h"
 
 #include <errno.h>
@@ -343,29 +344,67 @@ static void memout_close(memout_t *m)
     m->f = NULL;
 }
 
+/* A budget not judged on a report: one SKIP line naming it and why, and
+ * a skipped JUnit case. Said always (gpuleak run's quiet gates too): a
+ * budget silently not judged would read as passed. Counts as a pass. */
+static int skip_line(FILE *out, const load_report_t *r, const char *flag, uint64_t budget,
+                     check_junit_t *junit, const char *name, const char *why)
+{
+    char c[UNITS_SIZE_BUF];
+    fputs("SKIP ", out);
+    frame_text_put(out, r->path);
+    fprintf(out, ": %s %s: ", flag, units_format_size(budget, c));
+    frame_text_put(out, why);
+    fputc('\n', out);
+    junit_skip(junit, r->path, name, why);
+    return CHECK_PASS;
+}
+
 /* A report taken while the program ran (a snapshot, a dump on request)
  * lists what was live then as its leaks: memory in use, not leaked, so
- * the leak budget is not judged on it. Growth and peak mean the same in a
- * running program and are judged as ever. Said on one SKIP line, always
- * (gpuleak run's quiet gates too: a budget silently not judged would read
- * as passed), and as a skipped JUnit case. */
+ * the leak budget is not judged on it. Nor on one written as a signal
+ * killed the program (SIGTERM from a scheduler, ^C, a crash): its frees
+ * never ran, so what was live then is not what it leaks. Growth and peak
+ * mean the same in a running program and are judged as ever. */
 static int skip_leaked(FILE *out, const load_report_t *r, const check_budget_t *b, check_junit_t *junit)
 {
     const char *what = r->moment && strcmp(r->moment, "snapshot") == 0 ? "a snapshot"
                      : r->moment && strcmp(r->moment, "request") == 0 ? "a dump on request"
                      : "a report";
+    const char *name = text_signal_name(r->signal);
     char *why = NULL;
-    if (asprintf(&why, "%s taken while the program ran (moment %s): live is not leaked; "
-                       "growth and peak are judged",
-                 what, r->moment ? r->moment : "unknown") < 0)
+    int n;
+    if (text_killed(r) && r->signal > 0)
+        n = asprintf(&why, "a report taken when the program was killed by signal %ld%s%s%s: "
+                           "live is not leaked; growth and peak are judged",
+                     r->signal, name ? " (" : "", name ? name : "", name ? ")" : "");
+    else if (text_killed(r))
+        n = asprintf(&why, "a report taken when the program was killed by a signal: "
+                           "live is not leaked; growth and peak are judged");
+    else
+        n = asprintf(&why, "%s taken while the program ran (moment %s): live is not leaked; "
+                           "growth and peak are judged",
+                     what, r->moment ? r->moment : "unknown");
+    if (n < 0)
         why = NULL;
-    char c[UNITS_SIZE_BUF];
-    fputs("SKIP ", out);
-    frame_text_put(out, r->path);
-    fprintf(out, ": %s %s: ", b->leaked_flag, units_format_size(b->max_leaked, c));
-    frame_text_put(out, why ? why : "taken while the program ran");
-    fputc('\n', out);
-    junit_skip(junit, r->path, "max-leaked", why ? why : "taken while the program ran");
+    skip_line(out, r, b->leaked_flag, b->max_leaked, junit, "max-leaked",
+              why ? why : "taken while the program ran");
+    free(why);
+    return CHECK_PASS;
+}
+
+/* A run too short for the growth rule (status.growth_judged false) has an
+ * empty growth section that says nothing: "growth 0 B" would be a false
+ * assurance, so the growth budget is not judged on it. */
+static int skip_growth(FILE *out, const load_report_t *r, const check_budget_t *b, check_junit_t *junit)
+{
+    char *why = NULL;
+    if (asprintf(&why, "growth not judged: the run was too short (%llu sample(s) of live memory, "
+                       "too few for the growth rule; docs/growth.md)",
+                 (unsigned long long)r->growth_samples) < 0)
+        why = NULL;
+    skip_line(out, r, b->growth_flag, b->max_growth, junit, "max-growth",
+              why ? why : "growth not judged: the run was too short");
     free(why);
     return CHECK_PASS;
 }
@@ -375,7 +414,7 @@ static int skip_leaked(FILE *out, const load_report_t *r, const check_budget_t *
 static int judge_leaked(FILE *out, const load_report_t *r, const check_budget_t *b, supp_set_t *supp,
                         check_junit_t *junit)
 {
-    if (!r->complete)
+    if (!r->complete || text_killed(r))
         return skip_leaked(out, r, b, junit);
     uint64_t leaked = 0;
     for (size_t i = 0; i < r->leaks.n; i++) {
@@ -417,6 +456,8 @@ static int judge_growth(FILE *out, const load_report_t *r, const check_budget_t 
         junit_add(junit, r->path, "max-growth", "the report has no growth section", NULL, 1);
         return CHECK_ERROR;
     }
+    if (!r->growth_judged)
+        return skip_growth(out, r, b, junit);
     if (r->growth_bytes <= b->max_growth) {
         pass_line(b->quiet_pass ? NULL : out, r->path, b->growth_flag, b->max_growth, "growth", r->growth_bytes);
         junit_add(junit, r->path, "max-growth", NULL, NULL, 0);
@@ -526,8 +567,10 @@ supp_set_t *check_setup(check_budget_t *b, const opt_value_t *v)
  * per budget (FAIL: one per site) on out and adding test cases to junit
  * (may be NULL). Suppression counters in supp accumulate across calls. The
  * leak budget is not judged on an incomplete report (r->complete false: a
- * snapshot or a dump on request, taken while the program ran): a SKIP line
- * and a skipped test case instead, which count as a pass. Returns the
+ * snapshot or a dump on request, taken while the program ran) or on one
+ * written as a signal killed the program (moment "signal"), nor the
+ * growth budget on a run too short to judge growth: a SKIP line and a
+ * skipped test case instead, which count as a pass. Returns the
  * worst verdict: CHECK_ERROR when a budget cannot be judged. */
 int check_report(FILE *out, const load_report_t *r, const check_budget_t *b, supp_set_t *supp,
                  check_junit_t *junit)

@@ -24,7 +24,8 @@ static const opt_spec_t options[] = {
 _Static_assert(sizeof options / sizeof options[0] == O_COUNT, "one table entry per option");
 
 static const cmd_exit_t exits[] = {
-    { "0", "every budget held in every report (the leak budget skipped on a snapshot)" },
+    { "0", "every budget held in every report (the leak budget skipped on a snapshot or a "
+           "signal's report, the growth budget on a run too short to judge)" },
     { "1", "a budget failed" },
     { "2", "bad usage, a report or suppressions file that cannot be read, a budget a report "
            "cannot be judged on (--max-growth without a growth section), or a failed write" },
@@ -96,7 +97,10 @@ const cmd_spec_t check_command = {
         "the program ran (a snapshot or a dump on request, status.complete false) lists what "
         "was live then, in use rather than leaked: the leak budget is not judged on it, one "
         "SKIP line says so and it is not a failure (a skipped testcase in JUnit); growth and "
-        "peak budgets are judged as ever. The origin options are report's.",
+        "peak budgets are judged as ever. So is a report written as a signal killed the program "
+        "(status.moment signal): its frees never ran. Nor is the growth budget judged on a run too short "
+        "for the growth rule (status.growth_judged false: its empty growth list says nothing): "
+        "a SKIP line again. The origin options are report's.",
     .options = options,
     .noptions = O_COUNT,
     .exits = exits,

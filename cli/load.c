@@ -661,16 +661,21 @@ static int check_identity(ctx_t *ctx, json_t *root)
 
 /* "status": when the report was written. moment and complete decide
  * whether check judges the leaks (a running program's live memory is not
- * leaked), so a wrong type there refuses the report as a count's would;
- * an unknown moment is a newer shim's and is kept. signal and
- * locks_skipped are only shown: one this reader cannot read is left out,
- * as an origin is. */
+ * leaked), and growth_judged whether it judges growth, so a wrong type
+ * there refuses the report as a count's would; an unknown moment is a
+ * newer shim's and is kept. signal and locks_skipped are only shown: one
+ * this reader cannot read is left out, as an origin is. */
 static int load_status(ctx_t *ctx, json_t *root, load_report_t *r)
 {
     r->complete = true;
+    r->growth_judged = true;
     json_t *status = get_typed(ctx, root, "", "status", 0, is_object, "an object");
     if (status == NULL)
         return ctx->error ? -1 : 0;
+    json_t *judged = get_typed(ctx, status, "status", "growth_judged", 0, is_boolean, "a boolean");
+    if (judged != NULL)
+        r->growth_judged = json_is_true(judged);
+    get_u64(ctx, status, "status", "growth_samples", 0, &r->growth_samples);
     get_str(ctx, status, "status", "tracking", 0, &r->tracking);
     get_str(ctx, status, "status", "reason", 0, &r->reason);
     get_str(ctx, status, "status", "moment", 0, &r->moment);

@@ -162,6 +162,12 @@ typedef struct {
     load_list_t kept;
     bool has_growth;
     uint64_t growth_bytes;
+    /* "status.growth_judged": false when the run had too few samples for
+     * the growth rule, so an empty growth section says nothing; absent (an
+     * older report) reads true. growth_samples: how many it had (0 when
+     * absent). */
+    bool growth_judged;
+    uint64_t growth_samples;
     /* "held_at_finish": what a Python program held when Python began to
      * finish (has_held false when absent or null) */
     bool has_held;

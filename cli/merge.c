@@ -146,7 +146,9 @@ static int merge_main(const opts_t *opts)
                     *p = '?';
             printf("  %8s %8lld %-16s %12s %12s %12s  ", rank, r[i]->pid, host,
                    units_format_size(r[i]->totals.peak_bytes, a), units_format_size(r[i]->totals.leaked_bytes, b),
-                   r[i]->has_growth ? units_format_size(r[i]->growth_bytes, c) : "-");
+                   !r[i]->has_growth ? "-"
+                   : r[i]->growth_judged ? units_format_size(r[i]->growth_bytes, c)
+                                         : "not judged"); /* too short: not "0 B" */
             frame_text_put(stdout, r[i]->path);
             putchar('\n');
             min_peak = r[i]->totals.peak_bytes < min_peak ? r[i]->totals.peak_bytes : min_peak;

@@ -7,6 +7,7 @@
 #include "frames.h"
 #include "load.h"
 #include "supp.h"
+#include "text.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -49,7 +50,7 @@ _Static_assert(sizeof options / sizeof options[0] == O_COUNT, "one table entry p
 static const cmd_exit_t exits[] = {
     { "0", "CMD exited 0 and every gate held" },
     { "CMD's", "CMD exited non-zero: its code wins over any gate" },
-    { "128+N", "CMD died from signal N" },
+    { "128+N", "CMD died from signal N (one line on stderr says so)" },
     { "23", "CMD exited 0 but a gate failed (23 as in LeakSanitizer's exitcode)" },
     { "125", "gpuleak could not do its part: the shim was not found, or a gate was set and no "
              "readable report was written (CMD made no CUDA call, or ended by _exit or a signal)" },
@@ -252,7 +253,8 @@ static int set_environment(const run_options_t *o, const char *shim, const char 
 }
 
 /* Forks and execs CMD; returns its exit status as a shell reports it
- * (128+N for death by signal N, 126/127 when it could not be executed). */
+ * (128+N for death by signal N, said on one line of stderr too; 126/127
+ * when it could not be executed). */
 static int exec_and_wait(char **cmd)
 {
     int pipefd[2];
@@ -325,8 +327,16 @@ static int exec_and_wait(char **cmd)
         fprintf(stderr, "gpuleak run: %s: %s\n", cmd[0], strerror(err));
         return err == ENOENT ? RUN_EXIT_NOTFOUND : RUN_EXIT_NOEXEC;
     }
-    if (WIFSIGNALED(status))
+    if (WIFSIGNALED(status)) {
+        /* 128+N alone reads as an exit code CMD chose: one line says a
+         * signal ended it (the OOM killer's SIGKILL, a crash). */
+        const char *name = text_signal_name(WTERMSIG(status));
+        fputs("gpuleak: ", stderr);
+        frame_text_put(stderr, cmd[0]);
+        fprintf(stderr, " killed by signal %d%s%s%s\n", WTERMSIG(status), name ? " (" : "",
+                name ? name : "", name ? ")" : "");
         return 128 + WTERMSIG(status);
+    }
     return WIFEXITED(status) ? WEXITSTATUS(status) : RUN_EXIT_INTERNAL;
 }
 

@@ -34,28 +34,41 @@ static double seconds_since_start(const load_report_t *r, uint64_t t_ns)
     return (double)(t_ns - start) / 1e9;
 }
 
-/* The signals a report names (docs/report-format.md: those that end a
- * process and that the shim writes a report for), by their usual names;
- * another is shown by number alone. */
-static const char *signal_name(long sig)
+const char *text_signal_name(long sig)
 {
     switch (sig) {
     case SIGHUP: return "SIGHUP";
     case SIGINT: return "SIGINT";
+    case SIGQUIT: return "SIGQUIT";
     case SIGILL: return "SIGILL";
+    case SIGTRAP: return "SIGTRAP";
     case SIGABRT: return "SIGABRT";
     case SIGBUS: return "SIGBUS";
     case SIGFPE: return "SIGFPE";
+    case SIGKILL: return "SIGKILL";
+    case SIGUSR1: return "SIGUSR1";
     case SIGSEGV: return "SIGSEGV";
+    case SIGUSR2: return "SIGUSR2";
+    case SIGPIPE: return "SIGPIPE";
+    case SIGALRM: return "SIGALRM";
     case SIGTERM: return "SIGTERM";
+    case SIGXCPU: return "SIGXCPU";
+    case SIGXFSZ: return "SIGXFSZ";
+    case SIGSYS: return "SIGSYS";
     default: return NULL;
     }
 }
 
+bool text_killed(const load_report_t *r)
+{
+    return r->moment != NULL && strcmp(r->moment, "signal") == 0;
+}
+
 /* When the report was written. An incomplete one (a snapshot, a dump on
- * request) was taken while the program ran, so its "leaks" are memory the
- * program still used then: said on one line, since a reader who takes
- * them for leaks at exit chases the wrong thing. */
+ * request) was taken while the program ran, and one a signal wrote as it
+ * killed the program was taken before its frees, so the "leaks" of either
+ * are memory the program still used then: said on one line, since a reader
+ * who takes them for leaks at exit chases the wrong thing. */
 static void print_moment(FILE *f, const load_report_t *r)
 {
     if (r->moment != NULL || !r->complete) {
@@ -66,8 +79,9 @@ static void print_moment(FILE *f, const load_report_t *r)
                        "not left at exit\n",
                     r->moment && strcmp(r->moment, "request") == 0 ? " (a dump on request)" : "");
         else if (r->signal > 0) {
-            const char *name = signal_name(r->signal);
-            fprintf(f, ", written as signal %ld%s%s%s ended the program\n", r->signal,
+            const char *name = text_signal_name(r->signal);
+            fprintf(f, ", written as signal %ld%s%s%s ended the program: what it lists as leaks "
+                       "was live then\n", r->signal,
                     name ? " (" : "", name ? name : "", name ? ")" : "");
         } else
             fputc('\n', f);
@@ -122,7 +136,10 @@ static void print_header(FILE *f, const load_report_t *r)
     if (t->teardown_leaked_bytes > 0)
         fprintf(f, "; %llu byte(s) at context teardown", (unsigned long long)t->teardown_leaked_bytes);
     fputc('\n', f);
-    if (r->has_growth)
+    if (r->has_growth && !r->growth_judged)
+        fprintf(f, "  growth:   not judged: the run was too short (%llu sample(s) of live memory)\n",
+                (unsigned long long)r->growth_samples);
+    else if (r->has_growth)
         fprintf(f, "  growth:   %s\n", units_format_size(r->growth_bytes, a));
 }
 
@@ -361,8 +378,9 @@ void text_print(FILE *f, const load_report_t *r, const text_options_t *o)
 {
     print_header(f, r);
     print_kinds(f, r);
-    print_blocks(f, &r->leaks, r->complete ? "Leaks (still live at exit)"
-                                           : "Leaks (live when the report was taken, the program running)",
+    print_blocks(f, &r->leaks, !r->complete ? "Leaks (live when the report was taken, the program running)"
+                               : text_killed(r) ? "Leaks (live when a signal ended the program)"
+                                           : "Leaks (still live at exit)",
                  "leak", o);
     uint64_t kept_bytes = 0;
     for (size_t i = 0; i < r->kept.n; i++)

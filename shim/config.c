@@ -49,7 +49,8 @@ typedef struct option_spec {
 static const option_spec_t options[] = {
     { { "GPULEAK_OUTPUT", "./gpuleak-%p.json",
         "Report path; %p is the pid, %h the host name, %r the rank (RANK or LOCAL_RANK, "
-        "digits only)." },
+        "digits only). Keep %p for a program of several processes: one path keeps only the "
+        "last report." },
       OPTION_STRING, &config.output, 0, 0, 0 },
     INT_OPTION("GPULEAK_STACK_DEPTH", stack_depth, 64, 0, 256,
                "Native frames recorded per allocation; 0 records no stacks."),

@@ -154,19 +154,17 @@ static size_t held_rises(const uint64_t *values, size_t base, size_t high, uint6
     return rises;
 }
 
-void growth_evaluate(const uint64_t *values, const uint64_t *times_ns,
-                     const uint64_t *allocations, size_t n, growth_finding_t *out)
+/* The baseline of a series of n >= 1 samples: the first sample at or
+ * after a fifth of the run, both by time and by allocations: a burst of
+ * steps after a long, quiet start-up starts its series in the burst, and a
+ * start-up that allocates much (weights) still skips by time. A run
+ * shorter than GROWTH_TIMED_SPAN_NS is judged by allocations alone: the
+ * samples are timed by a coarse clock (ticks of a few milliseconds), which
+ * would put most of a short run's samples in its first fifth. It depends
+ * on the times and allocations alone, not on the values, so whether a run
+ * can be judged at all is known before any site is. */
+static size_t baseline(const uint64_t *times_ns, const uint64_t *allocations, size_t n)
 {
-    memset(out, 0, sizeof *out);
-    if (n < 2)
-        return;
-    /* Baseline: the first sample at or after a fifth of the run, both by
-     * time and by allocations: a burst of steps after a long, quiet
-     * start-up starts its series in the burst, and a start-up that
-     * allocates much (weights) still skips by time. A run shorter than
-     * GROWTH_TIMED_SPAN_NS is judged by allocations alone: the samples are
-     * timed by a coarse clock (ticks of a few milliseconds), which would
-     * put most of a short run's samples in its first fifth. */
     uint64_t start = times_ns[0], span = times_ns[n - 1] - times_ns[0];
     if (span < GROWTH_TIMED_SPAN_NS)
         span = 0;
@@ -176,6 +174,21 @@ void growth_evaluate(const uint64_t *values, const uint64_t *times_ns,
     while (base < n - 1 && (times_ns[base] - start < span / 5
                             || allocations[base] - made_start < made_span / 5))
         base++;
+    return base;
+}
+
+int growth_judgeable(const uint64_t *times_ns, const uint64_t *allocations, size_t n)
+{
+    return n > 0 && n - baseline(times_ns, allocations, n) >= GROWTH_MIN_SAMPLES;
+}
+
+void growth_evaluate(const uint64_t *values, const uint64_t *times_ns,
+                     const uint64_t *allocations, size_t n, growth_finding_t *out)
+{
+    memset(out, 0, sizeof *out);
+    if (n < 2)
+        return;
+    size_t base = baseline(times_ns, allocations, n);
     size_t high = base;
     for (size_t i = base; i < n; i++)
         if (values[i] >= values[high])
@@ -243,15 +256,18 @@ void growth_evaluate(const uint64_t *values, const uint64_t *times_ns,
     out->grew = floors_rose || (still_rising && held >= GROWTH_HELD_RISES);
 }
 
-int growth_site(uint32_t site, uint64_t now_ns, uint64_t live_now, uint64_t allocations_now,
-                growth_finding_t *out)
+/* Copies site's series up to now_ns into values, times and allocs
+ * (GROWTH_CHECKPOINTS + 1 each): the checkpoints at which the site existed
+ * and that were taken by then, and a last sample, live_now at now_ns.
+ * Returns its length, or 0 for a site not followed (or when a report's
+ * bounded wait for the checkpoints' lock ended: patience.h). */
+static size_t series_of(uint32_t site, uint64_t now_ns, uint64_t live_now, uint64_t allocations_now,
+                        uint64_t *values, uint64_t *times, uint64_t *allocs)
 {
     if (site >= GROWTH_SITES || series == NULL)
-        return -1;
-    uint64_t values[GROWTH_CHECKPOINTS + 1], times[GROWTH_CHECKPOINTS + 1],
-        allocs[GROWTH_CHECKPOINTS + 1];
+        return 0;
     if (!patience_mutex_lock(&growth_lock))
-        return -1;
+        return 0;
     size_t n = 0;
     for (size_t c = 0; c < checkpoint_count; c++) {
         if (site > checkpoint_sites[c])
@@ -267,9 +283,29 @@ int growth_site(uint32_t site, uint64_t now_ns, uint64_t live_now, uint64_t allo
     values[n] = live_now;
     times[n] = now_ns;
     allocs[n] = allocations_now;
-    n++;
+    return n + 1;
+}
+
+int growth_site(uint32_t site, uint64_t now_ns, uint64_t live_now, uint64_t allocations_now,
+                growth_finding_t *out)
+{
+    uint64_t values[GROWTH_CHECKPOINTS + 1], times[GROWTH_CHECKPOINTS + 1],
+        allocs[GROWTH_CHECKPOINTS + 1];
+    size_t n = series_of(site, now_ns, live_now, allocations_now, values, times, allocs);
+    if (n == 0)
+        return -1;
     growth_evaluate(values, times, allocs, n, out);
     return 0;
+}
+
+int growth_run(uint64_t now_ns, uint64_t allocations_now, size_t *samples)
+{
+    uint64_t values[GROWTH_CHECKPOINTS + 1], times[GROWTH_CHECKPOINTS + 1],
+        allocs[GROWTH_CHECKPOINTS + 1];
+    /* Site 0 is the first: every checkpoint follows it, so its series has
+     * the run's every sample (its values are not needed). */
+    *samples = series_of(0, now_ns, 0, allocations_now, values, times, allocs);
+    return growth_judgeable(times, allocs, *samples);
 }
 
 size_t growth_checkpoints(void)

@@ -66,6 +66,13 @@ typedef struct growth_finding {
 void growth_evaluate(const uint64_t *values, const uint64_t *times_ns,
                      const uint64_t *allocations, size_t n, growth_finding_t *out);
 
+/* Whether the rule can find growth at all in a series of n samples at
+ * these times and allocation counts: at least GROWTH_MIN_SAMPLES from its
+ * baseline on (fewer, and no values make a finding: the floors need that
+ * many, and GROWTH_HELD_RISES rises each held at the next sample need as
+ * many too). It depends on the times and counts alone, never on the values. */
+int growth_judgeable(const uint64_t *times_ns, const uint64_t *allocations, size_t n);
+
 /* Evaluates the recorded series of site up to now_ns, with a final sample
  * (live_now at now_ns) appended: checkpoints taken after now_ns are left
  * out, so an earlier moment (Python's finish) can end the series. Returns
@@ -73,6 +80,15 @@ void growth_evaluate(const uint64_t *values, const uint64_t *times_ns,
  * the checkpoints' lock ended: patience.h). */
 int growth_site(uint32_t site, uint64_t now_ns, uint64_t live_now, uint64_t allocations_now,
                 growth_finding_t *out);
+
+/* Whether the run's growth could be judged up to now_ns (the moment
+ * growth_site is given as the last), with allocations_now: 1 when the
+ * series of a site followed since the first checkpoint was long enough
+ * for the rule (growth_judgeable), else 0, with the number of samples that
+ * series had (its checkpoints by then and the last sample) in *samples;
+ * 0 samples where nothing is followed or the report's bounded wait for the
+ * checkpoints' lock ended. A site that began later has fewer samples. */
+int growth_run(uint64_t now_ns, uint64_t allocations_now, size_t *samples);
 
 /* Checkpoints taken so far, and sites not followed for lack of room. */
 size_t growth_checkpoints(void);

@@ -3,6 +3,7 @@
 #include "report_json.h"
 #include "report_summary.h"
 #include "config.h"
+#include "lifecycle.h"
 #include "log.h"
 #include "origin.h"
 #include "patience.h"
@@ -111,6 +112,45 @@ static int too_large(const char *path)
     return 1;
 }
 
+/* The file this process last put at its report's path (an earlier
+ * snapshot or dump), told apart from another process's by its identity. */
+static struct stat own_file;
+static int own_file_known;
+static int shared_path_warned;
+
+/* Whether pattern names the pid (%p, not the literal %%p). */
+static int names_pid(const char *pattern)
+{
+    for (const char *p = pattern; *p != '\0'; p++)
+        if (*p == '%' && p[1] != '\0') {
+            if (p[1] == 'p')
+                return 1;
+            p++;
+        }
+    return 0;
+}
+
+/* Whether the file at path is one another process put there while this
+ * one tracked: a regular file this process did not write, modified since
+ * tracking began. A file of an earlier run is older, and is replaced in
+ * silence as ever. Every process of a multi-process program (torchrun's
+ * ranks, a launcher's children) writes its own report, and a path they
+ * share keeps only the last: the first writer cannot know that a later one
+ * will come, but the later one sees the earlier one's file, and says so.
+ * Only the file's identity and times are read, and nothing is changed, the
+ * program's environment included. */
+static int another_process_wrote(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode))
+        return 0;
+    if (own_file_known && st.st_dev == own_file.st_dev && st.st_ino == own_file.st_ino
+        && st.st_mtim.tv_sec == own_file.st_mtim.tv_sec && st.st_mtim.tv_nsec == own_file.st_mtim.tv_nsec)
+        return 0;
+    uint64_t modified_ns = (uint64_t)st.st_mtim.tv_sec * 1000000000ull + (uint64_t)st.st_mtim.tv_nsec;
+    return modified_ns >= lifecycle_started_ns() + lifecycle_epoch_offset_ns();
+}
+
 /* Writes the report to its path or, when that fails, to the fallback, and
  * says so in one line the first time (and once more should the fallback
  * fail later). Returns the path written, or NULL. */
@@ -120,8 +160,21 @@ static const char *write_somewhere(const report_view_t *view, char *path, size_t
     const char *why = NULL;
     if (!primary_failed) {
         int expanded = report_expand_path(config.output, path, size) == 0;
-        if (expanded && report_json_write(path, view, REPORT_REPLACE_REPORT) == 0)
+        int shared = expanded && !shared_path_warned && another_process_wrote(path);
+        if (expanded && report_json_write(path, view, REPORT_REPLACE_REPORT) == 0) {
+            own_file_known = lstat(path, &own_file) == 0;
+            if (shared) {
+                log_line("another process wrote %s while this one ran; this report replaces "
+                         "its report: %s", path,
+                         names_pid(config.output)
+                             ? "GPULEAK_OUTPUT names the same file in both (add %h or %r to it "
+                               "where processes of several hosts or containers share a directory)"
+                             : "GPULEAK_OUTPUT has no %p, so every process writes that one file and "
+                               "the last one wins (use gpuleak-%p.json for a report per process)");
+                shared_path_warned = 1;
+            }
             return path;
+        }
         if (expanded && too_large(path))
             return NULL;
         struct stat st;

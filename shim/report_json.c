@@ -665,8 +665,11 @@ static void write_body(FILE *f, const report_view_t *view)
     else
         fputs_unlocked("null", f);
     fprintf(f, ",\"locks_skipped\":%u", view->locks_skipped);
-    fprintf(f, ",\"stacks_dropped\":%llu,\"growth_sites_unfollowed\":%llu},\n",
+    fprintf(f, ",\"stacks_dropped\":%llu,\"growth_sites_unfollowed\":%llu",
             (unsigned long long)stacks_overflowed(), (unsigned long long)growth_sites_unfollowed());
+    /* Without it an empty growth list of a short run read as "nothing grew". */
+    fprintf(f, ",\"growth_samples\":%zu,\"growth_judged\":%s},\n", view->growth_samples,
+            view->growth_judged ? "true" : "false");
 
     /* Totals count every kind the driver handed out (host included, tensors
      * not: they live inside segments already counted, and have their own

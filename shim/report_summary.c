@@ -318,6 +318,11 @@ static void print_growth_and_peak(FILE *f, const report_view_t *view)
     n = group_by_line(view, &view->growth, gained_of, groups);
     if (view->growth.count > 0)
         fprintf(f, "\nGrowing during the run (%zu site(s) at %zu line(s)):\n", view->growth.count, n);
+    else if (!view->growth_judged)
+        /* Else no growth section reads as "nothing grew". */
+        fprintf(f, "\nGrowth not judged: the run was too short (%zu sample(s) of live memory; "
+                   "the rule needs %d after the first fifth of the run).\n",
+                view->growth_samples, GROWTH_MIN_SAMPLES);
     for (size_t i = 0; i < n && i < limit; i++) {
         const report_site_t *s = &view->growth.sites[groups[i].top];
         fprintf(f, "  +%s (%s/s, steadiness %.0f%%) %s from %s",
@@ -375,12 +380,18 @@ void report_summary_print(FILE *f, const report_view_t *view, const char *path)
     int pid = (int)getpid();
     size_t lines = group_by_line(view, &view->leaks, live_of, groups);
     size_t shown = lines < (size_t)config.summary_sites ? lines : (size_t)config.summary_sites;
+    /* A signal that kills the program comes before its own frees: what is
+     * live then is in use, not leaked (gpuleak check does not judge it). */
+    char when[128] = "at exit";
+    if (view->moment == REPORT_ON_SIGNAL)
+        snprintf(when, sizeof when, "when signal %d ended the program (in use then: its frees "
+                 "never ran)", view->signal);
     if (view->leaks.count > GROUPED_SITES)
-        fprintf(f, "\n==%d==gpuleak: %zu site(s) still hold GPU memory at exit (the largest %d "
-                "at %zu line(s))\n", pid, view->leaks.count, GROUPED_SITES, lines);
+        fprintf(f, "\n==%d==gpuleak: %zu site(s) still hold GPU memory %s (the largest %d "
+                "at %zu line(s))\n", pid, view->leaks.count, when, GROUPED_SITES, lines);
     else if (view->leaks.count > 0)
-        fprintf(f, "\n==%d==gpuleak: %zu site(s) at %zu line(s) still hold GPU memory at exit\n",
-                pid, view->leaks.count, lines);
+        fprintf(f, "\n==%d==gpuleak: %zu site(s) at %zu line(s) still hold GPU memory %s\n",
+                pid, view->leaks.count, lines, when);
     size_t shown_sites = 0;
     for (size_t i = 0; i < shown; i++) {
         const line_group_t *g = &groups[i];

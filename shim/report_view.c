@@ -307,6 +307,8 @@ int report_view_gather(report_view_t *view, report_moment_t moment, int signal)
         view->held_tensor_bytes = held.tensor_bytes;
     }
     free(held.sites);
+    uint64_t last_ns = held_by_site != NULL ? view->held_time_ns : view->now_ns;
+    view->growth_judged = growth_run(last_ns, allocations, &view->growth_samples);
     report_site_t *all = malloc(sizeof *all * ((size_t)high + 1));
     if (all == NULL) {
         free(held_by_site);
@@ -328,7 +330,6 @@ int report_view_gather(report_view_t *view, report_moment_t moment, int signal)
             site->kept = origin_owner_keeps(o.owner);
         }
         site->holder_count = finish_holders(id, &site->holders);
-        uint64_t last_ns = held_by_site != NULL ? view->held_time_ns : view->now_ns;
         uint64_t last_bytes = held_by_site != NULL ? site->held_bytes : site->stats.live_bytes;
         if (site->stats.kind == REPORT_KIND_host
             || growth_site(id, last_ns, last_bytes, allocations, &site->growth) != 0)

@@ -65,6 +65,10 @@ typedef struct report_view {
     report_list_t peak;       /* live at the peak (the tensors' when seen,
                                  else the GPU's), by bytes then */
     report_list_t growth;     /* grew during the run, by bytes gained */
+    int growth_judged;        /* 0: the run had too few samples for the rule
+                                 (growth_run): an empty growth list says nothing */
+    size_t growth_samples;    /* the samples of a site followed from the first
+                                 checkpoint, up to the growth rule's last moment */
     totals_t totals;          /* the driver's GPU memory (reserved, with tensors) */
     totals_t tensors;         /* PyTorch's tensors (allocated); zero when unseen */
     int peak_is_tensors;      /* 1: the peak section is at the tensors' peak */

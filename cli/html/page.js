@@ -680,6 +680,11 @@
         teardown: sum(this.rows.teardown_leaks),
         growth: sum(this.rows.growth),
         hasGrowth: doc.growth !== undefined && doc.growth !== null,
+        /* A run too short for the growth rule has an empty growth list that
+         * says nothing: "0 B" would read as "nothing grew". Absent (an older
+         * report): judged. */
+        growthJudged: (obj(doc.status) || {}).growth_judged !== false,
+        growthSamples: num((obj(doc.status) || {}).growth_samples),
         held: sum(this.rows.held),
         hasHeld: held !== null || Array.isArray(doc.held_at_finish),
         failures: sum(this.rows.failures, (r) => r.allocations),
@@ -693,6 +698,7 @@
         leakedAllocations: String(s.leakedAllocations),
         leakSites: String(this.rows.leaks.length),
         growthBytes: String(s.growth),
+        growthJudged: String(s.growthJudged),
         heldBytes: String(s.held),
         heldSites: String(this.rows.held.length),
         failures: String(s.failures),
@@ -717,6 +723,8 @@
       const warnings = [];
       if (status.tracking === "off") warnings.push(`Tracking stopped early (${str(status.reason) ?? "no reason given"}): the report covers only what was recorded before.`);
       if (status.complete === false) warnings.push("A snapshot taken while the program ran, not its final report.");
+      if (status.moment === "signal")
+        warnings.push(`Written as signal ${num(status.signal) || "?"} killed the program: what it lists as leaks was in use then (its frees never ran), not leaked.`);
       if (num(status.stacks_dropped)) warnings.push(`${fmtInt(status.stacks_dropped)} stack(s) dropped: the stack depot was full.`);
       if (warnings.length) {
         slot(root, "warning").textContent = warnings.join(" ");
@@ -733,12 +741,16 @@
       const cards = slot(this.root, "cards");
       card(cards, "Peak GPU memory", fmtBytes(s.peakBytes),
         (s.peak ? `at ${fmtSeconds(s.peak.t)}; ` : "") + `${fmtInt(s.peakBytes)} bytes`);
-      card(cards, "Leaked at exit", fmtBytes(s.leaked),
+      card(cards, obj(doc.status) && doc.status.moment === "signal" ? "Live when killed" : "Leaked at exit", fmtBytes(s.leaked),
         `${fmtInt(s.leakedAllocations)} allocation(s) at ${fmtInt(this.rows.leaks.length)} site(s)`, s.leaked > 0);
       if (this.rows.teardown_leaks.length)
         card(cards, "Live at context teardown", fmtBytes(s.teardown), `${fmtInt(this.rows.teardown_leaks.length)} site(s)`, true);
-      card(cards, "Grew during the run", s.hasGrowth ? fmtBytes(s.growth) : "not recorded",
-        s.hasGrowth ? `at ${fmtInt(this.rows.growth.length)} site(s)` : "", s.growth > 0);
+      if (s.hasGrowth && !s.growthJudged)
+        card(cards, "Grew during the run", "not judged",
+          `the run was too short (${fmtInt(s.growthSamples)} sample(s) of live memory; docs/growth.md)`);
+      else
+        card(cards, "Grew during the run", s.hasGrowth ? fmtBytes(s.growth) : "not recorded",
+          s.hasGrowth ? `at ${fmtInt(this.rows.growth.length)} site(s)` : "", s.growth > 0);
       if (s.hasHeld) {
         const held = obj(doc.held_at_finish) || {};
         const gpu = typeof held.gpu_bytes === "number" ? held.gpu_bytes : s.held;
@@ -901,7 +913,9 @@
       if (this.summary.hasGrowth)
         new Table(holder, {
           title: "Growth", rows: rows.growth, onSelect,
-          about: "Sites whose live bytes rose during the run, by bytes gained (the rule: docs/growth.md).",
+          about: this.summary.growthJudged
+            ? "Sites whose live bytes rose during the run, by bytes gained (the rule: docs/growth.md)."
+            : "Growth not judged: the run was too short for the growth rule (docs/growth.md), so no site is listed.",
           columns: [bytes("gained"),
             { label: "per second", type: "bytes", value: (x) => num(x.entry.bytes_per_second), format: (v) => `${fmtBytes(v)}/s` },
             { label: "per 1k allocations", type: "bytes", value: (x) => num(x.entry.bytes_per_1k_allocations) },
@@ -1087,7 +1101,8 @@
         { label: "host", type: "text", value: (x) => x.r.host ?? "" },
         { label: "peak", type: "bytes", value: (x) => x.s.peakBytes },
         { label: "leaked", type: "bytes", value: (x) => x.s.leaked },
-        { label: "grew", type: "bytes", value: (x) => x.s.growth },
+        { label: "grew", type: "bytes", value: (x) => (x.s.growthJudged ? x.s.growth : -1),
+          format: (v) => (v < 0 ? "not judged" : fmtBytes(v)) },
         { label: "held at finish", type: "bytes", value: (x) => x.s.held },
         { label: "failed allocations", type: "int", value: (x) => x.s.failures },
         { label: "out of memory", type: "text", value: (x) => (x.s.oom ? `${fmtBytes(num(x.s.oom.bytes))} asked` : "") },

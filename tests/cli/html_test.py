@@ -100,6 +100,7 @@ def expected(path):
         "data-leaked-allocations": sum(s["allocations"] for s in leaks),
         "data-leak-sites": len(leaks),
         "data-growth-bytes": sum(s["bytes"] for s in sites(d.get("growth"))),
+        "data-growth-judged": "false" if (d.get("status") or {}).get("growth_judged") is False else "true",
         "data-held-bytes": sum(s["bytes"] for s in sites(d.get("held_at_finish"))),
         "data-failures": sum(s["count"] for s in d.get("failures") or []),
         "data-peak-sites-bytes": sum(s["bytes"] for s in sites(peak)),
@@ -259,8 +260,44 @@ def run(tmp):
     chromium(tmp, f"file://{page}#report=2", f"--screenshot={shot}", "--window-size=1400,1000")
     check(os.path.getsize(shot) > 10000 if os.path.exists(shot) else False, f"no screenshot at {shot}")
 
+    not_judged(tmp)
     bad_input(tmp)
     large(tmp)
+
+
+def not_judged(tmp):
+    """A run too short for the growth rule: its empty growth list is not
+    shown as "0 B grew", on its card nor in the overview."""
+    d = json.load(open(FIXTURE))
+    d["growth"] = []
+    d["status"] = {"moment": "exit", "complete": True, "growth_samples": 3, "growth_judged": False}
+    short = os.path.join(tmp, "short.json")
+    with open(short, "w") as f:
+        json.dump(d, f)
+    page = os.path.join(tmp, "short.html")
+    p = subprocess.run([G, "html", short, FIXTURE, "-o", page], capture_output=True, text=True, timeout=60)
+    if not check(p.returncode == 0, f"html short.json: exit {p.returncode}: {p.stderr.strip()}"):
+        return
+    out, _, _ = chromium(tmp, f"file://{page}#report=0", "--dump-dom")
+    dom = Dom(out)
+    page_ok(dom, "not judged")
+    compare(dom, 0, expected(short), "not judged")
+    check(re.search(r"Grew during the run</dt><dd>not judged<small>the run was too short \(3 sample", out),
+          "not judged: the growth card does not say so")
+    out, _, _ = chromium(tmp, f"file://{page}", "--dump-dom")
+    check(re.search(r"<td[^>]*>not judged</td>", out), "not judged: the overview's grew column does not say so")
+
+    # A report a signal wrote as it killed the program: its leaks were in use.
+    d["status"] = {"moment": "signal", "complete": True, "signal": 15}
+    killed = os.path.join(tmp, "killed.json")
+    with open(killed, "w") as f:
+        json.dump(d, f)
+    p = subprocess.run([G, "html", killed, "-o", page], capture_output=True, text=True, timeout=60)
+    check(p.returncode == 0, f"html killed.json: exit {p.returncode}: {p.stderr.strip()}")
+    out, _, _ = chromium(tmp, f"file://{page}#report=0", "--dump-dom")
+    page_ok(Dom(out), "killed")
+    check("Written as signal 15 killed the program" in out, "killed: no warning that the leaks were in use")
+    check("Live when killed</dt>" in out and "Leaked at exit</dt>" not in out, "killed: the card reads as leaked")
 
 
 def bad_input(tmp):

@@ -151,6 +151,40 @@ has "$T/out" "--max-growth 1.0 MiB: growth of 6291456 byte(s)"
 expect 0 "check --max-growth ok" -- $G check $FIX/demo.json --max-growth=6MiB
 python3 -c "import json,sys; d=json.load(open('$FIX/demo.json')); d.pop('growth'); json.dump(d, open('$T/nogrowth.json','w'))"
 expect 2 "check --max-growth without growth data" -- $G check "$T/nogrowth.json" --max-growth 1MiB
+# A run too short for the growth rule (status.growth_judged false) has an
+# empty growth list that says nothing: the growth budget is skipped on it,
+# one SKIP line, never "PASS ... growth 0 B"; a report without the field
+# (older) is judged as before.
+python3 - "$FIX/demo.json" "$T" <<'PYEOF'
+import json, sys
+d = json.load(open(sys.argv[1])); t = sys.argv[2]
+d["growth"] = []
+d["status"] = {"moment": "exit", "complete": True, "growth_samples": 3, "growth_judged": False}
+json.dump(d, open(f"{t}/short.json", "w"))
+d["status"]["growth_judged"] = "no"
+json.dump(d, open(f"{t}/short-bad.json", "w"))
+d["status"]["growth_judged"] = True
+json.dump(d, open(f"{t}/judged.json", "w"))
+PYEOF
+expect 0 "check --max-growth 0 on a run too short to judge growth" -- $G check "$T/short.json" --max-growth 0
+has "$T/out" "SKIP $T/short.json: --max-growth 0 B: growth not judged: the run was too short (3 sample(s) of live memory, too few for the growth rule; docs/growth.md)"
+hasnt "$T/out" "PASS"
+lines "$T/out" 1
+expect 1 "check's default on a run too short to judge growth: the growth SKIP line" -- $G check "$T/short.json"
+has "$T/out" "SKIP $T/short.json: --max-growth 0 B: growth not judged"
+has "$T/out" "FAIL $T/short.json: --max-leaked 0 B"
+expect 0 "check --junit: growth not judged is a skipped testcase" -- $G check "$T/short.json" --max-growth 0 --max-peak 1GiB --junit "$T/junit-short.xml"
+if xmllint --noout "$T/junit-short.xml"; then ok; else bad "junit-short.xml is not well-formed"; fi
+has "$T/junit-short.xml" 'tests="2" failures="0" errors="0" skipped="1"'
+has "$T/junit-short.xml" '<testcase classname="gpuleak" name="max-growth">'
+has "$T/junit-short.xml" '<skipped message="growth not judged: the run was too short (3 sample(s) of live memory'
+expect 0 "check --max-growth 0 on a judged run that did not grow" -- $G check "$T/judged.json" --max-growth 0
+has "$T/out" "PASS $T/judged.json: --max-growth 0 B: growth 0 B"
+expect 0 "report: growth not judged" -- $G report "$T/short.json"
+has "$T/out" "  growth:   not judged: the run was too short (3 sample(s) of live memory)"
+expect 2 "status.growth_judged not a boolean" -- $G check "$T/short-bad.json"
+has "$T/err" '"status.growth_judged" is not a boolean'
+lines "$T/err" 1
 # Sites that share an origin line are one FAIL line, their bytes summed,
 # the largest first.
 python3 - "$FIX/demo.json" "$T/oneline.json" <<'PYEOF'
@@ -230,6 +264,7 @@ def w(name, status=None, f=None, base=d):
     json.dump(x, open(f"{t}/{name}.json", "w"))
 w("request", {"moment": "request"})  # no "complete": the moment says it
 w("signal", {"moment": "signal", "complete": True, "signal": 15, "locks_skipped": 2})
+w("signal-unnamed", {"moment": "signal", "complete": True, "signal": 40})
 w("badcomplete", {"moment": "snapshot", "complete": "no"})
 w("badoom", f=lambda x: x["oom"].__setitem__("kind", 7), base=oom)
 w("oom-snapshot", {"moment": "snapshot", "complete": False}, base=oom)
@@ -240,13 +275,25 @@ expect 0 "report a dump on request" -- $G report "$T/request.json"
 has "$T/out" "  moment:   request (a dump on request), taken while the program ran: what it lists as leaks was live then, not left at exit"
 has "$T/out" "17.0 MiB live then"
 has "$T/out" "Leaks (live when the report was taken, the program running): 4 site(s)"
-# A report a signal wrote is complete: its leaks are judged.
-expect 1 "check a signal's report" -- $G check "$T/signal.json"
-hasnt "$T/out" "SKIP"
+# A report a signal wrote as it killed the program is final, but lists
+# what was live then (the program's frees never ran): the leak budget is
+# skipped as on a snapshot; growth and peak are judged.
+expect 0 "check a signal's report: the leaks are not judged" -- $G check "$T/signal.json" --max-leaked 0
+has "$T/out" "SKIP $T/signal.json: --max-leaked 0 B: a report taken when the program was killed by signal 15 (SIGTERM): live is not leaked; growth and peak are judged"
+hasnt "$T/out" "FAIL"
+expect 1 "check a signal's report: growth and peak are judged" -- $G check "$T/signal.json" --max-leaked 0 --max-peak 10MiB --max-growth 1MiB
+has "$T/out" "SKIP $T/signal.json: --max-leaked"
+has "$T/out" "FAIL $T/signal.json: --max-peak 10.0 MiB"
+has "$T/out" "FAIL $T/signal.json: --max-growth 1.0 MiB"
+expect 0 "check a signal's report --junit" -- $G check "$T/signal.json" --max-leaked 0 --junit "$T/junit-signal.xml"
+has "$T/junit-signal.xml" 'skipped="1"'
+has "$T/junit-signal.xml" '<skipped message="a report taken when the program was killed by signal 15 (SIGTERM)'
+expect 0 "check a report of an unnamed signal" -- $G check "$T/signal-unnamed.json" --max-leaked 0
+has "$T/out" "--max-leaked 0 B: a report taken when the program was killed by signal 40: live is not leaked"
 expect 0 "report a signal's report" -- $G report "$T/signal.json"
-has "$T/out" "  moment:   signal, written as signal 15 (SIGTERM) ended the program"
+has "$T/out" "  moment:   signal, written as signal 15 (SIGTERM) ended the program: what it lists as leaks was live then"
 has "$T/out" "  locks:    2 lock(s) of the shim skipped"
-has "$T/out" "Leaks (still live at exit)"
+has "$T/out" "Leaks (live when a signal ended the program)"
 expect 0 "report without status.moment: no moment line" -- $G report $FIX/demo.json
 hasnt "$T/out" "moment:"
 hasnt "$T/out" "locks:"
@@ -377,6 +424,9 @@ for r in range(3):
     x["totals"]["peak_bytes"] = (r + 1) * 10 * 1048576
     if r == 2: x["leaks"] = x["leaks"][:1]
     json.dump(x, open(f"{t}/rank{r}.json", "w"))
+    if r == 1:
+        x["growth"] = []; x["status"] = {"growth_samples": 3, "growth_judged": False}
+        json.dump(x, open(f"{t}/rank1-short.json", "w"))
 PY
 expect 0 "merge" -- $G merge "$T/rank2.json" "$T/rank0.json" "$T/rank1.json"
 has "$T/out" "imbalance (max/min peak) 3.00x"
@@ -389,6 +439,10 @@ expect 0 "merge: common sites largest first" -- $G merge "$T/rank0.json" "$T/ran
 sed -n 's/^ *\([0-9.]*\) MiB in all ranks.*/\1/p' "$T/out" >"$T/common"
 lines "$T/common" 4
 if sort -rn "$T/common" | cmp -s - "$T/common"; then ok; else bad "merge: common sites not largest first: $(tr '\n' ' ' <"$T/common")"; fi
+# A rank too short to judge growth reads "not judged", not "0 B".
+expect 0 "merge: growth not judged" -- $G merge "$T/rank0.json" "$T/rank1-short.json"
+has "$T/out" " not judged  $T/rank1-short.json"
+hasnt "$T/out" " 0 B  $T/rank1-short.json"
 expect 2 "merge nothing" -- $G merge
 expect 2 "merge bad file" -- $G merge "$T/rank0.json" "$T/text.json"
 
@@ -506,7 +560,18 @@ expect 3 "run passes the exit code" -- $G run -- sh -c 'exit 3'
 expect 3 "run: CMD's failure wins over a gate" -- $G run --quiet --fail-on-leak -- sh -c "\"$BUILD/demo\"; exit 3"
 kept=$(sed -n 's/^gpuleak run: the report(s) are kept in //p' "$T/err")
 if [ -n "$kept" ] && ls "$kept"/gpuleak-*.json >/dev/null 2>&1; then ok; rm -rf "$kept"; else bad "run: reports of a failed gate not kept when CMD failed too"; fi
+# 128+N alone reads as an exit code CMD chose: one line says a signal
+# ended it, and only then.
 expect 137 "run: death by signal" -- $G run -- sh -c 'kill -9 $$'
+has "$T/err" "gpuleak: sh killed by signal 9 (SIGKILL)"
+lines "$T/err" 1
+expect 143 "run: death by SIGTERM, gated" -- $G run --quiet --fail-on-leak -- sh -c "\"$BUILD/demo\"; kill -TERM \$\$"
+has "$T/err" "gpuleak: sh killed by signal 15 (SIGTERM)"
+expect 168 "run: death by a signal without a name" -- $G run -- sh -c 'kill -40 $$'
+has "$T/err" "gpuleak: sh killed by signal 40"
+hasnt "$T/err" "signal 40 ("
+expect 3 "run: an exit code is not a signal" -- $G run -- sh -c 'exit 3'
+hasnt "$T/err" "killed by signal"
 expect 127 "run: not found" -- $G run -- /nonexistent/cmd
 expect 126 "run: not executable" -- $G run -- "$FIX/demo.json"
 expect 125 "run: gate but no report" -- $G run --fail-on-leak -- true

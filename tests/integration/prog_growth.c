@@ -6,6 +6,8 @@
  *            in keep_history (the leak); 4 MiB of weights in load_weights at
  *            start-up stay live (not growth)
  *   steady   the same without keep_history: no growth finding
+ *   short    6 steps of the leak: too few samples for the growth rule to
+ *            judge (its report must say so, not "nothing grew")
  *   pool     40 steps of 5 ms, each keeping 256 KiB from the stream-ordered
  *            pool in keep_pooled: the timeline shows the pool's reservation
  *   oom      needs FAKECUDA_OOM_AFTER=3: hold_for_oom keeps 3 x 1 MiB, then
@@ -56,11 +58,11 @@ __attribute__((noinline)) static void keep_pooled(void)
     OK(cuMemAllocAsync(&kept, MIB / 4, NULL));
 }
 
-static void train(int leak)
+static void train(int leak, int steps)
 {
     load_weights();
     struct timespec step = { 0, 5 * 1000 * 1000 };
-    for (int i = 0; i < 80; i++) {
+    for (int i = 0; i < steps; i++) {
         step_activations();
         if (leak && i % 4 == 0)
             keep_history();
@@ -73,7 +75,11 @@ int main(int argc, char **argv)
     const char *mode = prog_mode(argc, argv, "leak");
     use_primary(0);
     if (strcmp(mode, "leak") == 0 || strcmp(mode, "steady") == 0) {
-        train(strcmp(mode, "leak") == 0);
+        train(strcmp(mode, "leak") == 0, 80);
+        return 0;
+    }
+    if (strcmp(mode, "short") == 0) {
+        train(1, 6);
         return 0;
     }
     if (strcmp(mode, "pool") == 0) {

@@ -7,6 +7,11 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_core import BUILD, Base, has_function, run  # noqa: E402
 
+
+def report_files_in(tmp):
+    import glob
+    return sorted(glob.glob(os.path.join(tmp, "r-*.json")))
+
 PROG = BUILD / "tests" / "prog_growth"
 MIB = 1 << 20
 
@@ -105,6 +110,42 @@ class GrowthTest(Base):
                               capture_output=True, text=True, timeout=60).stdout
         self.assertEqual(chart(r.stderr), chart(text))
         self.assertIn("#", "".join(chart(text)))
+
+    def test_a_run_too_short_to_judge_says_so(self):
+        # Six steps give the rule a few samples: its empty growth list read
+        # as "nothing grew", and `gpuleak check --max-growth 0` said PASS.
+        import subprocess
+        rep, stderr = self.report("short")
+        self.assertEqual(rep["growth"], [])
+        self.assertIs(rep["status"]["growth_judged"], False)
+        self.assertGreater(rep["status"]["growth_samples"], 0)
+        self.assertLess(rep["status"]["growth_samples"], 10)
+        self.assertRegex(stderr, r"\nGrowth not judged: the run was too short \([0-9] sample\(s\) "
+                                 r"of live memory; the rule needs 10 after the first fifth of the run\)\.\n")
+        (path,) = report_files_in(self.tmp)
+        # With no budget, growth is judged at 0 where it was judged (the
+        # leaks, the weights, fail there).
+        for budget, code in ((["--max-growth", "0"], 0), ([], 1)):
+            c = subprocess.run([os.path.join(BUILD, "gpuleak"), "check", path, *budget],
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(c.returncode, code, c.stdout + c.stderr)
+            self.assertIn(f"SKIP {path}: --max-growth 0 B: growth not judged: the run was too short (",
+                          c.stdout)
+            self.assertNotIn("PASS " + path + ": --max-growth", c.stdout)
+        # gpuleak run's quiet gate says it too (its PASS lines are left out).
+        r = run([os.path.join(BUILD, "gpuleak"), "run", "--quiet", "--max-growth", "--", PROG, "short"],
+                self.tmp, shim=False)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stderr, r"SKIP \S+: --max-growth 0 B: growth not judged: the run was too short")
+
+    def test_runs_long_enough_are_judged(self):
+        for mode in ("leak", "steady"):
+            rep, stderr = self.report(mode)
+            self.assertIs(rep["status"]["growth_judged"], True, mode)
+            self.assertGreaterEqual(rep["status"]["growth_samples"], 13, mode)
+            self.assertNotIn("Growth not judged", stderr)
+            for path in report_files_in(self.tmp):
+                os.unlink(path)
 
     def test_no_oom_means_null(self):
         rep, _ = self.report("steady")

@@ -174,9 +174,33 @@ class LifeTest(Base):
         r1 = run([PROG, "sleep", "0"], self.tmp, env_extra={"GPULEAK_OUTPUT": "same.json"})
         r2 = run([PROG, "sleep", "0"], self.tmp, env_extra={"GPULEAK_OUTPUT": "same.json"})
         self.assertNotIn("fallback", r2.stderr)
+        self.assertNotIn("another process", r2.stderr)  # an earlier run's, in silence
         with open(os.path.join(self.tmp, "same.json")) as f:
             self.assertEqual(json.load(f)["process"]["pid"], r2.pid)
         self.assertNotEqual(r1.pid, r2.pid)
+
+    def test_processes_sharing_a_path_without_pid_say_so(self):
+        # Every process of a multi-process program (torchrun's ranks) wrote
+        # one GPULEAK_OUTPUT without %p, and only the last report was left,
+        # silently. The process that replaces a report another one wrote
+        # while it ran says so, once; its own snapshots are not another's.
+        same = os.path.join(self.tmp, "same.json")
+        first = self.start("sleep", "3", env_extra={"GPULEAK_OUTPUT": same,
+                                                    "GPULEAK_FLUSH_INTERVAL": "1"})
+        self.assertTrue(self.wait_for(lambda: report_files.load(same)["status"]["moment"] == "snapshot"))
+        time.sleep(1.2)  # a second snapshot of its own over the first
+        other = run([PROG, "sleep", "0"], self.tmp, env_extra={"GPULEAK_OUTPUT": same})
+        self.assertEqual(other.returncode, 0, other.stderr)
+        # The other's report replaced a snapshot older than its own start.
+        self.assertNotIn("another process", other.stderr)
+        _, stderr = first.communicate(timeout=20)
+        self.assertEqual(first.returncode, 0, stderr)
+        warnings = [line for line in stderr.splitlines() if "another process" in line]
+        self.assertEqual(warnings, [f"gpuleak: another process wrote {same} while this one ran; this "
+                                    "report replaces its report: GPULEAK_OUTPUT has no %p, so every "
+                                    "process writes that one file and the last one wins (use "
+                                    "gpuleak-%p.json for a report per process)"], stderr)
+        self.assertEqual(report_files.load(same)["process"]["pid"], first.pid)
 
     def test_redact_argv(self):
         r = run([PROG, "sleep", "0"], self.tmp, env_extra={"GPULEAK_REDACT_ARGV": "1"})

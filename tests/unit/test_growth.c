@@ -135,6 +135,40 @@ START_TEST(once_an_epoch_is_growth_however_late)
 }
 END_TEST
 
+static uint64_t staircase(int i, unsigned *s) { (void)s; return (uint64_t)(i / 2 + 1) << 20; }
+
+/* Whether a run can be judged at all is known from its times and
+ * allocations: below that, no series is a finding, however plainly it
+ * rises (so a report may say "not judged" instead of an empty list that
+ * reads "nothing grew"); at it, a plain rise is one. Samples 100 ms apart
+ * put the baseline at the first sample past a fifth, so 13 samples are the
+ * fewest: 10 from the baseline on. */
+START_TEST(a_run_too_short_to_judge_is_known_and_finds_nothing)
+{
+    uint64_t (*const shapes[])(int, unsigned *) = { linear, staircase, late_epochs,
+                                                    leak_on_sawtooth };
+    size_t fewest = 0;
+    for (size_t n = 1; n <= N; n++) {
+        fill(linear, 0);
+        int judgeable = growth_judgeable(times, allocs, n);
+        if (judgeable && fewest == 0)
+            fewest = n;
+        for (size_t k = 0; k < sizeof shapes / sizeof shapes[0] && !judgeable; k++) {
+            fill(shapes[k], 0);
+            growth_finding_t g;
+            growth_evaluate(values, times, allocs, n, &g);
+            ck_assert_msg(g.grew == 0, "shape %zu of %zu samples, not judgeable, grew", k, n);
+        }
+    }
+    ck_assert_uint_eq(fewest, 13);
+    fill(linear, 0);
+    growth_finding_t g;
+    growth_evaluate(values, times, allocs, fewest, &g);
+    ck_assert_int_eq(g.grew, 1);
+    ck_assert_int_eq(growth_judgeable(times, allocs, 0), 0);
+}
+END_TEST
+
 /* A run of a few milliseconds, timed by a coarse clock: its samples share
  * the first tick but for the last few. By time, every one of them but
  * those would be start-up; by allocations the rise is plain. The same
@@ -306,6 +340,7 @@ int main(void)
     tcase_add_test(tc, leak_under_sawtooth_is_growth);
     tcase_add_test(tc, shutdown_frees_do_not_hide_growth);
     tcase_add_test(tc, short_series_is_not_judged);
+    tcase_add_test(tc, a_run_too_short_to_judge_is_known_and_finds_nothing);
     tcase_add_test(tc, a_run_within_a_few_clock_ticks_is_judged_by_allocations);
     tcase_add_test(tc, timeline_stays_bounded_and_keeps_the_high_water);
     tcase_add_test(tc, costly_checkpoints_wait_in_proportion);
