@@ -61,8 +61,14 @@ int gpuleak_site_origin(uint32_t site, char *out, size_t size);
 size_t gpuleak_site_records(uint32_t site, uint64_t *addresses, uint64_t *sizes, size_t max);
 
 /* The source of the search that names the Python objects holding memory
- * (the shim runs it at Python's exit; see the report's "held_by"). */
+ * (the shim runs it at Python's exit; see the report's "held_by"). Its
+ * find() takes the answer of layout() from gpuleak_layout_source's. */
 const char *gpuleak_holders_source(void);
+
+/* The source of layout(), which asks the interpreter where it keeps its
+ * standard library and installed packages (the shim runs it at Python's
+ * exit; see the report's "python_layout"). */
+const char *gpuleak_layout_source(void);
 
 /* Writes a report now, as GPULEAK_DUMP_SIGNAL does; the program runs on.
  * Returns 0, or -1 when not tracking. Takes as long as a report. */

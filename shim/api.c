@@ -16,9 +16,6 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-/* holders.py's source (holders_py.S). */
-extern const char finish_holders_py[] __attribute__((visibility("hidden")));
-
 EXPORT int gpuleak_api_version(void)
 {
     return GPULEAK_API_VERSION;
@@ -137,6 +134,11 @@ EXPORT size_t gpuleak_site_records(uint32_t site, uint64_t *addresses, uint64_t 
 EXPORT const char *gpuleak_holders_source(void)
 {
     return finish_holders_py;
+}
+
+EXPORT const char *gpuleak_layout_source(void)
+{
+    return finish_layout_py;
 }
 
 EXPORT int gpuleak_snapshot(void)
