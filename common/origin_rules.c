@@ -162,8 +162,15 @@ typedef struct owner_rule {
  * stream, allocated through its caching allocator as a tensor's memory is
  * and kept in a map that is never freed (ATen/cuda/CublasHandlePool.cpp).
  * Its stack passes through the caching allocator (innermost) like every
- * tensor's, hence anywhere. */
+ * tensor's, hence anywhere.
+ *
+ * PyTorch's pinned host memory comes from its own cache
+ * (CachingHostAllocator: a CPU tensor's pin_memory(), .item() and
+ * non-blocking copies stage through it); a block returns to the cache when
+ * its tensor goes and is kept until the process ends, so what is live at
+ * exit is PyTorch's cache, not the line that first asked for it. */
 static const owner_rule_t owner_rules[] = {
+    { ORIGIN_FUNCTION, "at::*CachingHostAllocator*", KINDS(REPORT_KIND_host), "pytorch-host-cache", KEEPS },
     { ORIGIN_FUNCTION, "at::cuda::getCurrentCUDABlasHandle*", KINDS(REPORT_KIND_tensor), "cublas",
       KEEPS_ANYWHERE },
     { ORIGIN_FUNCTION, "at::cuda::getCUDABlasLtWorkspace*", KINDS(REPORT_KIND_tensor), "cublas",

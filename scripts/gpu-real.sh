@@ -74,6 +74,29 @@ real() {
     done
 }
 
+section "teardown: Python's finish still frees the script's globals under the shim"
+# The shim's holder search runs at Python's finish, before module teardown:
+# it must leave every tensor it looked at to be freed there. The other modes
+# show what the program's own atexit code does to that (information).
+for mode in none storage dataptr saved; do
+    for ms in 1000 0; do
+        have_time "TEARDOWN $mode" 30 || continue
+        name=teardown-$mode-$ms
+        if ! run_logged "$name" 60 env GPULEAK_HOLDERS_MS=$ms LD_PRELOAD="$SHIM" \
+            GPULEAK_OUTPUT="$R/$name-%p.json" "$PY" "$REAL/teardown_probe.py" "$mode"; then
+            result FAIL "TEARDOWN $mode holders=${ms}ms run" "see $name.log"
+            continue
+        fi
+        rep=$(find "$R" -name "$name-*.json" | head -n 1)
+        if [ "$mode" = none ]; then
+            check "TEARDOWN globals freed at exit (holder search ${ms} ms)" \
+                "$PY" "$REAL/check_teardown.py" "$rep" --expect-freed
+        else
+            echo "    INFO $mode, holder search ${ms} ms: $("$PY" "$REAL/check_teardown.py" "$rep")"
+        fi
+    done
+done
+
 section "real programs"
 real hook_stash stash
 real gpt2_kept_loss losses

@@ -70,7 +70,12 @@ def find(targets, budget, layout=""):
             if tensor_type is not None and issubclass(kind, tensor_type):
                 if not obj.is_cuda:
                     return None
-                return obj.untyped_storage().data_ptr()
+                # data_ptr(), never untyped_storage(): a storage's Python
+                # object, once made, keeps its memory past module teardown
+                # (PyTorch 2.11 preserves it), so the search made every
+                # tensor it named outlive the program's finish. A view's
+                # pointer lies inside its storage's allocation all the same.
+                return obj.data_ptr()
             if kind not in exposing:
                 # Looked up in the classes' dicts and read through its
                 # descriptor: hasattr would run a metaclass's __getattr__,
@@ -135,7 +140,7 @@ def find(targets, budget, layout=""):
                 for item in value if isinstance(value, (tuple, list)) else (value,):
                     if tensor_type is not None and isinstance(item, tensor_type) and item.is_cuda:
                         try:
-                            yield item.untyped_storage().data_ptr()
+                            yield item.data_ptr()
                         except Exception:
                             pass
             try:

@@ -369,6 +369,36 @@ START_TEST(test_cublas_cudnn)
 }
 END_TEST
 
+/* PyTorch's pinned host cache, with the stack a real `.item()` had on the
+ * H100 (torch 2.11): the block is PyTorch's, kept for the process, not the
+ * script line's leak; pinned memory the program asks for itself stays its. */
+START_TEST(test_pinned_host_cache)
+{
+    defaults();
+    const origin_frame_t item[] = {
+        NAT("/usr/local/cuda/lib64/libcudart.so.13", NULL),
+        NAT("/usr/local/cuda/lib64/libcudart.so.13", "cudaHostAlloc"),
+        NAT(SITE "/torch/lib/libtorch_cuda.so",
+            "at::cuda::(anonymous namespace)::CUDACachingHostAllocatorImpl::allocate_host_memory_slowpath("
+            "unsigned long, void**)"),
+        NAT(SITE "/torch/lib/libtorch_cuda.so", "at::CachingHostAllocatorImpl<c10::cuda::CUDAStream>::allocate("
+            "unsigned long)"),
+        NAT(SITE "/torch/lib/libtorch_cpu.so", "at::detail::empty_cpu(...)"),
+        NAT(SITE "/torch/lib/libtorch_cuda.so", "at::native::_local_scalar_dense_cuda(at::Tensor const&)"),
+        PY("<module>", "/home/u/train.py", 27),
+    };
+    ck_assert_str_eq(origin_owner(item, COUNT(item), REPORT_KIND_host), "pytorch-host-cache");
+    ck_assert(origin_owner_keeps("pytorch-host-cache"));
+    const origin_frame_t own[] = {
+        NAT(LIBCUDA, "cuMemHostAlloc"),
+        NAT("/usr/local/cuda/lib64/libcudart.so.13", "cudaHostAlloc"),
+        NATL("/home/u/stage", "make_staging(unsigned long)", "/home/u/stage.cu", 9),
+    };
+    ck_assert_str_ne(origin_owner(own, COUNT(own), REPORT_KIND_host), "pytorch-host-cache");
+    origin_end();
+}
+END_TEST
+
 /* Frames with nothing known, and empty stacks. */
 START_TEST(test_edges)
 {
@@ -736,6 +766,7 @@ int main(void)
     tcase_add_test(tc, test_pytorch_python_rules);
     tcase_add_test(tc, test_nccl);
     tcase_add_test(tc, test_cublas_cudnn);
+    tcase_add_test(tc, test_pinned_host_cache);
     tcase_add_test(tc, test_edges);
     tcase_add_test(tc, test_overrides);
     tcase_add_test(tc, test_python_fallback_globs);

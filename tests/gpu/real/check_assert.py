@@ -14,7 +14,10 @@ def main():
             names.add(frames[i].get("function"))
         for f in leak.get("stack") or []:
             names.add(f.get("function"))
-    origins = [((l.get("origin") or {}).get("function")) for l in report.get("leaks") or []]
+    # nvcc compiles host code as C++: a static function's symbol demangles
+    # with its parameters, "leak_from_static(unsigned long)".
+    names = {n.split("(")[0] for n in names if n}
+    origins = [((l.get("origin") or {}).get("function") or "").split("(")[0] for l in report.get("leaks") or []]
     print("status:", report.get("status"))
     print("functions in the leaks' stacks:", sorted(n for n in names if n)[:20])
     print("origins:", origins)

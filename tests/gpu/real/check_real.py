@@ -52,7 +52,9 @@ def main():
             ok = False
         # Every script multiplies: PyTorch's cuBLAS workspace is live at exit,
         # and must be cuBLAS's, not a leak of the script's.
-        if not any(k.get("owner") == "cublas" and k["kind"] == "tensor" for k in kept):
+        # (a tensor's memory, or cuBLAS's own where the program cleared
+        # PyTorch's workspaces, as Lightning does at the end of fit)
+        if not any(k.get("owner") == "cublas" for k in kept):
             print("FAIL: no cuBLAS workspace among what libraries kept")
             ok = False
         mine = [g for g in leaks if g[1][0] == script]

@@ -13,8 +13,9 @@ LEAK = os.environ.get("LEAK", "1") == "1"
 kept = []
 for step in range(STEPS):
     x = torch.randn(512, 512, device="cuda")
-    y = x @ x
     if LEAK:
-        kept.append(y)  # LEAK-LINE
+        kept.append(x @ x)  # LEAK-LINE
+    else:
+        y = x @ x
 torch.cuda.synchronize()
 print("short_toy: %d steps, %.1f MiB allocated" % (STEPS, torch.cuda.memory_allocated() / 2**20))
