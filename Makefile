@@ -18,9 +18,10 @@ SHIM_SRC := $(wildcard shim/*.c)
 # origin rules), built into both.
 COMMON_SRC := $(wildcard common/*.c)
 COMMON_H := $(wildcard common/*.h)
-# holders_py.S carries shim/holders.py into the library (finish.c runs it).
+# embedded_py.S carries shim/holders.py and shim/layout.py into the library
+# (finish.c runs them).
 SHIM_OBJ := $(patsubst shim/%.c,$(BUILD)/shim/%.o,$(SHIM_SRC)) \
-            $(patsubst common/%.c,$(BUILD)/shim/%.o,$(COMMON_SRC)) $(BUILD)/shim/holders_py.o
+            $(patsubst common/%.c,$(BUILD)/shim/%.o,$(COMMON_SRC)) $(BUILD)/shim/embedded_py.o
 # Objects that interpose on the process (dlsym, cu*) stay out of unit tests.
 DOOR_OBJ := $(BUILD)/shim/doors.o $(BUILD)/shim/wrappers.o
 CORE_OBJ := $(filter-out $(DOOR_OBJ),$(SHIM_OBJ))
@@ -55,7 +56,7 @@ $(BUILD)/shim/%.o: shim/%.c $(wildcard shim/*.h) $(COMMON_H) | $(BUILD)/shim
 $(BUILD)/shim/%.o: common/%.c $(COMMON_H) | $(BUILD)/shim
 	$(CC) $(SHIM_CFLAGS) -c $< -o $@
 
-$(BUILD)/shim/holders_py.o: shim/holders_py.S shim/holders.py | $(BUILD)/shim
+$(BUILD)/shim/embedded_py.o: shim/embedded_py.S $(wildcard shim/*.py) | $(BUILD)/shim
 	$(CC) -c $< -o $@
 
 $(BUILD)/libgpuleak.so: $(SHIM_OBJ)

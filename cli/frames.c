@@ -3,9 +3,9 @@
 #define _GNU_SOURCE
 #include "frames.h"
 #include "frame_text.h"
+#include "origin_rules.h"
 #include "units.h"
 
-#include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,28 +36,17 @@ void frames_print_stack(FILE *f, const load_site_t *site, size_t limit)
         fprintf(f, "    ... %zu more frame(s); --full-stacks shows them\n", total - shown);
 }
 
-/* Libraries between the user's code and the driver; the origin skips them
- * because "in cudaMalloc (libcudart.so)" says nothing about who leaked. */
-static int is_library_module(const char *module)
-{
-    static const char *const libs[] = {
-        "libcuda.so*", "libcudart*", "libcublas*", "libcudnn*", "libnccl*", "libc10*",
-        "libtorch*", "libc.so*", "libstdc++*", "ld-linux*", "libpython*", "python3*",
-    };
-    const char *base = frame_text_basename(module);
-    for (size_t i = 0; i < sizeof libs / sizeof libs[0]; i++)
-        if (fnmatch(libs[i], base, 0) == 0)
-            return 1;
-    return 0;
-}
-
-/* The innermost native frame outside the CUDA/C++/Python runtimes, or the
- * innermost frame when every frame is in one; NULL when there is no stack. */
+/* One definition of the user's frame for the shim and every view: the
+ * shared rules, which also know nvcc's static cudart and the CUDA
+ * libraries by function name, not only by module. */
 const load_frame_t *frames_innermost_user(const load_site_t *site)
 {
-    for (size_t i = 0; i < site->nstack; i++)
-        if (!is_library_module(site->stack[i].module))
-            return &site->stack[i];
+    for (size_t i = 0; i < site->nstack; i++) {
+        const load_frame_t *fr = &site->stack[i];
+        origin_frame_t frame = { fr->function, fr->file, fr->module, (int)fr->line, 0 };
+        if (origin_keeps(&frame))
+            return fr;
+    }
     return site->nstack ? &site->stack[0] : NULL;
 }
 

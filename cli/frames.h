@@ -41,6 +41,11 @@ void frames_id_free(frames_id_t *id);
  * (frames_id_cmp_lines); a negative, zero or positive result as strcmp's. */
 int frames_id_cmp(const frames_id_t *a, const frames_id_t *b);
 int frames_id_cmp_lines(const frames_id_t *a, const frames_id_t *b);
+
+/* The innermost native frame that the origin rules keep (the built-in
+ * table, or the rules a re-judge set: common/origin_rules.h), else the
+ * innermost native frame; NULL when the site has no native stack. For a
+ * report without the shim's origin, and for export's columns. */
 const load_frame_t *frames_innermost_user(const load_site_t *site);
 
 /* Prints, a line each after indent, up to limit of the Python objects that

@@ -822,6 +822,36 @@ static void load_oom(json_t *root, load_report_t *r)
     free(index);
 }
 
+/* One list of "python_layout" into *out (malloc'd; NULL when empty) and
+ * *n: its strings, the others left out. Returns -1 when out of memory. */
+static int load_folders(json_t *list, const char *const **out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    size_t size = json_is_array(list) ? json_array_size(list) : 0;
+    const char **folders = size ? calloc(size, sizeof *folders) : NULL;
+    if (size > 0 && folders == NULL)
+        return -1;
+    for (size_t i = 0; i < size; i++)
+        if (json_is_string(json_array_get(list, i)))
+            folders[(*n)++] = json_string_value(json_array_get(list, i));
+    *out = folders;
+    return 0;
+}
+
+/* "python_layout", read quietly (load.h says why). */
+static int load_layout(ctx_t *ctx, json_t *root, load_report_t *r)
+{
+    json_t *v = json_object_get(root, "python_layout");
+    if (!json_is_object(v))
+        return 0;
+    if (load_folders(json_object_get(v, "stdlib"), &r->layout.stdlib, &r->layout.nstdlib) != 0
+        || load_folders(json_object_get(v, "packages"), &r->layout.packages, &r->layout.npackages) != 0)
+        return fail(ctx, "out of memory");
+    r->has_layout = r->layout.nstdlib + r->layout.npackages > 0;
+    return 0;
+}
+
 static int load_doc(ctx_t *ctx, json_t *root, load_report_t *r)
 {
     if (check_identity(ctx, root) != 0 || load_stack_tables(ctx, root, r) != 0)
@@ -927,6 +957,8 @@ static int load_doc(ctx_t *ctx, json_t *root, load_report_t *r)
     }
     if (!ctx->error)
         load_oom(root, r);
+    if (!ctx->error)
+        load_layout(ctx, root, r);
     return ctx->error ? -1 : 0;
 }
 
@@ -956,6 +988,8 @@ void load_free(load_report_t *r)
     free(r->kinds);
     free(r->devices);
     free(r->argv);
+    free((void *)r->layout.stdlib);
+    free((void *)r->layout.packages);
     json_decref((json_t *)r->doc);
     free((char *)r->path);
     free(r);

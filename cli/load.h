@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "origin_rules.h"
 #include "report_format.h"
 
 typedef struct {
@@ -192,6 +193,13 @@ typedef struct {
     size_t nstacks;
     bool has_oom;
     load_oom_t oom;
+    /* "python_layout": where the program's Python kept its standard library
+     * and installed packages, which the shim's origins were judged by and a
+     * re-judge (rejudge.h) judges by again. Read quietly, as the origins
+     * are: absent, null or unreadable, has_layout is false; a folder that
+     * is not a string is left out. */
+    bool has_layout;
+    origin_layout_t layout;  /* its arrays malloc'd; strings in the document */
 } load_report_t;
 
 load_report_t *load_file(const char *path, char **error);

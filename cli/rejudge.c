@@ -6,18 +6,19 @@
 /* In the order rejudge_options reads: "none" drops the built-in table. */
 const char *const rejudge_rule_choices[] = { "none", "default", NULL };
 
+/* The rules the options asked for, which every report's re-judge builds
+ * with that report's own layout. */
+static const char *skip_globs;
+static int builtin = 1;
+
 bool rejudge_options(const opt_value_t *v)
 {
     const opt_value_t *skip = &v[REJUDGE_OPT_SKIP], *rules = &v[REJUDGE_OPT_RULES];
     if (!skip->set && !rules->set)
         return false;
-    rejudge_rules(skip->text, !rules->set || rules->choice == 1);
+    skip_globs = skip->text;
+    builtin = !rules->set || rules->choice == 1;
     return true;
-}
-
-void rejudge_rules(const char *skip, int builtin)
-{
-    origin_rules_init(skip, builtin);
 }
 
 static load_pyframe_t as_pyframe(const origin_frame_t *fr)
@@ -92,6 +93,7 @@ static void rejudge_list(load_list_t *list)
 
 void rejudge_report(load_report_t *r)
 {
+    origin_rules_init(skip_globs, builtin, r->has_layout ? &r->layout : NULL);
     rejudge_list(&r->leaks);
     rejudge_list(&r->teardown);
     rejudge_list(&r->failures);

@@ -22,18 +22,17 @@ extern const char *const rejudge_rule_choices[];
       "Judge every site's origin again with the built-in rules (default) or with --origin-skip's "  \
       "globs alone (none), as GPULEAK_ORIGIN_RULES would have in the run." }
 
-/* Sets the rules from the REJUDGE_OPTIONS values at v. Returns whether
- * either option was given: the reports are then to be judged again
- * (rejudge_report); when not, they keep the origins the shim wrote. */
+/* Takes the rules from the REJUDGE_OPTIONS values at v (v's strings must
+ * outlive the re-judging). Returns whether either option was given: the
+ * reports are then to be judged again (rejudge_report); when not, they
+ * keep the origins the shim wrote. */
 bool rejudge_options(const opt_value_t *v);
 
-/* Sets the rules: skip's globs (colon-separated, '!' keeps; NULL for none)
- * before the built-in table, which builtin 0 drops. */
-void rejudge_rules(const char *skip, int builtin);
-
 /* Gives every site of r that has frames the origin, via and callers the
- * rules set by rejudge_rules pick, as the shim would have written them
- * with those rules; a site without frames keeps the report's. */
+ * rules rejudge_options took pick (the globs before the built-in table,
+ * and with it the rules of r's own "python_layout" when it has one), as
+ * the shim would have written them with those rules; a site without
+ * frames keeps the report's. The rules stay set for r's views. */
 void rejudge_report(load_report_t *r);
 
 #endif

@@ -11,8 +11,9 @@
  * bit mask of the owner rules it matches. A site then costs a hash and a
  * probe per string of the frames looked at, not a fnmatch per rule.
  *
- * Single-threaded, malloc allowed. An allocation failure only loses the
- * cache (answers are computed again each time), never an answer. */
+ * Single-threaded, malloc allowed. An allocation failure while the rules
+ * are built leaves the built-in table alone in force; one later only loses
+ * the cache (answers are computed again each time), never an answer. */
 #define _GNU_SOURCE
 #include "origin_rules.h"
 #include "report_format.h"
@@ -35,8 +36,10 @@
  * rules first (module and function of native frames), then the Python file
  * rules, whose order matters: torch under site-packages is skipped before
  * the rest of site-packages is kept, which is kept before the standard
- * library (lib/python3.X) is skipped. docs/origin-rules.md explains each
- * group; its test checks every glob here appears there. */
+ * library (lib/python3.X) is skipped. A Python program's own layout, when
+ * known, gives rules tried before these (origin_rules_init).
+ * docs/origin-rules.md explains each group; its test checks every glob
+ * here appears there. */
 static const origin_rule_t builtin_rules[] = {
     /* the shim itself */
     MOD("*/libgpuleak.so*"),
@@ -97,15 +100,19 @@ static const origin_rule_t builtin_rules[] = {
     FUN("__libc_start*"),
     FUN("start_thread"),
     FUN("clone*"),
-    /* Python files: torch is plumbing; other installed packages (wherever
-     * pip, conda or the distribution put them: a site-packages or
-     * dist-packages folder) are libraries, never the origin, the innermost
-     * kept as "via"; the standard library is plumbing */
+    /* Python files, where the interpreter's own layout is not known (no
+     * atexit ran) or does not decide: torch is plumbing; other installed
+     * packages (wherever pip, conda or the distribution put them: a
+     * site-packages or dist-packages folder) are libraries, never the
+     * origin, the innermost kept as "via"; the standard library (lib, or
+     * Fedora's lib64, or zipped) is plumbing */
     PYFILE("*/site-packages/torch/*", ORIGIN_SKIP),
     PYFILE("*/dist-packages/torch/*", ORIGIN_SKIP),
     PYFILE("*/site-packages/*", ORIGIN_LIBRARY),
     PYFILE("*/dist-packages/*", ORIGIN_LIBRARY),
     PYFILE("*/lib/python3.*/*", ORIGIN_SKIP),
+    PYFILE("*/lib64/python3.*/*", ORIGIN_SKIP),
+    PYFILE("*/python3[0-9]*.zip/*", ORIGIN_SKIP),
     PYFILE("<frozen *>", ORIGIN_SKIP),
     /* code PyTorch writes at run time: torch.compile's (Inductor's output,
      * under the temporary directory) and torch.fx's GraphModule forward */
@@ -221,6 +228,7 @@ static struct {
     origin_rule_t *rules;   /* user globs, then the built-in table (or builtin_rules itself) */
     int rule_count;
     char *user_text;        /* copy of GPULEAK_ORIGIN_SKIP the user globs point into */
+    char *layout_text;      /* the globs of the layout's rules */
     entry_t *slots;
     size_t capacity, used;  /* capacity a power of two, or 0 when no cache */
 } st;
@@ -362,30 +370,71 @@ void origin_rules_end(void)
     if (st.rules != builtin_rules)
         free(st.rules);
     free(st.user_text);
+    free(st.layout_text);
     memset(&st, 0, sizeof st);
 }
 
-void origin_rules_init(const char *skip, int builtin)
+/* The rules a Python program's own layout gives, tried before the
+ * built-in table (docs/origin-rules.md, "The interpreter's layout"). */
+#define LAYOUT_TORCH "/torch/*"
+#define LAYOUT_ALL "/*"
+
+/* How many rules layout gives, and the bytes their globs take. */
+static size_t layout_rules(const origin_layout_t *layout, size_t *text_size)
 {
-    origin_rules_end();
-    size_t builtin_count = builtin ? sizeof builtin_rules / sizeof builtin_rules[0] : 0;
-    size_t user_max = 0;
-    if (skip != NULL && *skip != '\0') {
-        st.user_text = strdup(skip);
-        user_max = 1;
-        for (const char *p = skip; *p; p++)
-            user_max += *p == ':';
+    *text_size = 0;
+    if (layout == NULL)
+        return 0;
+    /* Two globs a packages folder, one a standard library's, each of
+     * whose characters may need its escape. */
+    for (size_t i = 0; i < layout->npackages; i++)
+        *text_size += 4 * strlen(layout->packages[i]) + sizeof LAYOUT_TORCH + sizeof LAYOUT_ALL;
+    for (size_t i = 0; i < layout->nstdlib; i++)
+        *text_size += 2 * strlen(layout->stdlib[i]) + sizeof LAYOUT_ALL;
+    return 2 * layout->npackages + layout->nstdlib;
+}
+
+/* Appends to *text the glob that matches what lies under folder plus tail,
+ * folder's own glob characters escaped (fnmatch without FNM_NOESCAPE reads
+ * a backslash as "the next character as it is"), and returns the glob. */
+static const char *folder_glob(char **text, const char *folder, const char *tail)
+{
+    char *glob = *text, *out = glob;
+    for (const char *c = folder; *c != '\0'; c++) {
+        if (strchr("*?[\\", *c) != NULL)
+            *out++ = '\\';
+        *out++ = *c;
     }
-    st.rules = malloc((user_max + builtin_count + 1) * sizeof *st.rules);
-    if (st.rules == NULL || (user_max > 0 && st.user_text == NULL)) {
-        free(st.rules);
-        free(st.user_text);
-        st.user_text = NULL;
-        st.rules = (origin_rule_t *)builtin_rules; /* read only; never freed */
-        st.rule_count = (int)builtin_count;
-        st.ready = 1;
-        return;
-    }
+    size_t n = strlen(tail) + 1;
+    memcpy(out, tail, n);
+    *text = out + n;
+    return glob;
+}
+
+/* Writes layout's rules at rules, their globs into text (room as
+ * layout_rules says). Order matters: torch under a packages folder is
+ * plumbing before the rest of that folder is a library's, and the
+ * packages folders come before the standard library's, which often hold
+ * them (/usr/lib/python3.12/site-packages). Returns how many. */
+static int add_layout_rules(const origin_layout_t *layout, origin_rule_t *rules, char *text)
+{
+    int n = 0;
+    for (size_t i = 0; i < layout->npackages; i++)
+        rules[n++] = (origin_rule_t){ ORIGIN_FILE, ORIGIN_PYTHON,
+                                      folder_glob(&text, layout->packages[i], LAYOUT_TORCH), ORIGIN_SKIP };
+    for (size_t i = 0; i < layout->npackages; i++)
+        rules[n++] = (origin_rule_t){ ORIGIN_FILE, ORIGIN_PYTHON,
+                                      folder_glob(&text, layout->packages[i], LAYOUT_ALL), ORIGIN_LIBRARY };
+    for (size_t i = 0; i < layout->nstdlib; i++)
+        rules[n++] = (origin_rule_t){ ORIGIN_FILE, ORIGIN_PYTHON,
+                                      folder_glob(&text, layout->stdlib[i], LAYOUT_ALL), ORIGIN_SKIP };
+    return n;
+}
+
+/* Adds skip's globs (st.user_text, a copy) at rules, as origin_rules_init
+ * describes them. Returns how many. */
+static int add_user_rules(origin_rule_t *rules)
+{
     int n = 0;
     for (char *glob = st.user_text, *next; glob != NULL; glob = next) {
         next = strchr(glob, ':');
@@ -398,8 +447,40 @@ void origin_rules_init(const char *skip, int builtin)
         }
         if (*glob == '\0')
             continue;
-        st.rules[n++] = (origin_rule_t){ ORIGIN_ANY, ORIGIN_BOTH, glob, action };
+        rules[n++] = (origin_rule_t){ ORIGIN_ANY, ORIGIN_BOTH, glob, action };
     }
+    return n;
+}
+
+void origin_rules_init(const char *skip, int builtin, const origin_layout_t *layout)
+{
+    origin_rules_end();
+    size_t builtin_count = builtin ? sizeof builtin_rules / sizeof builtin_rules[0] : 0;
+    size_t user_max = 0, layout_size;
+    size_t layout_count = builtin ? layout_rules(layout, &layout_size) : 0;
+    if (skip != NULL && *skip != '\0') {
+        st.user_text = strdup(skip);
+        user_max = 1;
+        for (const char *p = skip; *p; p++)
+            user_max += *p == ':';
+    }
+    st.rules = malloc((user_max + layout_count + builtin_count + 1) * sizeof *st.rules);
+    if (layout_count > 0)
+        st.layout_text = malloc(layout_size);
+    if (st.rules == NULL || (user_max > 0 && st.user_text == NULL)
+        || (layout_count > 0 && st.layout_text == NULL)) {
+        free(st.rules);
+        free(st.user_text);
+        free(st.layout_text);
+        st.user_text = st.layout_text = NULL;
+        st.rules = (origin_rule_t *)builtin_rules; /* read only; never freed */
+        st.rule_count = (int)builtin_count;
+        st.ready = 1;
+        return;
+    }
+    int n = add_user_rules(st.rules);
+    if (layout_count > 0)
+        n += add_layout_rules(layout, st.rules + n, st.layout_text);
     memcpy(st.rules + n, builtin_rules, builtin_count * sizeof *st.rules);
     st.rule_count = n + (int)builtin_count;
     st.ready = 1;
@@ -410,7 +491,7 @@ void origin_rules_init(const char *skip, int builtin)
 static void ensure_ready(void)
 {
     if (!st.ready)
-        origin_rules_init(NULL, 1);
+        origin_rules_init(NULL, 1, NULL);
 }
 
 /* The first frame the skip rules keep, in the caller's order; the order

@@ -51,11 +51,24 @@ typedef struct origin_rule {
     origin_action_t action;
 } origin_rule_t;
 
+/* Where a Python program's interpreter keeps its standard library and its
+ * installed packages, as it said itself at its finish (shim/layout.py; the
+ * report's "python_layout"): absolute folders without a trailing '/'. */
+typedef struct origin_layout {
+    const char *const *stdlib;    /* the standard library's folders (or zip) */
+    size_t nstdlib;
+    const char *const *packages;  /* folders installed packages come from */
+    size_t npackages;
+} origin_layout_t;
+
 /* Builds the rule list: skip's globs (colon-separated, tried before the
- * built-in table; one starting with '!' keeps instead of skipping; NULL or
- * "" for none), then the built-in table when builtin is 1. Forgets every
- * decision cached before. Without a call, the built-in table applies. */
-void origin_rules_init(const char *skip, int builtin);
+ * rest; one starting with '!' keeps instead of skipping; NULL or "" for
+ * none), then, when builtin is 1, the rules layout gives (NULL for none:
+ * a Python file under a packages folder is a library's, torch's skipped;
+ * one under a standard library folder is skipped) and the built-in table.
+ * The strings are copied. Forgets every decision cached before. Without a
+ * call, the built-in table alone applies. */
+void origin_rules_init(const char *skip, int builtin, const origin_layout_t *layout);
 
 /* Index of the origin frame in frames[0..count): the first frame, in the
  * order given, that the rules keep. The report passes the Python frames

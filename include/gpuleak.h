@@ -64,7 +64,8 @@ int gpuleak_site_origin(uint32_t site, char *out, size_t size);
 size_t gpuleak_site_records(uint32_t site, uint64_t *addresses, uint64_t *sizes, size_t max);
 
 /* The source of the search that names the Python objects holding memory
- * (the shim runs it at Python's exit; see the report's "held_by"). */
+ * (the shim runs it at Python's exit; see the report's "held_by"). Its
+ * find() takes the answer of layout() from gpuleak_layout_source's. */
 const char *gpuleak_holders_source(void);
 
 /* How every view names one holder that search found (its answer's fields:
@@ -73,6 +74,11 @@ const char *gpuleak_holders_source(void);
  * (list in train.py)". Returns what snprintf returns. Since version 2. */
 int gpuleak_holder_phrase(const char *name, const char *type, const char *owner,
                           const char *file, int graph, char *out, size_t size);
+
+/* The source of layout(), which asks the interpreter where it keeps its
+ * standard library and installed packages (the shim runs it at Python's
+ * exit; see the report's "python_layout"). Since version 2. */
+const char *gpuleak_layout_source(void);
 
 /* Writes a report now, as GPULEAK_DUMP_SIGNAL does; the program runs on.
  * Returns 0, or -1 when not tracking. Takes as long as a report. */

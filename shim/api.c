@@ -18,9 +18,6 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-/* holders.py's source (holders_py.S). */
-extern const char finish_holders_py[] __attribute__((visibility("hidden")));
-
 EXPORT int gpuleak_api_version(void)
 {
     return GPULEAK_API_VERSION;
@@ -207,6 +204,11 @@ EXPORT int gpuleak_holder_phrase(const char *name, const char *type, const char 
                                  const char *file, int graph, char *out, size_t size)
 {
     return report_holder_phrase(out, size, name, type, owner, file, graph);
+}
+
+EXPORT const char *gpuleak_layout_source(void)
+{
+    return finish_layout_py;
 }
 
 EXPORT int gpuleak_snapshot(void)

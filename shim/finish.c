@@ -4,16 +4,15 @@
 #include "config.h"
 #include "guard.h"
 #include "lifecycle.h"
+#include "pylayout.h"
 #include "tracker.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* shim/holders.py, NUL-terminated (holders_py.S). */
-extern const char finish_holders_py[] __attribute__((visibility("hidden")));
 
 /* CPython's API as this file uses it, found with dlsym: the shim links no
  * libpython. Only functions of the stable ABI, and PyMethodDef's layout,
@@ -191,12 +190,55 @@ static void take_answer(char *answer, const tracker_record_t *records, size_t co
         qsort(holders, holder_count, sizeof *holders, by_site_then_bytes);
 }
 
+/* Runs source (one of the embedded files) in a namespace of its own, with
+ * the GIL held, and returns its function name (borrowed from *globals,
+ * which the caller releases), or NULL with *globals NULL or to release. */
+static py_object_t *embedded_function(const char *source, const char *name, py_object_t **globals)
+{
+    *globals = py.new_dict();
+    if (*globals == NULL)
+        return NULL;
+    py_object_t *module = py.run_string(source, PY_FILE_INPUT, *globals, *globals, NULL);
+    py_object_t *function = module != NULL ? py.dict_get(*globals, name) : NULL;
+    py_release(module);
+    return function;
+}
+
+/* A malloc'd copy of the text an embedded function answered (answer is
+ * released), or NULL when it failed: its error is cleared, as the program
+ * must never see one of the shim's. */
+static char *answer_text(py_object_t *answer)
+{
+    const char *text = answer != NULL ? py.as_utf8(answer) : NULL;
+    char *copy = text != NULL ? strdup(text) : NULL;
+    if (text == NULL)
+        py.clear_error();
+    py_release(answer);
+    return copy;
+}
+
+/* Asks layout.py, with the GIL held, where the interpreter keeps its
+ * standard library and installed packages, and keeps its answer for the
+ * reports (pylayout.h). Returns the answer, malloc'd, or NULL when it
+ * failed. */
+static char *read_layout(void)
+{
+    py_object_t *globals;
+    py_object_t *layout = embedded_function(finish_layout_py, "layout", &globals);
+    char *answer = answer_text(layout != NULL ? py.call(layout, NULL) : NULL);
+    py_release(globals);
+    if (answer != NULL)
+        pylayout_set(answer);
+    return answer;
+}
+
 /* At most this many live allocations are looked for: the largest runs
  * have a few hundred thousand. */
 #define TARGETS_MAX 1000000
 
-/* Asks holders.py, with the GIL held, who keeps the live allocations. */
-static void name_holders(void)
+/* Asks holders.py, with the GIL held, who keeps the live allocations;
+ * layout is layout.py's answer ("" when none). */
+static void name_holders(const char *layout)
 {
     uint64_t began = clock_monotonic_ns();
     size_t count;
@@ -208,9 +250,7 @@ static void name_holders(void)
     qsort(records, count, sizeof *records, by_key);
     /* "start size id\n", at most 20 + 20 + 7 + 3 characters a line. */
     char *targets = malloc(count * 50 + 1);
-    py_object_t *globals = targets != NULL ? py.new_dict() : NULL;
-    if (globals == NULL) {
-        free(targets);
+    if (targets == NULL) {
         free(records);
         return;
     }
@@ -222,15 +262,11 @@ static void name_holders(void)
     targets[used] = '\0';
     search.ran = 1;
     search.ended = "error";
-    py_object_t *module = py.run_string(finish_holders_py, PY_FILE_INPUT, globals, globals, NULL);
-    py_object_t *find = module != NULL ? py.dict_get(globals, "find") : NULL;
-    py_object_t *answer = find != NULL ? py.call(find, "sd", targets, config.holders_ms / 1000.0) : NULL;
-    const char *text = answer != NULL ? py.as_utf8(answer) : NULL;
-    char *copy = text != NULL ? strdup(text) : NULL;
-    if (text == NULL)
-        py.clear_error();
-    py_release(answer);
-    py_release(module);
+    py_object_t *globals;
+    py_object_t *find = embedded_function(finish_holders_py, "find", &globals);
+    char *copy = answer_text(find != NULL ? py.call(find, "sds", targets, config.holders_ms / 1000.0,
+                                                     layout)
+                                          : NULL);
     py_release(globals);
     free(targets);
     if (copy != NULL)
@@ -248,12 +284,17 @@ static py_object_t *at_finish(py_object_t *self, py_object_t *unused)
     (void)unused;
     /* A forked child inherits the callback but owes no report. */
     if (lifecycle_report_owed() && !atomic_load(&published)) {
+        /* layout.py's stats of folders that do not exist fail by design. */
+        int saved_errno = errno;
         guard_depth++;
         tracker_take_held();
+        char *layout = read_layout();
         if (config.holders_ms > 0)
-            name_holders();
+            name_holders(layout != NULL ? layout : "");
+        free(layout);
         atomic_store_explicit(&published, 1, memory_order_release);
         guard_depth--;
+        errno = saved_errno;
     }
     py.incref(py.none);
     return py.none;

@@ -6,17 +6,23 @@
  * own (through a pending call, which CPython's main thread runs with the
  * GIL held: no thread waits for the GIL). Registered once tracking starts,
  * it runs after the callbacks the program registered before that. There it takes the
- * held-at-finish snapshot (tracker_take_held) and asks the interpreter
- * which objects keep the live allocations alive (shim/holders.py): module
+ * held-at-finish snapshot (tracker_take_held), asks the interpreter where
+ * it keeps its standard library and installed packages (shim/layout.py,
+ * kept by pylayout.h for the origin rules and the report), and which
+ * objects keep the live allocations alive (shim/holders.py): module
  * globals, attributes, containers, closures, autograd graphs, each named as
  * the program would name it. A program that skips atexit (os._exit, a fatal
  * signal) keeps the held snapshot the first free after Python's finish takes
- * (python_finished), without names. */
+ * (python_finished), without names or layout. */
 #ifndef GPULEAK_FINISH_H
 #define GPULEAK_FINISH_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+/* shim/holders.py and shim/layout.py, NUL-terminated (embedded_py.S). */
+extern const char finish_holders_py[] __attribute__((visibility("hidden")));
+extern const char finish_layout_py[] __attribute__((visibility("hidden")));
 
 /* Registers the atexit callback when a CPython interpreter is up in this
  * process: asks its main thread to do it (Py_AddPendingCall), and returns

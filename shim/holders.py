@@ -1,17 +1,20 @@
 # holders.py: who keeps device memory alive, asked of the watched program's
-# own interpreter. libgpuleak.so embeds this file (shim/holders_py.S) and
+# own interpreter. libgpuleak.so embeds this file (shim/embedded_py.S) and
 # runs it from an atexit callback, with the GIL held, after the program's
 # own atexit callbacks and before module teardown frees its globals
 # (shim/finish.c).
 #
-# find(targets, budget_s) walks down from the program's names (the main
-# module's globals first, then the user's other modules, then daemon
-# threads' locals, then libraries' modules), breadth first so each
-# allocation gets its shortest name, and matches every object that exposes
-# a device pointer (a PyTorch tensor's storage, __cuda_array_interface__)
-# against targets: "start size id" lines, sorted by start, one per live
-# allocation. For a tensor with an autograd graph, the graph's saved tensors
-# are charged to "the autograd graph of" that tensor's name.
+# find(targets, budget_s, layout) walks down from the program's names (the
+# main module's globals first, then the user's other modules, then daemon
+# threads' locals, then the modules of the standard library and installed
+# packages: those under a folder layout names, layout.py's answer; without
+# it every module is searched as the user's), breadth
+# first so each allocation gets its shortest name, and matches every object
+# that exposes a device pointer (a PyTorch tensor's storage,
+# __cuda_array_interface__) against targets: "start size id" lines, sorted
+# by start, one per live allocation. For a tensor with an autograd graph,
+# the graph's saved tensors are charged to "the autograd graph of" that
+# tensor's name.
 #
 # It returns one line per allocation found:
 #   id \t graph(0|1) \t expression \t type \t owner type \t file
@@ -26,7 +29,7 @@
 import sys
 
 
-def find(targets, budget):
+def find(targets, budget, layout=""):
     import time
     from bisect import bisect_right
     from collections import deque
@@ -316,23 +319,10 @@ def find(targets, budget):
         attrs = module_type.__dict__["__dict__"].__get__(module)
         return attrs if type(attrs) is dict else {}
 
-    def library_dirs():
-        import sysconfig
-        dirs = set()
-        for key in ("stdlib", "platstdlib", "purelib", "platlib"):
-            try:
-                dirs.add(sysconfig.get_paths()[key])
-            except Exception:
-                pass
-        for path in sys.path:
-            if path.endswith(("site-packages", "dist-packages")):
-                dirs.add(path)
-        return tuple(d.rstrip("/") + "/" for d in dirs if d)
-
     def roots():
         """Groups of (module, file): the main module, the user's modules,
-        then the libraries'."""
-        libs = library_dirs()
+        then the libraries' (those under a folder of layout's)."""
+        libs = tuple(line.partition("\t")[2] + "/" for line in layout.split("\n") if line)
         main = sys.modules.get("__main__")
         user, other = [], []
         for name, module in list(sys.modules.items()):

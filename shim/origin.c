@@ -1,10 +1,12 @@
 /* origin.c: a recorded site's origin frame and owner, by the shared rules
  * (common/origin_rules.h) with the user's GPULEAK_ORIGIN_SKIP and
- * GPULEAK_ORIGIN_RULES. Runs at report time, single-threaded. */
+ * GPULEAK_ORIGIN_RULES, and the interpreter's layout once Python has said
+ * it (pylayout.h). Runs at report time, single-threaded. */
 #define _GNU_SOURCE
 #include "origin.h"
 #include "config.h"
 #include "log.h"
+#include "pylayout.h"
 #include "python.h"
 #include "symbolize.h"
 #include "stacks.h"
@@ -14,6 +16,7 @@
 #include <string.h>
 
 static _Atomic int warned_rules;  /* origin_init runs at every report: warn once */
+static const origin_layout_t *judged_by;  /* the layout origin_init took */
 
 void origin_init(void)
 {
@@ -23,7 +26,14 @@ void origin_init(void)
         builtin = 0;
     else if (mode != NULL && *mode != '\0' && strcmp(mode, "default") != 0 && !atomic_exchange(&warned_rules, 1))
         log_line("GPULEAK_ORIGIN_RULES=%s is not \"none\" or \"default\"; using the default", mode);
-    origin_rules_init(config_getenv("GPULEAK_ORIGIN_SKIP"), builtin);
+    /* Read once: the reporter's thread may write while Python finishes. */
+    judged_by = pylayout_get();
+    origin_rules_init(config_getenv("GPULEAK_ORIGIN_SKIP"), builtin, judged_by);
+}
+
+const origin_layout_t *origin_layout(void)
+{
+    return judged_by;
 }
 
 void origin_end(void)

@@ -22,9 +22,15 @@ int origin_site_frames(uint32_t site, symbolized_frame_t *out, int max);
  * built-in table; a glob starting with '!' keeps instead of skipping) and
  * GPULEAK_ORIGIN_RULES ("none" drops the built-in table; unset, "" or
  * "default" keeps it; anything else gets one line on stderr, once, and the
- * default), and builds the rules from them. Call once per report, before
- * the first question; calling it again re-reads both. */
+ * default), and builds the rules from them and from the interpreter's
+ * layout when Python has said it (pylayout_get; its rules go with the
+ * built-in table). Call once per report, before the first question;
+ * calling it again re-reads both. */
 void origin_init(void);
+
+/* The interpreter's layout the rules of the last origin_init took, or NULL
+ * when they took none (Python had not said it yet, or there is none). */
+const origin_layout_t *origin_layout(void);
 
 /* The origin and owner of one recorded site, as the report writes them. */
 typedef struct origin_site {

@@ -616,6 +616,34 @@ static void put_torch_mode(FILE *f, const report_view_t *view)
     fputs_unlocked("}\n", f);
 }
 
+/* Where the program's Python keeps its standard library and installed
+ * packages, as it said at its finish (null before that, or without
+ * Python): the layout this report's origins were judged by, kept so that
+ * `gpuleak report --origin-skip` judges them again the same way. */
+static void put_python_layout(FILE *f)
+{
+    const origin_layout_t *layout = origin_layout();
+    fputs_unlocked("\"python_layout\":", f);
+    if (layout == NULL) {
+        fputs_unlocked("null,\n", f);
+        return;
+    }
+    const struct { const char *key; const char *const *folders; size_t n; } lists[] = {
+        { "stdlib", layout->stdlib, layout->nstdlib },
+        { "packages", layout->packages, layout->npackages },
+    };
+    for (size_t l = 0; l < sizeof lists / sizeof lists[0]; l++) {
+        fputs_unlocked(l ? "],\"" : "{\"", f);
+        fputs_unlocked(lists[l].key, f);
+        fputs_unlocked("\":[", f);
+        for (size_t i = 0; i < lists[l].n; i++) {
+            fputs_unlocked(i ? "," : "", f);
+            put_string(f, lists[l].folders[i]);
+        }
+    }
+    fputs_unlocked("]},\n", f);
+}
+
 /* What filled the GPU when an allocation first ran out of memory. */
 static void put_oom(FILE *f, frame_tables_t *tables, const report_view_t *view)
 {
@@ -780,6 +808,7 @@ static void write_body(FILE *f, const report_view_t *view)
         fputc_unlocked('}', f);
     }
     fputs_unlocked(",\n", f);
+    put_python_layout(f);
     put_oom(f, &tables, view);
     put_frame_tables(f, &tables);
     free_frame_tables(&tables);

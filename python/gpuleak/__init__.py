@@ -44,6 +44,7 @@ def _find_shim():
     lib.gpuleak_holder_phrase.restype = ctypes.c_int
     lib.gpuleak_holder_phrase.argtypes = [ctypes.c_char_p] * 4 + [ctypes.c_int, ctypes.c_char_p,
                                                                   ctypes.c_size_t]
+    lib.gpuleak_layout_source.restype = ctypes.c_char_p
     lib.gpuleak_snapshot.restype = ctypes.c_int
     lib.gpuleak_kind_name.restype = ctypes.c_char_p
     lib.gpuleak_kind_name.argtypes = [ctypes.c_int]
@@ -158,27 +159,35 @@ def snapshot():
 
 
 _find = None
+_layout = None
+
+
+def _shim_function(source, file, name):
+    """The function name of the shim's embedded file, run here."""
+    scope = {}
+    exec(compile(source().decode(), file, "exec"), scope)
+    return scope[name]
 
 
 def holders(sites, budget=1.0):
     """Fills each site's .holders with (name, bytes) of the Python objects
     that keep its live allocations, as the report's "held_by" names them
-    (the same search, from the shim): "history[...] (list in train.py)".
-    Returns the sites."""
-    global _find
+    (the same search, from the shim, which looks in the modules of the
+    standard library and installed packages last): "history[...] (list in
+    train.py)". Returns the sites."""
+    global _find, _layout
     if _shim is None or not sites:
         return sites
     if _find is None:
-        scope = {}
-        exec(compile(_shim.gpuleak_holders_source().decode(), "holders.py", "exec"), scope)
-        _find = scope["find"]
+        _find = _shim_function(_shim.gpuleak_holders_source, "holders.py", "find")
+        _layout = _shim_function(_shim.gpuleak_layout_source, "layout.py", "layout")
     targets, owner = [], []
     for s in sites:
         for address, size in s.records():
             owner.append((s, size))
             targets.append((address, size, len(owner) - 1))
     targets.sort()
-    answer = _find("".join("%d %d %d\n" % t for t in targets), budget)
+    answer = _find("".join("%d %d %d\n" % t for t in targets), budget, _layout())
     named = {}
     for line in answer.split("\n"):
         fields = line.split("\t")

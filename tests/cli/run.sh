@@ -44,6 +44,29 @@ for g in tests/cli/golden/*.txt; do
     tail -n +2 "$g" >"$T/want"
     if cmp -s "$T/want" "$T/golden"; then ok; else bad "golden $name differs:"; diff -u "$T/want" "$T/golden" | head -20; fi
 done
+# layout.json records its interpreter's layout ("python_layout": a standard
+# library in pylib/python3.11, a package in a --target folder, neither known
+# to the built-in globs), and origins as a shim without it wrote them. Judged
+# again, its Python frames are judged by the layout (golden report-layout);
+# '!' globs still come first; without the field, the built-in globs alone.
+expect 0 "report with python_layout, as written" -- $G report $FIX/layout.json
+has "$T/out" "/opt/py/pylib/python3.11/sched.py:151 in scheduler.run"
+expect 1 "check judged again by the recorded layout" -- $G check --origin-rules default $FIX/layout.json
+has "$T/out" "device memory at /srv/app/layout_demo.py:48 in through_stdlib"
+has "$T/out" "device memory at /srv/app/layout_demo.py:53 in through_library, via Grid.make __init__.py:15"
+expect 1 "check judged again, a library kept by a glob" -- $G check --origin-skip '!*/gridlib/*' $FIX/layout.json
+has "$T/out" "device memory at /srv/app/deps/gridlib/__init__.py:15 in Grid.make"
+has "$T/out" "device memory at /srv/app/layout_demo.py:48 in through_stdlib"
+expect 1 "check judged again without the built-in rules, the layout's gone too" -- $G check --origin-rules none $FIX/layout.json
+has "$T/out" "device memory at /opt/py/pylib/python3.11/sched.py:151 in scheduler.run"
+python3 - "$FIX/layout.json" "$T" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1])); d.pop("python_layout")
+json.dump(d, open(sys.argv[2] + "/nolayout.json", "w"))
+PY
+expect 1 "check judged again without python_layout" -- $G check --origin-rules default "$T/nolayout.json"
+has "$T/out" "device memory at /opt/py/pylib/python3.11/sched.py:151 in scheduler.run"
+has "$T/out" "device memory at /srv/app/deps/gridlib/__init__.py:15 in Grid.make"
 expect 0 "report" -- $G report $FIX/demo.json
 has "$T/out" "Leak of 10485760 byte(s) in 5 allocation(s) of device memory on device 0, allocated from:"
 has "$T/out" "#0 forward in /src/model.py:17 (Python)"

@@ -306,6 +306,46 @@ START_TEST(loader_reads_status)
 }
 END_TEST
 
+/* "python_layout", what a re-judge judges Python frames by: its folders
+ * are read; one that is not a string is left out, and a layout this reader
+ * cannot read (or none, as in older reports) is no layout, never a refusal. */
+static load_report_t *load_layout_json(const char *layout)
+{
+    char *json = NULL, *err = NULL;
+    ck_assert_int_ge(asprintf(&json, GOOD_HEAD GOOD_TOTALS "%s\"leaks\":[],\"sites\":[]}", layout), 0);
+    load_report_t *r = load_buffer(json, strlen(json), "r.json", &err);
+    ck_assert_msg(r != NULL, "%s: %s", layout, err);
+    free(json);
+    return r;
+}
+
+START_TEST(loader_reads_python_layout)
+{
+    load_report_t *r = load_layout_json("\"python_layout\":{\"stdlib\":[\"/usr/lib64/python3.12\",5,"
+                                        "\"/usr/lib64/python312.zip\"],\"packages\":[\"/opt/deps\"]},");
+    ck_assert(r->has_layout);
+    ck_assert_uint_eq(r->layout.nstdlib, 2);
+    ck_assert_str_eq(r->layout.stdlib[0], "/usr/lib64/python3.12");
+    ck_assert_str_eq(r->layout.stdlib[1], "/usr/lib64/python312.zip");
+    ck_assert_uint_eq(r->layout.npackages, 1);
+    ck_assert_str_eq(r->layout.packages[0], "/opt/deps");
+    load_free(r);
+    r = load_layout_json("\"python_layout\":{\"stdlib\":\"/usr\",\"packages\":[\"/opt/deps\"]},");
+    ck_assert(r->has_layout);
+    ck_assert_uint_eq(r->layout.nstdlib, 0);
+    load_free(r);
+    static const char *const none[] = {
+        "", "\"python_layout\":null,", "\"python_layout\":[\"/usr\"],",
+        "\"python_layout\":{\"stdlib\":[],\"packages\":[1]},",
+    };
+    for (size_t i = 0; i < sizeof none / sizeof none[0]; i++) {
+        r = load_layout_json(none[i]);
+        ck_assert_msg(!r->has_layout, "%s", none[i]);
+        load_free(r);
+    }
+}
+END_TEST
+
 /* "oom" names its sites by id: frames from the stack table (inline in
  * version 1), origins from the same site's entry elsewhere. A display
  * hint: what cannot be read is left out, the report still loads. */
@@ -544,6 +584,7 @@ int main(void)
     tcase_add_test(load, loader_file_errors);
     tcase_add_test(load, loader_reads_status);
     tcase_add_test(load, loader_reads_oom);
+    tcase_add_test(load, loader_reads_python_layout);
     suite_add_tcase(s, load);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

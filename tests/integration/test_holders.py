@@ -44,9 +44,10 @@ class Trap:
         return Array(0x9000)
 
 
-def search(namespace, targets, budget=5.0):
-    """Runs find with namespace as the main module; returns
-    {target id: (name, type, owner, file, graph)} and the ending line."""
+def search(namespace, targets, budget=5.0, layout=""):
+    """Runs find with namespace as the main module (and layout, layout.py's
+    answer); returns {target id: (name, type, owner, file, graph)} and the
+    ending line."""
     main = types.ModuleType("__main__")
     main.__dict__.update(namespace)
     main.__file__ = "/somewhere/train.py"
@@ -54,7 +55,7 @@ def search(namespace, targets, budget=5.0):
     sys.modules["__main__"] = main
     try:
         text = "".join("%d %d %d\n" % t for t in sorted(targets))
-        answer = find(text, budget)
+        answer = find(text, budget, layout)
     finally:
         sys.modules["__main__"] = saved
     found, ending = {}, None
@@ -109,6 +110,28 @@ class HoldersTest(unittest.TestCase):
         self.assertEqual(found[5], ("hook.<closure>.stash[...]", "list", "", "train.py", False))
         self.assertEqual(found[6], ("Cache.entries[...]", "dict", "", "train.py", False))
         self.assertEqual(ending[2], "all")
+
+    def test_the_users_modules_before_those_the_layout_names(self):
+        """A module under a folder of the interpreter's layout (an installed
+        package's) is searched after the user's, wherever it stands in
+        sys.modules: the user's name for an array both hold wins."""
+        shared = Array(0x7000)
+        made = []
+        for name, path in (("gpuleak_test_pkg", "/fake/packages/pkg/__init__.py"),
+                           ("gpuleak_test_mine", "/home/u/proj/mine.py")):
+            module = types.ModuleType(name)
+            module.__file__ = path
+            module.kept = [shared]
+            sys.modules[name] = module
+            made.append(name)
+        try:
+            found, _ = search({}, [(0x7000, 8, 1)], layout="packages\t/fake/packages\n")
+            self.assertEqual(found[1][3], "mine.py")
+            found, _ = search({}, [(0x7000, 8, 1)])
+            self.assertEqual(found[1][3], "__init__.py")  # without it, in sys.modules' order
+        finally:
+            for name in made:
+                del sys.modules[name]
 
     def test_a_pointer_inside_an_allocation_is_charged_to_it(self):
         found, _ = search({"view": Array(0x1800)}, [(0x1000, 0x1000, 7), (0x3000, 16, 8)])

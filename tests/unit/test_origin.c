@@ -1,7 +1,8 @@
 /* Unit tests for origin.c: the origin frame and the owner of synthetic
  * stacks shaped like the real ones (a plain C program, nvcc's static cudart,
- * PyTorch, NCCL, cuBLAS), the variables that change the rules, the doc that
- * lists them, and the cost at 100k sites of 64 frames. */
+ * PyTorch, NCCL, cuBLAS), the variables that change the rules, the rules an
+ * interpreter's own layout gives (pylayout.c), the doc that lists them, and
+ * the cost at 100k sites of 64 frames. */
 #define _GNU_SOURCE
 #include "suite.h"
 #include <dlfcn.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "origin.h"
+#include "pylayout.h"
 #include "stacks.h"
 #include "symbolize.h"
 #include "tracker.h"
@@ -518,6 +520,110 @@ START_TEST(test_overrides)
 }
 END_TEST
 
+/* Without the interpreter's layout (a report written before Python's
+ * atexit), the built-in globs know the standard library of Fedora and the
+ * like (lib64) and a zipped one, while a site-packages folder inside lib64
+ * stays a library's and a user's own lib64 folder the user's. */
+START_TEST(test_python_fallback_globs)
+{
+    defaults();
+    const origin_frame_t frames[] = {
+        PY("Thread.run", "/usr/lib64/python3.12/threading.py", 1010),
+        PY("_WorkItem.run", "/usr/lib64/python3.12/concurrent/futures/thread.py", 58),
+        PY("scheduler.run", "/opt/embed/lib/python312.zip/sched.py", 151),
+        PY("Layer.forward", "/usr/lib64/python3.12/site-packages/fancylib/layer.py", 12),
+        PY("step", "/home/u/lib64/proj/train.py", 42),
+        PY("tool", "/home/u/proj/python3-tools.zip/tool.py", 7),
+    };
+    ck_assert_int_eq(origin_find(frames, COUNT(frames)), 4);
+    ck_assert_int_eq(origin_find_via(frames, 4), 3);
+    ck_assert_int_eq(origin_find(frames + 5, 1), 0);
+    origin_end();
+}
+END_TEST
+
+/* A standard library and packages in folders that no built-in glob knows,
+ * as the interpreter said them: pylib/python3.12 (a custom platlibdir, or
+ * a Python run from its build tree), a folder of pip install --target and
+ * one whose name needs fnmatch's escapes. */
+static const char *const layout_stdlib[] = { "/opt/py/pylib/python3.12", "/opt/py/pylib/python312.zip" };
+static const char *const layout_packages[] = {
+    "/opt/py/pylib/python3.12/vendor", "/srv/deps", "/srv/odd[1]*?",
+};
+static const origin_layout_t layout = { layout_stdlib, 2, layout_packages, 3 };
+
+/* The frames each layout test judges: the standard library's, a library's
+ * (a via), torch's under a packages folder, a library's inside the standard
+ * library's folder, then the user's. */
+static const origin_frame_t layout_frames[] = {
+    PY("scheduler.run", "/opt/py/pylib/python3.12/sched.py", 151),
+    PY("Layer.forward", "/srv/deps/fancylib/__init__.py", 12),
+    PY("Module._call_impl", "/srv/deps/torch/nn/modules/module.py", 1747),
+    PY("Vendored.go", "/opt/py/pylib/python3.12/vendor/thing.py", 3),
+    PY("main", "/home/u/proj/train.py", 42),
+};
+
+/* The rules from a layout come before the built-in globs: each frame above
+ * is judged by its folder, order included (a packages folder inside the
+ * standard library's is a library's); the built-in globs still judge what
+ * the layout does not name; the user's globs come first; with the built-in
+ * rules dropped, the layout's go too. */
+START_TEST(test_layout_rules)
+{
+    const origin_frame_t *f = layout_frames;
+    const int n = COUNT(layout_frames);
+    origin_rules_init(NULL, 1, NULL);
+    ck_assert_int_eq(origin_find(f, n), 0);  /* sched.py taken for the user's */
+
+    origin_rules_init(NULL, 1, &layout);
+    ck_assert_int_eq(origin_find(f, n), 4);
+    ck_assert_int_eq(origin_find_via(f, 4), 1);
+    ck_assert_int_eq(origin_find_via(f + 2, 1), -1);  /* torch is plumbing */
+    ck_assert_int_eq(origin_find_via(f + 3, 1), 0);   /* vendor: a library */
+    const origin_frame_t elsewhere[] = {
+        PY("Thread.run", "/usr/lib/python3.11/threading.py", 982),
+        PY("x", "/srv/odd[1]*?/pkg/x.py", 1),
+        PY("y", "/srv/odd1ab/pkg/y.py", 2),   /* the folder's name unescaped would match */
+        PY("z", "/srv/deps2/z.py", 3),         /* a sibling of /srv/deps, not in it */
+    };
+    ck_assert_int_eq(origin_find(elsewhere, COUNT(elsewhere)), 2);
+    ck_assert_int_eq(origin_find_via(elsewhere, 2), 1);
+    ck_assert_int_eq(origin_find(elsewhere + 3, 1), 0);
+
+    origin_rules_init("!*/fancylib/*", 1, &layout);
+    ck_assert_int_eq(origin_find(f, n), 1);
+    origin_rules_init(NULL, 0, &layout);
+    ck_assert_int_eq(origin_find(f, n), 0);
+    origin_end();
+}
+END_TEST
+
+/* The shim's path: layout.py's answer kept once (pylayout_set), which every
+ * origin_init from then on takes; lines it does not know are left out, and
+ * an answer that names no folder keeps nothing. */
+START_TEST(test_layout_answer)
+{
+    defaults();
+    ck_assert_ptr_null(origin_layout());
+    ck_assert_int_eq(pylayout_set(""), -1);
+    ck_assert_int_eq(pylayout_set("stdlib\trelative/lib\nnonsense\n\n"), -1);
+    ck_assert_ptr_null(pylayout_get());
+    ck_assert_int_eq(pylayout_set("stdlib\t/opt/py/pylib/python3.12\nwhat\t/x\n"
+                                  "packages\t/srv/deps\nstdlib\n"), 0);
+    ck_assert_int_eq(pylayout_set("stdlib\t/other\n"), -1);  /* once */
+    ck_assert_ptr_null(origin_layout());  /* until the next origin_init */
+    origin_init();
+    const origin_layout_t *l = origin_layout();
+    ck_assert_ptr_eq(l, pylayout_get());
+    ck_assert_uint_eq(l->nstdlib, 1);
+    ck_assert_str_eq(l->stdlib[0], "/opt/py/pylib/python3.12");
+    ck_assert_uint_eq(l->npackages, 1);
+    ck_assert_str_eq(l->packages[0], "/srv/deps");
+    ck_assert_int_eq(origin_find(layout_frames, COUNT(layout_frames)), 4);
+    origin_end();
+}
+END_TEST
+
 /* Every built-in glob and both variables are in docs/origin-rules.md, so
  * the table and its documentation cannot drift apart. */
 START_TEST(test_documented)
@@ -663,6 +769,9 @@ int main(void)
     tcase_add_test(tc, test_pinned_host_cache);
     tcase_add_test(tc, test_edges);
     tcase_add_test(tc, test_overrides);
+    tcase_add_test(tc, test_python_fallback_globs);
+    tcase_add_test(tc, test_layout_rules);
+    tcase_add_test(tc, test_layout_answer);
     tcase_add_test(tc, test_documented);
     tcase_add_test(tc, test_site);
     suite_add_tcase(suite, tc);

@@ -1,0 +1,19 @@
+/* embedded_py.S: the Python files libgpuleak.so runs in the watched
+ * program's interpreter, each as a NUL-terminated string: shim/holders.py
+ * as finish_holders_py, shim/layout.py as finish_layout_py (finish.c runs
+ * both at Python's finish; api.c hands them to the Python package). Kept
+ * Python files so that they read, and are tested, as such. */
+    .macro embed name, path
+    .section .rodata
+    .globl \name
+    .hidden \name
+    .type \name, @object
+\name:
+    .incbin "\path"
+    .byte 0
+    .size \name, . - \name
+    .endm
+
+    embed finish_holders_py, "shim/holders.py"
+    embed finish_layout_py, "shim/layout.py"
+    .section .note.GNU-stack,"",@progbits
