@@ -258,7 +258,12 @@ void growth_evaluate(const uint64_t *values, const uint64_t *times_ns,
 
 /* Copies site's series up to now_ns into values, times and allocs
  * (GROWTH_CHECKPOINTS + 1 each): the checkpoints at which the site existed
- * and that were taken by then, and a last sample, live_now at now_ns.
+ * and that were taken by then, and a last sample, live_now at now_ns. A
+ * site born after the first checkpoint starts with a 0 there (it held
+ * nothing then), so that its baseline skips a fifth of the run, not of its
+ * own life: a torch.compile'd model's outputs begin after a long compile
+ * and end before a long idle tail (Inductor's workers shutting down), and a
+ * fifth of the site's own span by time skipped its whole burst.
  * Returns its length, or 0 for a site not followed (or when a report's
  * bounded wait for the checkpoints' lock ended: patience.h). */
 static size_t series_of(uint32_t site, uint64_t now_ns, uint64_t live_now, uint64_t allocations_now,
@@ -270,8 +275,15 @@ static size_t series_of(uint32_t site, uint64_t now_ns, uint64_t live_now, uint6
         return 0;
     size_t n = 0;
     for (size_t c = 0; c < checkpoint_count; c++) {
-        if (site > checkpoint_sites[c])
+        if (site > checkpoint_sites[c]) {
+            if (c == 0 && checkpoint_time[0] <= now_ns) {
+                values[n] = 0;
+                times[n] = checkpoint_time[0];
+                allocs[n] = checkpoint_allocations[0];
+                n++;
+            }
             continue; /* the site did not exist yet */
+        }
         if (checkpoint_time[c] > now_ns)
             break;    /* after the moment given as the last: its sample ends the series */
         values[n] = series[site][c];

@@ -2,6 +2,7 @@
  * for the timeline's bounded, decimating buffer. */
 #include "suite.h"
 #include <stdlib.h>
+#include <time.h>
 
 #include "clock.h"
 #include "growth.h"
@@ -295,6 +296,47 @@ START_TEST(costly_checkpoints_wait_in_proportion)
 }
 END_TEST
 
+static uint64_t burst_live[2], burst_made;
+
+static uint64_t burst_site(uint32_t site) { return site < 2 ? burst_live[site] : 0; }
+static uint64_t burst_allocations(void) { return burst_made; }
+
+/* A torch.compile'd model, as on the H100: 15 s of compiling (site 0, a
+ * batch, the only one), then 60 steps in 120 ms whose outputs (site 1, born
+ * in the burst) are all kept, then 12 s of nothing (Inductor's workers shut
+ * down) before Python's finish ends the series. Site 1 grew; judged on a
+ * fifth of its own span by time, its whole burst was skipped. */
+START_TEST(a_site_born_in_a_late_burst_before_a_long_idle_end_is_growth)
+{
+    burst_live[0] = 1 << 18;
+    burst_live[1] = 0;
+    burst_made = 1;
+    growth_init(0, 1000000, burst_site);
+    uint64_t t = 0;
+    for (; t < 15000000000ull; t += 10000000)
+        growth_note(t, burst_allocations, 0);
+    for (int step = 0; step < 60; step++, t += 2000000) {
+        for (int event = 0; event < 4; event++) {
+            burst_made++;
+            growth_note(t, burst_allocations, step > 0);  /* the highest site so far */
+        }
+        burst_live[1] += 1 << 20;
+        burst_made++;
+        growth_note(t, burst_allocations, 1);
+        /* A step takes real time too: the checkpoints' cost guard reads the
+         * precise clock. */
+        nanosleep(&(struct timespec){ .tv_nsec = 100000 }, NULL);
+    }
+    growth_finding_t g;
+    ck_assert_int_eq(growth_site(1, 27500000000ull, burst_live[1], burst_made, &g), 0);
+    ck_assert_msg(g.grew, "gained %llu, trend %.2f", (unsigned long long)g.bytes_gained, g.trend);
+    ck_assert_uint_ge(g.bytes_gained, 40u << 20);
+    /* The batch it was built beside held still: no finding. */
+    ck_assert_int_eq(growth_site(0, 27500000000ull, burst_live[0], burst_made, &g), 0);
+    ck_assert(!g.grew);
+}
+END_TEST
+
 static void no_rows(timeline_point_t *p) { (void)p; }
 
 START_TEST(timeline_stays_bounded_and_keeps_the_high_water)
@@ -344,6 +386,7 @@ int main(void)
     tcase_add_test(tc, a_run_within_a_few_clock_ticks_is_judged_by_allocations);
     tcase_add_test(tc, timeline_stays_bounded_and_keeps_the_high_water);
     tcase_add_test(tc, costly_checkpoints_wait_in_proportion);
+    tcase_add_test(tc, a_site_born_in_a_late_burst_before_a_long_idle_end_is_growth);
     suite_add_tcase(suite, tc);
     return suite_run(suite, 0);
 }
