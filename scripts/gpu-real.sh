@@ -12,7 +12,8 @@
 #
 # Writes "${OUT:-/tmp/gpuleak-out}"/gpu-real.log, gpu-real-summary.txt and
 # gpu-real-files.tar.gz (the reports and logs). Knobs: GPU_REAL_BUDGET_S
-# (default 540). Exit status 1 when a check failed.
+# (default 540); GPU_REAL_ONLY, a list of parts to run (teardown real pytest
+# assert compile; default all). Exit status 1 when a check failed.
 set -u -o pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
@@ -42,6 +43,9 @@ for name in ("torch", "transformers", "timm", "lightning", "pytorch_lightning"):
 PYEOF
 echo "git: $(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo '?')"
 unset LD_PRELOAD GPULEAK_OUTPUT PYTORCH_CUDA_ALLOC_CONF GPULEAK_TORCH_ALLOCATOR
+
+# wants PART: whether GPU_REAL_ONLY leaves PART in.
+wants() { [ -z "${GPU_REAL_ONLY:-}" ] || [[ " $GPU_REAL_ONLY " == *" $1 "* ]]; }
 
 section "build"
 if gpu_build_shim; then
@@ -78,7 +82,7 @@ section "teardown: Python's finish still frees the script's globals under the sh
 # The shim's holder search runs at Python's finish, before module teardown:
 # it must leave every tensor it looked at to be freed there. The other modes
 # show what the program's own atexit code does to that (information).
-for mode in none storage dataptr saved; do
+wants teardown && for mode in none storage dataptr saved; do
     for ms in 1000 0; do
         have_time "TEARDOWN $mode" 30 || continue
         name=teardown-$mode-$ms
@@ -96,16 +100,25 @@ for mode in none storage dataptr saved; do
         fi
     done
 done
+# The referee, without gpuleak: compute-sanitizer's leak check, with
+# PyTorch's cache off so that each tensor is its own cudaMalloc.
+if wants teardown && command -v compute-sanitizer >/dev/null && have_time "TEARDOWN referee" 60; then
+    run_logged teardown-sanitizer 90 env PYTORCH_NO_CUDA_MEMORY_CACHING=1 compute-sanitizer --leak-check full \
+        "$PY" "$REAL/teardown_probe.py" none
+    echo "    INFO compute-sanitizer, no gpuleak: $(grep -E 'LEAK SUMMARY|bytes leaked' "$WORK/teardown-sanitizer.log" | tail -n 1)"
+fi
 
 section "real programs"
-real hook_stash stash
-real gpt2_kept_loss losses
-real timm_outputs outputs
-real lightning_val_outputs val_outputs
-real short_toy kept
+if wants real; then
+    real hook_stash stash
+    real gpt2_kept_loss losses
+    real timm_outputs outputs
+    real lightning_val_outputs val_outputs
+    real short_toy kept
+fi
 
 section "pytest --gpuleak on real PyTorch"
-if have_time "PYTEST" 90; then
+if wants pytest && have_time "PYTEST" 90; then
     if run_logged pytest 150 env PYTHONPATH="$REPO/python" GPULEAK_LIB="$SHIM" PATH="$REPO/build:$PATH" \
         GPULEAK_OUTPUT="$R/pytest-%p.json" "$PY" -m pytest -p gpuleak.pytest_plugin -p no:cacheprovider \
         --gpuleak --junitxml="$R/pytest-junit.xml" "$REAL/pytest_torch"; then
@@ -120,7 +133,9 @@ fi
 
 section "an nvcc program without -g that leaks, then fails an assert (issue 23)"
 NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
-if have_time "ASSERT" 60 && "$NVCC" -O2 -o "$WORK/bin/assert_leak" "$REAL/assert_leak.cu" >"$WORK/build-assert.log" 2>&1; then
+if ! wants assert; then
+    :
+elif have_time "ASSERT" 60 && "$NVCC" -O2 -o "$WORK/bin/assert_leak" "$REAL/assert_leak.cu" >"$WORK/build-assert.log" 2>&1; then
     (cd "$WORK/cwd" && env LD_PRELOAD="$SHIM" GPULEAK_NO_LIBDW=1 GPULEAK_OUTPUT="$R/assert-%p.json" \
         timeout 60 "$WORK/bin/assert_leak") >"$WORK/assert.log" 2>&1
     rc=$?
@@ -136,7 +151,7 @@ else
 fi
 
 section "torch.compile (last: Inductor compiles for tens of seconds)"
-real compiled_outputs outputs
+wants compile && real compiled_outputs outputs
 
 section "summary"
 printf '%s\n' "${RESULTS[@]}" | tee "$OUT/gpu-real-summary.txt"
