@@ -13,7 +13,8 @@
 # Writes "${OUT:-/tmp/gpuleak-out}"/gpu-real.log, gpu-real-summary.txt and
 # gpu-real-files.tar.gz (the reports and logs). Knobs: GPU_REAL_BUDGET_S
 # (default 540); GPU_REAL_ONLY, a list of parts to run (teardown real pytest
-# assert compile; default all). Exit status 1 when a check failed.
+# assert compile; default all), GPU_REAL_TEARDOWN_MODES (the probe's modes:
+# none storage dataptr saved). Exit status 1 when a check failed.
 set -u -o pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
@@ -82,7 +83,7 @@ section "teardown: Python's finish still frees the script's globals under the sh
 # The shim's holder search runs at Python's finish, before module teardown:
 # it must leave every tensor it looked at to be freed there. The other modes
 # show what the program's own atexit code does to that (information).
-wants teardown && for mode in none storage dataptr saved; do
+wants teardown && for mode in ${GPU_REAL_TEARDOWN_MODES:-none storage dataptr saved}; do
     for ms in 1000 0; do
         have_time "TEARDOWN $mode" 30 || continue
         name=teardown-$mode-$ms
