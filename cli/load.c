@@ -705,7 +705,7 @@ static int by_site_id(const void *a, const void *b)
  * time however many holders a file lists. */
 static const load_site_t **origin_index(const load_report_t *r, size_t *n)
 {
-    const load_list_t *lists[] = { &r->sites, &r->failures, &r->leaks, &r->kept, &r->teardown,
+    const load_list_t *lists[] = { &r->sites, &r->failures, &r->leaks, &r->kept, &r->reachable, &r->teardown,
                                    &r->growth, &r->held, &r->peak_sites };
     size_t total = 0;
     *n = 0;
@@ -915,6 +915,7 @@ static int load_doc(ctx_t *ctx, json_t *root, load_report_t *r)
     } lists[] = {
         { "leaks", 1, LIST_LEAKS, offsetof(load_report_t, leaks) },
         { "kept_by_libraries", 0, LIST_LEAKS, offsetof(load_report_t, kept) },
+        { "reachable_at_exit", 0, LIST_LEAKS, offsetof(load_report_t, reachable) },
         { "teardown_leaks", 0, LIST_TEARDOWN, offsetof(load_report_t, teardown) },
         { "failures", 0, LIST_FAILURES, offsetof(load_report_t, failures) },
         { "sites", 1, LIST_SITES, offsetof(load_report_t, sites) },
@@ -970,6 +971,7 @@ void load_free(load_report_t *r)
         return;
     free_list(&r->leaks);
     free_list(&r->kept);
+    free_list(&r->reachable);
     free_list(&r->teardown);
     free_list(&r->failures);
     free_list(&r->sites);

@@ -161,6 +161,10 @@ typedef struct {
     /* "kept_by_libraries": live at exit as leaks are, but memory a CUDA
      * library keeps for the process (empty in reports before it) */
     load_list_t kept;
+    /* "reachable_at_exit": live at exit, but held by the program's names
+     * when Python finished; its shutdown did not free it (empty in
+     * reports before it) */
+    load_list_t reachable;
     bool has_growth;
     uint64_t growth_bytes;
     /* "status.growth_judged": false when the run had too few samples for

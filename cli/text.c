@@ -386,6 +386,12 @@ void text_print(FILE *f, const load_report_t *r, const text_options_t *o)
     for (size_t i = 0; i < r->kept.n; i++)
         kept_bytes += r->kept.v[i].bytes;
     print_table(f, &r->kept, "Kept for the process by CUDA libraries, not leaks", "kept", kept_bytes, 0, o);
+    uint64_t reachable_bytes = 0;
+    for (size_t i = 0; i < r->reachable.n; i++)
+        reachable_bytes += r->reachable.v[i].bytes;
+    print_table(f, &r->reachable,
+                "Still reachable at exit: held by the program's names when Python finished, "
+                "its shutdown did not free it; not leaks", "reachable", reachable_bytes, 0, o);
     print_blocks(f, &r->teardown, "Teardown leaks (live when their context was destroyed)", "teardown", o);
     print_blocks(f, &r->failures, "Failed allocations", "failure", o);
     print_oom(f, r, o);

@@ -84,6 +84,13 @@ static void py_release(py_object_t *obj)
 /* The search's results, published once by the callback. */
 static finish_holder_t *holders;
 static size_t holder_count;
+/* The allocations it named, by start then site (finish_named). */
+typedef struct named_key {
+    uint64_t key;
+    uint32_t site;
+} named_key_t;
+static named_key_t *named_keys;
+static size_t named_key_count;
 static finish_search_t search;
 static _Atomic int published;
 
@@ -95,6 +102,14 @@ static int by_site_then_bytes(const void *a, const void *b)
     if (x->bytes != y->bytes)
         return x->bytes > y->bytes ? -1 : 1;
     return strcmp(x->name, y->name);
+}
+
+static int by_named_key(const void *a, const void *b)
+{
+    const named_key_t *x = a, *y = b;
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    return x->site < y->site ? -1 : x->site > y->site;
 }
 
 static int by_key(const void *a, const void *b)
@@ -141,7 +156,11 @@ static void take_answer(char *answer, const tracker_record_t *records, size_t co
     for (const char *p = answer; *p != '\0'; p++)
         lines += *p == '\n';
     named_t *found = malloc(lines * sizeof *found);
-    if (found == NULL) {
+    named_keys = malloc(lines * sizeof *named_keys);
+    if (found == NULL || named_keys == NULL) {
+        free(found);
+        free(named_keys);
+        named_keys = NULL;
         free(answer);
         return;
     }
@@ -164,6 +183,7 @@ static void take_answer(char *answer, const tracker_record_t *records, size_t co
         unsigned long long id = strtoull(line, &end, 10);
         if (*end != '\t' || id >= count)
             continue;
+        named_keys[named_key_count++] = (named_key_t){ records[id].key, records[id].site };
         found[n++] = (named_t){ records[id].site, records[id].size, end + 1 };
         search.named_allocations++;
         search.named_bytes += records[id].size;
@@ -188,6 +208,7 @@ static void take_answer(char *answer, const tracker_record_t *records, size_t co
     free(found);
     if (holders != NULL)
         qsort(holders, holder_count, sizeof *holders, by_site_then_bytes);
+    qsort(named_keys, named_key_count, sizeof *named_keys, by_named_key);
 }
 
 /* Runs source (one of the embedded files) in a namespace of its own, with
@@ -355,6 +376,14 @@ size_t finish_holders(uint32_t site, const finish_holder_t **out)
         n++;
     *out = n ? &holders[lo] : NULL;
     return n;
+}
+
+int finish_named(uint64_t key, uint32_t site)
+{
+    if (!atomic_load_explicit(&published, memory_order_acquire) || named_keys == NULL)
+        return 0;
+    named_key_t want = { key, site };
+    return bsearch(&want, named_keys, named_key_count, sizeof *named_keys, by_named_key) != NULL;
 }
 
 void finish_search(finish_search_t *out)

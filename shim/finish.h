@@ -46,6 +46,10 @@ typedef struct finish_holder {
  * (0 before the callback ran, or when none was found). Valid until exit. */
 size_t finish_holders(uint32_t site, const finish_holder_t **out);
 
+/* Whether the search named the allocation that starts at key in site: the
+ * program held it by a name as it finished. 0 before the callback ran. */
+int finish_named(uint64_t key, uint32_t site);
+
 /* How the search went, for the report. */
 typedef struct finish_search {
     int ran;               /* 0: no search (no Python, no atexit, turned off) */

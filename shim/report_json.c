@@ -730,6 +730,8 @@ static void write_body(FILE *f, const report_view_t *view)
     put_u64(f, "leaked_allocations", view->leaked_allocations, 1);
     put_u64(f, "kept_bytes", view->kept_bytes, 1);
     put_u64(f, "kept_allocations", view->kept_allocations, 1);
+    put_u64(f, "reachable_bytes", view->reachable_bytes, 1);
+    put_u64(f, "reachable_allocations", view->reachable_allocations, 1);
     put_u64(f, "teardown_leaked_bytes", all.teardown_bytes, 1);
     put_u64(f, "teardown_leaked_allocations", all.teardown_allocations, 1);
     put_u64(f, "maps", tracker_maps(0), 1);
@@ -773,6 +775,10 @@ static void write_body(FILE *f, const report_view_t *view)
     fputs_unlocked(",\n", f);
     /* Live at exit as the leaks are, but a library's for the process. */
     put_list(f, &tables, "kept_by_libraries", &view->kept, SECTION_LEAKS);
+    fputs_unlocked(",\n", f);
+    /* Live at exit too, but the program's names held it as Python finished:
+     * its shutdown, not the program, left it. */
+    put_list(f, &tables, "reachable_at_exit", &view->reachable, SECTION_LEAKS);
     fputs_unlocked(",\n", f);
     put_list(f, &tables, "teardown_leaks", &view->teardown, SECTION_TEARDOWN);
     fputs_unlocked(",\n", f);

@@ -416,6 +416,10 @@ void report_summary_print(FILE *f, const report_view_t *view, const char *path)
         fprintf(f, "\nOmitting %zu more leaking site(s); the report lists them all.\n",
                 view->leaks.count - shown_sites);
     print_held(f, view);
+    if (view->reachable.count > 0)
+        fprintf(f, "\nOf it, %s in %llu allocation(s) was still live at exit: Python's shutdown did "
+                   "not free it. Still reachable from those names, not counted as leaked.\n",
+                units_format_size(view->reachable_bytes, a), (unsigned long long)view->reachable_allocations);
     print_kept(f, view);
     if (view->reserve_bytes > 0)
         fprintf(f, "\nPyTorch's caching allocator still reserved %s at exit: its cache, not a "

@@ -101,7 +101,11 @@ static int select_sites(const report_site_t *all, size_t count, int (*keep)(cons
     return 0;
 }
 
-static int is_leak(const report_site_t *s) { return s->stats.live_allocations > 0 && !s->aside && !s->kept; }
+static int is_leak(const report_site_t *s)
+{
+    return s->stats.live_allocations > s->reachable_allocations && !s->aside && !s->kept;
+}
+static int is_reachable(const report_site_t *s) { return s->reachable_allocations > 0 && !s->aside && !s->kept; }
 static int is_kept(const report_site_t *s) { return s->stats.live_allocations > 0 && !s->aside && s->kept; }
 static int is_teardown(const report_site_t *s) { return s->stats.teardown_allocations > 0; }
 static int is_failure(const report_site_t *s) { return s->stats.failures > 0; }
@@ -109,6 +113,45 @@ static int is_used(const report_site_t *s) { return s->stats.allocations > 0 || 
 static int is_at_peak(const report_site_t *s) { return s->stats.at_peak_bytes > 0 && !s->aside; }
 static int is_growing(const report_site_t *s) { return s->growth.grew && !s->aside; }
 static int is_held(const report_site_t *s) { return s->held_bytes > 0 && !s->aside && !s->kept; }
+
+static int by_reachable_bytes(const void *a, const void *b)
+{
+    const report_site_t *x = a, *y = b;
+    if (x->reachable_bytes != y->reachable_bytes)
+        return x->reachable_bytes < y->reachable_bytes ? 1 : -1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* The live memory of each site up to high that the holder search named at
+ * Python's finish (finish_named), bytes and allocations by site id, in
+ * arrays the caller frees; both NULL when none was named or memory is out.
+ * O(live allocations). */
+static void reachable_by_site(uint32_t high, uint64_t **bytes, uint64_t **count)
+{
+    *bytes = NULL;
+    *count = NULL;
+    finish_search_t search;
+    finish_search(&search);
+    if (search.named_allocations == 0)
+        return;
+    size_t live;
+    tracker_record_t *records = tracker_live_records(&live);
+    uint64_t *b = calloc((size_t)high + 1, sizeof *b), *c = calloc((size_t)high + 1, sizeof *c);
+    if (records == NULL || b == NULL || c == NULL) {
+        free(records);
+        free(b);
+        free(c);
+        return;
+    }
+    for (size_t i = 0; i < live; i++)
+        if (records[i].site <= high && finish_named(records[i].key, records[i].site)) {
+            b[records[i].site] += records[i].size;
+            c[records[i].site]++;
+        }
+    free(records);
+    *bytes = b;
+    *count = c;
+}
 
 /* Sets PyTorch's cache aside where its tensors are followed, so that its
  * memory is counted once, by the tensors inside it: a driver site whose
@@ -309,9 +352,17 @@ int report_view_gather(report_view_t *view, report_moment_t moment, int signal)
     free(held.sites);
     uint64_t last_ns = held_by_site != NULL ? view->held_time_ns : view->now_ns;
     view->growth_judged = growth_run(last_ns, allocations, &view->growth_samples);
+    /* What the program's names held as Python finished and its shutdown
+     * did not free (PyTorch leaves such tensors, a model's parameters among
+     * them, live at exit): still reachable, not leaked. */
+    uint64_t *reach_bytes = NULL, *reach_count = NULL;
+    if (held_by_site != NULL && moment != REPORT_SNAPSHOT && moment != REPORT_ON_REQUEST)
+        reachable_by_site(high, &reach_bytes, &reach_count);
     report_site_t *all = malloc(sizeof *all * ((size_t)high + 1));
     if (all == NULL) {
         free(held_by_site);
+        free(reach_bytes);
+        free(reach_count);
         return -1;
     }
     size_t count = 0;
@@ -329,6 +380,14 @@ int report_view_gather(report_view_t *view, report_moment_t moment, int signal)
             origin_site(id, site->stats.kind, &o);
             site->kept = origin_owner_keeps(o.owner);
         }
+        site->reachable_bytes = 0;
+        site->reachable_allocations = 0;
+        if (reach_bytes != NULL && !site->aside) {
+            site->reachable_allocations = reach_count[id] < site->stats.live_allocations
+                                        ? reach_count[id] : site->stats.live_allocations;
+            site->reachable_bytes = reach_bytes[id] < site->stats.live_bytes ? reach_bytes[id]
+                                                                              : site->stats.live_bytes;
+        }
         site->holder_count = finish_holders(id, &site->holders);
         uint64_t last_bytes = held_by_site != NULL ? site->held_bytes : site->stats.live_bytes;
         if (site->stats.kind == REPORT_KIND_host
@@ -338,6 +397,7 @@ int report_view_gather(report_view_t *view, report_moment_t moment, int signal)
     }
     int rc = select_sites(all, count, is_leak, by_live_bytes, &view->leaks)
            | select_sites(all, count, is_kept, by_live_bytes, &view->kept)
+           | select_sites(all, count, is_reachable, by_reachable_bytes, &view->reachable)
            | select_sites(all, count, is_teardown, by_teardown_bytes, &view->teardown)
            | select_sites(all, count, is_failure, by_failed_bytes, &view->failures)
            | select_sites(all, count, is_used, by_peak_bytes, &view->sites)
@@ -345,6 +405,22 @@ int report_view_gather(report_view_t *view, report_moment_t moment, int signal)
            | select_sites(all, count, is_growing, by_bytes_gained, &view->growth)
            | select_sites(all, count, is_held, by_held_bytes, &view->held);
     free(all);
+    free(reach_bytes);
+    free(reach_count);
+    /* Each list's copy counts its own part of a site's live memory. */
+    for (size_t i = 0; i < view->leaks.count; i++) {
+        site_stats_t *st = &view->leaks.sites[i].stats;
+        st->live_bytes -= view->leaks.sites[i].reachable_bytes;
+        st->live_allocations -= view->leaks.sites[i].reachable_allocations;
+    }
+    qsort(view->leaks.sites, view->leaks.count, sizeof *view->leaks.sites, by_live_bytes);
+    for (size_t i = 0; i < view->reachable.count; i++) {
+        report_site_t *r = &view->reachable.sites[i];
+        r->stats.live_bytes = r->reachable_bytes;
+        r->stats.live_allocations = r->reachable_allocations;
+        view->reachable_bytes += r->reachable_bytes;
+        view->reachable_allocations += r->reachable_allocations;
+    }
     for (size_t i = 0; i < view->leaks.count; i++) {
         view->leaked_bytes += view->leaks.sites[i].stats.live_bytes;
         view->leaked_allocations += view->leaks.sites[i].stats.live_allocations;
@@ -370,6 +446,7 @@ void report_view_release(report_view_t *view)
 {
     free(view->leaks.sites);
     free(view->kept.sites);
+    free(view->reachable.sites);
     free(view->teardown.sites);
     free(view->failures.sites);
     free(view->sites.sites);

@@ -27,6 +27,9 @@ typedef struct report_site {
                       holder: PyTorch's cached segments where its tensors are
                       followed (shown by the tensors in them), or tensors
                       whose frees stopped being seen (torch_trace.h) */
+    uint64_t reachable_bytes, reachable_allocations;  /* of its memory live at
+                      the report, what the program's names held at Python's
+                      finish (finish_named): its shutdown did not free it */
     int kept;      /* its owner is a library that keeps its memory for the
                       process (origin_owner_keeps), so what it has live at
                       exit is listed as kept, not as a leak, nor as held by
@@ -59,6 +62,10 @@ typedef struct report_view {
     report_list_t kept;       /* live at exit, kept for the process by a
                                  library (cuBLAS's workspaces, NCCL's
                                  communicators), by live bytes */
+    report_list_t reachable;  /* live at exit, held by the program's names
+                                 when Python finished, which its shutdown did
+                                 not free: still reachable, not leaked (the
+                                 leaks leave this part out), by those bytes */
     report_list_t teardown;   /* live at context teardown, by bytes */
     report_list_t failures;   /* refused allocations, by bytes asked */
     report_list_t sites;      /* every site, by peak live bytes */
@@ -75,6 +82,7 @@ typedef struct report_view {
     uint64_t reserve_bytes;   /* live bytes of the reserve sites */
     uint64_t leaked_bytes, leaked_allocations;  /* the leaks section's sums */
     uint64_t kept_bytes, kept_allocations;      /* the kept section's sums */
+    uint64_t reachable_bytes, reachable_allocations;  /* the reachable section's */
     uint8_t *callers;         /* by site id (NULL: none): how many of the user's
                                  frames after the origin the views show with it,
                                  where the origin line alone (a helper) is shared
