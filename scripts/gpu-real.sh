@@ -79,10 +79,11 @@ real() {
     done
 }
 
-section "teardown: Python's finish still frees the script's globals under the shim"
-# The shim's holder search runs at Python's finish, before module teardown:
-# it must leave every tensor it looked at to be freed there. The other modes
-# show what the program's own atexit code does to that (information).
+section "teardown: what Python's shutdown leaves live, reachable and not leaked"
+# PyTorch's shutdown leaves some global tensors live at exit (2026-12-05,
+# torch 2.11): with the holder search on they must be listed as still
+# reachable, never as leaks. The other modes and the search off show what
+# is live then (information); compute-sanitizer is the referee.
 wants teardown && for mode in ${GPU_REAL_TEARDOWN_MODES:-none storage dataptr saved}; do
     for ms in 1000 0; do
         have_time "TEARDOWN $mode" 30 || continue
@@ -93,9 +94,9 @@ wants teardown && for mode in ${GPU_REAL_TEARDOWN_MODES:-none storage dataptr sa
             continue
         fi
         rep=$(find "$R" -name "$name-*.json" | head -n 1)
-        if [ "$mode" = none ]; then
-            check "TEARDOWN globals freed at exit (holder search ${ms} ms)" \
-                "$PY" "$REAL/check_teardown.py" "$rep" --expect-freed
+        if [ "$mode" = none ] && [ "$ms" != 0 ]; then
+            check "TEARDOWN globals left live at exit are reachable, not leaks" \
+                "$PY" "$REAL/check_teardown.py" "$rep" --expect-no-leak
         else
             echo "    INFO $mode, holder search ${ms} ms: $("$PY" "$REAL/check_teardown.py" "$rep")"
         fi
