@@ -643,7 +643,7 @@
        * report/load.c also reads them, a bare list of sites. */
       const sites = (v) => (Array.isArray(v) ? v : arr(obj(v) && v.sites));
       this.rows = {};
-      for (const key of ["leaks", "kept_by_libraries", "teardown_leaks", "failures", "sites"])
+      for (const key of ["leaks", "kept_by_libraries", "reachable_at_exit", "teardown_leaks", "failures", "sites"])
         this.rows[key] = arr(doc[key]).filter(obj).map((e) => new SiteRow(report, e));
       for (const [key, from] of [["growth", "growth"], ["peak", "peak"], ["held", "held_at_finish"]])
         this.rows[key] = sites(doc[from]).filter(obj).map((e) => new SiteRow(report, e));
@@ -955,6 +955,15 @@
             "that made the library take it.",
           columns: [bytes("bytes"), allocs(), ...siteColumns(rows.kept_by_libraries),
             { label: "owner", type: "text", value: (x) => x.owner }],
+        });
+      if (rows.reachable_at_exit.length)
+        new Table(holder, {
+          title: "Still reachable at exit", rows: rows.reachable_at_exit, onSelect,
+          about: "Live at exit, but held by the program's names when Python finished: its shutdown did not free " +
+            "it (PyTorch leaves a model's parameters so). Still reachable, as LeakSanitizer says of a C " +
+            "program's globals: not leaks.",
+          columns: [bytes("bytes"), allocs(), ...siteColumns(rows.reachable_at_exit),
+            { label: "held by", type: "text", wrap: true, value: (x) => x.held }],
         });
       if (rows.teardown_leaks.length)
         new Table(holder, {

@@ -261,8 +261,30 @@ def run(tmp):
     check(os.path.getsize(shot) > 10000 if os.path.exists(shot) else False, f"no screenshot at {shot}")
 
     not_judged(tmp)
+    reachable(tmp)
     bad_input(tmp)
     large(tmp)
+
+
+def reachable(tmp):
+    """What the program's names held to its end and Python's shutdown did
+    not free: a table of its own, with who held it."""
+    d = json.load(open(FIXTURE))
+    site = dict(d["leaks"][0])
+    site["held_by"] = [{"name": "model.weight", "type": "Parameter", "owner": "Linear", "file": "train.py",
+                        "graph": False, "bytes": site["bytes"], "allocations": site["allocations"]}]
+    d["reachable_at_exit"] = [site]
+    path = os.path.join(tmp, "reachable.json")
+    with open(path, "w") as f:
+        json.dump(d, f)
+    page = os.path.join(tmp, "reachable.html")
+    p = subprocess.run([G, "html", path, "-o", page], capture_output=True, text=True, timeout=60)
+    if not check(p.returncode == 0, f"html reachable.json: exit {p.returncode}: {p.stderr.strip()}"):
+        return
+    out, _, _ = chromium(tmp, f"file://{page}#report=0", "--dump-dom")
+    page_ok(Dom(out), "reachable")
+    check("Still reachable at exit" in out, "reachable: no table of what was still reachable at exit")
+    check("model.weight" in out, "reachable: the table does not name its holder")
 
 
 def not_judged(tmp):
