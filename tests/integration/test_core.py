@@ -633,6 +633,17 @@ class ShimTest(Base):
 
     # ---- configuration and output -------------------------------------------
 
+    def test_unknown_escape_in_output_is_said_once(self):
+        """A typo in the path pattern (%P for %p) is kept as written, with
+        one warning naming it, and the report is written there."""
+        r = self.run_key(("direct", "basic"), output=False,
+                         env_extra={"GPULEAK_OUTPUT": os.path.join(self.tmp, "r-%P-%p-%d.json"),
+                                    "GPULEAK_SUMMARY": "0"})
+        lines = r.stderr.splitlines()
+        self.assertEqual(len(lines), 1, r.stderr)
+        self.assertIn("%P is no escape", lines[0])
+        self.assertTrue(os.path.exists(os.path.join(self.tmp, "r-%%P-%d-%%d.json" % r.pid)), os.listdir(self.tmp))
+
     def test_unwritable_output_falls_back(self):
         r = self.run_key(("direct", "basic"), output=False,
                          env_extra={"GPULEAK_OUTPUT": "/nonexistent/dir/r.json",
