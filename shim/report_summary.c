@@ -183,8 +183,8 @@ static int same_holder(const finish_holder_t *a, const finish_holder_t *b)
  * Python's finish, summed over its sites: the largest two, a line each.
  * One line's sites (its first run and its later ones, say) are one place
  * in the user's code, and so are their holders. */
-static void print_holders(FILE *f, const report_list_t *list, const line_group_t *group,
-                          const char *indent)
+static void print_holders(FILE *f, const report_view_t *view, const report_list_t *list,
+                          const line_group_t *group, const char *indent)
 {
     static line_holder_t found[LINE_HOLDERS];  /* the summary is single-threaded */
     size_t n = 0;
@@ -202,6 +202,18 @@ static void print_holders(FILE *f, const report_list_t *list, const line_group_t
                 found[n++] = (line_holder_t){ &s->holders[k], 0 };
             found[j].bytes += s->holders[k].bytes;
         }
+    }
+    /* Said, not left blank: with no line a reader cannot tell "nothing held
+     * it" from "nobody looked". */
+    if (n == 0 && view->holders.ran && view->holders.ended != NULL) {
+        if (strcmp(view->holders.ended, "budget") == 0)
+            fprintf(f, "%sheld by no Python object found before the search's time ran out "
+                       "(GPULEAK_HOLDERS_MS)\n", indent);
+        else if (strcmp(view->holders.ended, "error") == 0)
+            fprintf(f, "%sheld by: unknown, the search for holders failed\n", indent);
+        else
+            fprintf(f, "%sheld by no Python object the search reached from the program's names\n", indent);
+        return;
     }
     char size[UNITS_SIZE_BUF], phrase[1024];
     for (int shown = 0; shown < 2; shown++) {
@@ -248,7 +260,7 @@ static void print_held(FILE *f, const report_view_t *view)
         if (groups[i].sites > 1)
             fprintf(f, " [%zu sites]", groups[i].sites);
         fputc('\n', f);
-        print_holders(f, &view->held, &groups[i], "      ");
+        print_holders(f, view, &view->held, &groups[i], "      ");
     }
 }
 
@@ -333,7 +345,7 @@ static void print_growth_and_peak(FILE *f, const report_view_t *view)
         if (groups[i].sites > 1)
             fprintf(f, " [%zu sites; rate and steadiness of the largest]", groups[i].sites);
         fputc('\n', f);
-        print_holders(f, &view->growth, &groups[i], "      ");
+        print_holders(f, view, &view->growth, &groups[i], "      ");
     }
     if (view->peak.count > 0 && view->peak_is_tensors)
         fprintf(f, "\nLive at the tensors' peak (%s allocated at %.2f s):\n",
@@ -409,7 +421,7 @@ void report_summary_print(FILE *f, const report_view_t *view, const char *path)
             fputs(", allocated from:\n", f);
         print_frames(f, s->id, config.summary_frames);
         fprintf(f, "  origin: %s\n", origin_phrase(view, s->id, s->stats.kind));
-        print_holders(f, &view->leaks, g, "  ");
+        print_holders(f, view, &view->leaks, g, "  ");
         shown_sites += g->sites;
     }
     if (view->leaks.count > shown_sites)

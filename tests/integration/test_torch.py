@@ -449,6 +449,9 @@ class TorchTensorsTest(unittest.TestCase):
         self.assertEqual(reachable[0]["held_by"][0]["name"], "model.weight")
         self.assertEqual(report["totals"]["reachable_bytes"], 1 << 20)
         self.assertIn("was still live at exit: Python's shutdown did not free it", stderr)
+        # The leak nothing held says so, rather than leaving a blank.
+        leak = stderr[stderr.index("Leak of 65536 byte(s)"):]
+        self.assertIn("held by no Python object the search reached from the program's names", leak)
         gate = subprocess.run([os.path.join(BUILD, "gpuleak"), "check", path],
                               capture_output=True, text=True, timeout=60)
         self.assertEqual(gate.returncode, 1, gate.stdout + gate.stderr)
