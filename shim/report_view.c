@@ -382,7 +382,14 @@ int report_view_gather(report_view_t *view, report_moment_t moment, int signal)
         }
         site->reachable_bytes = 0;
         site->reachable_allocations = 0;
-        if (reach_bytes != NULL && !site->aside) {
+        /* Only tensors: PyTorch keeps them past module teardown (a model's
+         * parameters), so one named at the finish and live at exit was
+         * kept by it. Memory behind another object's
+         * __cuda_array_interface__ returns only by that object's own free:
+         * one whose class never frees it (a raw cuMemAlloc wrapper) dies
+         * at teardown and its memory is lost, which the search, done
+         * before teardown, cannot tell from memory still held. */
+        if (reach_bytes != NULL && !site->aside && site->stats.kind == REPORT_KIND_tensor) {
             site->reachable_allocations = reach_count[id] < site->stats.live_allocations
                                         ? reach_count[id] : site->stats.live_allocations;
             site->reachable_bytes = reach_bytes[id] < site->stats.live_bytes ? reach_bytes[id]
