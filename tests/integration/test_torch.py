@@ -458,6 +458,27 @@ class TorchTensorsTest(unittest.TestCase):
                               capture_output=True, text=True, timeout=60).stdout
         self.assertIn("Still reachable at exit", text)
 
+    def test_a_leak_beside_a_reachable_tensor_of_its_site_names_no_holder(self):
+        """One site with a tensor PyTorch keeps past teardown and one lost:
+        the reachable part is listed apart with its holder; the leak entry
+        keeps only the lost bytes, and names no holder, since whatever the
+        search named of the site is reachable or was freed."""
+        report, expect, stderr, path = self.run_script_file("teardown_mixed_demo.py")
+        leaks = report["leaks"]
+        self.assertEqual([(s["origin"]["function"], s["bytes"]) for s in leaks],
+                         [("Tensor.__init__", 1 << 16)], leaks)
+        self.assertNotIn("held_by", leaks[0])
+        reachable = report["reachable_at_exit"]
+        self.assertEqual([s["bytes"] for s in reachable], [1 << 20])
+        self.assertEqual(reachable[0]["site"], leaks[0]["site"])
+        self.assertEqual(reachable[0]["held_by"][0]["name"], "kept")
+        summary = stderr[stderr.index("Leak of"):stderr.index("Still held when Python finished")]
+        self.assertNotIn("held by", summary)
+        gate = subprocess.run([os.path.join(BUILD, "gpuleak"), "check", path],
+                              capture_output=True, text=True, timeout=60)
+        self.assertEqual(gate.returncode, 1, gate.stdout)
+        self.assertNotIn("held by", gate.stdout)
+
     def test_a_hundred_steps_of_a_leak_grow_and_fail_the_gate(self):
         """A hundred steps keeping a tensor each, the whole script: growth
         is judged from checkpoints taken every few allocations early in a
