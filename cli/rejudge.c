@@ -95,6 +95,8 @@ void rejudge_report(load_report_t *r)
 {
     origin_rules_init(skip_globs, builtin, r->has_layout ? &r->layout : NULL);
     rejudge_list(&r->leaks);
+    rejudge_list(&r->kept);
+    rejudge_list(&r->reachable);
     rejudge_list(&r->teardown);
     rejudge_list(&r->failures);
     rejudge_list(&r->sites);

@@ -160,35 +160,44 @@ static size_t held_rises(const uint64_t *values, size_t base, size_t high, uint6
  * start-up that allocates much (weights) still skips by time. A run
  * shorter than GROWTH_TIMED_SPAN_NS is judged by allocations alone: the
  * samples are timed by a coarse clock (ticks of a few milliseconds), which
- * would put most of a short run's samples in its first fifth. It depends
+ * would put most of a short run's samples in its first fifth. A site born
+ * late (its own samples from index born on; before it, series_of's leading
+ * 0) also skips a fifth of its own life by allocations: its first fill (a
+ * cache, an eval buffer) is its start-up, as the run's is; an idle tail
+ * makes no allocations, so a burst before one is not skipped. It depends
  * on the times and allocations alone, not on the values, so whether a run
  * can be judged at all is known before any site is. */
-static size_t baseline(const uint64_t *times_ns, const uint64_t *allocations, size_t n)
+static size_t baseline(const uint64_t *times_ns, const uint64_t *allocations, size_t n, size_t born)
 {
     uint64_t start = times_ns[0], span = times_ns[n - 1] - times_ns[0];
     if (span < GROWTH_TIMED_SPAN_NS)
         span = 0;
     uint64_t made_start = allocations[0];
     uint64_t made_span = allocations[n - 1] > made_start ? allocations[n - 1] - made_start : 0;
+    uint64_t own_start = allocations[born < n ? born : 0];
+    uint64_t own_span = allocations[n - 1] > own_start ? allocations[n - 1] - own_start : 0;
     size_t base = 0;
     while (base < n - 1 && (times_ns[base] - start < span / 5
-                            || allocations[base] - made_start < made_span / 5))
+                            || allocations[base] - made_start < made_span / 5
+                            || base < born || allocations[base] - own_start < own_span / 5))
         base++;
     return base;
 }
 
 int growth_judgeable(const uint64_t *times_ns, const uint64_t *allocations, size_t n)
 {
-    return n > 0 && n - baseline(times_ns, allocations, n) >= GROWTH_MIN_SAMPLES;
+    return n > 0 && n - baseline(times_ns, allocations, n, 0) >= GROWTH_MIN_SAMPLES;
 }
 
-void growth_evaluate(const uint64_t *values, const uint64_t *times_ns,
-                     const uint64_t *allocations, size_t n, growth_finding_t *out)
+/* growth_evaluate for a series whose site's own samples start at index
+ * born (baseline). */
+static void evaluate_from(const uint64_t *values, const uint64_t *times_ns,
+                          const uint64_t *allocations, size_t n, size_t born, growth_finding_t *out)
 {
     memset(out, 0, sizeof *out);
     if (n < 2)
         return;
-    size_t base = baseline(times_ns, allocations, n);
+    size_t base = baseline(times_ns, allocations, n, born);
     size_t high = base;
     for (size_t i = base; i < n; i++)
         if (values[i] >= values[high])
@@ -256,6 +265,12 @@ void growth_evaluate(const uint64_t *values, const uint64_t *times_ns,
     out->grew = floors_rose || (still_rising && held >= GROWTH_HELD_RISES);
 }
 
+void growth_evaluate(const uint64_t *values, const uint64_t *times_ns,
+                     const uint64_t *allocations, size_t n, growth_finding_t *out)
+{
+    evaluate_from(values, times_ns, allocations, n, 0, out);
+}
+
 /* Copies site's series up to now_ns into values, times and allocs
  * (GROWTH_CHECKPOINTS + 1 each): the checkpoints at which the site existed
  * and that were taken by then, and a last sample, live_now at now_ns. A
@@ -263,12 +278,14 @@ void growth_evaluate(const uint64_t *values, const uint64_t *times_ns,
  * nothing then), so that its baseline skips a fifth of the run, not of its
  * own life: a torch.compile'd model's outputs begin after a long compile
  * and end before a long idle tail (Inductor's workers shutting down), and a
- * fifth of the site's own span by time skipped its whole burst.
+ * fifth of the site's own span by time skipped its whole burst. *born is
+ * the index of the site's own first sample (1 after that 0, else 0).
  * Returns its length, or 0 for a site not followed (or when a report's
  * bounded wait for the checkpoints' lock ended: patience.h). */
 static size_t series_of(uint32_t site, uint64_t now_ns, uint64_t live_now, uint64_t allocations_now,
-                        uint64_t *values, uint64_t *times, uint64_t *allocs)
+                        uint64_t *values, uint64_t *times, uint64_t *allocs, size_t *born)
 {
+    *born = 0;
     if (site >= GROWTH_SITES || series == NULL)
         return 0;
     if (!patience_mutex_lock(&growth_lock))
@@ -281,6 +298,7 @@ static size_t series_of(uint32_t site, uint64_t now_ns, uint64_t live_now, uint6
                 times[n] = checkpoint_time[0];
                 allocs[n] = checkpoint_allocations[0];
                 n++;
+                *born = 1;
             }
             continue; /* the site did not exist yet */
         }
@@ -303,10 +321,11 @@ int growth_site(uint32_t site, uint64_t now_ns, uint64_t live_now, uint64_t allo
 {
     uint64_t values[GROWTH_CHECKPOINTS + 1], times[GROWTH_CHECKPOINTS + 1],
         allocs[GROWTH_CHECKPOINTS + 1];
-    size_t n = series_of(site, now_ns, live_now, allocations_now, values, times, allocs);
+    size_t born;
+    size_t n = series_of(site, now_ns, live_now, allocations_now, values, times, allocs, &born);
     if (n == 0)
         return -1;
-    growth_evaluate(values, times, allocs, n, out);
+    evaluate_from(values, times, allocs, n, born, out);
     return 0;
 }
 
@@ -316,7 +335,8 @@ int growth_run(uint64_t now_ns, uint64_t allocations_now, size_t *samples)
         allocs[GROWTH_CHECKPOINTS + 1];
     /* Site 0 is the first: every checkpoint follows it, so its series has
      * the run's every sample (its values are not needed). */
-    *samples = series_of(0, now_ns, 0, allocations_now, values, times, allocs);
+    size_t born;
+    *samples = series_of(0, now_ns, 0, allocations_now, values, times, allocs, &born);
     return growth_judgeable(times, allocs, *samples);
 }
 

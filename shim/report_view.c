@@ -382,7 +382,14 @@ int report_view_gather(report_view_t *view, report_moment_t moment, int signal)
         }
         site->reachable_bytes = 0;
         site->reachable_allocations = 0;
-        if (reach_bytes != NULL && !site->aside) {
+        /* Only tensors: PyTorch keeps them past module teardown (a model's
+         * parameters), so one named at the finish and live at exit was
+         * kept by it. Memory behind another object's
+         * __cuda_array_interface__ returns only by that object's own free:
+         * one whose class never frees it (a raw cuMemAlloc wrapper) dies
+         * at teardown and its memory is lost, which the search, done
+         * before teardown, cannot tell from memory still held. */
+        if (reach_bytes != NULL && !site->aside && site->stats.kind == REPORT_KIND_tensor) {
             site->reachable_allocations = reach_count[id] < site->stats.live_allocations
                                         ? reach_count[id] : site->stats.live_allocations;
             site->reachable_bytes = reach_bytes[id] < site->stats.live_bytes ? reach_bytes[id]
@@ -405,13 +412,21 @@ int report_view_gather(report_view_t *view, report_moment_t moment, int signal)
            | select_sites(all, count, is_growing, by_bytes_gained, &view->growth)
            | select_sites(all, count, is_held, by_held_bytes, &view->held);
     free(all);
+    int reach_known = reach_bytes != NULL;
     free(reach_bytes);
     free(reach_count);
-    /* Each list's copy counts its own part of a site's live memory. */
+    /* Each list's copy counts its own part of a site's live memory. Where
+     * reachability was judged, a tensor site's leak is only what the search
+     * did not name: its holders held the reachable part or memory freed
+     * since, never the leak, so the leak's copy names none. */
     for (size_t i = 0; i < view->leaks.count; i++) {
-        site_stats_t *st = &view->leaks.sites[i].stats;
-        st->live_bytes -= view->leaks.sites[i].reachable_bytes;
-        st->live_allocations -= view->leaks.sites[i].reachable_allocations;
+        report_site_t *leak = &view->leaks.sites[i];
+        leak->stats.live_bytes -= leak->reachable_bytes;
+        leak->stats.live_allocations -= leak->reachable_allocations;
+        if (reach_known && leak->stats.kind == REPORT_KIND_tensor && !leak->aside) {
+            leak->holder_count = 0;
+            leak->holders = NULL;
+        }
     }
     qsort(view->leaks.sites, view->leaks.count, sizeof *view->leaks.sites, by_live_bytes);
     for (size_t i = 0; i < view->reachable.count; i++) {

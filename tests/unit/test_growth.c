@@ -337,6 +337,45 @@ START_TEST(a_site_born_in_a_late_burst_before_a_long_idle_end_is_growth)
 }
 END_TEST
 
+/* A run of 40 s that allocates steadily (1000 allocations every 10 ms,
+ * from a count so high that only the clock makes checkpoints: one a
+ * second, the same on any machine) with a cache (site 1) born at born_ns
+ * that fills in six held steps over fill_ns and then keeps its size to the
+ * end. Returns site 1's finding at the end. */
+static growth_finding_t cache_born_at(uint64_t born_ns, uint64_t fill_ns)
+{
+    const uint64_t end = 40000000000ull;
+    burst_live[0] = 1 << 18;
+    burst_live[1] = 0;
+    burst_made = 1ull << 32;
+    growth_init(0, 1000000000ull, burst_site);
+    for (uint64_t t = 0; t < end; t += 10000000) {
+        burst_made += 1000;
+        if (t >= born_ns) {
+            uint64_t level = 1 + (t - born_ns) * 6 / fill_ns;
+            burst_live[1] = (level < 6 ? level : 6) << 22;
+        }
+        growth_note(t, burst_allocations, t >= born_ns);
+    }
+    growth_finding_t g;
+    ck_assert_int_eq(growth_site(1, end, burst_live[1], burst_made, &g), 0);
+    return g;
+}
+
+/* The same bounded cache, filling over the first half of its life and
+ * then level while the program goes on allocating, is no finding whether
+ * it is born with the run or at its middle: the leading 0 of a late-born
+ * site's series must not make its first fill the whole window. */
+START_TEST(a_cache_born_late_that_filled_and_stayed_is_not_growth)
+{
+    growth_finding_t g = cache_born_at(0, 20000000000ull);
+    ck_assert_msg(!g.grew, "born at 0: gained %llu", (unsigned long long)g.bytes_gained);
+    g = cache_born_at(20000000000ull, 10000000000ull);
+    ck_assert_msg(!g.grew, "born at 20 s: gained %llu, trend %.2f", (unsigned long long)g.bytes_gained,
+                  g.trend);
+}
+END_TEST
+
 static void no_rows(timeline_point_t *p) { (void)p; }
 
 START_TEST(timeline_stays_bounded_and_keeps_the_high_water)
@@ -387,6 +426,7 @@ int main(void)
     tcase_add_test(tc, timeline_stays_bounded_and_keeps_the_high_water);
     tcase_add_test(tc, costly_checkpoints_wait_in_proportion);
     tcase_add_test(tc, a_site_born_in_a_late_burst_before_a_long_idle_end_is_growth);
+    tcase_add_test(tc, a_cache_born_late_that_filled_and_stayed_is_not_growth);
     suite_add_tcase(suite, tc);
     return suite_run(suite, 0);
 }
