@@ -440,7 +440,7 @@
     const sites = row.sites();
     for (const r of sites.slice(0, DETAIL_SITES)) {
       detail.append(el("h4", {}, `Site ${r.site}: ${fmtBytes(r.bytes)} of ${KIND_PHRASE[r.kind] || r.kind}` +
-        (r.device !== null ? ` on device ${r.device}` : "") + ` at ${r.origin}`));
+        (r.device !== null && r.kind !== "host" ? ` on device ${r.device}` : "") + ` at ${r.origin}`));
       if (r.holders.length) {
         const ul = el("ul");
         for (const h of r.holders)

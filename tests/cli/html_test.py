@@ -142,6 +142,7 @@ DRIVER = r"""
   const input = (node, value, type = "input") => { node.value = value; node.dispatchEvent(new Event(type)); };
   const html = document.documentElement;
   let details = 0, nasty = false, frames = 0;
+  const heads = [];
   try {
     const tabs = [...document.querySelectorAll("#tabs button")];
     for (const tab of tabs.slice(1).concat(tabs.slice(0, 1))) {
@@ -163,6 +164,11 @@ DRIVER = r"""
           const detail = box.querySelector('[data-slot="detail"]');
           details += detail.querySelectorAll("li").length;
           nasty = nasty || detail.textContent.includes("evil<\/script><script>document.title='pwned'<\/script>");
+          // Every row's heading, for what the detail says of each kind.
+          for (const other of [...box.querySelectorAll("tbody tr")].slice(0, 20)) {
+            other.click();
+            for (const h of detail.querySelectorAll("h4")) heads.push(h.textContent);
+          }
         }
         input(filter, "");
         await sleep(200);
@@ -183,6 +189,7 @@ DRIVER = r"""
     html.dataset.driverDetails = String(details);
     html.dataset.driverNasty = String(nasty);
     html.dataset.driverFrames = String(frames);
+    html.dataset.driverHeads = heads.join(" | ");
     html.dataset.driver = "done";
   } catch (e) {
     gpuleakError("driver: " + (e.stack || e));
@@ -251,6 +258,9 @@ def run(tmp):
     page_ok(dom, "driven")
     check(dom.root.get("data-driver") == "done", "driven: the driver did not finish")
     check(int(dom.root.get("data-driver-details", "0")) > 0, "driven: a row's detail shows no stack")
+    heads = dom.root.get("data-driver-heads", "")
+    check("of pinned host memory at " in heads, "driven: no detail of the pinned host leak")
+    check("pinned host memory on device" not in heads, "driven: pinned host memory is said to be on a device")
     check(dom.root.get("data-driver-nasty") == "true", "driven: the markup in a function name is not shown as text")
     check(dom.ids.get("overview", {}).get("data-reports") == "3", "driven: the overview does not count 3 reports")
     for i, want in enumerate(wants):
