@@ -1,4 +1,5 @@
-"""One line (one site) makes two tensors: PyTorch keeps the first past
+"""One line (one site) makes two tensors of the fake PyTorch
+(tests/python/faketorch): PyTorch keeps the first past
 module teardown, as it keeps a model's parameters, while the second's
 pointer is dropped with no free, so its memory is lost. The first is
 still reachable; the second is the site's leak, and nothing held it: its
@@ -7,26 +8,10 @@ is listed apart). Writes the line to EXPECT_OUT."""
 import ctypes
 import json
 import os
+import sys
 
-lib = ctypes.CDLL(os.environ["FAKE_C10"])
-lib.fake_c10_malloc.restype = ctypes.c_void_p
-lib.fake_c10_malloc.argtypes = [ctypes.c_size_t, ctypes.c_int]
-lib.fake_c10_free.argtypes = [ctypes.c_void_p, ctypes.c_int]
-free = lib.fake_c10_free  # kept here: module teardown may clear `lib` first
-
-
-class Tensor:
-    def __init__(self, size):
-        self.size = size
-        self.ptr = lib.fake_c10_malloc(size, 0)
-
-    def __del__(self):
-        if self.ptr:
-            free(self.ptr, 0)
-
-    @property
-    def __cuda_array_interface__(self):
-        return {"data": (self.ptr, False), "shape": (self.size,), "typestr": "|u1", "version": 3}
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "faketorch"))
+import torch  # noqa: E402  the fake, over FAKE_C10
 
 
 def line_of(marker):
@@ -34,14 +19,15 @@ def line_of(marker):
         return next(i for i, text in enumerate(fh, 1) if marker in text and "line_of" not in text)
 
 
-lib.fake_c10_init(1)
 made = []
 for size in (1 << 20, 1 << 16):
-    made.append(Tensor(size))  # MADE-LINE
+    made.append(torch.empty(size))  # MADE-LINE
 kept = made[0]
 # A reference Python's teardown never drops, as PyTorch's C++ side keeps one.
 ctypes.pythonapi.Py_IncRef(ctypes.py_object(kept))
-made[1].ptr = None  # lost: no object refers to its memory, none frees it
+# The second's memory outlives every name: no object the program names
+# refers to it, and none frees it.
+ctypes.pythonapi.Py_IncRef(ctypes.py_object(made.pop()._storage))
 
 with open(os.environ["EXPECT_OUT"], "w") as fh:
     json.dump({"made_line": line_of("# MADE-LINE")}, fh)
