@@ -884,6 +884,40 @@ static int place_new(const char *tmp, const char *path)
     return 0;
 }
 
+/* Where a report's bytes go: its temporary file, written by the process
+ * that opened it only. A child forked while a report is being written
+ * inherits the stream with its buffer and the descriptor, and its exit()
+ * flushes that buffer into the same file (the offset is shared): stale
+ * bytes in the parent's report, which it renames into place. Report
+ * writes are serialized (report.c's write_lock), so one sink serves all. */
+static struct report_sink {
+    int fd;
+    pid_t owner;
+} sink;
+
+static ssize_t sink_write(void *cookie, const char *buf, size_t size)
+{
+    const struct report_sink *s = cookie;
+    if (getpid() != s->owner)
+        return (ssize_t)size;  /* a forked child's flush: dropped */
+    size_t done = 0;
+    while (done < size) {
+        ssize_t n = write(s->fd, buf + done, size - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return done > 0 ? (ssize_t)done : -1;
+        done += (size_t)n;
+    }
+    return (ssize_t)done;
+}
+
+static int sink_close(void *cookie)
+{
+    const struct report_sink *s = cookie;
+    return getpid() == s->owner ? close(s->fd) : 0;
+}
+
 int report_json_write(const char *path, const report_view_t *view, report_place_t place)
 {
     if (place == REPORT_REPLACE_REPORT && !replaceable(path)) {
@@ -894,9 +928,12 @@ int report_json_write(const char *path, const report_view_t *view, report_place_
     int fd = create_temporary(path, tmp, sizeof tmp);
     if (fd < 0)
         return -1;
-    FILE *f = fdopen(fd, "w");
-    if (f != NULL)
+    sink = (struct report_sink){ fd, getpid() };
+    FILE *f = fopencookie(&sink, "w", (cookie_io_functions_t){ .write = sink_write, .close = sink_close });
+    if (f != NULL) {
         __fsetlocking(f, FSETLOCKING_BYCALLER); /* one writer: skip the lock per byte */
+        setvbuf(f, NULL, _IOFBF, 1 << 16);      /* few writes, and few pid checks */
+    }
     if (f == NULL) {
         int err = errno;
         close(fd);
