@@ -8,6 +8,7 @@
 #include "report_format.h"
 #include "units.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <jansson.h>
 #include <stdarg.h>
@@ -195,11 +196,47 @@ static int load_totals(ctx_t *ctx, json_t *obj, const char *where, load_totals_t
     return ctx->error ? -1 : 0;
 }
 
+typedef char *(*cxa_demangle_fn)(const char *, char *, size_t *, int *);
+
+/* The C++ runtime's demangler, loaded once into this command (never into
+ * the watched program: the shim names functions only with a demangler the
+ * program already has, so a C program's report keeps C++ symbols raw,
+ * "_ZL16leak_from_staticm.constprop.0"); NULL where there is none. */
+static cxa_demangle_fn demangler(void)
+{
+    static int looked;
+    static cxa_demangle_fn fn;
+    if (!looked) {
+        looked = 1;
+        void *h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+        fn = h != NULL ? (cxa_demangle_fn)dlsym(h, "__cxa_demangle") : NULL;
+    }
+    return fn;
+}
+
+/* Replaces obj's key, an Itanium-mangled name, with its demangled form in
+ * the document itself, so every view (and the page gpuleak html writes from
+ * it) shows "leak_from_static(unsigned long) [clone .constprop.0]". Names
+ * that are not mangled, or that the demangler refuses, stay as written. */
+static void demangle_field(json_t *obj, const char *key)
+{
+    json_t *v = json_object_get(obj, key);
+    const char *name = json_is_string(v) ? json_string_value(v) : NULL;
+    if (name == NULL || strncmp(name, "_Z", 2) != 0 || demangler() == NULL)
+        return;
+    int status = -1;
+    char *plain = demangler()(name, NULL, NULL, &status);
+    if (plain != NULL && status == 0)
+        json_string_set(v, plain);
+    free(plain);
+}
+
 static int load_frame(ctx_t *ctx, json_t *v, const char *where, load_frame_t *f)
 {
     if (!json_is_object(v))
         return fail(ctx, "invalid report: \"%s\" is not an object", where);
     long long line;
+    demangle_field(v, "function");
     get_str(ctx, v, where, "function", 0, &f->function);
     get_str(ctx, v, where, "file", 0, &f->file);
     get_str(ctx, v, where, "module", 1, &f->module);
@@ -341,6 +378,7 @@ static void load_origin(json_t *entry, load_site_t *s)
             s->origin_kind = LOAD_ORIGIN_PYTHON;
     } else {
         long long line;
+        demangle_field(o, "function");
         get_str(&quiet, o, "origin", "function", 0, &s->origin_native.function);
         get_str(&quiet, o, "origin", "file", 0, &s->origin_native.file);
         get_str(&quiet, o, "origin", "module", 1, &s->origin_native.module);

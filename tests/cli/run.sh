@@ -662,6 +662,19 @@ make --no-print-directory -s install PREFIX="$T/prefix" BUILD="$BUILD" >/dev/nul
 expect 23 "installed run" -- "$T/prefix/bin/gpuleak" run --quiet --fail-on-leak -- "$BUILD/demo"
 
 echo "== misc"
+# A C++ name the shim left mangled (the program had no C++ runtime: nvcc's
+# host code without libstdc++) reads demangled in every view.
+python3 - "$FIX/demo.json" "$T/mangled.json" <<'PYEOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["leaks"][0]["stack"][0]["function"] = "_ZL16leak_from_staticm.constprop.0"
+json.dump(d, open(sys.argv[2], "w"))
+PYEOF
+expect 0 "report of a mangled name" -- $G report "$T/mangled.json"
+has "$T/out" "leak_from_static(unsigned long) [clone .constprop.0]"
+hasnt "$T/out" "_ZL16leak_from_static"
+expect 1 "check names it demangled too" -- $G check "$T/mangled.json"
+has "$T/out" "leak_from_static(unsigned long) [clone .constprop.0]"
 expect 2 "no command" -- $G
 expect 2 "unknown command" -- $G frob
 expect 0 "version" -- $G version
