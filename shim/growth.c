@@ -154,50 +154,59 @@ static size_t held_rises(const uint64_t *values, size_t base, size_t high, uint6
     return rises;
 }
 
+/* Where the run began, for a site's series: the time and allocation count
+ * of the run's first checkpoint, which may come before the site's own
+ * first sample. */
+typedef struct run_start {
+    uint64_t time_ns, allocations;
+} run_start_t;
+
 /* The baseline of a series of n >= 1 samples: the first sample at or
- * after a fifth of the run, both by time and by allocations: a burst of
- * steps after a long, quiet start-up starts its series in the burst, and a
- * start-up that allocates much (weights) still skips by time. A run
- * shorter than GROWTH_TIMED_SPAN_NS is judged by allocations alone: the
- * samples are timed by a coarse clock (ticks of a few milliseconds), which
- * would put most of a short run's samples in its first fifth. A site born
- * late (its own samples from index born on; before it, series_of's leading
- * 0) also skips a fifth of its own life by allocations: its first fill (a
- * cache, an eval buffer) is its start-up, as the run's is; an idle tail
- * makes no allocations, so a burst before one is not skipped. It depends
- * on the times and allocations alone, not on the values, so whether a run
- * can be judged at all is known before any site is. */
-static size_t baseline(const uint64_t *times_ns, const uint64_t *allocations, size_t n, size_t born)
+ * after a fifth of the run (from run), both by time and by allocations: a
+ * burst of steps after a long, quiet start-up starts its series in the
+ * burst, and a start-up that allocates much (weights) still skips by time.
+ * A run shorter than GROWTH_TIMED_SPAN_NS is judged by allocations alone:
+ * the samples are timed by a coarse clock (ticks of a few milliseconds),
+ * which would put most of a short run's samples in its first fifth. A site
+ * born late also skips a fifth of its own life by allocations: its first
+ * fill (a cache, an eval buffer) is its start-up, as the run's is; an idle
+ * tail makes no allocations, so a burst before one is not skipped. The
+ * fifth by time is of the run, never of the site's life: a torch.compile'd
+ * model's outputs begin after a long compile and end before a long idle
+ * tail (Inductor's workers shutting down), and a fifth of their own span
+ * by time skipped their whole burst. It depends on the times and
+ * allocations alone, not on the values, so whether a run can be judged at
+ * all is known before any site is. */
+static size_t baseline(const uint64_t *times_ns, const uint64_t *allocations, size_t n, run_start_t run)
 {
-    uint64_t start = times_ns[0], span = times_ns[n - 1] - times_ns[0];
+    uint64_t span = times_ns[n - 1] > run.time_ns ? times_ns[n - 1] - run.time_ns : 0;
     if (span < GROWTH_TIMED_SPAN_NS)
         span = 0;
-    uint64_t made_start = allocations[0];
-    uint64_t made_span = allocations[n - 1] > made_start ? allocations[n - 1] - made_start : 0;
-    uint64_t own_start = allocations[born < n ? born : 0];
+    uint64_t made_span = allocations[n - 1] > run.allocations ? allocations[n - 1] - run.allocations : 0;
+    uint64_t own_start = allocations[0];
     uint64_t own_span = allocations[n - 1] > own_start ? allocations[n - 1] - own_start : 0;
     size_t base = 0;
-    while (base < n - 1 && (times_ns[base] - start < span / 5
-                            || allocations[base] - made_start < made_span / 5
-                            || base < born || allocations[base] - own_start < own_span / 5))
+    while (base < n - 1 && (times_ns[base] - run.time_ns < span / 5
+                            || allocations[base] - run.allocations < made_span / 5
+                            || allocations[base] - own_start < own_span / 5))
         base++;
     return base;
 }
 
 int growth_judgeable(const uint64_t *times_ns, const uint64_t *allocations, size_t n)
 {
-    return n > 0 && n - baseline(times_ns, allocations, n, 0) >= GROWTH_MIN_SAMPLES;
+    return n > 0 && n - baseline(times_ns, allocations, n, (run_start_t){ times_ns[0], allocations[0] })
+                        >= GROWTH_MIN_SAMPLES;
 }
 
-/* growth_evaluate for a series whose site's own samples start at index
- * born (baseline). */
+/* growth_evaluate for a series of a run that began at run. */
 static void evaluate_from(const uint64_t *values, const uint64_t *times_ns,
-                          const uint64_t *allocations, size_t n, size_t born, growth_finding_t *out)
+                          const uint64_t *allocations, size_t n, run_start_t run, growth_finding_t *out)
 {
     memset(out, 0, sizeof *out);
     if (n < 2)
         return;
-    size_t base = baseline(times_ns, allocations, n, born);
+    size_t base = baseline(times_ns, allocations, n, run);
     size_t high = base;
     for (size_t i = base; i < n; i++)
         if (values[i] >= values[high])
@@ -268,40 +277,29 @@ static void evaluate_from(const uint64_t *values, const uint64_t *times_ns,
 void growth_evaluate(const uint64_t *values, const uint64_t *times_ns,
                      const uint64_t *allocations, size_t n, growth_finding_t *out)
 {
-    evaluate_from(values, times_ns, allocations, n, 0, out);
+    evaluate_from(values, times_ns, allocations, n, (run_start_t){ times_ns[0], allocations[0] }, out);
 }
 
 /* Copies site's series up to now_ns into values, times and allocs
  * (GROWTH_CHECKPOINTS + 1 each): the checkpoints at which the site existed
- * and that were taken by then, and a last sample, live_now at now_ns. A
- * site born after the first checkpoint starts with a 0 there (it held
- * nothing then), so that its baseline skips a fifth of the run, not of its
- * own life: a torch.compile'd model's outputs begin after a long compile
- * and end before a long idle tail (Inductor's workers shutting down), and a
- * fifth of the site's own span by time skipped its whole burst. *born is
- * the index of the site's own first sample (1 after that 0, else 0).
- * Returns its length, or 0 for a site not followed (or when a report's
- * bounded wait for the checkpoints' lock ended: patience.h). */
+ * and that were taken by then, and a last sample, live_now at now_ns; and
+ * where the run began into *run (the first checkpoint, else the last
+ * sample). Returns its length, or 0 for a site not followed (or when a
+ * report's bounded wait for the checkpoints' lock ended: patience.h). */
 static size_t series_of(uint32_t site, uint64_t now_ns, uint64_t live_now, uint64_t allocations_now,
-                        uint64_t *values, uint64_t *times, uint64_t *allocs, size_t *born)
+                        uint64_t *values, uint64_t *times, uint64_t *allocs, run_start_t *run)
 {
-    *born = 0;
     if (site >= GROWTH_SITES || series == NULL)
         return 0;
     if (!patience_mutex_lock(&growth_lock))
         return 0;
+    *run = (run_start_t){ now_ns, allocations_now };
+    if (checkpoint_count > 0 && checkpoint_time[0] <= now_ns)
+        *run = (run_start_t){ checkpoint_time[0], checkpoint_allocations[0] };
     size_t n = 0;
     for (size_t c = 0; c < checkpoint_count; c++) {
-        if (site > checkpoint_sites[c]) {
-            if (c == 0 && checkpoint_time[0] <= now_ns) {
-                values[n] = 0;
-                times[n] = checkpoint_time[0];
-                allocs[n] = checkpoint_allocations[0];
-                n++;
-                *born = 1;
-            }
+        if (site > checkpoint_sites[c])
             continue; /* the site did not exist yet */
-        }
         if (checkpoint_time[c] > now_ns)
             break;    /* after the moment given as the last: its sample ends the series */
         values[n] = series[site][c];
@@ -321,11 +319,11 @@ int growth_site(uint32_t site, uint64_t now_ns, uint64_t live_now, uint64_t allo
 {
     uint64_t values[GROWTH_CHECKPOINTS + 1], times[GROWTH_CHECKPOINTS + 1],
         allocs[GROWTH_CHECKPOINTS + 1];
-    size_t born;
-    size_t n = series_of(site, now_ns, live_now, allocations_now, values, times, allocs, &born);
+    run_start_t run;
+    size_t n = series_of(site, now_ns, live_now, allocations_now, values, times, allocs, &run);
     if (n == 0)
         return -1;
-    evaluate_from(values, times, allocs, n, born, out);
+    evaluate_from(values, times, allocs, n, run, out);
     return 0;
 }
 
@@ -335,8 +333,8 @@ int growth_run(uint64_t now_ns, uint64_t allocations_now, size_t *samples)
         allocs[GROWTH_CHECKPOINTS + 1];
     /* Site 0 is the first: every checkpoint follows it, so its series has
      * the run's every sample (its values are not needed). */
-    size_t born;
-    *samples = series_of(0, now_ns, 0, allocations_now, values, times, allocs, &born);
+    run_start_t run;
+    *samples = series_of(0, now_ns, 0, allocations_now, values, times, allocs, &run);
     return growth_judgeable(times, allocs, *samples);
 }
 
