@@ -141,23 +141,6 @@ static int usable_dump_signal(int sig)
     return sig == 0 || sig == SIGUSR1 || sig == SIGUSR2 || (sig >= SIGRTMIN && sig <= SIGRTMAX);
 }
 
-/* Says once when a report path pattern has a % escape report_expand_path
- * does not know (a typo such as %P or %d): it is kept as written, so the
- * report lands at a path the user did not mean. */
-static void warn_unknown_escape(const char *name, const char *pattern)
-{
-    for (const char *p = pattern; p[0] != '\0' && p[1] != '\0'; p++) {
-        if (*p != '%')
-            continue;
-        p++;
-        if (strchr("phr%", *p) == NULL) {
-            log_line("%s=%s: %%%c is no escape (%%p is the pid, %%h the host, %%r the rank, %%%% a "
-                     "percent sign); it is kept as written", name, pattern, *p);
-            return;
-        }
-    }
-}
-
 int config_load(void)
 {
     int invalid = 0;
@@ -174,8 +157,6 @@ int config_load(void)
         if (spec->type == OPTION_STRING) {
             if (*text != '\0') {
                 *(const char **)spec->field = text;
-                if (spec->field == &config.output)
-                    warn_unknown_escape(spec->doc.name, text);
                 continue;
             }
         } else if (spec->type == OPTION_TORCH) {

@@ -118,16 +118,32 @@ static struct stat own_file;
 static int own_file_known;
 static int shared_path_warned;
 
-/* Whether pattern names the pid (%p, not the literal %%p). */
-static int names_pid(const char *pattern)
+/* The escapes of pattern as report_expand_path reads them: sets *pid when
+ * %p is among them, and returns the first letter it does not know (a
+ * typo such as %P, kept as written), or 0. */
+static int pattern_escapes(const char *pattern, int *pid)
 {
-    for (const char *p = pattern; *p != '\0'; p++)
-        if (*p == '%' && p[1] != '\0') {
-            if (p[1] == 'p')
-                return 1;
-            p++;
-        }
-    return 0;
+    int unknown = 0;
+    *pid = 0;
+    for (const char *p = pattern; *p != '\0'; p++) {
+        if (*p != '%' || p[1] == '\0')
+            continue;
+        p++;
+        if (*p == 'p')
+            *pid = 1;
+        else if (unknown == 0 && strchr("hr%", *p) == NULL)
+            unknown = (unsigned char)*p;
+    }
+    return unknown;
+}
+
+void report_check_pattern(void)
+{
+    int pid;
+    int unknown = pattern_escapes(config.output, &pid);
+    if (unknown != 0)
+        log_line("GPULEAK_OUTPUT=%s: %%%c is no escape (%%p is the pid, %%h the host, %%r the rank, "
+                 "%%%% a percent sign); it is kept as written", config.output, unknown);
 }
 
 /* Whether the file at path is one another process put there while this
@@ -164,9 +180,11 @@ static const char *write_somewhere(const report_view_t *view, char *path, size_t
         if (expanded && report_json_write(path, view, REPORT_REPLACE_REPORT) == 0) {
             own_file_known = lstat(path, &own_file) == 0;
             if (shared) {
+                int names_pid;
+                pattern_escapes(config.output, &names_pid);
                 log_line("another process wrote %s while this one ran; this report replaces "
                          "its report: %s", path,
-                         names_pid(config.output)
+                         names_pid
                              ? "GPULEAK_OUTPUT names the same file in both (add %h or %r to it "
                                "where processes of several hosts or containers share a directory)"
                              : "GPULEAK_OUTPUT has no %p, so every process writes that one file and "

@@ -38,6 +38,12 @@ int report_may_call_driver(void);
  * when the result does not fit in size bytes. */
 int report_expand_path(const char *pattern, char *out, size_t size);
 
+/* Says once, on stderr, when GPULEAK_OUTPUT has a % escape
+ * report_expand_path does not know (a typo such as %P for %p): it is kept
+ * as written, so the report would land where the user did not mean. Call
+ * once the configuration is read. */
+void report_check_pattern(void);
+
 
 
 

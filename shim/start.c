@@ -37,6 +37,7 @@ static void start_once_now(void)
         guard_leave();
         return;
     }
+    report_check_pattern();
     stacks_init(config.fast_unwind);
     python_watch_finish();
     finish_watch();
