@@ -122,10 +122,16 @@ static int by_reachable_bytes(const void *a, const void *b)
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
-/* The live memory of each site up to high that the holder search named at
- * Python's finish (finish_named), bytes and allocations by site id, in
+/* The live tensors of each site up to high that the holder search named
+ * at Python's finish (finish_named), bytes and allocations by site id, in
  * arrays the caller frees; both NULL when none was named or memory is out.
- * O(live allocations). */
+ * O(live allocations). Only tensors: PyTorch keeps them past module
+ * teardown (a model's parameters), so one named at the finish and live at
+ * exit was kept by it. Memory behind another object's
+ * __cuda_array_interface__ returns only by that object's own free: one
+ * whose class never frees it (a raw cuMemAlloc wrapper) dies at teardown
+ * and its memory is lost, which the search, done before teardown, cannot
+ * tell from memory still held. */
 static void reachable_by_site(uint32_t high, uint64_t **bytes, uint64_t **count)
 {
     *bytes = NULL;
@@ -144,7 +150,8 @@ static void reachable_by_site(uint32_t high, uint64_t **bytes, uint64_t **count)
         return;
     }
     for (size_t i = 0; i < live; i++)
-        if (records[i].site <= high && finish_named(records[i].key, records[i].site)) {
+        if (records[i].kind == REPORT_KIND_tensor && records[i].site <= high
+            && finish_named(records[i].key, records[i].site)) {
             b[records[i].site] += records[i].size;
             c[records[i].site]++;
         }
@@ -382,14 +389,7 @@ int report_view_gather(report_view_t *view, report_moment_t moment, int signal)
         }
         site->reachable_bytes = 0;
         site->reachable_allocations = 0;
-        /* Only tensors: PyTorch keeps them past module teardown (a model's
-         * parameters), so one named at the finish and live at exit was
-         * kept by it. Memory behind another object's
-         * __cuda_array_interface__ returns only by that object's own free:
-         * one whose class never frees it (a raw cuMemAlloc wrapper) dies
-         * at teardown and its memory is lost, which the search, done
-         * before teardown, cannot tell from memory still held. */
-        if (reach_bytes != NULL && !site->aside && site->stats.kind == REPORT_KIND_tensor) {
+        if (reach_bytes != NULL && !site->aside) {
             site->reachable_allocations = reach_count[id] < site->stats.live_allocations
                                         ? reach_count[id] : site->stats.live_allocations;
             site->reachable_bytes = reach_bytes[id] < site->stats.live_bytes ? reach_bytes[id]
@@ -427,6 +427,8 @@ int report_view_gather(report_view_t *view, report_moment_t moment, int signal)
             leak->holder_count = 0;
             leak->holders = NULL;
         }
+        view->leaked_bytes += leak->stats.live_bytes;
+        view->leaked_allocations += leak->stats.live_allocations;
     }
     qsort(view->leaks.sites, view->leaks.count, sizeof *view->leaks.sites, by_live_bytes);
     for (size_t i = 0; i < view->reachable.count; i++) {
@@ -435,10 +437,6 @@ int report_view_gather(report_view_t *view, report_moment_t moment, int signal)
         r->stats.live_allocations = r->reachable_allocations;
         view->reachable_bytes += r->reachable_bytes;
         view->reachable_allocations += r->reachable_allocations;
-    }
-    for (size_t i = 0; i < view->leaks.count; i++) {
-        view->leaked_bytes += view->leaks.sites[i].stats.live_bytes;
-        view->leaked_allocations += view->leaks.sites[i].stats.live_allocations;
     }
     for (size_t i = 0; i < view->kept.count; i++) {
         view->kept_bytes += view->kept.sites[i].stats.live_bytes;
