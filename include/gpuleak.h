@@ -68,6 +68,11 @@ size_t gpuleak_site_records(uint32_t site, uint64_t *addresses, uint64_t *sizes,
  * find() takes the answer of layout() from gpuleak_layout_source's. */
 const char *gpuleak_holders_source(void);
 
+/* The walker find() takes as its fourth argument: a new reference to a
+ * Python tuple of functions (shim/refwalk.h), or NULL. Call it with the GIL
+ * held (ctypes.PyDLL, restype ctypes.py_object). */
+void *gpuleak_holders_walker(void);
+
 /* How every view names one holder that search found (its answer's fields:
  * the expression, its type, the type it is an attribute of or "", the file,
  * and graph 1 for an autograd graph's saved tensors), into out: "history[...]

@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include "gpuleak.h"
 #include "finish.h"
+#include "refwalk.h"
 #include "guard.h"
 #include "lifecycle.h"
 #include "marks.h"
@@ -198,6 +199,12 @@ EXPORT size_t gpuleak_site_records(uint32_t site, uint64_t *addresses, uint64_t 
 EXPORT const char *gpuleak_holders_source(void)
 {
     return finish_holders_py;
+}
+
+/* A new reference, for ctypes.PyDLL (the GIL held): refwalk.h. */
+EXPORT void *gpuleak_holders_walker(void)
+{
+    return refwalk_new();
 }
 
 EXPORT int gpuleak_holder_phrase(const char *name, const char *type, const char *owner,

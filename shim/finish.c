@@ -5,6 +5,7 @@
 #include "guard.h"
 #include "lifecycle.h"
 #include "pylayout.h"
+#include "refwalk.h"
 #include "tracker.h"
 
 #include <dlfcn.h>
@@ -204,6 +205,7 @@ static void take_answer(char *answer, const tracker_record_t *records, size_t co
         h->type = field(&text);
         h->owner = field(&text);
         h->file = field(&text);
+        h->path = field(&text);
     }
     free(found);
     if (holders != NULL)
@@ -269,25 +271,28 @@ static void name_holders(const char *layout)
     if (count > TARGETS_MAX)
         count = TARGETS_MAX;
     qsort(records, count, sizeof *records, by_key);
-    /* "start size id\n", at most 20 + 20 + 7 + 3 characters a line. */
-    char *targets = malloc(count * 50 + 1);
+    /* "start size id[ t]\n", at most 20 + 20 + 7 + 5 characters a line. */
+    char *targets = malloc(count * 52 + 1);
     if (targets == NULL) {
         free(records);
         return;
     }
     size_t used = 0;
     for (size_t i = 0; i < count; i++)
-        used += (size_t)sprintf(targets + used, "%llu %llu %zu\n",
+        used += (size_t)sprintf(targets + used, "%llu %llu %zu%s\n",
                                 (unsigned long long)records[i].key,
-                                (unsigned long long)records[i].size, i);
+                                (unsigned long long)records[i].size, i,
+                                records[i].kind == REPORT_KIND_tensor ? " t" : "");
     targets[used] = '\0';
     search.ran = 1;
     search.ended = "error";
     py_object_t *globals;
     py_object_t *find = embedded_function(finish_holders_py, "find", &globals);
-    char *copy = answer_text(find != NULL ? py.call(find, "sds", targets, config.holders_ms / 1000.0,
-                                                     layout)
-                                          : NULL);
+    py_object_t *walker = find != NULL ? refwalk_new() : NULL;
+    char *copy = answer_text(walker != NULL ? py.call(find, "sdsO", targets, config.holders_ms / 1000.0,
+                                                       layout, walker)
+                                            : NULL);
+    py_release(walker);
     py_release(globals);
     free(targets);
     if (copy != NULL)

@@ -38,6 +38,8 @@ typedef struct finish_holder {
     const char *type;     /* the named object's type: "list", "Parameter" */
     const char *owner;    /* for an attribute, its object's type ("Net"); else "" */
     const char *file;     /* the module the name lives in: "train.py" */
+    const char *path;     /* the whole path from a name when name starts at an object's
+                           * type ("Net.kept[...]"), else "" */
     int graph;            /* 1: held by the autograd graph of name, not by name itself */
     uint64_t bytes, allocations;
 } finish_holder_t;

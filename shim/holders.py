@@ -2,379 +2,630 @@
 # own interpreter. libgpuleak.so embeds this file (shim/embedded_py.S) and
 # runs it from an atexit callback, with the GIL held, after the program's
 # own atexit callbacks and before module teardown frees its globals
-# (shim/finish.c).
+# (shim/finish.c); the gpuleak Python package runs it on request.
 #
-# find(targets, budget_s, layout) walks down from the program's names (the
-# main module's globals first, then the user's other modules, then daemon
-# threads' locals, then the modules of the standard library and installed
-# packages: those under a folder layout names, layout.py's answer; without
-# it every module is searched as the user's), breadth
-# first so each allocation gets its shortest name, and matches every object
-# that exposes a device pointer (a PyTorch tensor's storage,
-# __cuda_array_interface__) against targets: "start size id" lines, sorted
-# by start, one per live allocation. For a tensor with an autograd graph,
-# the graph's saved tensors are charged to "the autograd graph of" that
-# tensor's name.
+# find(targets, budget_s, layout, walker) walks the heap breadth first with
+# walker, the shim's C walk over the objects' own traversal (shim/refwalk.h),
+# from the program's names: the main module's globals, then the user's
+# other modules, then every thread's frames, then the modules of the
+# standard library and installed packages (those under a folder layout
+# names, layout.py's answer), then any object no name reaches (garbage not
+# collected yet, objects held from C). The first meeting is the shortest
+# name. It matches the objects that expose device memory against targets:
+# "start size id [t]" lines sorted by start, one per live allocation (t:
+# PyTorch's memory, a tensor's or its allocator's segment). Device
+# memory is seen as a PyTorch tensor's data_ptr(), a C-level
+# __cuda_array_interface__ (CuPy), a ctypes number, or any int kept by an
+# object whose value lies inside an allocation (Numba's and hand-made
+# arrays, an interface set on the instance). For a tensor with an autograd
+# graph, the graph's saved tensors are charged to "the autograd graph of"
+# that tensor's name.
 #
 # It returns one line per allocation found:
-#   id \t graph(0|1) \t expression \t type \t owner type \t file
-# and a last line "#\tobjects looked at\thow it ended" (done: everything
-# reachable was seen; all: every target was named first; budget: the time
-# ran out; error).
+#   id \t graph(0|1) \t expression \t type \t owner type \t file \t path
+# (path: the full path from a name when the expression starts at an
+# object's type instead, else empty) and a last line
+#   "#\tobjects looked at\thow it ended"
+# (done: everything reachable was seen; all: every target was named first;
+# budget: the time ran out; error).
 #
-# Rules it keeps: never runs the program's code beyond reading a device
-# pointer (no properties, no __getattr__: attributes come from __dict__),
-# never raises, stops at the time budget or once every target is named,
-# and keeps no reference after it returns.
+# Rules it keeps: it never runs the program's code (no properties, no
+# __getattr__, no __eq__, no imports beyond the interpreter's built-in
+# modules: what it reads comes from the traversal, the base types' own
+# methods and descriptors of C types), never raises, stops at the time
+# budget or once every target is named, and keeps no reference after it
+# returns.
 import sys
 
 
-def find(targets, budget, layout=""):
+def find(targets, budget, layout="", walker=None):
+    import gc  # built into the interpreter: never a file of the program's
     import time
-    from bisect import bisect_right
-    from collections import deque
-    from itertools import islice
 
-    deadline = time.monotonic() + budget
-    starts, ends, ids = [], [], []
+    began = time.monotonic()
+    deadline = began + budget
+    starts, ends, ids, tensors = [], [], [], []
     for line in targets.split("\n"):
         if line:
-            start, size, ident = line.split()
-            starts.append(int(start))
-            ends.append(int(start) + int(size))
-            ids.append(int(ident))
-    named = {}
-    out = []
+            fields = line.split()
+            start, size = int(fields[0]), int(fields[1])
+            starts.append(start)
+            ends.append(start + size)
+            ids.append(int(fields[2]))
+            tensors.append(fields[3:] == ["t"])
+    if walker is None or not ids:
+        return "#\t0\t%s" % ("all" if not ids else "error")
+    walk, up, count = walker
+    lo, hi = starts[0], max(ends)
+    named = {}  # target index -> (node, suffix, graph)
 
-    # The base types' own iterators: a subclass's __iter__ is the
-    # program's code, and a user's class may be named deque or method.
-    sequences = ((list, list.__iter__), (tuple, tuple.__iter__), (set, set.__iter__),
-                 (frozenset, frozenset.__iter__), (deque, deque.__iter__))
+    type_mro = type.__dict__["__mro__"].__get__
+    type_dict = type.__dict__["__dict__"].__get__
+    type_name = type.__dict__["__name__"].__get__
+    module_type = type(sys)
+    module_dict = module_type.__dict__["__dict__"].__get__
+    getset_type = type(type.__dict__["__dict__"])
+    member_type = type(type.__dict__["__weakrefoffset__"])
+    function_type = type(find)
     method_type = type(find.__get__(0))
 
     def plain(name):
-        """name as an exact str: a subclass's __eq__, __radd__ or __str__
-        would run the program's code."""
-        return str.__str__(name) if isinstance(name, str) else None
+        """name as an exact str: a subclass's __eq__ or __str__ would run
+        the program's code."""
+        return str.__str__(name) if issubclass(type(name), str) else None
 
-    torch = sys.modules.get("torch")
-    tensor_type = getattr(torch, "Tensor", None) if torch is not None else None
-    module_type = type(sys)
-    function_type = type(find)
-
-    exposing = {}
-
-    def device_pointer(obj, kind):
-        """The device address obj's memory starts at, or None."""
+    def attrs_of(module):
+        """A module's namespace, read without getattr (a module's
+        __getattr__, PEP 562, is the program's code)."""
         try:
-            if tensor_type is not None and issubclass(kind, tensor_type):
-                if not obj.is_cuda:
-                    return None
-                # data_ptr(), never untyped_storage(): a storage's Python
-                # object, once made, keeps its memory past module teardown
-                # (PyTorch 2.11 preserves it), so the search made every
-                # tensor it named outlive the program's finish. A view's
-                # pointer lies inside its storage's allocation all the same.
-                return obj.data_ptr()
-            if kind not in exposing:
-                # Looked up in the classes' dicts and read through its
-                # descriptor: hasattr would run a metaclass's __getattr__,
-                # and obj.__cuda_array_interface__ the class's own
-                # __getattribute__, both the program's code.
-                exposing[kind] = next(
-                    (type.__getattribute__(c, "__dict__")["__cuda_array_interface__"]
-                     for c in type.__getattribute__(kind, "__mro__")
-                     if "__cuda_array_interface__" in type.__getattribute__(c, "__dict__")), None)
-            exposes = exposing[kind]
-            if exposes is not None:
-                get = getattr(type(exposes), "__get__", None)
-                interface = get(exposes, obj, kind) if get is not None else exposes
-                return interface["data"][0]
+            attrs = module_dict(module)
         except Exception:
-            pass
+            return {}
+        return attrs if type(attrs) is dict else {}
+
+    def base_get(cls, name, obj):
+        """obj's name as the base class cls defines it (a C descriptor)."""
+        return type_dict(cls)[name].__get__(obj)
+
+    def lookup(kind, name):
+        """name's entry in the first class of kind's MRO that has it."""
+        for c in type_mro(kind):
+            d = type_dict(c)
+            if name in d:
+                return d[name]
         return None
 
-    def note(pointer, holder, graph):
-        """Charges the allocation that holds pointer to holder, if it is
-        one of the targets and not named yet."""
-        if not isinstance(pointer, int):
-            return
-        i = bisect_right(starts, pointer) - 1
-        if i < 0 or pointer >= ends[i] or ids[i] in named:
-            return
-        named[ids[i]] = 1
-        expr, tname, owner, file = holder
-        out.append("%d\t%d\t%s\t%s\t%s\t%s" % (ids[i], graph, expr, tname, owner, file))
+    def own_dict(obj):
+        """obj's instance dict, read through the interpreter's own
+        descriptor only: a __dict__ property is the program's code."""
+        desc = lookup(type(obj), "__dict__")
+        if type(desc) is not getset_type and type(desc) is not member_type:
+            return None
+        try:
+            d = desc.__get__(obj)
+        except Exception:
+            return None
+        return d if type(d) is dict else None
+
+    def read(obj, desc):
+        """A class attribute's value for obj: a C descriptor's read, a
+        plain value as it is; None for Python code (a property)."""
+        if type(desc) in (getset_type, member_type):
+            return desc.__get__(obj, type(obj))
+        if type(desc) is function_type or desc is None:
+            return None
+        return desc
+
+    # PyTorch, as loaded: its tensor type and what a tensor is asked
+    # through (the base type's own descriptors, never a subclass's).
+    torch = sys.modules.get("torch")
+    torch_attrs = attrs_of(torch) if type(torch) is module_type else {}
+    tensor_type = torch_attrs.get("Tensor")
+    if not isinstance(tensor_type, type):
+        tensor_type = None
+    tensor_reads = {}
+    if tensor_type is not None:
+        for name in ("is_cuda", "data_ptr", "grad", "grad_fn"):
+            tensor_reads[name] = lookup(tensor_type, name)
+    torch_c = torch_attrs.get("_C")
+    plain_tensors = attrs_of(torch_c).get("DisableTorchFunctionSubclass") \
+        if type(torch_c) is module_type else None
+
+    def tensor_read(obj, name):
+        """A tensor's is_cuda, data_ptr(), grad or grad_fn, read through
+        torch.Tensor's own definition (PyTorch's code), never a
+        subclass's."""
+        desc = tensor_reads.get(name)
+        if desc is None:
+            d = own_dict(obj)
+            return d.get(name) if d is not None else None
+        if name == "data_ptr":
+            return desc(obj)
+        get = lookup(type(desc), "__get__")
+        return get(desc, obj, type(obj)) if get is not None else desc
+
+    ctypes_module = sys.modules.get("_ctypes")
+    simple_cdata = attrs_of(ctypes_module).get("_SimpleCData") \
+        if type(ctypes_module) is module_type else None
+
+    def classify(kind):
+        """1: a tensor; 2: a C-level __cuda_array_interface__; 3: a
+        ctypes number; 0: nothing to read (its numbers are still matched)."""
+        mro = type_mro(kind)
+        if tensor_type is not None and tensor_type in mro:
+            return 1
+        desc = lookup(kind, "__cuda_array_interface__")
+        if type(desc) in (getset_type, member_type):
+            return 2
+        if simple_cdata is not None and simple_cdata in mro and kind is not simple_cdata:
+            return 3
+        return 0
+
+    def target(pointer):
+        """The index of the target pointer lies in, or -1."""
+        if type(pointer) is not int or pointer < lo or pointer >= hi:
+            return -1
+        a, b = 0, len(starts)
+        while a < b:
+            m = (a + b) // 2
+            if starts[m] <= pointer:
+                a = m + 1
+            else:
+                b = m
+        i = a - 1
+        return i if i >= 0 and pointer < ends[i] else -1
+
+    def note(pointer, node, suffix, graph, numbers=False):
+        """Charges the target pointer lies in to node, if not named yet. A
+        bare number never names tensor memory: PyTorch keeps no address
+        as a Python int, a program's own tables might."""
+        i = target(pointer)
+        if i >= 0 and i not in named and not (numbers and tensors[i]):
+            named[i] = (node, suffix, graph)
+
+    graphs = []
+
+    def look(found):
+        """Matches what a walk found against the targets, in the order met."""
+        guard = plain_tensors() if plain_tensors is not None else None
+        if guard is not None:
+            guard.__enter__()
+        try:
+            for kind, node, obj in found:
+                try:
+                    if kind == -1:
+                        holder = holder_of(node)
+                        if holder is not None:
+                            note(obj, holder, "", 0, numbers=True)
+                    elif kind == 1:
+                        if not tensor_read(obj, "is_cuda"):
+                            continue
+                        note(tensor_read(obj, "data_ptr"), node, "", 0)
+                        grad = tensor_read(obj, "grad")
+                        if grad is not None and tensor_read(grad, "is_cuda"):
+                            note(tensor_read(grad, "data_ptr"), node, ".grad", 0)
+                        graphs.append((obj, node))
+                    elif kind == 2:
+                        interface = read(obj, lookup(type(obj), "__cuda_array_interface__"))
+                        data = dict.get(interface, "data") if type(interface) is dict else None
+                        if type(data) is tuple and data:
+                            note(data[0], node, "", 0)
+                    elif kind == 3:
+                        note(read(obj, lookup(simple_cdata, "value")), node, "", 0)
+                except Exception:
+                    pass
+        finally:
+            if guard is not None:
+                guard.__exit__(None, None, None)
 
     saved_names = {}
-    # Nodes walked, for every graph: the graphs of losses summed into a
-    # running total share their history, walked once, not once per loss.
-    seen = set()
-
-    def graph_pointers(root):
-        """The device pointers of the tensors root's autograd graph saved
-        that no graph walked before saved."""
-        try:
-            node = root.grad_fn
-        except Exception:
-            return
-        todo = [node]
-        while todo and time.monotonic() < deadline:
-            node = todo.pop()
-            if node is None or id(node) in seen:
-                continue
-            seen.add(id(node))
-            kind = type(node)
-            names = saved_names.get(kind)
-            if names is None:
-                try:
-                    names = [n for n in dir(kind) if n.startswith("_saved_")]
-                except Exception:
-                    names = []
-                saved_names[kind] = names
-            for name in names:
-                try:
-                    value = getattr(node, name)
-                except Exception:
-                    continue
-                for item in value if isinstance(value, (tuple, list)) else (value,):
-                    if tensor_type is not None and isinstance(item, tensor_type) and item.is_cuda:
-                        try:
-                            yield item.data_ptr()
-                        except Exception:
-                            pass
-            try:
-                todo.extend(fn for fn, _ in node.next_functions)
-            except Exception:
-                pass
-
-    # nn.Module keeps its parts in these dicts; a path through them reads as
-    # PyTorch names parameters (model.fc.weight).
-    module_dicts = ("_modules", "_parameters", "_buffers")
-
-    def steps(obj, kind):
-        """(child, step, is_attribute) for the objects obj refers to by a
-        name or an index, without running the program's code. An
-        attribute's owner type is part of its holder's description."""
-        if issubclass(kind, dict):
-            for _, value in list(islice(dict.items(obj), ITEMS)):
-                yield value, "[...]", False
-        elif issubclass(kind, (list, tuple, set, frozenset, deque)):
-            iterate = next(it for base, it in sequences if issubclass(kind, base))
-            for value in list(islice(iterate(obj), ITEMS)):
-                yield value, "[...]", False
-        elif issubclass(kind, function_type):
-            cells = obj.__closure__ or ()
-            for name, cell in zip(obj.__code__.co_freevars, cells):
-                try:
-                    yield cell.cell_contents, ".<closure>." + name, False
-                except ValueError:
-                    pass
-        elif issubclass(kind, type):
-            for name, value in list(vars(obj).items()):
-                if not name.startswith("__"):
-                    yield value, "." + name, False  # Class.name says it all
-        elif not issubclass(kind, module_type):
-            try:
-                attrs = object.__getattribute__(obj, "__dict__")
-            except Exception:
-                attrs = None
-            if type(attrs) is dict:
-                for name, value in list(islice(dict.items(attrs), ITEMS)):
-                    name = plain(name)
-                    if name in module_dicts and isinstance(value, dict):
-                        for key, part in list(islice(dict.items(value), ITEMS)):
-                            key = plain(key)
-                            if key is not None:
-                                yield part, "." + key, True
-                    elif name is not None:
-                        yield value, "." + name, True
-            if kind is method_type:
-                yield obj.__self__, ".__self__", True
-
-    # A container is looked into this far: a list of ten million numbers
-    # must not eat the budget.
-    ITEMS = 100000
-    # A container of more items than this is walked after everything else.
-    LARGE = 4096
-    CHILDREN = 4096
-
-    atoms = (int, float, complex, str, bytes, bool, type(None), range, module_type)
-
-    visited = set()
-    queue = deque()
-    # Tensors with a graph, whose saved tensors are charged once the names
-    # are walked: a loss's graph saves the weights it used, which the model
-    # names (model.fc.weight) however deep they sit.
-    graphs = deque()
-    waiting = []       # large containers put off (walk)
-    postponed = set()  # their ids, so that each waits once
-
-    def large(obj, kind):
-        """A container of more than LARGE items."""
-        try:
-            if issubclass(kind, dict):
-                return dict.__len__(obj) > LARGE
-            if issubclass(kind, (list, tuple)):
-                return (list.__len__ if issubclass(kind, list) else tuple.__len__)(obj) > LARGE
-            if issubclass(kind, (set, frozenset)):
-                return (set.__len__ if issubclass(kind, set) else frozenset.__len__)(obj) > LARGE
-        except Exception:
-            pass
-        return False
-
-    def push(obj, expr, holder_type, owner, file):
-        """Queues obj, met first by expr: breadth first, the first meeting
-        is the shortest name, so a device array is named here at once (a
-        program's many small objects queued before it need not be walked
-        first for the search to end)."""
-        kind = type(obj)
-        if issubclass(kind, atoms) or id(obj) in visited:
-            return
-        visited.add(id(obj))
-        pointer = device_pointer(obj, kind)
-        if pointer is not None:
-            note(pointer, (expr, holder_type, owner, file), 0)
-        queue.append((obj, expr, holder_type, owner, file, pointer))
-
-    def walk():
-        """Empties the queue: "done", or "all" once every target is
-        named, or "budget" when the time ran out first."""
-        while queue or waiting:
-            if not queue:
-                queue.extend(waiting)
-                waiting.clear()
-            if len(named) == len(ids):
-                return "all"
-            # Checked for every object, and within one every CHILDREN
-            # children below: one object may have ITEMS of them, and a
-            # batch of such objects would overrun the budget by seconds.
-            if time.monotonic() > deadline:
-                return "budget"
-            entry = queue.popleft()
-            obj, expr, holder_type, owner, file, pointer = entry
-            kind = type(obj)
-            # A large container (a dataset, a cache of numbers) waits until
-            # the rest is walked: device memory is rarely in one, and its
-            # many items would be walked first otherwise. Its items then
-            # come last, as the queue empties.
-            if pointer is None and id(obj) not in postponed and large(obj, kind):
-                postponed.add(id(obj))
-                waiting.append(entry)
-                continue
-            if pointer is not None:
-                holder = (expr, holder_type, owner, file)
-                if tensor_type is not None and issubclass(kind, tensor_type):
-                    try:
-                        grad = obj.grad
-                    except Exception:
-                        grad = None
-                    if grad is not None:
-                        note(device_pointer(grad, type(grad)),
-                             (expr + ".grad", type(grad).__name__, owner, file), 0)
-                    graphs.append((obj, holder))
-                continue
-            try:
-                for count, (child, step, is_attribute) in enumerate(steps(obj, kind), 1):
-                    if count % CHILDREN == 0 and time.monotonic() > deadline:
-                        return "budget"
-                    if step == "[...]" and expr.endswith("[...]"):
-                        child_expr, child_type, child_owner = expr, holder_type, owner
-                    elif step == "[...]":
-                        child_expr, child_type, child_owner = expr + step, holder_type, owner
-                    else:
-                        child_expr = expr + step
-                        child_type = type(child).__name__
-                        child_owner = kind.__name__ if is_attribute else owner
-                    push(child, child_expr, child_type, child_owner, file)
-            except Exception:
-                pass
-        return "all" if len(named) == len(ids) else "done"
+    walked_nodes = set()  # graph nodes walked: summed losses share history
 
     def walk_graphs():
-        """Charges what the graphs met so far saved to their roots."""
+        """Charges the tensors each graph met so far saved to its root."""
         while graphs:
-            obj, holder = graphs.popleft()
-            for p in graph_pointers(obj):
-                note(p, holder, 1)
-            if time.monotonic() > deadline:
-                return "budget"
-        return "all" if len(named) == len(ids) else "done"
+            root, node = graphs.pop(0)
+            try:
+                todo = [tensor_read(root, "grad_fn")]
+            except Exception:
+                continue
+            while todo:
+                if time.monotonic() > deadline:
+                    return "budget"
+                fn = todo.pop()
+                if fn is None or id(fn) in walked_nodes:
+                    continue
+                walked_nodes.add(id(fn))
+                kind = type(fn)
+                names = saved_names.get(kind)
+                if names is None:
+                    try:
+                        names = [n for n in dir(kind) if n.startswith("_saved_")]
+                    except Exception:
+                        names = []
+                    saved_names[kind] = names
+                for name in names:
+                    try:
+                        value = getattr(fn, name)
+                    except Exception:
+                        continue
+                    for item in value if type(value) in (tuple, list) else (value,):
+                        try:
+                            if tensor_type is not None and tensor_type in type_mro(type(item)) \
+                                    and tensor_read(item, "is_cuda"):
+                                note(tensor_read(item, "data_ptr"), node, "", 1)
+                        except Exception:
+                            pass
+                try:
+                    todo.extend(f for f, _ in fn.next_functions)
+                except Exception:
+                    pass
+        return "done"
+
+    containers = (dict, list, tuple, set, frozenset)
+
+    def holder_of(node):
+        """The object a number belongs to: past the containers that carry
+        it (an interface's dict and tuple, an instance's dict). None when
+        only containers carry it (a table of numbers, a list of addresses):
+        such a number does not keep memory alive, an object may."""
+        while True:
+            obj, parent = up(node)
+            if not issubclass(type(obj), containers):
+                return node
+            if parent < 0:
+                return None
+            node = parent
+
+    # -- naming ---------------------------------------------------------
+    libs = tuple(line.partition("\t")[2] + "/" for line in layout.split("\n") if line)
+    main = sys.modules.get("__main__")
 
     def module_file(module):
         """The module's file name. CPython deletes the main module's
         __file__ once the script has run, so there it is the script's."""
-        try:
-            attrs = module_attrs(module)
+        attrs = attrs_of(module)
+        path = plain(attrs.get("__file__"))
+        if path is None:
             spec = attrs.get("__spec__")
-            path = (attrs.get("__file__") or getattr(spec, "origin", None)
-                    or (sys.argv[0] if module is sys.modules.get("__main__") else None))
-            return path.rsplit("/", 1)[-1] if path else module.__name__
+            path = plain(own_dict(spec).get("origin")) if own_dict(spec) is not None else None
+        if path is None and module is main and sys.argv:
+            path = plain(sys.argv[0])
+        return path.rsplit("/", 1)[-1] if path else (plain(attrs.get("__name__")) or "?")
+
+    def is_library_path(path):
+        return bool(path) and path.startswith(libs)
+
+    origins = {}
+
+    def origin(kind):
+        """'user', 'library' or 'builtin': where the class kind was written."""
+        got = origins.get(kind)
+        if got is None:
+            got = "builtin"
+            try:
+                name = plain(type_dict(kind).get("__module__"))
+                module = sys.modules.get(name) if name and name != "builtins" else None
+                if module is main and name is not None:
+                    got = "user"
+                elif type(module) is module_type:
+                    path = plain(attrs_of(module).get("__file__")) or ""
+                    got = "library" if not path or is_library_path(path) else "user"
+            except Exception:
+                pass
+            origins[kind] = got
+        return got
+
+    reverse = {}  # id(dict) -> {id(value): key}
+
+    def key_of(d, child):
+        table = reverse.get(id(d))
+        if table is None:
+            table = {}
+            for k, v in dict.items(d):
+                table.setdefault(id(v), k)
+            reverse[id(d)] = table
+        k = table.get(id(child))
+        return plain(k) if k is not None else None
+
+    def local_name(frame, child):
+        try:
+            for name, value in dict.items(dict(frame.f_locals)):
+                if value is child:
+                    return plain(name)
         except Exception:
-            return "?"
+            pass
+        return None
 
-    def module_attrs(module):
-        """A module's namespace, read without getattr: a module's
-        __getattr__ (PEP 562) runs for each name it lacks."""
-        attrs = module_type.__dict__["__dict__"].__get__(module)
-        return attrs if type(attrs) is dict else {}
+    def code_name(code):
+        try:
+            return code.co_qualname
+        except AttributeError:
+            return code.co_name
 
-    def roots():
-        """Groups of (module, file): the main module, the user's modules,
-        then the libraries' (those under a folder of layout's)."""
-        libs = tuple(line.partition("\t")[2] + "/" for line in layout.split("\n") if line)
-        main = sys.modules.get("__main__")
-        user, other = [], []
-        for name, module in list(sys.modules.items()):
-            if module is None or module is main or type(module) is not module_type:
+    frame_type = type(sys._getframe())
+    generator_kinds = {}
+
+    def suspended(obj):
+        """(what, frame) for a generator, coroutine or async generator."""
+        kind = type(obj)
+        for attr, what in (("gi_frame", "generator"), ("cr_frame", "coroutine"),
+                           ("ag_frame", "async generator")):
+            desc = lookup(kind, attr)
+            if type(desc) is getset_type or type(desc) is member_type:
+                return what, desc.__get__(obj)
+        return None
+
+    def edge(parent, child, chain, i):
+        """How parent refers to child, as a token (None: nothing to add)."""
+        kind = type(parent)
+        if issubclass(kind, dict):
+            key = key_of(parent, child)
+            owner = chain[i - 1] if i > 0 else None
+            if owner is not None and not issubclass(type(owner), containers):
+                if issubclass(type(owner), type):
+                    return ("class", type_name(owner), key or "?")
+                if own_dict(owner) is parent:
+                    return ("attr", key or "?", type_name(type(owner)))
+            return ("item", key)
+        if issubclass(kind, (list, tuple, set, frozenset)) or type_name(kind) == "deque":
+            if i > 0 and type(chain[i - 1]) is function_type and parent is chain[i - 1].__closure__:
+                return None  # the closure's token names the variable
+            return ("item", None)
+        if kind is frame_type:
+            if child is parent.f_back:
+                return ("ref", "caller")
+            name = local_name(parent, child)
+            if name is not None:
+                return ("local", code_name(parent.f_code), name, parent.f_code.co_filename)
+            return ("ref", "frame")
+        if type_name(kind) == "traceback":
+            return ("traceback",) if child is parent.tb_frame else None
+        if kind is function_type:
+            if child is parent.__closure__:
+                return ("closure", parent, chain[i + 2] if i + 2 < len(chain) else None)
+            return ("attr", "__defaults__", "function") if child is parent.__defaults__ else None
+        if type_name(kind) == "cell":
+            return None
+        if kind is method_type:
+            return ("attr", "__self__", "method") if child is parent.__self__ else None
+        if issubclass(kind, type):
+            # Its namespace (the class token names what is in it) or its
+            # bases and MRO.
+            return None if type(child) is dict else ("ref", type_name(type(child)))
+        if issubclass(kind, BaseException):
+            if any(child is base_get(BaseException, name, parent)
+                   for name in ("__traceback__", "__context__", "__cause__")):
+                return ("exception",)
+        gen = suspended(parent)
+        if gen is not None and gen[1] is not None:
+            name = local_name(gen[1], child)
+            if name is not None:
+                return ("suspended", gen[0], code_name(gen[1].f_code), name,
+                        gen[1].f_code.co_filename)
+        if child is kind:
+            return ("type", type_name(kind))
+        d = own_dict(parent)
+        if d is not None and child is d:
+            return None  # the instance's dict: its keys are the attributes
+        if d is not None:
+            key = key_of(d, child)
+            if key is not None:
+                return ("attr", key, type_name(kind))
+        for c in type_mro(kind):
+            for name, desc in list(type_dict(c).items()):
+                if type(desc) is member_type:
+                    try:
+                        if desc.__get__(parent) is child:
+                            return ("attr", plain(name), type_name(kind))
+                    except Exception:
+                        pass
+        return ("ref", type_name(type(child)))
+
+    module_parts = ("_modules", "_parameters", "_buffers")
+
+    def compose(tokens, expr, holder_type, owner, file):
+        kept_by = None
+        via_traceback = False
+        last_attr = None
+        for token, child in tokens:
+            what = token[0] if token is not None else None
+            if what is None:
                 continue
-            path = module_attrs(module).get("__file__") or ""
-            path = plain(path) or ""
-            if path and not path.startswith(libs) and name != "gpuleak":
-                user.append(module)
-            else:
-                other.append(module)
-        return ([main] if main is not None else []), user, other
-
-    def push_module(module):
-        file = module_file(module)
-        for name, value in list(module_attrs(module).items()):
-            name = plain(name)
-            if name is not None and not name.startswith("__"):
-                push(value, name, type(value).__name__, "", file)
-
-    def push_threads():
-        import threading
-        me = threading.get_ident()
-        for ident, frame in list(sys._current_frames().items()):
-            if ident == me:
+            if what == "item":
+                if last_attr in module_parts and token[1] is not None:
+                    expr = expr[:-len(last_attr) - 1] + "." + token[1]
+                    holder_type = type_name(type(child))
+                elif not expr.endswith("[...]"):
+                    expr += "[...]"
+                last_attr = None
                 continue
-            while frame is not None:
-                file = frame.f_code.co_filename.rsplit("/", 1)[-1]
-                where = frame.f_code.co_name
+            last_attr = None
+            if what == "attr":
+                expr += "." + token[1]
+                holder_type, owner = type_name(type(child)), token[2]
+                last_attr = token[1]
+            elif what == "class":
+                expr, holder_type, owner = token[1] + "." + token[2], type_name(type(child)), ""
+            elif what == "type":
+                expr, holder_type, owner = token[1], "type", ""
+            elif what == "closure":
+                function, cell = token[1], token[2]
+                name = "?"
                 try:
-                    names = list(frame.f_locals.items())
+                    for free, c in zip(function.__code__.co_freevars, function.__closure__):
+                        if c is cell:
+                            name = free
                 except Exception:
-                    names = []
-                for name, value in names:
-                    push(value, where + "()." + name, type(value).__name__, "", file)
-                frame = frame.f_back
+                    pass
+                expr += ".<closure>." + name
+                try:
+                    holder_type = type_name(type(cell.cell_contents))
+                except Exception:
+                    pass
+            elif what == "traceback":
+                via_traceback = True
+            elif what == "exception":
+                pass
+            elif what == "local":
+                if kept_by is None and expr:
+                    kept_by = (expr, "an exception's traceback" if via_traceback else "a frame")
+                expr, holder_type, owner = token[1] + "() local " + token[2], type_name(type(child)), ""
+                file = token[3].rsplit("/", 1)[-1]
+            elif what == "suspended":
+                if kept_by is None:
+                    kept_by = (expr, "a suspended %s() %s" % (token[2], token[1]))
+                expr, holder_type, owner = token[2] + "() local " + token[3], type_name(type(child)), ""
+                file = token[4].rsplit("/", 1)[-1]
+            elif what == "ref":
+                expr += ".<%s>" % token[1]
+        if kept_by is not None:
+            expr += ", kept by %s (%s)" % kept_by
+        return expr, holder_type, owner, file
 
-    ended = "done"
-    try:
-        main, user, other = roots()
-        for group in (main, user, None, other):
-            if group is None:
-                push_threads()
+    roots = {}  # root node -> (name, file, holder type)
+    names = {}  # (node, suffix) -> answer fields
+
+    def name_of(node, suffix):
+        got = names.get((node, suffix))
+        if got is not None:
+            return got
+        chain, n = [], node
+        while n >= 0:
+            obj, n = up(n)
+            chain.append(obj)
+        chain.reverse()
+        root = node
+        while True:
+            _, parent = up(root)
+            if parent < 0:
+                break
+            root = parent
+        expr, file, holder_type = roots.get(root, ("?", "?", "?"))
+        tokens = []
+        for i in range(len(chain) - 1):
+            try:
+                token = edge(chain[i], chain[i + 1], chain, i)
+            except Exception:
+                token = ("ref", "?")
+            tokens.append((token, chain[i + 1]))
+        whole = compose(tokens, expr, holder_type, "", file)
+        # A name that runs through a library's private parts reads as the
+        # user's object (or the library's) that holds it, the path kept.
+        private = -1
+        for i, (token, _) in enumerate(tokens):
+            if token is not None and token[0] == "attr" and token[1].startswith("_") \
+                    and not token[1].startswith("__") and token[1] not in module_parts \
+                    and origin(type(chain[i])) == "library":
+                private = i
+        path = ""
+        if private >= 0:
+            start = next((j for j in range(private + 1, len(chain))
+                          if origin(type(chain[j])) == "user"), None)
+            if start is not None:
+                short = compose(tokens[start:], type_name(type(chain[start])),
+                                type_name(type(chain[start])), "", whole[3])
             else:
-                for module in group:
-                    push_module(module)
-            ended = walk()
+                short = compose(tokens[private:], type_name(type(chain[private])),
+                                type_name(type(chain[private])), "", whole[3])
+            path = whole[0]
+            whole = short
+        expr, holder_type, owner, file = whole
+        got = (expr + suffix, holder_type if not suffix else "Tensor", owner, file, path)
+        names[(node, suffix)] = got
+        return got
+
+    # -- the roots, group by group --------------------------------------
+    def module_roots(modules):
+        objs, labels = [], []
+        for module in modules:
+            file = module_file(module)
+            for name, value in list(dict.items(attrs_of(module))):
+                name = plain(name)
+                if name is not None and not name.startswith("__"):
+                    objs.append(value)
+                    labels.append((name, file, type_name(type(value))))
+        return objs, labels
+
+    me = sys._getframe().f_globals
+
+    def thread_roots():
+        objs, labels = [], []
+        for _, frame in list(sys._current_frames().items()):
+            while frame is not None:
+                if frame.f_globals is not me:
+                    code = frame.f_code
+                    file = code.co_filename.rsplit("/", 1)[-1]
+                    try:
+                        local = list(dict.items(dict(frame.f_locals)))
+                    except Exception:
+                        local = []
+                    for name, value in local:
+                        objs.append(value)
+                        labels.append(("%s() local %s" % (code_name(code), plain(name)), file,
+                                       type_name(type(value))))
+                frame = frame.f_back
+        return objs, labels
+
+    def unnamed_roots():
+        objs, labels = [], []
+        for obj in gc.get_objects():
+            kind = type(obj)
+            if origin(kind) == "user":
+                objs.append(obj)
+                labels.append((type_name(kind) + " (no name reaches it)", "?", type_name(kind)))
+        return objs, labels
+
+    mains, users, others = [], [], []
+    ignore = [sys.modules, me]
+    for name, module in list(dict.items(sys.modules)):
+        if type(module) is not module_type:
+            continue
+        ignore.append(module)
+        ignore.append(attrs_of(module))
+        if module is main:
+            mains.append(module)
+            continue
+        path = plain(attrs_of(module).get("__file__")) or ""
+        if path and not is_library_path(path) and name != "gpuleak":
+            users.append(module)
+        else:
+            others.append(module)
+
+    ended = "error"
+    enabled = gc.isenabled()
+    gc.disable()  # no collection may free what the walk holds by address
+    try:
+        groups = (lambda: module_roots(mains), lambda: module_roots(users), thread_roots,
+                  lambda: module_roots(others), unnamed_roots)
+        for group in groups:
+            objs, labels = group()
+            last = group is unnamed_roots
+            indices, found, ended = walk(objs, ignore, classify, 0 if last else lo,
+                                         0 if last else hi, deadline)
+            objs = None
+            for node, label in zip(indices, labels):
+                if node >= 0:
+                    roots[node] = label
+            look(found)
+            found = None
             if ended == "done":
                 ended = walk_graphs()
+            if len(named) == len(ids):
+                ended = "all"
             if ended != "done":
                 break
+        out = []
+        for i, (node, suffix, graph) in sorted(named.items()):
+            if time.monotonic() > deadline + budget:
+                break
+            expr, holder_type, owner, file, path = name_of(node, suffix)
+            out.append("%d\t%d\t%s\t%s\t%s\t%s\t%s" % (ids[i], graph, expr, holder_type, owner,
+                                                       file, path))
     except Exception:
-        ended = "error"
-    out.append("#\t%d\t%s" % (len(visited), ended))
+        ended, out = "error", []
+    finally:
+        if enabled:
+            gc.enable()
+    out.append("#\t%d\t%s" % (count(), ended))
     return "\n".join(out)

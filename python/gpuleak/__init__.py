@@ -183,11 +183,18 @@ def holders(sites, budget=1.0):
         _layout = _shim_function(_shim.gpuleak_layout_source, "layout.py", "layout")
     targets, owner = [], []
     for s in sites:
+        tensor = " t" if s.kind == "tensor" else ""
         for address, size in s.records():
             owner.append((s, size))
-            targets.append((address, size, len(owner) - 1))
+            targets.append((address, size, len(owner) - 1, tensor))
     targets.sort()
-    answer = _find("".join("%d %d %d\n" % t for t in targets), budget, _layout())
+    walker = ctypes.PyDLL(None).gpuleak_holders_walker
+    walker.restype = ctypes.py_object
+    try:
+        walker = walker()
+    except ValueError:  # NULL: the interpreter's functions were not found
+        walker = None
+    answer = _find("".join("%d %d %d%s\n" % t for t in targets), budget, _layout(), walker)
     named = {}
     for line in answer.split("\n"):
         fields = line.split("\t")

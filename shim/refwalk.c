@@ -1,0 +1,410 @@
+/* refwalk.c: a breadth-first walk over the Python heap through each type's
+ * own traversal (refwalk.h). The shim links no libpython: the few functions
+ * it calls are found with dlsym, all of the stable ABI, and an object's
+ * type is read from its header (ob_type, after ob_refcnt, in every
+ * non-free-threaded CPython 3.x). */
+#define _GNU_SOURCE
+#include "refwalk.h"
+#include "clock.h"
+
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+
+typedef struct _object py_object_t;
+typedef int (*py_visit_t)(py_object_t *child, void *arg);
+typedef int (*py_traverse_t)(py_object_t *self, py_visit_t visit, void *arg);
+typedef struct py_method_def {
+    const char *name;
+    py_object_t *(*method)(py_object_t *self, py_object_t *args);
+    int flags;
+    const char *doc;
+} py_method_def_t;
+
+#define PY_METH_VARARGS 0x0001
+#define PY_METH_NOARGS 0x0004
+#define PY_METH_O 0x0008
+#define PY_TP_TRAVERSE 71 /* Py_tp_traverse, typeslots.h */
+#define PY_TPFLAGS_HEAPTYPE (1ul << 9)
+#define PY_TPFLAGS_HAVE_GC (1ul << 14)
+#define PY_TPFLAGS_TYPE_SUBCLASS (1ul << 31)
+
+static struct {
+    void *(*get_slot)(void *type, int slot);
+    unsigned long (*get_flags)(void *type);
+    int (*is_subtype)(void *a, void *b);
+    unsigned long long (*as_ull)(py_object_t *number);
+    py_object_t *(*err_occurred)(void);
+    void (*clear_error)(void);
+    py_object_t *(*new_list)(ssize_t size);
+    int (*list_append)(py_object_t *list, py_object_t *item);
+    ssize_t (*list_size)(py_object_t *list);
+    py_object_t *(*list_get)(py_object_t *list, ssize_t i);
+    py_object_t *(*build)(const char *format, ...);
+    int (*parse)(py_object_t *args, const char *format, ...);
+    py_object_t *(*call)(py_object_t *fn, ...);
+    long (*as_long)(py_object_t *number);
+    py_object_t *(*from_long)(long value);
+    py_object_t *(*capsule_new)(void *pointer, const char *name, void (*destructor)(py_object_t *));
+    void *(*capsule_get)(py_object_t *capsule, const char *name);
+    py_object_t *(*new_function)(py_method_def_t *def, py_object_t *self, py_object_t *module);
+    void (*incref)(py_object_t *obj);
+    void (*decref)(py_object_t *obj);
+    void *long_type, *module_type;
+} py;
+
+static int py_resolve(void)
+{
+    static int resolved = -1;
+    if (resolved >= 0)
+        return resolved;
+    struct { void **slot; const char *name; } want[] = {
+        { (void **)&py.get_slot, "PyType_GetSlot" },
+        { (void **)&py.get_flags, "PyType_GetFlags" },
+        { (void **)&py.is_subtype, "PyType_IsSubtype" },
+        { (void **)&py.as_ull, "PyLong_AsUnsignedLongLong" },
+        { (void **)&py.err_occurred, "PyErr_Occurred" },
+        { (void **)&py.clear_error, "PyErr_Clear" },
+        { (void **)&py.new_list, "PyList_New" },
+        { (void **)&py.list_append, "PyList_Append" },
+        { (void **)&py.list_size, "PyList_Size" },
+        { (void **)&py.list_get, "PyList_GetItem" },
+        { (void **)&py.build, "Py_BuildValue" },
+        { (void **)&py.parse, "PyArg_ParseTuple" },
+        { (void **)&py.call, "PyObject_CallFunctionObjArgs" },
+        { (void **)&py.as_long, "PyLong_AsLong" },
+        { (void **)&py.from_long, "PyLong_FromLong" },
+        { (void **)&py.capsule_new, "PyCapsule_New" },
+        { (void **)&py.capsule_get, "PyCapsule_GetPointer" },
+        { (void **)&py.new_function, "PyCFunction_NewEx" },
+        { (void **)&py.incref, "Py_IncRef" },
+        { (void **)&py.decref, "Py_DecRef" },
+        { (void **)&py.long_type, "PyLong_Type" },
+        { (void **)&py.module_type, "PyModule_Type" },
+    };
+    resolved = 1;
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        if ((*want[i].slot = dlsym(RTLD_DEFAULT, want[i].name)) == NULL)
+            resolved = 0;
+    return resolved;
+}
+
+static inline void *type_of(py_object_t *obj)
+{
+    return ((void **)obj)[1];
+}
+
+/* A set of pointers to small ints (open addressing, linear probing): the
+ * node an object is, or IGNORED. Capacity a power of two, at most half
+ * full. */
+#define IGNORED (-2)
+typedef struct ptr_map {
+    const void **keys;
+    int32_t *values;
+    size_t capacity, used;
+} ptr_map_t;
+
+static size_t ptr_slot(const ptr_map_t *map, const void *key)
+{
+    uint64_t h = (uint64_t)(uintptr_t)key * 0x9E3779B97F4A7C15ull;
+    size_t i = (size_t)(h >> 20) & (map->capacity - 1);
+    while (map->keys[i] != NULL && map->keys[i] != key)
+        i = (i + 1) & (map->capacity - 1);
+    return i;
+}
+
+/* The value for key, or -1 when absent. */
+static int32_t ptr_get(const ptr_map_t *map, const void *key)
+{
+    if (map->capacity == 0)
+        return -1;
+    size_t i = ptr_slot(map, key);
+    return map->keys[i] == key ? map->values[i] : -1;
+}
+
+/* Sets key's value; returns -1 when memory ran out. */
+static int ptr_put(ptr_map_t *map, const void *key, int32_t value)
+{
+    if ((map->used + 1) * 2 > map->capacity) {
+        ptr_map_t bigger = { NULL, NULL, map->capacity ? map->capacity * 2 : 1024, 0 };
+        bigger.keys = calloc(bigger.capacity, sizeof *bigger.keys);
+        bigger.values = malloc(bigger.capacity * sizeof *bigger.values);
+        if (bigger.keys == NULL || bigger.values == NULL) {
+            free(bigger.keys);
+            free(bigger.values);
+            return -1;
+        }
+        for (size_t i = 0; i < map->capacity; i++)
+            if (map->keys[i] != NULL) {
+                size_t j = ptr_slot(&bigger, map->keys[i]);
+                bigger.keys[j] = map->keys[i];
+                bigger.values[j] = map->values[i];
+            }
+        bigger.used = map->used;
+        free(map->keys);
+        free(map->values);
+        *map = bigger;
+    }
+    size_t i = ptr_slot(map, key);
+    if (map->keys[i] == NULL)
+        map->used++;
+    map->keys[i] = key;
+    map->values[i] = value;
+    return 0;
+}
+
+static void ptr_free(ptr_map_t *map)
+{
+    free(map->keys);
+    free(map->values);
+    memset(map, 0, sizeof *map);
+}
+
+/* One walk's state, kept in a capsule that the walker's functions share. */
+typedef struct walk {
+    py_object_t **objects;  /* node -> object, a reference held */
+    int32_t *parents;       /* node -> the node it was met from, -1 for a root */
+    size_t count, capacity, next; /* next: the first node not walked yet */
+    ptr_map_t seen;         /* object -> node, or IGNORED */
+    ptr_map_t kinds;        /* type -> classify's answer + 1 */
+    /* For the visit callback, during one walk call: */
+    int32_t current;
+    unsigned long long lo, hi;
+    py_object_t *found;
+    int failed;
+} walk_t;
+
+static const char capsule_name[] = "gpuleak.refwalk";
+
+static void walk_release(py_object_t *capsule)
+{
+    walk_t *w = py.capsule_get(capsule, capsule_name);
+    if (w == NULL) {
+        py.clear_error();
+        return;
+    }
+    for (size_t i = 0; i < w->count; i++)
+        py.decref(w->objects[i]);
+    free(w->objects);
+    free(w->parents);
+    ptr_free(&w->seen);
+    ptr_free(&w->kinds);
+    free(w);
+}
+
+/* Makes obj a node met from parent; 0, or -1 when memory ran out. */
+static int walk_add(walk_t *w, py_object_t *obj, int32_t parent)
+{
+    if (w->count == w->capacity) {
+        size_t capacity = w->capacity ? w->capacity * 2 : 4096;
+        if (capacity > INT32_MAX)
+            return -1;
+        py_object_t **objects = realloc(w->objects, capacity * sizeof *objects);
+        if (objects != NULL)
+            w->objects = objects;
+        int32_t *parents = realloc(w->parents, capacity * sizeof *parents);
+        if (parents != NULL)
+            w->parents = parents;
+        if (objects == NULL || parents == NULL)
+            return -1;
+        w->capacity = capacity;
+    }
+    if (ptr_put(&w->seen, obj, (int32_t)w->count) != 0)
+        return -1;
+    py.incref(obj);
+    w->objects[w->count] = obj;
+    w->parents[w->count] = parent;
+    w->count++;
+    return 0;
+}
+
+/* Whether the walk goes into obj: only objects the collector tracks by
+ * type can refer to others; a module's namespace is a root of its own, and
+ * a static type's traversal is not meant to be called. */
+static py_traverse_t walk_traversal(py_object_t *obj)
+{
+    void *type = type_of(obj);
+    unsigned long flags = py.get_flags(type);
+    if (!(flags & PY_TPFLAGS_HAVE_GC) || py.is_subtype(type, py.module_type))
+        return NULL;
+    if ((flags & PY_TPFLAGS_TYPE_SUBCLASS) && !(py.get_flags(obj) & PY_TPFLAGS_HEAPTYPE))
+        return NULL;
+    return (py_traverse_t)py.get_slot(type, PY_TP_TRAVERSE);
+}
+
+/* A number kept by an object whose value lies in [lo, hi): reported with
+ * its referrer's node. Other objects are queued once. */
+static int walk_visit(py_object_t *child, void *arg)
+{
+    walk_t *w = arg;
+    if (child == NULL || w->failed)
+        return 0;
+    if (type_of(child) == py.long_type) {
+        unsigned long long value = py.as_ull(child);
+        if (py.err_occurred() != NULL) {
+            py.clear_error();
+            return 0;
+        }
+        if (value >= w->lo && value < w->hi) {
+            py_object_t *entry = py.build("(iiO)", -1, (int)w->current, child);
+            if (entry == NULL || py.list_append(w->found, entry) != 0)
+                w->failed = 1;
+            if (entry != NULL)
+                py.decref(entry);
+        }
+        return 0;
+    }
+    if (!(py.get_flags(type_of(child)) & PY_TPFLAGS_HAVE_GC) || ptr_get(&w->seen, child) != -1)
+        return 0;
+    if (walk_add(w, child, w->current) != 0)
+        w->failed = 1;
+    return 0;
+}
+
+/* classify's answer for obj's type, asked once per type; -1 on failure. */
+static long walk_kind(walk_t *w, py_object_t *classify, py_object_t *obj)
+{
+    void *type = type_of(obj);
+    int32_t known = ptr_get(&w->kinds, type);
+    if (known >= 0)
+        return known - 1;
+    py_object_t *answer = py.call(classify, (py_object_t *)type, NULL);
+    long kind = answer != NULL ? py.as_long(answer) : 0;
+    if (answer != NULL)
+        py.decref(answer);
+    if (py.err_occurred() != NULL) {
+        py.clear_error();
+        kind = 0;
+    }
+    if (kind < 0 || kind > 1000)
+        kind = 0;
+    return ptr_put(&w->kinds, type, (int32_t)kind + 1) == 0 ? kind : -1;
+}
+
+/* Walks from the next unwalked node until none is left or the deadline. */
+static const char *walk_run(walk_t *w, py_object_t *classify, double deadline)
+{
+    uint64_t deadline_ns = deadline > 0 ? (uint64_t)(deadline * 1e9) : UINT64_MAX;
+    for (; w->next < w->count && !w->failed; w->next++) {
+        if ((w->next & 1023) == 0 && clock_monotonic_ns() > deadline_ns)
+            return "budget";
+        py_object_t *obj = w->objects[w->next];
+        long kind = walk_kind(w, classify, obj);
+        if (kind < 0)
+            return NULL;
+        if (kind > 0) {
+            py_object_t *entry = py.build("(ilO)", (int)kind, (long)w->next, obj);
+            if (entry == NULL || py.list_append(w->found, entry) != 0)
+                w->failed = 1;
+            if (entry != NULL)
+                py.decref(entry);
+        }
+        py_traverse_t traverse = walk_traversal(obj);
+        if (traverse != NULL) {
+            w->current = (int32_t)w->next;
+            traverse(obj, walk_visit, w);
+        }
+    }
+    return w->failed ? NULL : "done";
+}
+
+static py_object_t *walk_call(py_object_t *capsule, py_object_t *args)
+{
+    walk_t *w = py.capsule_get(capsule, capsule_name);
+    py_object_t *roots, *ignore, *classify;
+    unsigned long long lo, hi;
+    double deadline;
+    if (w == NULL || !py.parse(args, "OOOKKd", &roots, &ignore, &classify, &lo, &hi, &deadline))
+        return NULL;
+    ssize_t n_roots = py.list_size(roots), n_ignore = py.list_size(ignore);
+    if (n_roots < 0 || n_ignore < 0)
+        return NULL;
+    for (ssize_t i = 0; i < n_ignore; i++) {
+        py_object_t *obj = py.list_get(ignore, i);
+        if (ptr_get(&w->seen, obj) == -1 && ptr_put(&w->seen, obj, IGNORED) != 0)
+            return NULL;
+    }
+    py_object_t *indices = py.new_list(0), *found = py.new_list(0);
+    const char *ended = NULL;
+    if (indices == NULL || found == NULL)
+        goto out;
+    w->found = found;
+    w->lo = lo;
+    w->hi = hi;
+    w->failed = 0;
+    for (ssize_t i = 0; i < n_roots; i++) {
+        py_object_t *obj = py.list_get(roots, i);
+        long node = -1;
+        if (ptr_get(&w->seen, obj) == -1) {
+            if (walk_add(w, obj, -1) != 0)
+                goto out;
+            node = (long)w->count - 1;
+        }
+        py_object_t *number = py.from_long(node);
+        int bad = number == NULL || py.list_append(indices, number) != 0;
+        if (number != NULL)
+            py.decref(number);
+        if (bad)
+            goto out;
+    }
+    ended = walk_run(w, classify, deadline);
+out:;
+    py_object_t *result = ended != NULL ? py.build("(OOs)", indices, found, ended) : NULL;
+    if (indices != NULL)
+        py.decref(indices);
+    if (found != NULL)
+        py.decref(found);
+    w->found = NULL;
+    return result;
+}
+
+static py_object_t *up_call(py_object_t *capsule, py_object_t *arg)
+{
+    walk_t *w = py.capsule_get(capsule, capsule_name);
+    long node = py.as_long(arg);
+    if (w == NULL || py.err_occurred() != NULL)
+        return NULL;
+    if (node < 0 || (size_t)node >= w->count)
+        return py.build("()"); /* holders.py asks only for nodes it was given */
+    return py.build("(Ol)", w->objects[node], (long)w->parents[node]);
+}
+
+static py_object_t *count_call(py_object_t *capsule, py_object_t *unused)
+{
+    (void)unused;
+    walk_t *w = py.capsule_get(capsule, capsule_name);
+    return w != NULL ? py.from_long((long)w->count) : NULL;
+}
+
+static py_method_def_t walk_def = { "walk", walk_call, PY_METH_VARARGS, "gpuleak: walk the heap" };
+static py_method_def_t up_def = { "up", up_call, PY_METH_O, "gpuleak: a node and its parent" };
+static py_method_def_t count_def = { "count", count_call, PY_METH_NOARGS, "gpuleak: objects met" };
+
+void *refwalk_new(void)
+{
+    if (!py_resolve())
+        return NULL;
+    walk_t *w = calloc(1, sizeof *w);
+    if (w == NULL)
+        return NULL;
+    py_object_t *capsule = py.capsule_new(w, capsule_name, walk_release);
+    if (capsule == NULL) {
+        free(w);
+        py.clear_error();
+        return NULL;
+    }
+    py_object_t *walk = py.new_function(&walk_def, capsule, NULL);
+    py_object_t *up = py.new_function(&up_def, capsule, NULL);
+    py_object_t *count = py.new_function(&count_def, capsule, NULL);
+    py_object_t *walker = walk != NULL && up != NULL && count != NULL
+                              ? py.build("(OOO)", walk, up, count) : NULL;
+    py_object_t *made[] = { walk, up, count, capsule };
+    for (size_t i = 0; i < sizeof made / sizeof made[0]; i++)
+        if (made[i] != NULL)
+            py.decref(made[i]);
+    if (walker == NULL)
+        py.clear_error();
+    return walker;
+}
