@@ -281,7 +281,7 @@ static void group_line(FILE *out, FILE *detail, const char *file, const char *fl
         if (g->top->nholders > 0) {
             char phrase[1024];
             const load_holder_t *h = &g->top->holders[0];
-            report_holder_phrase(phrase, sizeof phrase, h->name, h->type, h->owner, h->file, h->graph);
+            report_holder_phrase(phrase, sizeof phrase, h->name, h->type, h->owner, h->file, h->graph, h->path);
             fputs(", held by ", f);
             frame_text_put(f, phrase);
         }

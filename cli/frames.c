@@ -199,7 +199,7 @@ void frames_print_holders(FILE *f, const load_site_t *site, const char *indent, 
     size_t n = site->nholders < limit ? site->nholders : limit;
     for (size_t i = 0; i < n; i++) {
         const load_holder_t *h = &site->holders[i];
-        report_holder_phrase(phrase, sizeof phrase, h->name, h->type, h->owner, h->file, h->graph);
+        report_holder_phrase(phrase, sizeof phrase, h->name, h->type, h->owner, h->file, h->graph, h->path);
         fprintf(f, "%sheld by ", indent);
         frame_text_put(f, phrase);
         fprintf(f, ": %s in %llu allocation(s)\n", units_format_size(h->bytes, size),

@@ -430,6 +430,7 @@ static void load_holders(json_t *entry, load_site_t *s)
         get_str(&quiet, h, "held_by", "type", 1, &out->type);
         get_str(&quiet, h, "held_by", "owner", 0, &out->owner);
         get_str(&quiet, h, "held_by", "file", 1, &out->file);
+        get_str(&quiet, h, "held_by", "path", 0, &out->path);
         get_u64(&quiet, h, "held_by", "bytes", 1, &out->bytes);
         get_u64(&quiet, h, "held_by", "allocations", 0, &out->allocations);
         out->graph = json_is_true(json_object_get(h, "graph"));

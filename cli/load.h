@@ -28,6 +28,7 @@ typedef struct {
 /* An object that held a site's memory when Python finished ("held_by"). */
 typedef struct {
     const char *name, *type, *owner, *file;  /* owner NULL when not an attribute */
+    const char *path;                        /* NULL unless name starts at a type */
     bool graph;
     uint64_t bytes, allocations;
 } load_holder_t;

@@ -33,16 +33,23 @@ enum report_kind { REPORT_KINDS(REPORT_KIND_ENUM) };
 /* How every view names an object that held memory at Python's finish (a
  * site's "held_by" entry): `history[...]` (list in train.py), `net.kept`
  * (list, attribute of a Net, in train.py), the autograd graph of
- * `losses[...]` (in train.py). Returns what snprintf returns. */
+ * `losses[...]` (in train.py); a name that starts at an object's type says
+ * the whole path it was reached by: `Net.kept[...]` (list, attribute of a
+ * Net, in train.py; reached as t._selector.model.kept[...]). path may be
+ * NULL or "". Returns what snprintf returns. */
 #include <stdio.h>
 static inline int report_holder_phrase(char *out, size_t size, const char *name, const char *type,
-                                       const char *owner, const char *file, int graph)
+                                       const char *owner, const char *file, int graph,
+                                       const char *path)
 {
+    const char *via = path != NULL && path[0] != '\0' ? "; reached as " : "";
+    path = via[0] != '\0' ? path : "";
     if (graph)
-        return snprintf(out, size, "the autograd graph of %s (in %s)", name, file);
+        return snprintf(out, size, "the autograd graph of %s (in %s%s%s)", name, file, via, path);
     if (owner != NULL && owner[0] != '\0')
-        return snprintf(out, size, "%s (%s, attribute of a %s, in %s)", name, type, owner, file);
-    return snprintf(out, size, "%s (%s in %s)", name, type, file);
+        return snprintf(out, size, "%s (%s, attribute of a %s, in %s%s%s)", name, type, owner, file,
+                        via, path);
+    return snprintf(out, size, "%s (%s in %s%s%s)", name, type, file, via, path);
 }
 
 #endif

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define GPULEAK_API_VERSION 2
+#define GPULEAK_API_VERSION 3
 
 /* GPULEAK_API_VERSION of the loaded shim. */
 int gpuleak_api_version(void);
@@ -71,14 +71,15 @@ const char *gpuleak_holders_source(void);
 /* The walker find() takes as its fourth argument: a new reference to a
  * Python tuple of functions (shim/refwalk.h), or NULL. Call it with the GIL
  * held (ctypes.PyDLL, restype ctypes.py_object). */
-void *gpuleak_holders_walker(void);
+void *gpuleak_holders_walker(void); /* since version 3 */
 
 /* How every view names one holder that search found (its answer's fields:
  * the expression, its type, the type it is an attribute of or "", the file,
- * and graph 1 for an autograd graph's saved tensors), into out: "history[...]
- * (list in train.py)". Returns what snprintf returns. Since version 2. */
+ * graph 1 for an autograd graph's saved tensors, and the path the name was
+ * cut from or ""), into out: "history[...] (list in train.py)". Returns what
+ * snprintf returns. Since version 3 (version 2 had no path). */
 int gpuleak_holder_phrase(const char *name, const char *type, const char *owner,
-                          const char *file, int graph, char *out, size_t size);
+                          const char *file, int graph, const char *path, char *out, size_t size);
 
 /* The source of layout(), which asks the interpreter where it keeps its
  * standard library and installed packages (the shim runs it at Python's

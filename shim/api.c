@@ -208,9 +208,10 @@ EXPORT void *gpuleak_holders_walker(void)
 }
 
 EXPORT int gpuleak_holder_phrase(const char *name, const char *type, const char *owner,
-                                 const char *file, int graph, char *out, size_t size)
+                                 const char *file, int graph, const char *path, char *out,
+                                 size_t size)
 {
-    return report_holder_phrase(out, size, name, type, owner, file, graph);
+    return report_holder_phrase(out, size, name, type, owner, file, graph, path);
 }
 
 EXPORT const char *gpuleak_layout_source(void)

@@ -338,8 +338,9 @@ def find(targets, budget, layout="", walker=None):
         return None
 
     def code_name(code):
+        """Net.forward, or step for a function nested in another."""
         try:
-            return code.co_qualname
+            return code.co_qualname.rsplit("<locals>.", 1)[-1]
         except AttributeError:
             return code.co_name
 

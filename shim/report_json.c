@@ -420,6 +420,11 @@ static void put_holders(FILE *f, const report_site_t *site)
         fputs_unlocked(",", f);
         put_key(f, "file");
         put_string(f, h->file);
+        if (h->path[0] != '\0') {
+            fputs_unlocked(",", f);
+            put_key(f, "path");
+            put_string(f, h->path);
+        }
         fprintf(f, ",\"graph\":%s,", h->graph ? "true" : "false");
         put_u64(f, "bytes", h->bytes, 1);
         put_u64(f, "allocations", h->allocations, 0);

@@ -224,7 +224,7 @@ static void print_holders(FILE *f, const report_view_t *view, const report_list_
         if (best == n)
             break;
         const finish_holder_t *h = found[best].first;
-        report_holder_phrase(phrase, sizeof phrase, h->name, h->type, h->owner, h->file, h->graph);
+        report_holder_phrase(phrase, sizeof phrase, h->name, h->type, h->owner, h->file, h->graph, h->path);
         fprintf(f, "%sheld by %s: %s\n", indent, phrase, units_format_size(found[best].bytes, size));
         found[best].bytes = 0;
     }

@@ -244,7 +244,8 @@
 
   /* report_holder_phrase (common/report_format.h). */
   function holderPhrase(h) {
-    const name = str(h.name) ?? "?", type = str(h.type) ?? "?", file = str(h.file) ?? "?";
+    const name = str(h.name) ?? "?", type = str(h.type) ?? "?";
+    const file = (str(h.file) ?? "?") + (str(h.path) ? `; reached as ${h.path}` : "");
     if (h.graph === true) return `the autograd graph of ${name} (in ${file})`;
     if (str(h.owner)) return `${name} (${type}, attribute of a ${h.owner}, in ${file})`;
     return `${name} (${type} in ${file})`;

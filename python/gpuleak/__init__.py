@@ -26,7 +26,7 @@ def _find_shim():
     except (OSError, AttributeError):
         return None
     version.restype = ctypes.c_int
-    if version() < 2:
+    if version() < 3:
         return None
     lib.gpuleak_tracking.restype = ctypes.c_int
     lib.gpuleak_live_bytes.restype = ctypes.c_uint64
@@ -43,6 +43,7 @@ def _find_shim():
     lib.gpuleak_holders_source.restype = ctypes.c_char_p
     lib.gpuleak_holder_phrase.restype = ctypes.c_int
     lib.gpuleak_holder_phrase.argtypes = [ctypes.c_char_p] * 4 + [ctypes.c_int, ctypes.c_char_p,
+                                                                  ctypes.c_char_p,
                                                                   ctypes.c_size_t]
     lib.gpuleak_layout_source.restype = ctypes.c_char_p
     lib.gpuleak_snapshot.restype = ctypes.c_int
@@ -198,13 +199,13 @@ def holders(sites, budget=1.0):
     named = {}
     for line in answer.split("\n"):
         fields = line.split("\t")
-        if fields[0] == "#" or len(fields) < 6:
+        if fields[0] == "#" or len(fields) < 7:
             continue
         site, size = owner[int(fields[0])]
-        graph, name, kind, owner_type, file = fields[1:6]
+        graph, name, kind, owner_type, file, path = fields[1:7]
         phrase = ctypes.create_string_buffer(1024)
         _shim.gpuleak_holder_phrase(name.encode(), kind.encode(), owner_type.encode(), file.encode(),
-                                    graph == "1", phrase, len(phrase))
+                                    graph == "1", path.encode(), phrase, len(phrase))
         key = (id(site), phrase.value.decode(errors="replace"))
         named[key] = named.get(key, 0) + size
     for s in sites:

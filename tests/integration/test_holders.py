@@ -365,5 +365,172 @@ class HoldersTest(unittest.TestCase):
             self.assertEqual(len(found), 3000)
 
 
+    def test_every_kind_of_reference_in_a_heap_of_a_million_and_a_half(self):
+        """Issue 31's four holders, in a heap of 1.5M objects: a buffer
+        kept by a caught exception's traceback, by a suspended generator,
+        by a __slots__ object deep in a 400k-entry dict, and by an object
+        whose interface is an instance attribute. Each is named, the
+        search ends within the default budget of one second."""
+        import time
+        base = 0x7f0000000000
+
+        class Buffer:
+            def __init__(self, n):
+                self.ptr = base + n * 0x100000
+
+        def step():
+            act = Buffer(1)  # noqa: F841  (kept by the traceback)
+            raise ValueError("skipped")
+
+        skipped = []
+        try:
+            step()
+        except ValueError as err:
+            skipped.append(err)
+
+        def batches():
+            buf = Buffer(2)
+            while True:
+                yield buf.ptr
+
+        stream = batches()
+        next(stream)
+
+        class Slot:
+            __slots__ = ("payload", "n")
+
+            def __init__(self, payload):
+                self.payload, self.n = payload, 0
+
+        table = {i: ["x%d" % i, i] for i in range(400000)}
+        table["deep"] = Slot(Buffer(3))
+
+        class Raw:
+            pass
+
+        raw = Raw()
+        raw.__cuda_array_interface__ = {"data": (base + 4 * 0x100000, False), "shape": (8,),
+                                        "typestr": "|u1", "version": 3}
+        filler = [[i, str(i)] for i in range(1100000)]
+        import gc
+        self.assertGreater(len(gc.get_objects()), 1500000)
+        # A fifth target nothing holds: the walk goes through the whole heap.
+        targets = [(base + n * 0x100000, 4096, n) for n in (1, 2, 3, 4, 5)]
+        began = time.monotonic()
+        found, ending = search({"skipped": skipped, "stream": stream, "table": table,
+                                "raw": raw, "filler": filler}, targets, budget=1.0)
+        took = time.monotonic() - began
+        self.assertEqual(found[1][0], "step() local act, kept by skipped[...] (an exception's traceback)")
+        self.assertEqual(found[1][3], "test_holders.py")
+        self.assertEqual(found[2][0], "batches() local buf, kept by stream (a suspended batches() generator)")
+        self.assertEqual(found[3][:3], ("table[...].payload", "Buffer", "Slot"))
+        self.assertEqual(found[4][:2], ("raw", "Raw"))
+        self.assertNotIn(5, found)
+        self.assertEqual(ending[2], "done")
+        self.assertGreater(int(ending[1]), 1500000)
+        self.assertLess(took, 1.0)
+
+    def test_a_library_s_private_path_reads_as_the_user_s_object(self):
+        """A model passed straight to a library's trainer is reached
+        through the trainer's private parts: the name starts at the user's
+        object (Net.kept[...]), the whole path kept beside it."""
+        pkg = types.ModuleType("gpuleak_test_trainerlib")
+        pkg.__file__ = "/fake/packages/trainerlib.py"
+        exec("class Selector:\n    def __init__(self, model):\n        self.model = model\n"
+             "class Trainer:\n    def __init__(self, model):\n        self._selector = Selector(model)\n",
+             pkg.__dict__)
+        sys.modules[pkg.__name__] = pkg
+        try:
+            net = Net()
+            net.kept[0].ptr = 0x7f0000001000
+            found, _ = search({"t": pkg.Trainer(net)}, [(0x7f0000001000, 8, 1)],
+                              layout="packages\t/fake/packages\n")
+        finally:
+            del sys.modules[pkg.__name__]
+        self.assertEqual(found[1][:3], ("Net.kept[...]", "list", "Net"))
+        self.assertEqual(paths[1], "t._selector.model.kept[...]")
+
+    def test_other_threads_frames_are_searched(self):
+        import threading
+        ready, done = threading.Event(), threading.Event()
+
+        def worker():
+            staged = [Array(0x7f0000002000)]  # noqa: F841
+            ready.set()
+            done.wait(10)
+
+        thread = threading.Thread(target=worker)
+        thread.start()
+        ready.wait(10)
+        try:
+            found, _ = search({}, [(0x7f0000002000, 8, 1)])
+        finally:
+            done.set()
+            thread.join()
+        self.assertEqual(found[1][0], "worker() local staged[...]")
+
+    def test_hostile_objects_run_no_code(self):
+        """A metaclass's __getattribute__, a __dict__ and a __class__
+        property, a fake torch module with a __getattr__, keys with an
+        __eq__, a __cuda_array_interface__ property that would never
+        return: none of it runs, and the array behind them is named."""
+        ran = []
+
+        class Meta(type):
+            def __getattribute__(cls, name):
+                ran.append("Meta." + name)
+                return type.__getattribute__(cls, name)
+
+        class Hostile(metaclass=Meta):
+            def __init__(self):
+                object.__setattr__(self, "kept", Array(0x7f0000003000))
+
+            @property
+            def __dict__(self):
+                ran.append("__dict__")
+                return {}
+
+            @property
+            def __class__(self):
+                ran.append("__class__")
+                return dict
+
+            @property
+            def __cuda_array_interface__(self):
+                ran.append("interface")
+                while True:
+                    pass
+
+            def __getattr__(self, name):
+                ran.append("getattr " + name)
+                raise AttributeError(name)
+
+        class Key(str):
+            def __eq__(self, other):
+                ran.append("Key.__eq__")
+                return str.__eq__(self, other)
+            __hash__ = str.__hash__
+
+        fake = types.ModuleType("torch")
+
+        def module_getattr(name):
+            ran.append("torch." + name)
+            raise AttributeError(name)
+        fake.__getattr__ = module_getattr
+        saved = sys.modules.get("torch")
+        sys.modules["torch"] = fake
+        try:
+            found, ending = search({"h": Hostile(), "keyed": {Key("k"): Array(0x7f0000004000)}},
+                                   [(0x7f0000003000, 8, 1), (0x7f0000004000, 8, 2)])
+        finally:
+            if saved is not None:
+                sys.modules["torch"] = saved
+            else:
+                del sys.modules["torch"]
+        self.assertEqual(ran, [])
+        self.assertEqual(found[2][0], "keyed[...]")
+        self.assertEqual(ending[2], "all")
+
+
 if __name__ == "__main__":
     unittest.main()

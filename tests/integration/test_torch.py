@@ -614,6 +614,34 @@ class TorchTensorsTest(unittest.TestCase):
         self.assertEqual(check.returncode, 1, check.stdout)
         self.assertIn("held by batches[...] (list in driver_holders_demo.py)", check.stdout)
 
+    def test_holders_through_frames_generators_and_libraries(self):
+        """Issue 31: driver memory kept through a caught exception's
+        traceback, a suspended generator, a model only a library's trainer
+        keeps, and an instance-level __cuda_array_interface__: every held
+        byte is named, the library's private path kept beside the user's
+        name, and the search ends done."""
+        report, expect, stderr, path = self.run_script_file("reach_demo.py")
+        held = report["held_at_finish"]
+        named = {}
+        for site in held["sites"]:
+            for h in site.get("held_by", []):
+                key = (h["name"], h["type"], h["owner"], h.get("path"))
+                named[key] = named.get(key, 0) + h["bytes"]
+        self.assertEqual(named, {
+            ("step() local act, kept by skipped[...] (an exception's traceback)", "Buffer", None, None):
+                2 * 8192,
+            ("Net.kept[...]", "list", "Net", "trainer._connector._selector.model.kept[...]"): 3 * 4096,
+            ("batches() local staging, kept by stream (a suspended batches() generator)", "Buffer",
+             None, None): 2048,
+            ("raw", "Raw", None, None): 1024})
+        self.assertEqual(held["holders_search"]["ended"], "done")
+        self.assertEqual(held["holders_search"]["named_bytes"], sum(named.values()))
+        self.assertIn("held by Net.kept[...] (list, attribute of a Net, in reach_demo.py; "
+                      "reached as trainer._connector._selector.model.kept[...]): 12.0 KiB", stderr)
+        text = subprocess.run([os.path.join(BUILD, "gpuleak"), "report", path],
+                              capture_output=True, text=True, timeout=60).stdout
+        self.assertIn("reached as trainer._connector._selector.model.kept[...]", text)
+
     def test_origins_are_judged_again_from_the_report(self):
         """gpuleak report and check re-judge origins with other rules from
         the frames the report holds: skipping the array class's own line
