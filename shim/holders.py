@@ -55,7 +55,7 @@ def find(targets, budget, layout="", walker=None):
             tensors.append(fields[3:] == ["t"])
     if walker is None or not ids:
         return "#\t0\t%s" % ("all" if not ids else "error")
-    walk, up, count = walker
+    walk, up, count, close = walker
     lo, hi = starts[0], max(ends)
     named = {}  # target index -> (node, suffix, graph)
 
@@ -196,7 +196,7 @@ def find(targets, budget, layout="", walker=None):
                     if kind == -1:
                         holder = holder_of(node)
                         if holder is not None:
-                            note(obj, holder, "", 0, numbers=True)
+                            note(obj, holder, "", 0, numbers=not declares(up(holder)[0]))
                     elif kind == 1:
                         if not tensor_read(obj, "is_cuda"):
                             continue
@@ -263,6 +263,15 @@ def find(targets, budget, layout="", walker=None):
         return "done"
 
     containers = (dict, list, tuple, set, frozenset)
+
+    def declares(obj):
+        """Whether obj says it is a device array (an interface on its class
+        or on itself): then its numbers may name any memory, PyTorch's
+        too."""
+        if lookup(type(obj), "__cuda_array_interface__") is not None:
+            return True
+        d = own_dict(obj)
+        return d is not None and "__cuda_array_interface__" in d
 
     def holder_of(node):
         """The object a number belongs to: past the containers that carry
@@ -502,7 +511,11 @@ def find(targets, budget, layout="", walker=None):
             if parent < 0:
                 break
             root = parent
-        expr, file, holder_type = roots.get(root, ("?", "?", "?"))
+        label = roots.get(root)
+        if label is None:
+            kind = type_name(type(chain[0]))
+            label = (kind + " (no name reaches it)", "?", kind)
+        expr, file, holder_type = label
         tokens = []
         for i in range(len(chain) - 1):
             try:
@@ -568,14 +581,12 @@ def find(targets, budget, layout="", walker=None):
                 frame = frame.f_back
         return objs, labels
 
+    every = []
+
     def unnamed_roots():
-        objs, labels = [], []
-        for obj in gc.get_objects():
-            kind = type(obj)
-            if origin(kind) == "user":
-                objs.append(obj)
-                labels.append((type_name(kind) + " (no name reaches it)", "?", type_name(kind)))
-        return objs, labels
+        """Every object the collector tracks: those no name reached are
+        roots of their own, named by their type (name_of)."""
+        return every, ()
 
     mains, users, others = [], [], []
     ignore = [sys.modules, me]
@@ -599,11 +610,16 @@ def find(targets, budget, layout="", walker=None):
     try:
         groups = (lambda: module_roots(mains), lambda: module_roots(users), thread_roots,
                   lambda: module_roots(others), unnamed_roots)
+        # Every object, for the last group, and their number, so that the
+        # walk's table is sized once.
+        every.extend(gc.get_objects())
         for group in groups:
             objs, labels = group()
             last = group is unnamed_roots
+            # The last group's numbers are not matched: the search's own
+            # lists of addresses are among its roots.
             indices, found, ended = walk(objs, ignore, classify, 0 if last else lo,
-                                         0 if last else hi, deadline)
+                                         0 if last else hi, deadline, len(every))
             objs = None
             for node, label in zip(indices, labels):
                 if node >= 0:
@@ -626,6 +642,8 @@ def find(targets, budget, layout="", walker=None):
     except Exception:
         ended, out = "error", []
     finally:
+        del every[:]
+        close()
         if enabled:
             gc.enable()
     out.append("#\t%d\t%s" % (count(), ended))

@@ -96,10 +96,8 @@ static inline void *type_of(py_object_t *obj)
     return ((void **)obj)[1];
 }
 
-/* A set of pointers to small ints (open addressing, linear probing): the
- * node an object is, or IGNORED. Capacity a power of two, at most half
- * full. */
-#define IGNORED (-2)
+/* A map of pointers to small ints (open addressing, linear probing), for
+ * the types' kinds. Capacity a power of two, at most half full. */
 typedef struct ptr_map {
     const void **keys;
     int32_t *values;
@@ -162,21 +160,95 @@ static void ptr_free(ptr_map_t *map)
     memset(map, 0, sizeof *map);
 }
 
+/* A set of pointers, the same way: one probe is one cache line, which is
+ * what a walk of millions of objects pays for. */
+typedef struct ptr_set {
+    const void **keys;
+    size_t capacity, used;
+} ptr_set_t;
+
+static size_t set_slot(const ptr_set_t *set, const void *key)
+{
+    uint64_t h = (uint64_t)(uintptr_t)key * 0x9E3779B97F4A7C15ull;
+    size_t i = (size_t)(h >> 20) & (set->capacity - 1);
+    while (set->keys[i] != NULL && set->keys[i] != key)
+        i = (i + 1) & (set->capacity - 1);
+    return i;
+}
+
+static int set_has(const ptr_set_t *set, const void *key)
+{
+    return set->capacity != 0 && set->keys[set_slot(set, key)] == key;
+}
+
+/* Makes room for at least want keys at most half full; -1 when memory
+ * ran out. */
+static int set_reserve(ptr_set_t *set, size_t want)
+{
+    if (want * 2 <= set->capacity)
+        return 0;
+    ptr_set_t bigger = { NULL, set->capacity ? set->capacity : 1024, 0 };
+    while (want * 2 > bigger.capacity)
+        bigger.capacity *= 2;
+    bigger.keys = calloc(bigger.capacity, sizeof *bigger.keys);
+    if (bigger.keys == NULL)
+        return -1;
+    for (size_t i = 0; i < set->capacity; i++)
+        if (set->keys[i] != NULL)
+            bigger.keys[set_slot(&bigger, set->keys[i])] = set->keys[i];
+    bigger.used = set->used;
+    free(set->keys);
+    *set = bigger;
+    return 0;
+}
+
+/* Adds key (absent); -1 when memory ran out. */
+static int set_add(ptr_set_t *set, const void *key)
+{
+    if (set_reserve(set, set->used + 1) != 0)
+        return -1;
+    set->keys[set_slot(set, key)] = key;
+    set->used++;
+    return 0;
+}
+
 /* One walk's state, kept in a capsule that the walker's functions share. */
 typedef struct walk {
     py_object_t **objects;  /* node -> object, a reference held */
     int32_t *parents;       /* node -> the node it was met from, -1 for a root */
     size_t count, capacity, next; /* next: the first node not walked yet */
-    ptr_map_t seen;         /* object -> node, or IGNORED */
+    ptr_set_t seen;         /* objects met, and those to ignore */
     ptr_map_t kinds;        /* type -> classify's answer + 1 */
     /* For the visit callback, during one walk call: */
     int32_t current;
     unsigned long long lo, hi;
     py_object_t *found;
     int failed;
+    int closed;             /* close() was called: the nodes are gone */
+    size_t met;             /* how many there were */
 } walk_t;
 
 static const char capsule_name[] = "gpuleak.refwalk";
+
+/* Lets go of every object met. The walker's own functions and the
+ * search's closures are objects of the heap too: a walk that met them
+ * holds itself in a cycle the collector cannot see, so the search closes
+ * the walk (close()) rather than waiting for its release. */
+static void walk_close(walk_t *w)
+{
+    for (size_t i = 0; i < w->count; i++)
+        py.decref(w->objects[i]);
+    free(w->objects);
+    free(w->parents);
+    free(w->seen.keys);
+    ptr_free(&w->kinds);
+    w->objects = NULL;
+    w->parents = NULL;
+    memset(&w->seen, 0, sizeof w->seen);
+    w->met += w->count;
+    w->capacity = w->next = w->count = 0;
+    w->closed = 1;
+}
 
 static void walk_release(py_object_t *capsule)
 {
@@ -185,12 +257,7 @@ static void walk_release(py_object_t *capsule)
         py.clear_error();
         return;
     }
-    for (size_t i = 0; i < w->count; i++)
-        py.decref(w->objects[i]);
-    free(w->objects);
-    free(w->parents);
-    ptr_free(&w->seen);
-    ptr_free(&w->kinds);
+    walk_close(w);
     free(w);
 }
 
@@ -211,7 +278,7 @@ static int walk_add(walk_t *w, py_object_t *obj, int32_t parent)
             return -1;
         w->capacity = capacity;
     }
-    if (ptr_put(&w->seen, obj, (int32_t)w->count) != 0)
+    if (set_add(&w->seen, obj) != 0)
         return -1;
     py.incref(obj);
     w->objects[w->count] = obj;
@@ -256,7 +323,7 @@ static int walk_visit(py_object_t *child, void *arg)
         }
         return 0;
     }
-    if (!(py.get_flags(type_of(child)) & PY_TPFLAGS_HAVE_GC) || ptr_get(&w->seen, child) != -1)
+    if (!(py.get_flags(type_of(child)) & PY_TPFLAGS_HAVE_GC) || set_has(&w->seen, child))
         return 0;
     if (walk_add(w, child, w->current) != 0)
         w->failed = 1;
@@ -316,14 +383,18 @@ static py_object_t *walk_call(py_object_t *capsule, py_object_t *args)
     py_object_t *roots, *ignore, *classify;
     unsigned long long lo, hi;
     double deadline;
-    if (w == NULL || !py.parse(args, "OOOKKd", &roots, &ignore, &classify, &lo, &hi, &deadline))
+    ssize_t expect = 0;
+    if (w == NULL || !py.parse(args, "OOOKKd|n", &roots, &ignore, &classify, &lo, &hi, &deadline,
+                               &expect) || w->closed)
         return NULL;
     ssize_t n_roots = py.list_size(roots), n_ignore = py.list_size(ignore);
     if (n_roots < 0 || n_ignore < 0)
         return NULL;
+    if (expect > 0 && set_reserve(&w->seen, (size_t)expect) != 0)
+        return NULL;
     for (ssize_t i = 0; i < n_ignore; i++) {
         py_object_t *obj = py.list_get(ignore, i);
-        if (ptr_get(&w->seen, obj) == -1 && ptr_put(&w->seen, obj, IGNORED) != 0)
+        if (!set_has(&w->seen, obj) && set_add(&w->seen, obj) != 0)
             return NULL;
     }
     py_object_t *indices = py.new_list(0), *found = py.new_list(0);
@@ -337,7 +408,7 @@ static py_object_t *walk_call(py_object_t *capsule, py_object_t *args)
     for (ssize_t i = 0; i < n_roots; i++) {
         py_object_t *obj = py.list_get(roots, i);
         long node = -1;
-        if (ptr_get(&w->seen, obj) == -1) {
+        if (!set_has(&w->seen, obj)) {
             if (walk_add(w, obj, -1) != 0)
                 goto out;
             node = (long)w->count - 1;
@@ -366,7 +437,7 @@ static py_object_t *up_call(py_object_t *capsule, py_object_t *arg)
     long node = py.as_long(arg);
     if (w == NULL || py.err_occurred() != NULL)
         return NULL;
-    if (node < 0 || (size_t)node >= w->count)
+    if (node < 0 || (size_t)node >= w->count || w->closed)
         return py.build("()"); /* holders.py asks only for nodes it was given */
     return py.build("(Ol)", w->objects[node], (long)w->parents[node]);
 }
@@ -375,12 +446,23 @@ static py_object_t *count_call(py_object_t *capsule, py_object_t *unused)
 {
     (void)unused;
     walk_t *w = py.capsule_get(capsule, capsule_name);
-    return w != NULL ? py.from_long((long)w->count) : NULL;
+    return w != NULL ? py.from_long((long)(w->count + w->met)) : NULL;
+}
+
+static py_object_t *close_call(py_object_t *capsule, py_object_t *unused)
+{
+    (void)unused;
+    walk_t *w = py.capsule_get(capsule, capsule_name);
+    if (w == NULL)
+        return NULL;
+    walk_close(w);
+    return py.build("");
 }
 
 static py_method_def_t walk_def = { "walk", walk_call, PY_METH_VARARGS, "gpuleak: walk the heap" };
 static py_method_def_t up_def = { "up", up_call, PY_METH_O, "gpuleak: a node and its parent" };
 static py_method_def_t count_def = { "count", count_call, PY_METH_NOARGS, "gpuleak: objects met" };
+static py_method_def_t close_def = { "close", close_call, PY_METH_NOARGS, "gpuleak: let go" };
 
 void *refwalk_new(void)
 {
@@ -398,9 +480,10 @@ void *refwalk_new(void)
     py_object_t *walk = py.new_function(&walk_def, capsule, NULL);
     py_object_t *up = py.new_function(&up_def, capsule, NULL);
     py_object_t *count = py.new_function(&count_def, capsule, NULL);
-    py_object_t *walker = walk != NULL && up != NULL && count != NULL
-                              ? py.build("(OOO)", walk, up, count) : NULL;
-    py_object_t *made[] = { walk, up, count, capsule };
+    py_object_t *close = py.new_function(&close_def, capsule, NULL);
+    py_object_t *walker = walk != NULL && up != NULL && count != NULL && close != NULL
+                              ? py.build("(OOOO)", walk, up, count, close) : NULL;
+    py_object_t *made[] = { walk, up, count, close, capsule };
     for (size_t i = 0; i < sizeof made / sizeof made[0]; i++)
         if (made[i] != NULL)
             py.decref(made[i]);

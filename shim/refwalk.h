@@ -10,25 +10,28 @@
  * shim/holders.py drives it and names what it finds.
  *
  * The walker, seen from Python (every call with the GIL held):
- *   walk(roots, ignore, classify, lo, hi, deadline) -> (indices, found, ended)
+ *   walk(roots, ignore, classify, lo, hi, deadline[, expect]) -> (indices, found, ended)
  *     Adds each object of the list roots not met before as a root, then
  *     walks breadth first from every object not walked yet. ignore: objects
  *     never entered (the search's own). classify(type) -> int is asked once
  *     per type met: nonzero marks its instances as worth a look. lo, hi: an
  *     exact int referred to with a value in [lo, hi) is reported too (a
  *     device address kept as a number). deadline: time.monotonic() past
- *     which the walk stops. indices: each root's node, or -1 when met
+ *     which the walk stops. expect: how many objects the heap has, to size
+ *     the walk's table once. indices: each root's node, or -1 when met
  *     before. found: (kind, node, object) in the order met; an int is
  *     reported as (-1, its referrer's node, the int). ended: "done" or
  *     "budget".
  *   up(node) -> (object, parent node or -1)
  *   count() -> how many objects were met
- * The walker holds a reference to every object it met until the walker
- * itself is released, so a node stays valid while holders.py reads it. */
+ *   close() -> None: lets go of every object met; walk and up then fail.
+ * The walker holds a reference to every object it met until close(), so a
+ * node stays valid while holders.py reads it. Call close() when done: the
+ * walk may have met the walker's own functions, a cycle no collector sees. */
 #ifndef GPULEAK_REFWALK_H
 #define GPULEAK_REFWALK_H
 
-/* A new walker: a tuple (walk, up, count) of Python functions sharing one
+/* A new walker: a tuple (walk, up, count, close) of Python functions sharing one
  * walk's state, as a new reference; NULL (no error set) when the
  * interpreter's functions could not all be found or memory ran out. Call
  * with the GIL held. */

@@ -315,16 +315,13 @@ class HoldersTest(unittest.TestCase):
         """A million objects that hold nothing: the search stops at its
         budget and says so; with time enough, it walks them all and ends
         done, well within the default budget of a second."""
-        import time
         big = [[i] for i in range(1000000)]
         found, ending = search({"big": big}, [(0x7f0000001000, 8, 1)], budget=0.005)
         self.assertEqual(found, {})
         self.assertEqual(ending[2], "budget")
-        began = time.monotonic()
         found, ending = search({"big": big}, [(0x7f0000001000, 8, 1)], budget=30)
         self.assertEqual(ending[2], "done")
         self.assertGreater(int(ending[1]), 1000000)
-        self.assertLess(time.monotonic() - began, 5.0)
 
     def test_a_graph_s_saved_tensors_are_charged_to_its_root(self):
         with fake_torch() as torch:
@@ -370,8 +367,8 @@ class HoldersTest(unittest.TestCase):
         kept by a caught exception's traceback, by a suspended generator,
         by a __slots__ object deep in a 400k-entry dict, and by an object
         whose interface is an instance attribute. Each is named, the
-        search ends within the default budget of one second."""
-        import time
+        search ends within the default budget of one second (its time is
+        measured by tests/bench/holders_heap.py, not here)."""
         base = 0x7f0000000000
 
         class Buffer:
@@ -416,10 +413,8 @@ class HoldersTest(unittest.TestCase):
         self.assertGreater(len(gc.get_objects()), 1500000)
         # A fifth target nothing holds: the walk goes through the whole heap.
         targets = [(base + n * 0x100000, 4096, n) for n in (1, 2, 3, 4, 5)]
-        began = time.monotonic()
         found, ending = search({"skipped": skipped, "stream": stream, "table": table,
                                 "raw": raw, "filler": filler}, targets, budget=1.0)
-        took = time.monotonic() - began
         self.assertEqual(found[1][0], "step() local act, kept by skipped[...] (an exception's traceback)")
         self.assertEqual(found[1][3], "test_holders.py")
         self.assertEqual(found[2][0], "batches() local buf, kept by stream (a suspended batches() generator)")
@@ -428,7 +423,6 @@ class HoldersTest(unittest.TestCase):
         self.assertNotIn(5, found)
         self.assertEqual(ending[2], "done")
         self.assertGreater(int(ending[1]), 1500000)
-        self.assertLess(took, 1.0)
 
     def test_a_library_s_private_path_reads_as_the_user_s_object(self):
         """A model passed straight to a library's trainer is reached
@@ -468,6 +462,23 @@ class HoldersTest(unittest.TestCase):
             done.set()
             thread.join()
         self.assertEqual(found[1][0], "worker() local staged[...]")
+
+    def test_the_search_keeps_nothing_alive(self):
+        """The walk holds every object it met while it names them, its
+        own functions among them (met through the search's closures):
+        once the search returns, what the program drops is freed."""
+        import weakref
+
+        class Kept:
+            pass
+
+        kept = Kept()
+        kept.array = Array(0x7f0000005000)
+        alive = weakref.ref(kept)
+        found, _ = search({"kept": kept}, [(0x7f0000005000, 8, 1), (0x7f0000006000, 8, 2)])
+        self.assertEqual(found[1][0], "kept.array")
+        del kept
+        self.assertIsNone(alive())
 
     def test_hostile_objects_run_no_code(self):
         """A metaclass's __getattribute__, a __dict__ and a __class__
