@@ -55,7 +55,7 @@ def find(targets, budget, layout="", walker=None):
             tensors.append(fields[3:] == ["t"])
     if walker is None or not ids:
         return "#\t0\t%s" % ("all" if not ids else "error")
-    walk, up, count, close = walker
+    walk, up, count, close, fast_locals = walker
     lo, hi = starts[0], max(ends)
     named = {}  # target index -> (node, suffix, graph)
 
@@ -276,12 +276,13 @@ def find(targets, budget, layout="", walker=None):
     def holder_of(node):
         """The object a number belongs to: past the containers that carry
         it (an interface's dict and tuple, an instance's dict). None when
-        only containers carry it (a table of numbers, a list of addresses):
-        such a number does not keep memory alive, an object may."""
+        no object of a class carries it (a table of numbers, a list of
+        addresses, a frame's local): a number does not keep memory alive,
+        an array object may."""
         while True:
             obj, parent = up(node)
             if not issubclass(type(obj), containers):
-                return node
+                return node if origin(type(obj)) != "builtin" else None
             if parent < 0:
                 return None
             node = parent
@@ -337,11 +338,26 @@ def find(targets, budget, layout="", walker=None):
         k = table.get(id(child))
         return plain(k) if k is not None else None
 
+    version = sys.version_info[:2]
+    in_place = 0 if (3, 11) <= version <= (3, 13) else 1 if version == (3, 10) else None
+    cell_type = type((lambda: in_place).__closure__[0])
+
+    def frame_locals(frame):
+        """A frame's bound locals as (name, value), read in place where the
+        walker can (reading frame.f_locals would make the frame keep a
+        copy of them: objects the program deletes would live on)."""
+        code = frame.f_code
+        if in_place is not None:
+            names = code.co_varnames
+            return [(plain(names[i]), value)
+                    for i, value in fast_locals(frame, len(names), in_place)]
+        return [(plain(name), value) for name, value in dict.items(dict(frame.f_locals))]
+
     def local_name(frame, child):
         try:
-            for name, value in dict.items(dict(frame.f_locals)):
-                if value is child:
-                    return plain(name)
+            for name, value in frame_locals(frame):
+                if value is child or type(value) is cell_type and value.cell_contents is child:
+                    return name
         except Exception:
             pass
         return None
@@ -408,6 +424,9 @@ def find(targets, budget, layout="", walker=None):
                    for name in ("__traceback__", "__context__", "__cause__")):
                 return ("exception",)
         gen = suspended(parent)
+        if gen is not None and gen[1] is not None and child is gen[1]:
+            # 3.10: a generator's frame is an object of its own.
+            return ("generator", gen[0], code_name(gen[1].f_code))
         if gen is not None and gen[1] is not None:
             name = local_name(gen[1], child)
             if name is not None:
@@ -437,6 +456,7 @@ def find(targets, budget, layout="", walker=None):
     def compose(tokens, expr, holder_type, owner, file):
         kept_by = None
         via_traceback = False
+        via_generator = None
         last_attr = None
         for token, child in tokens:
             what = token[0] if token is not None else None
@@ -475,11 +495,14 @@ def find(targets, budget, layout="", walker=None):
                     pass
             elif what == "traceback":
                 via_traceback = True
+            elif what == "generator":
+                via_generator = "a suspended %s() %s" % (token[2], token[1])
             elif what == "exception":
                 pass
             elif what == "local":
                 if kept_by is None and expr:
-                    kept_by = (expr, "an exception's traceback" if via_traceback else "a frame")
+                    kept_by = (expr, via_generator or ("an exception's traceback" if via_traceback
+                                                       else "a frame"))
                 expr, holder_type, owner = token[1] + "() local " + token[2], type_name(type(child)), ""
                 file = token[3].rsplit("/", 1)[-1]
             elif what == "suspended":
@@ -526,11 +549,17 @@ def find(targets, budget, layout="", walker=None):
         whole = compose(tokens, expr, holder_type, "", file)
         # A name that runs through a library's private parts reads as the
         # user's object (or the library's) that holds it, the path kept.
+        def owner_at(i):
+            """The object whose attribute tokens[i] reads (past its dict)."""
+            if i > 0 and type(chain[i]) is dict and not issubclass(type(chain[i - 1]), containers):
+                return chain[i - 1]
+            return chain[i]
+
         private = -1
         for i, (token, _) in enumerate(tokens):
             if token is not None and token[0] == "attr" and token[1].startswith("_") \
                     and not token[1].startswith("__") and token[1] not in module_parts \
-                    and origin(type(chain[i])) == "library":
+                    and origin(type(owner_at(i))) == "library":
                 private = i
         path = ""
         if private >= 0:
@@ -540,8 +569,8 @@ def find(targets, budget, layout="", walker=None):
                 short = compose(tokens[start:], type_name(type(chain[start])),
                                 type_name(type(chain[start])), "", whole[3])
             else:
-                short = compose(tokens[private:], type_name(type(chain[private])),
-                                type_name(type(chain[private])), "", whole[3])
+                owner = type_name(type(owner_at(private)))
+                short = compose(tokens[private:], owner, owner, "", whole[3])
             path = whole[0]
             whole = short
         expr, holder_type, owner, file = whole
@@ -571,12 +600,12 @@ def find(targets, budget, layout="", walker=None):
                     code = frame.f_code
                     file = code.co_filename.rsplit("/", 1)[-1]
                     try:
-                        local = list(dict.items(dict(frame.f_locals)))
+                        local = frame_locals(frame)
                     except Exception:
                         local = []
                     for name, value in local:
                         objs.append(value)
-                        labels.append(("%s() local %s" % (code_name(code), plain(name)), file,
+                        labels.append(("%s() local %s" % (code_name(code), name), file,
                                        type_name(type(value))))
                 frame = frame.f_back
         return objs, labels

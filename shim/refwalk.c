@@ -459,10 +459,56 @@ static py_object_t *close_call(py_object_t *capsule, py_object_t *unused)
     return py.build("");
 }
 
+/* A frame's first n fast locals, read where CPython keeps them. 3.11 to
+ * 3.13: PyFrameObject's f_frame (after the object's head and f_back)
+ * points to the _PyInterpreterFrame, whose localsplus array starts 72
+ * bytes in (Include/internal/pycore_frame.h at v3.11.7, v3.12.1, v3.13.0).
+ * 3.10: f_localsplus ends PyFrameObject, 352 bytes in (after its 20-entry
+ * block stack; Include/cpython/frameobject.h at v3.10.13). Reading
+ * frame.f_locals instead would copy them into a dict the frame keeps: the
+ * program's objects would outlive the names it deleted. holders.py asks
+ * only on those versions (layout 0: 3.11+, 1: 3.10), with
+ * n = len(code.co_varnames). */
+#define FRAME_F_FRAME 24
+#define IFRAME_LOCALSPLUS 72
+#define FRAME310_LOCALSPLUS 352
+
+static py_object_t *locals_call(py_object_t *capsule, py_object_t *args)
+{
+    (void)capsule;
+    py_object_t *frame;
+    ssize_t n;
+    int layout;
+    if (!py.parse(args, "Oni", &frame, &n, &layout) || n < 0)
+        return NULL;
+    py_object_t **values;
+    if (layout == 1) {
+        values = (py_object_t **)((char *)frame + FRAME310_LOCALSPLUS);
+    } else {
+        char *iframe = *(char **)((char *)frame + FRAME_F_FRAME);
+        values = iframe != NULL ? (py_object_t **)(iframe + IFRAME_LOCALSPLUS) : NULL;
+    }
+    py_object_t *out = py.new_list(0);
+    for (ssize_t i = 0; out != NULL && values != NULL && i < n; i++) {
+        if (values[i] == NULL)
+            continue;
+        py_object_t *pair = py.build("(nO)", i, values[i]);
+        int bad = pair == NULL || py.list_append(out, pair) != 0;
+        if (pair != NULL)
+            py.decref(pair);
+        if (bad) {
+            py.decref(out);
+            out = NULL;
+        }
+    }
+    return out;
+}
+
 static py_method_def_t walk_def = { "walk", walk_call, PY_METH_VARARGS, "gpuleak: walk the heap" };
 static py_method_def_t up_def = { "up", up_call, PY_METH_O, "gpuleak: a node and its parent" };
 static py_method_def_t count_def = { "count", count_call, PY_METH_NOARGS, "gpuleak: objects met" };
 static py_method_def_t close_def = { "close", close_call, PY_METH_NOARGS, "gpuleak: let go" };
+static py_method_def_t locals_def = { "locals", locals_call, PY_METH_VARARGS, "gpuleak: a frame's locals" };
 
 void *refwalk_new(void)
 {
@@ -481,9 +527,11 @@ void *refwalk_new(void)
     py_object_t *up = py.new_function(&up_def, capsule, NULL);
     py_object_t *count = py.new_function(&count_def, capsule, NULL);
     py_object_t *close = py.new_function(&close_def, capsule, NULL);
+    py_object_t *locals = py.new_function(&locals_def, capsule, NULL);
     py_object_t *walker = walk != NULL && up != NULL && count != NULL && close != NULL
-                              ? py.build("(OOOO)", walk, up, count, close) : NULL;
-    py_object_t *made[] = { walk, up, count, close, capsule };
+                              && locals != NULL
+                              ? py.build("(OOOOO)", walk, up, count, close, locals) : NULL;
+    py_object_t *made[] = { walk, up, count, close, locals, capsule };
     for (size_t i = 0; i < sizeof made / sizeof made[0]; i++)
         if (made[i] != NULL)
             py.decref(made[i]);

@@ -25,13 +25,16 @@
  *   up(node) -> (object, parent node or -1)
  *   count() -> how many objects were met
  *   close() -> None: lets go of every object met; walk and up then fail.
+ *   locals(frame, n, layout) -> [(i, value)]: the frame's first n fast
+ *     locals that are bound, read in place (layout 0: CPython 3.11 to
+ *     3.13; 1: 3.10; frame.f_locals would keep a copy of them in the frame).
  * The walker holds a reference to every object it met until close(), so a
  * node stays valid while holders.py reads it. Call close() when done: the
  * walk may have met the walker's own functions, a cycle no collector sees. */
 #ifndef GPULEAK_REFWALK_H
 #define GPULEAK_REFWALK_H
 
-/* A new walker: a tuple (walk, up, count, close) of Python functions sharing one
+/* A new walker: a tuple (walk, up, count, close, locals) of Python functions sharing one
  * walk's state, as a new reference; NULL (no error set) when the
  * interpreter's functions could not all be found or memory ran out. Call
  * with the GIL held. */
