@@ -804,6 +804,7 @@ static int load_oom_site(ctx_t *quiet, json_t *v, const char *where, load_site_t
     if (quiet->error)
         return -1;
     load_origin(v, s);
+    load_holders(v, s);
     ctx_t frames = { where, NULL, quiet->report };
     if (load_site_stack(&frames, v, where, s) != 0) {
         if (s->owns_stack) {

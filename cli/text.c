@@ -270,6 +270,7 @@ static void print_oom(FILE *f, const load_report_t *r, const text_options_t *o)
         frame_text_put(f, origin ? origin : "?");
         free(origin);
         fputc('\n', f);
+        frames_print_holders(f, s, "           ", 2);
     }
 }
 

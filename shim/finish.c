@@ -5,11 +5,15 @@
 #include "guard.h"
 #include "lifecycle.h"
 #include "pylayout.h"
+#include "holder_set.h"
+#include "patience.h"
 #include "refwalk.h"
 #include "tracker.h"
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,137 +86,6 @@ static void py_release(py_object_t *obj)
         py.decref(obj);
 }
 
-/* The search's results, published once by the callback. */
-static finish_holder_t *holders;
-static size_t holder_count;
-/* The allocations it named, by start then site (finish_named). */
-typedef struct named_key {
-    uint64_t key;
-    uint32_t site;
-} named_key_t;
-static named_key_t *named_keys;
-static size_t named_key_count;
-static finish_search_t search;
-static _Atomic int published;
-
-static int by_site_then_bytes(const void *a, const void *b)
-{
-    const finish_holder_t *x = a, *y = b;
-    if (x->site != y->site)
-        return x->site < y->site ? -1 : 1;
-    if (x->bytes != y->bytes)
-        return x->bytes > y->bytes ? -1 : 1;
-    return strcmp(x->name, y->name);
-}
-
-static int by_named_key(const void *a, const void *b)
-{
-    const named_key_t *x = a, *y = b;
-    if (x->key != y->key)
-        return x->key < y->key ? -1 : 1;
-    return x->site < y->site ? -1 : x->site > y->site;
-}
-
-static int by_key(const void *a, const void *b)
-{
-    const tracker_record_t *x = a, *y = b;
-    return x->key < y->key ? -1 : x->key > y->key;
-}
-
-/* One allocation the search named: the line's fields stay in the copy of
- * its answer, the holder's part (after the id) compared whole. */
-typedef struct named {
-    uint32_t site;
-    uint64_t size;
-    char *holder;
-} named_t;
-
-static int by_site_then_holder(const void *a, const void *b)
-{
-    const named_t *x = a, *y = b;
-    if (x->site != y->site)
-        return x->site < y->site ? -1 : 1;
-    return strcmp(x->holder, y->holder);
-}
-
-/* Splits the next tab-separated field off *text. */
-static char *field(char **text)
-{
-    char *start = *text, *tab = strchr(start, '\t');
-    if (tab != NULL) {
-        *tab = '\0';
-        *text = tab + 1;
-    } else {
-        *text = start + strlen(start);
-    }
-    return start;
-}
-
-/* Reads holders.py's answer (its contract is at the top of that file) into
- * the holders table, one entry per site and holder. answer is owned here
- * from now on: the entries point into it. */
-static void take_answer(char *answer, const tracker_record_t *records, size_t count)
-{
-    size_t lines = 1;
-    for (const char *p = answer; *p != '\0'; p++)
-        lines += *p == '\n';
-    named_t *found = malloc(lines * sizeof *found);
-    named_keys = malloc(lines * sizeof *named_keys);
-    if (found == NULL || named_keys == NULL) {
-        free(found);
-        free(named_keys);
-        named_keys = NULL;
-        free(answer);
-        return;
-    }
-    size_t n = 0;
-    char *save = NULL;
-    for (char *line = strtok_r(answer, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save)) {
-        if (line[0] == '#') {
-            char *rest = line + 1;
-            field(&rest);
-            search.objects = strtoull(field(&rest), NULL, 10);
-            static const char *const endings[] = { "done", "all", "budget" };
-            const char *how = field(&rest);
-            search.ended = "error";
-            for (size_t i = 0; i < sizeof endings / sizeof endings[0]; i++)
-                if (strcmp(how, endings[i]) == 0)
-                    search.ended = endings[i];
-            continue;
-        }
-        char *end;
-        unsigned long long id = strtoull(line, &end, 10);
-        if (*end != '\t' || id >= count)
-            continue;
-        named_keys[named_key_count++] = (named_key_t){ records[id].key, records[id].site };
-        found[n++] = (named_t){ records[id].site, records[id].size, end + 1 };
-        search.named_allocations++;
-        search.named_bytes += records[id].size;
-    }
-    qsort(found, n, sizeof *found, by_site_then_holder);
-    holders = calloc(n ? n : 1, sizeof *holders);
-    for (size_t i = 0, next; holders != NULL && i < n; i = next) {
-        finish_holder_t *h = &holders[holder_count++];
-        h->site = found[i].site;
-        for (next = i; next < n && by_site_then_holder(&found[next], &found[i]) == 0; next++) {
-            h->bytes += found[next].size;
-            h->allocations++;
-        }
-        /* Split only once the run is counted: the comparisons need it whole. */
-        char *text = found[i].holder;
-        h->graph = strcmp(field(&text), "1") == 0;
-        h->name = field(&text);
-        h->type = field(&text);
-        h->owner = field(&text);
-        h->file = field(&text);
-        h->path = field(&text);
-    }
-    free(found);
-    if (holders != NULL)
-        qsort(holders, holder_count, sizeof *holders, by_site_then_bytes);
-    qsort(named_keys, named_key_count, sizeof *named_keys, by_named_key);
-}
-
 /* Runs source (one of the embedded files) in a namespace of its own, with
  * the GIL held, and returns its function name (borrowed from *globals,
  * which the caller releases), or NULL with *globals NULL or to release. */
@@ -241,16 +114,16 @@ static char *answer_text(py_object_t *answer)
 }
 
 /* Asks layout.py, with the GIL held, where the interpreter keeps its
- * standard library and installed packages, and keeps its answer for the
- * reports (pylayout.h). Returns the answer, malloc'd, or NULL when it
- * failed. */
-static char *read_layout(void)
+ * standard library and installed packages, and (keep: at Python's finish)
+ * keeps its answer for the reports (pylayout.h). Returns the answer,
+ * malloc'd, or NULL when it failed. */
+static char *read_layout(int keep)
 {
     py_object_t *globals;
     py_object_t *layout = embedded_function(finish_layout_py, "layout", &globals);
     char *answer = answer_text(layout != NULL ? py.call(layout, NULL) : NULL);
     py_release(globals);
-    if (answer != NULL)
+    if (answer != NULL && keep)
         pylayout_set(answer);
     return answer;
 }
@@ -259,15 +132,22 @@ static char *read_layout(void)
  * have a few hundred thousand. */
 #define TARGETS_MAX 1000000
 
-/* Asks holders.py, with the GIL held, who keeps the live allocations;
- * layout is layout.py's answer ("" when none). */
-static void name_holders(const char *layout)
+static int by_key(const void *a, const void *b)
+{
+    const tracker_record_t *x = a, *y = b;
+    return x->key < y->key ? -1 : x->key > y->key;
+}
+
+/* Asks holders.py, with the GIL held, who keeps the live allocations now;
+ * layout is layout.py's answer ("" when none), moment holders.py's
+ * ("exit", "oom", "request"). Returns the answer as a set, or NULL. */
+static holder_set_t *run_search(const char *layout, const char *moment)
 {
     uint64_t began = clock_monotonic_ns();
     size_t count;
     tracker_record_t *records = tracker_live_records(&count);
     if (records == NULL)
-        return;
+        return NULL;
     if (count > TARGETS_MAX)
         count = TARGETS_MAX;
     qsort(records, count, sizeof *records, by_key);
@@ -275,7 +155,7 @@ static void name_holders(const char *layout)
     char *targets = malloc(count * 52 + 1);
     if (targets == NULL) {
         free(records);
-        return;
+        return NULL;
     }
     size_t used = 0;
     for (size_t i = 0; i < count; i++)
@@ -284,46 +164,195 @@ static void name_holders(const char *layout)
                                 (unsigned long long)records[i].size, i,
                                 records[i].kind == REPORT_KIND_tensor ? " t" : "");
     targets[used] = '\0';
-    search.ran = 1;
-    search.ended = "error";
     py_object_t *globals;
     py_object_t *find = embedded_function(finish_holders_py, "find", &globals);
     py_object_t *walker = find != NULL ? refwalk_new() : NULL;
-    char *copy = answer_text(walker != NULL ? py.call(find, "sdsO", targets, config.holders_ms / 1000.0,
-                                                       layout, walker)
-                                            : NULL);
+    char *answer = answer_text(walker != NULL ? py.call(find, "sdsOs", targets,
+                                                         config.holders_ms / 1000.0, layout,
+                                                         walker, moment)
+                                              : NULL);
     py_release(walker);
     py_release(globals);
     free(targets);
-    if (copy != NULL)
-        take_answer(copy, records, count);
+    holder_set_t *set = holder_set_make(answer, records, count, clock_monotonic_ns() - began);
     free(records);
-    search.elapsed_ns = clock_monotonic_ns() - began;
+    return set;
+}
+
+/* The sets, each a counted reference (finish_acquire): at Python's finish
+ * and at the first out-of-memory failure, made once; on request, the
+ * latest, replacing the one before once no report reads it. */
+typedef struct counted {
+    holder_set_t *set;
+    int refs;       /* the reports reading it, +1 while it is the moment's */
+} counted_t;
+static pthread_mutex_t sets_lock = PTHREAD_MUTEX_INITIALIZER;
+static counted_t *sets[FINISH_MOMENTS];
+
+static void drop(counted_t *c)
+{
+    if (c != NULL && --c->refs == 0) {
+        holder_set_free(c->set);
+        free(c);
+    }
+}
+
+/* Makes set the moment's. Takes the lock as every thread but a report's
+ * does: the GIL's holder publishes, and no report waits for it. */
+static void publish(finish_moment_t moment, holder_set_t *set)
+{
+    counted_t *c = set != NULL ? malloc(sizeof *c) : NULL;
+    if (c == NULL) {
+        holder_set_free(set);
+        return;
+    }
+    *c = (counted_t){ set, 1 };
+    pthread_mutex_lock(&sets_lock);
+    counted_t *old = sets[moment];
+    sets[moment] = c;
+    drop(old);
+    pthread_mutex_unlock(&sets_lock);
+}
+
+const holder_set_t *finish_acquire(finish_moment_t moment, void **ticket)
+{
+    *ticket = NULL;
+    if (!patience_mutex_lock(&sets_lock))
+        return NULL;
+    counted_t *c = sets[moment];
+    if (c != NULL)
+        c->refs++;
+    pthread_mutex_unlock(&sets_lock);
+    *ticket = c;
+    return c != NULL ? c->set : NULL;
+}
+
+void finish_release(void *ticket)
+{
+    if (ticket == NULL)
+        return;
+    pthread_mutex_lock(&sets_lock);
+    drop(ticket);
+    pthread_mutex_unlock(&sets_lock);
 }
 
 /* The atexit callback: the program's own callbacks registered before
  * tracking started have not run yet, the later ones have; its modules are
  * whole. */
+static _Atomic int finished;
+/* 1 once finish_watch found an interpreter up (the py table is whole). */
+static _Atomic int python_up;
+
 static py_object_t *at_finish(py_object_t *self, py_object_t *unused)
 {
     (void)self;
     (void)unused;
     /* A forked child inherits the callback but owes no report. */
-    if (lifecycle_report_owed() && !atomic_load(&published)) {
+    if (lifecycle_report_owed() && !atomic_exchange(&finished, 1)) {
         /* layout.py's stats of folders that do not exist fail by design. */
         int saved_errno = errno;
         guard_depth++;
         tracker_take_held();
-        char *layout = read_layout();
+        char *layout = read_layout(1);
         if (config.holders_ms > 0)
-            name_holders(layout != NULL ? layout : "");
+            publish(FINISH_AT_EXIT, run_search(layout != NULL ? layout : "", "exit"));
         free(layout);
-        atomic_store_explicit(&published, 1, memory_order_release);
         guard_depth--;
         errno = saved_errno;
     }
     py.incref(py.none);
     return py.none;
+}
+
+/* A search while the program runs, from a pending call (the main thread,
+ * the GIL held, between two bytecodes): at an out-of-memory failure, whose
+ * memory the frames of the exception in flight still hold, or for a report
+ * on request. Never once Python has begun to finish: at_finish's search
+ * answers then. */
+static void search_now(finish_moment_t moment)
+{
+    if (py.is_finalizing() || !lifecycle_report_owed())
+        return;
+    int saved_errno = errno;
+    guard_depth++;
+    char *layout = read_layout(0);
+    publish(moment, run_search(layout != NULL ? layout : "",
+                               moment == FINISH_AT_OOM ? "oom" : "request"));
+    free(layout);
+    guard_depth--;
+    errno = saved_errno;
+}
+
+static int oom_call(void *unused)
+{
+    (void)unused;
+    search_now(FINISH_AT_OOM);
+    return 0;
+}
+
+void finish_at_oom(void)
+{
+    static _Atomic int asked;
+    if (config.holders_ms > 0 && atomic_load(&python_up) && !py.is_finalizing()
+        && !atomic_exchange(&asked, 1))
+        py.add_pending_call(oom_call, NULL);
+}
+
+/* A request's state: the reporter asks (wanted = its generation) and waits
+ * for the main thread to answer (answered = the generation it served). */
+static pthread_mutex_t request_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t request_done;
+static uint64_t request_wanted, request_answered;
+
+static void request_init(void)
+{
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&request_done, &attr);
+    pthread_condattr_destroy(&attr);
+}
+
+static int request_call(void *arg)
+{
+    uint64_t generation = (uint64_t)(uintptr_t)arg;
+    pthread_mutex_lock(&request_lock);
+    int wanted = request_wanted == generation;
+    pthread_mutex_unlock(&request_lock);
+    if (wanted)
+        search_now(FINISH_ON_REQUEST);
+    pthread_mutex_lock(&request_lock);
+    request_answered = generation;
+    pthread_cond_broadcast(&request_done);
+    pthread_mutex_unlock(&request_lock);
+    return 0;
+}
+
+int finish_on_request(uint64_t wait_ns)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    static uint64_t generation;
+    if (config.holders_ms <= 0 || !atomic_load(&python_up) || py.is_finalizing()
+        || atomic_load(&finished))
+        return 0;
+    pthread_once(&once, request_init);
+    pthread_mutex_lock(&request_lock);
+    request_wanted = ++generation;
+    pthread_mutex_unlock(&request_lock);
+    if (py.add_pending_call(request_call, (void *)(uintptr_t)generation) != 0)
+        return 0;
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    uint64_t end = (uint64_t)until.tv_sec * 1000000000ull + (uint64_t)until.tv_nsec + wait_ns;
+    until = (struct timespec){ (time_t)(end / 1000000000ull), (long)(end % 1000000000ull) };
+    pthread_mutex_lock(&request_lock);
+    while (request_answered != generation
+           && pthread_cond_timedwait(&request_done, &request_lock, &until) == 0) {
+    }
+    int answered = request_answered == generation;
+    request_wanted = 0;  /* a late answer is not searched for */
+    pthread_mutex_unlock(&request_lock);
+    return answered;
 }
 
 static py_method_def_t at_finish_def = {
@@ -359,42 +388,9 @@ static int register_at_finish(void *unused)
 void finish_watch(void)
 {
     /* Needs no GIL and no thread state: any thread may ask. */
-    if (py_resolve() && py.is_initialized() && !py.is_finalizing())
+    if (py_resolve() && py.is_initialized() && !py.is_finalizing()) {
+        atomic_store(&python_up, 1);
         py.add_pending_call(register_at_finish, NULL);
-}
-
-size_t finish_holders(uint32_t site, const finish_holder_t **out)
-{
-    *out = NULL;
-    if (!atomic_load_explicit(&published, memory_order_acquire) || holders == NULL)
-        return 0;
-    size_t lo = 0, hi = holder_count;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (holders[mid].site < site)
-            lo = mid + 1;
-        else
-            hi = mid;
     }
-    size_t n = 0;
-    while (lo + n < holder_count && holders[lo + n].site == site)
-        n++;
-    *out = n ? &holders[lo] : NULL;
-    return n;
 }
 
-int finish_named(uint64_t key, uint32_t site)
-{
-    if (!atomic_load_explicit(&published, memory_order_acquire) || named_keys == NULL)
-        return 0;
-    named_key_t want = { key, site };
-    return bsearch(&want, named_keys, named_key_count, sizeof *named_keys, by_named_key) != NULL;
-}
-
-void finish_search(finish_search_t *out)
-{
-    if (atomic_load_explicit(&published, memory_order_acquire))
-        *out = search;
-    else
-        memset(out, 0, sizeof *out);
-}

@@ -13,9 +13,15 @@
  * globals, attributes, containers, closures, autograd graphs, each named as
  * the program would name it. A program that skips atexit (os._exit, a fatal
  * signal) keeps the held snapshot the first free after Python's finish takes
- * (python_finished), without names or layout. */
+ * (python_finished), without names or layout.
+ *
+ * The same search answers while the program runs: at its first
+ * out-of-memory failure and for a report on request (GPULEAK_DUMP_SIGNAL,
+ * a periodic snapshot), each from a pending call the main thread runs. */
 #ifndef GPULEAK_FINISH_H
 #define GPULEAK_FINISH_H
+
+#include "holder_set.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -31,36 +37,32 @@ extern const char finish_layout_py[] __attribute__((visibility("hidden")));
  * GPULEAK_HOLDERS_MS=0 (then only the snapshot is taken at atexit). */
 void finish_watch(void);
 
-/* One object that held some of a site's live memory at Python's finish. */
-typedef struct finish_holder {
-    uint32_t site;
-    const char *name;     /* as the program names it: "history[...]", "net.kept" */
-    const char *type;     /* the named object's type: "list", "Parameter" */
-    const char *owner;    /* for an attribute, its object's type ("Net"); else "" */
-    const char *file;     /* the module the name lives in: "train.py" */
-    const char *path;     /* the whole path from a name when name starts at an object's
-                           * type ("Net.kept[...]"), else "" */
-    int graph;            /* 1: held by the autograd graph of name, not by name itself */
-    uint64_t bytes, allocations;
-} finish_holder_t;
+/* The moments a search answers for. */
+typedef enum finish_moment {
+    FINISH_AT_EXIT,      /* Python's finish (its atexit) */
+    FINISH_AT_OOM,       /* the first out-of-memory failure */
+    FINISH_ON_REQUEST,   /* the latest report asked for while the program runs */
+    FINISH_MOMENTS
+} finish_moment_t;
 
-/* The holders of site's memory, largest first, into *out; returns how many
- * (0 before the callback ran, or when none was found). Valid until exit. */
-size_t finish_holders(uint32_t site, const finish_holder_t **out);
+/* The moment's search, or NULL before it ran (or when it found no Python,
+ * or was turned off). The set stays valid until finish_release(*ticket),
+ * which every call must be paired with (ticket NULL: nothing to release).
+ * Takes a lock within patience.h's bounds. */
+const holder_set_t *finish_acquire(finish_moment_t moment, void **ticket);
+void finish_release(void *ticket);
 
-/* Whether the search named the allocation that starts at key in site: the
- * program held it by a name as it finished. 0 before the callback ran. */
-int finish_named(uint64_t key, uint32_t site);
+/* Asks for a search of who holds the live memory, once, at the first
+ * out-of-memory failure: any thread, no GIL needed; returns at once. The
+ * main thread answers at its next bytecode, while the exception in flight
+ * (or being handled) still holds the memory. */
+void finish_at_oom(void);
 
-/* How the search went, for the report. */
-typedef struct finish_search {
-    int ran;               /* 0: no search (no Python, no atexit, turned off) */
-    uint64_t objects;      /* Python objects looked at */
-    uint64_t elapsed_ns;
-    const char *ended;     /* "done", "all" (every allocation named), "budget", "error" */
-    uint64_t named_allocations, named_bytes;
-} finish_search_t;
-
-void finish_search(finish_search_t *out);
+/* Asks the main thread for a search now, for a report written on request
+ * or a snapshot, and waits at most wait_ns for it. Returns 1 when a fresh
+ * FINISH_ON_REQUEST set was made, 0 otherwise (no Python, Python
+ * finishing, the main thread busy in C code past the wait). Call from the
+ * reporter thread only: a thread that holds the GIL would wait in vain. */
+int finish_on_request(uint64_t wait_ns);
 
 #endif

@@ -38,7 +38,7 @@
 import sys
 
 
-def find(targets, budget, layout="", walker=None):
+def find(targets, budget, layout="", walker=None, moment="exit"):
     import gc  # built into the interpreter: never a file of the program's
     import time
 
@@ -612,6 +612,19 @@ def find(targets, budget, layout="", walker=None):
 
     every = []
 
+    def exception_roots():
+        """While the program runs (an OOM, a report on request): the
+        exception the main thread is handling, and the last one no code
+        caught; its traceback's frames hold the memory of the step that
+        failed."""
+        objs, labels = [], []
+        if moment != "exit":
+            handled = sys.exc_info()[1]
+            if handled is not None:
+                objs.append(handled)
+                labels.append(("the exception being handled", "?", type_name(type(handled))))
+        return objs, labels
+
     def unnamed_roots():
         """Every object the collector tracks: those no name reached are
         roots of their own, named by their type (name_of)."""
@@ -637,8 +650,8 @@ def find(targets, budget, layout="", walker=None):
     enabled = gc.isenabled()
     gc.disable()  # no collection may free what the walk holds by address
     try:
-        groups = (lambda: module_roots(mains), lambda: module_roots(users), thread_roots,
-                  lambda: module_roots(others), unnamed_roots)
+        groups = (exception_roots, lambda: module_roots(mains), lambda: module_roots(users),
+                  thread_roots, lambda: module_roots(others), unnamed_roots)
         # Every object, for the last group, and their number, so that the
         # walk's table is sized once.
         every.extend(gc.get_objects())

@@ -399,15 +399,15 @@ enum section { SECTION_LEAKS, SECTION_TEARDOWN, SECTION_FAILURES, SECTION_SITES,
 /* The holders shown per site; the rest are counted in "held_by_more". */
 #define HOLDERS_LISTED 5
 
-/* The Python objects that held the site's memory at Python's finish. */
-static void put_holders(FILE *f, const report_site_t *site)
+/* The Python objects that held a site's memory (count of them). */
+static void put_holder_list(FILE *f, const holder_t *holders, size_t count)
 {
-    if (site->holder_count == 0)
+    if (count == 0)
         return;
     fputs_unlocked(",\"held_by\":[", f);
-    size_t n = site->holder_count < HOLDERS_LISTED ? site->holder_count : HOLDERS_LISTED;
+    size_t n = count < HOLDERS_LISTED ? count : HOLDERS_LISTED;
     for (size_t i = 0; i < n; i++) {
-        const finish_holder_t *h = &site->holders[i];
+        const holder_t *h = &holders[i];
         fputs_unlocked(i ? ",{" : "{", f);
         put_key(f, "name");
         put_string(f, h->name);
@@ -431,8 +431,13 @@ static void put_holders(FILE *f, const report_site_t *site)
         fputc_unlocked('}', f);
     }
     fputc_unlocked(']', f);
-    if (site->holder_count > n)
-        fprintf(f, ",\"held_by_more\":%zu", site->holder_count - n);
+    if (count > n)
+        fprintf(f, ",\"held_by_more\":%zu", count - n);
+}
+
+static void put_holders(FILE *f, const report_site_t *site)
+{
+    put_holder_list(f, site->holders, site->holder_count);
 }
 
 /* One site entry. "bytes" and "allocations" mean what the section is about:
@@ -650,6 +655,17 @@ static void put_python_layout(FILE *f)
 }
 
 /* What filled the GPU when an allocation first ran out of memory. */
+/* How a holder search went: "holders_search":{...}, after lead. */
+static void put_search(FILE *f, const char *lead, const holder_search_t *hs)
+{
+    if (!hs->ran)
+        return;
+    fprintf(f, "%s\"holders_search\":{\"objects\":%llu,\"seconds\":%.3f,\"ended\":\"%s\","
+               "\"named_allocations\":%llu,\"named_bytes\":%llu}",
+            lead, (unsigned long long)hs->objects, hs->elapsed_ns / 1e9, hs->ended,
+            (unsigned long long)hs->named_allocations, (unsigned long long)hs->named_bytes);
+}
+
 static void put_oom(FILE *f, frame_tables_t *tables, const report_view_t *view)
 {
     const tracker_oom_t *oom = view->has_oom ? &view->oom : NULL;
@@ -667,12 +683,19 @@ static void put_oom(FILE *f, frame_tables_t *tables, const report_view_t *view)
     list_site(tables, oom->site);
     for (size_t i = 0; i < view->oom_holder_count; i++) {
         const tracker_site_bytes_t *h = &oom->sites[view->oom_holders[i]];
-        fprintf(f, "%s{\"site\":%u,\"kind\":\"%s\",\"bytes\":%llu}", i ? "," : "", h->site,
+        fprintf(f, "%s{\"site\":%u,\"kind\":\"%s\",\"bytes\":%llu", i ? "," : "", h->site,
                 tracker_kind_name((alloc_kind_t)tracker_site_kind(h->site)),
                 (unsigned long long)h->bytes);
+        const holder_t *held;
+        put_holder_list(f, held, holder_set_site(view->oom_set, h->site, &held));
+        fputc_unlocked('}', f);
         list_site(tables, h->site);
     }
-    fputs_unlocked("]},\n", f);
+    fputc_unlocked(']', f);
+    holder_search_t search;
+    holder_set_search(view->oom_set, &search);
+    put_search(f, ",", &search);
+    fputs_unlocked("},\n", f);
 }
 
 static void write_body(FILE *f, const report_view_t *view)
@@ -810,15 +833,16 @@ static void write_body(FILE *f, const report_view_t *view)
                 (unsigned long long)(view->held_time_ns + lifecycle_epoch_offset_ns()),
                 (unsigned long long)view->held_gpu_bytes, (unsigned long long)view->held_tensor_bytes);
         put_list(f, &tables, "sites", &view->held, SECTION_HELD);
-        const finish_search_t *hs = &view->holders;
-        if (hs->ran)
-            fprintf(f, ",\n\"holders_search\":{\"objects\":%llu,\"seconds\":%.3f,\"ended\":\"%s\","
-                       "\"named_allocations\":%llu,\"named_bytes\":%llu}",
-                    (unsigned long long)hs->objects, hs->elapsed_ns / 1e9, hs->ended,
-                    (unsigned long long)hs->named_allocations, (unsigned long long)hs->named_bytes);
+        if (view->holder_set != NULL && view->holders_at_finish)
+            put_search(f, ",\n", &view->holders);
         fputc_unlocked('}', f);
     }
     fputs_unlocked(",\n", f);
+    /* A report on request or a snapshot: the search made for it. */
+    if (view->holder_set != NULL && !view->holders_at_finish) {
+        put_search(f, "", &view->holders);
+        fputs_unlocked(",\n", f);
+    }
     put_python_layout(f);
     put_oom(f, &tables, view);
     put_frame_tables(f, &tables);

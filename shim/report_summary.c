@@ -167,16 +167,17 @@ static const char *kind_phrase(int kind)
 
 /* One holder of a line's memory, its bytes summed over the line's sites. */
 typedef struct line_holder {
-    const finish_holder_t *first;
+    const holder_t *first;
     uint64_t bytes;
 } line_holder_t;
 
 #define LINE_HOLDERS 64  /* distinct holders summed per line; more are rare */
 
-static int same_holder(const finish_holder_t *a, const finish_holder_t *b)
+static int same_holder(const holder_t *a, const holder_t *b)
 {
     return a->graph == b->graph && strcmp(a->name, b->name) == 0 && strcmp(a->type, b->type) == 0
-        && strcmp(a->owner, b->owner) == 0 && strcmp(a->file, b->file) == 0;
+        && strcmp(a->owner, b->owner) == 0 && strcmp(a->file, b->file) == 0
+        && strcmp(a->path, b->path) == 0;
 }
 
 /* The objects that held the memory of group (of the list last grouped) at
@@ -223,7 +224,7 @@ static void print_holders(FILE *f, const report_view_t *view, const report_list_
                 best = j;
         if (best == n)
             break;
-        const finish_holder_t *h = found[best].first;
+        const holder_t *h = found[best].first;
         report_holder_phrase(phrase, sizeof phrase, h->name, h->type, h->owner, h->file, h->graph, h->path);
         fprintf(f, "%sheld by %s: %s\n", indent, phrase, units_format_size(found[best].bytes, size));
         found[best].bytes = 0;
@@ -318,6 +319,15 @@ static void print_oom(FILE *f, const report_view_t *view)
         int kind = tracker_site_kind(h->site);
         fprintf(f, "  %10s %s from %s\n", units_format_size(h->bytes, a), kind_phrase(kind),
                 origin_phrase(view, h->site, kind));
+        /* Who held it, as Python said just after the failure. */
+        const holder_t *held;
+        size_t n = holder_set_site(view->oom_set, h->site, &held);
+        char phrase[1024];
+        for (size_t k = 0; k < n && k < 2; k++) {
+            report_holder_phrase(phrase, sizeof phrase, held[k].name, held[k].type, held[k].owner,
+                                 held[k].file, held[k].graph, held[k].path);
+            fprintf(f, "             held by %s: %s\n", phrase, units_format_size(held[k].bytes, a));
+        }
     }
 }
 

@@ -4,7 +4,9 @@
  * out-of-memory record and what Python held at its finish. */
 #define _GNU_SOURCE
 #include "report_view.h"
+#include "clock.h"
 #include "config.h"
+#include "finish.h"
 #include "log.h"
 #include "origin.h"
 #include "patience.h"
@@ -132,12 +134,13 @@ static int by_reachable_bytes(const void *a, const void *b)
  * whose class never frees it (a raw cuMemAlloc wrapper) dies at teardown
  * and its memory is lost, which the search, done before teardown, cannot
  * tell from memory still held. */
-static void reachable_by_site(uint32_t high, uint64_t **bytes, uint64_t **count)
+static void reachable_by_site(const holder_set_t *set, uint32_t high, uint64_t **bytes,
+                              uint64_t **count)
 {
     *bytes = NULL;
     *count = NULL;
-    finish_search_t search;
-    finish_search(&search);
+    holder_search_t search;
+    holder_set_search(set, &search);
     if (search.named_allocations == 0)
         return;
     size_t live;
@@ -151,7 +154,7 @@ static void reachable_by_site(uint32_t high, uint64_t **bytes, uint64_t **count)
     }
     for (size_t i = 0; i < live; i++)
         if (records[i].kind == REPORT_KIND_tensor && records[i].site <= high
-            && finish_named(records[i].key, records[i].site)) {
+            && holder_set_named(set, records[i].key, records[i].site)) {
             b[records[i].site] += records[i].size;
             c[records[i].site]++;
         }
@@ -311,6 +314,33 @@ static size_t oom_holders(const tracker_oom_t *oom, size_t chosen[OOM_HOLDERS])
  * read that takes a lock is made here, so that the writers know how many
  * locks were given up. Call between origin_init and origin_end (owners
  * decide the reserve). */
+/* The searches a report shows: at the exit or a fatal signal, the one of
+ * Python's finish; on request or in a snapshot, the one made for it when
+ * it is fresh (the reporter asked just before: finish_on_request), else
+ * none, for a search made minutes ago would name holders of memory since
+ * freed; and the first OOM's. */
+/* How long a search made for a report on request stays its own. */
+#define HOLDERS_FRESH_NS (10ull * 1000 * 1000 * 1000)
+
+static void choose_holders(report_view_t *view, report_moment_t moment)
+{
+    if (moment == REPORT_ON_REQUEST || moment == REPORT_SNAPSHOT) {
+        view->holder_set = finish_acquire(FINISH_ON_REQUEST, &view->holder_ticket);
+        holder_search_t search;
+        holder_set_search(view->holder_set, &search);
+        if (view->holder_set != NULL && clock_monotonic_ns() - search.made_ns > HOLDERS_FRESH_NS) {
+            finish_release(view->holder_ticket);
+            view->holder_set = NULL;
+            view->holder_ticket = NULL;
+        }
+    } else {
+        view->holder_set = finish_acquire(FINISH_AT_EXIT, &view->holder_ticket);
+        view->holders_at_finish = 1;
+    }
+    if (view->has_oom)
+        view->oom_set = finish_acquire(FINISH_AT_OOM, &view->oom_ticket);
+}
+
 int report_view_gather(report_view_t *view, report_moment_t moment, int signal)
 {
     memset(view, 0, sizeof *view);
@@ -329,7 +359,8 @@ int report_view_gather(report_view_t *view, report_moment_t moment, int signal)
     view->has_oom = tracker_oom_copy(&view->oom);
     if (view->has_oom)
         view->oom_holder_count = oom_holders(&view->oom, view->oom_holders);
-    finish_search(&view->holders);
+    choose_holders(view, moment);
+    holder_set_search(view->holder_set, &view->holders);
     int followed = torch_trace_followed() && view->tensors.allocations > 0;
     view->timeline = malloc(sizeof *view->timeline * TIMELINE_POINTS);
     if (view->timeline != NULL)
@@ -364,7 +395,7 @@ int report_view_gather(report_view_t *view, report_moment_t moment, int signal)
      * them, live at exit): still reachable, not leaked. */
     uint64_t *reach_bytes = NULL, *reach_count = NULL;
     if (held_by_site != NULL && moment != REPORT_SNAPSHOT && moment != REPORT_ON_REQUEST)
-        reachable_by_site(high, &reach_bytes, &reach_count);
+        reachable_by_site(view->holder_set, high, &reach_bytes, &reach_count);
     report_site_t *all = malloc(sizeof *all * ((size_t)high + 1));
     if (all == NULL) {
         free(held_by_site);
@@ -395,7 +426,7 @@ int report_view_gather(report_view_t *view, report_moment_t moment, int signal)
             site->reachable_bytes = reach_bytes[id] < site->stats.live_bytes ? reach_bytes[id]
                                                                               : site->stats.live_bytes;
         }
-        site->holder_count = finish_holders(id, &site->holders);
+        site->holder_count = holder_set_site(view->holder_set, id, &site->holders);
         uint64_t last_bytes = held_by_site != NULL ? site->held_bytes : site->stats.live_bytes;
         if (site->stats.kind == REPORT_KIND_host
             || growth_site(id, last_ns, last_bytes, allocations, &site->growth) != 0)
@@ -470,6 +501,9 @@ void report_view_release(report_view_t *view)
     free(view->oom.sites);
     free(view->callers);
     free(view->held.sites);
+    finish_release(view->holder_ticket);
+    finish_release(view->oom_ticket);
+    view->holder_ticket = view->oom_ticket = NULL;
 }
 
 /* One report at a time: the reporter thread's snapshots, a dump on request,

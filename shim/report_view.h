@@ -20,8 +20,9 @@ typedef struct report_site {
     site_stats_t stats;
     growth_finding_t growth;
     uint64_t held_bytes;  /* held list only: live when Python began to finish */
-    const finish_holder_t *holders;  /* the Python objects that held its memory
-                                        at Python's finish, largest first */
+    const holder_t *holders;  /* the Python objects that held its memory,
+                                 largest first: at Python's finish, or now
+                                 in a report on request (view->holder_set) */
     size_t holder_count;
     int aside;     /* not the program's own to list as a leak, growth or peak
                       holder: PyTorch's cached segments where its tensors are
@@ -96,7 +97,12 @@ typedef struct report_view {
     uint64_t held_time_ns, held_gpu_bytes, held_tensor_bytes;
     uint64_t held_bytes;      /* every held site's bytes, the unlisted too */
     size_t held_sites;        /* every held site, the unlisted too */
-    finish_search_t holders;  /* how the search for holders went */
+    holder_search_t holders;  /* how the search for holders went */
+    const holder_set_t *holder_set;  /* the search the sites' holders come from:
+                                 Python's finish, or one made for this report */
+    int holders_at_finish;    /* 1: holder_set is Python's finish's */
+    const holder_set_t *oom_set;     /* the search made at the first OOM */
+    void *holder_ticket, *oom_ticket;  /* finish_release's */
     tracker_oom_t oom;        /* the out-of-memory record, when has_oom */
     int has_oom;
     size_t oom_holders[OOM_HOLDERS];  /* its largest holders, as indices into

@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "reporter.h"
 #include "config.h"
+#include "finish.h"
 #include "guard.h"
 #include "lifecycle.h"
 #include "log.h"
@@ -182,6 +183,21 @@ static void serve_final(void)
     }
 }
 
+/* Asks Python who holds the live memory before a report on request or a
+ * snapshot (finish_on_request), waiting at most the search's budget and a
+ * second. The search stops the program's main thread while it runs: a
+ * periodic one is made only while the last took at most a hundredth of
+ * the interval (once every 100 s for a search of a second). */
+static void ask_holders(uint64_t interval_ns)
+{
+    static uint64_t last_took_ns;
+    if (interval_ns != UINT64_MAX && last_took_ns > interval_ns / 100)
+        return;
+    uint64_t began = monotonic_ns();
+    finish_on_request((uint64_t)config.holders_ms * 1000000ull + 1000000000ull);
+    last_took_ns = monotonic_ns() - began;  /* a main thread that did not answer counts too */
+}
+
 static void *reporter_main(void *unused)
 {
     (void)unused;
@@ -206,11 +222,15 @@ static void *reporter_main(void *unused)
             sem_clockwait(&wake, CLOCK_MONOTONIC, &ts);
         }
         serve_final();
-        if (atomic_exchange(&dump_requested, 0))
+        if (atomic_exchange(&dump_requested, 0)) {
+            ask_holders(UINT64_MAX);
             report_write(REPORT_ON_REQUEST, 0, 0);
+        }
         if (monotonic_ns() >= snapshot_ns) {
-            if (atomic_load(&lifecycle_state_now) == LIFECYCLE_TRACKING)
+            if (atomic_load(&lifecycle_state_now) == LIFECYCLE_TRACKING) {
+                ask_holders(interval_ns);
                 report_write(REPORT_SNAPSHOT, 0, 0);
+            }
             snapshot_ns = monotonic_ns() + interval_ns;
         }
     }

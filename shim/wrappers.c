@@ -3,6 +3,7 @@
 #include "wrappers.h"
 #include "capture.h"
 #include "config.h"
+#include "finish.h"
 #include "guard.h"
 #include "start.h"
 #include "python.h"
@@ -91,6 +92,8 @@ static void record_alloc(alloc_kind_t kind, CUresult result, uint64_t key, size_
     uint32_t site = capture_site(kind, device);
     if (result != CUDA_SUCCESS) {
         tracker_failure(kind, size, (int)result, device, site);
+        if (result == CUDA_ERROR_OUT_OF_MEMORY)
+            finish_at_oom();  /* who holds what filled the GPU, asked of Python */
         return;
     }
     if (tracker_alloc(kind, key, size, device, context, site) != 0) {

@@ -642,6 +642,43 @@ class TorchTensorsTest(unittest.TestCase):
                               capture_output=True, text=True, timeout=60).stdout
         self.assertIn("reached as trainer._connector._selector.model.kept[...]", text)
 
+    def test_out_of_memory_names_the_frames_that_hold_it(self):
+        """Issue 31: at the first out-of-memory failure the main thread is
+        asked, at its next bytecode, who holds the live memory: the failed
+        step's activations, kept by its frame (the exception's traceback),
+        are named in the oom section and the summary."""
+        report, expect, stderr, path = self.run_script_file("oom_holders_demo.py",
+                                                            {"FAKECUDA_OOM_AFTER": "10"})
+        oom = report["oom"]
+        self.assertEqual(oom["holders_search"]["ended"], "all")
+        site, = oom["sites"]
+        self.assertEqual(site["bytes"], 10 << 20)
+        self.assertEqual([(h["name"], h["type"], h["bytes"]) for h in site["held_by"]],
+                         [("train_step() local activations[...]", "list", 10 << 20)])
+        self.assertIn("held by train_step() local activations[...] (list in oom_holders_demo.py): "
+                      "10.0 MiB", stderr)
+        text = subprocess.run([os.path.join(BUILD, "gpuleak"), "report", path],
+                              capture_output=True, text=True, timeout=60).stdout
+        self.assertIn("held by train_step() local activations[...] (list in oom_holders_demo.py): "
+                      "10.0 MiB in 10 allocation(s)", text)
+
+    def test_a_report_on_request_names_who_holds_the_memory_now(self):
+        """Issue 31: a report asked for with GPULEAK_DUMP_SIGNAL while the
+        program runs names the holders then (a function's local list, a
+        global cache), from a search the main thread ran for it."""
+        tmp = tempfile.mkdtemp(prefix="gpuleak-dump-py-")
+        copy = os.path.join(tmp, "dump.json")
+        report, expect, _, _ = self.run_script_file("dump_holders_demo.py", {"DUMP_COPY": copy})
+        with open(copy) as fh:
+            dump = json.load(fh)
+        self.assertEqual(dump["status"]["moment"], "request")
+        self.assertEqual(dump["holders_search"]["ended"], "all")
+        named = {h["name"]: h["bytes"] for leak in dump["leaks"] for h in leak.get("held_by", [])}
+        self.assertEqual(named, {"serve() local pending[...]": 4 * 8192, "cache[...]": 4096})
+        # The exit report's holders are the finish's own: the cache only.
+        named = {h["name"] for s in report["held_at_finish"]["sites"] for h in s.get("held_by", [])}
+        self.assertEqual(named, {"cache[...]"})
+
     def test_origins_are_judged_again_from_the_report(self):
         """gpuleak report and check re-judge origins with other rules from
         the frames the report holds: skipping the array class's own line
