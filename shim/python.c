@@ -22,6 +22,7 @@
  * lock-free table keyed by (index, instruction offset). */
 #define _GNU_SOURCE
 #include "python.h"
+#include "log.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -519,8 +520,8 @@ static uint32_t intern_slow(const struct code_rec *id)
         free(fn);
         free(file);
         if (!atomic_exchange(&warned_full, 1))
-            fprintf(stderr, "gpuleak: more than %u Python code objects; "
-                    "further ones are shown as <unknown>\n", MAX_RECORDS - 2);
+            log_line("more than %u Python code objects; further ones are shown as <unknown>",
+                     MAX_RECORDS - 2);
         return INDEX_UNKNOWN;
     }
     atomic_store_explicit(&slots[target], dst, memory_order_release);
@@ -771,8 +772,7 @@ int python_init(void)
     else if (major == 3 && minor == 13) known = layout_from_debug_offsets(minor);
 
     if (!known || !get_tstate || !type_code || !type_unicode || !type_bytes) {
-        fprintf(stderr, "gpuleak: Python %d.%d is not supported; Python frames are off\n",
-                major, minor);
+        log_line("Python %d.%d is not supported; Python frames are off", major, minor);
         return 0;
     }
 

@@ -291,11 +291,9 @@ static int lock_writer(void)
     return 0;
 }
 
-/* Writes the report and its lines on stderr. A write past the file size
- * limit (ulimit -f) raises SIGXFSZ on its thread, whose default action
- * kills the program: it is blocked meanwhile (the write fails with EFBIG
- * instead), and one the report raised is taken back before it is
- * unblocked (one pending before is left to the program). */
+/* Writes the report and its lines on stderr, SIGPIPE and SIGXFSZ quiet
+ * (log.h): a reader of stderr gone, or the file size limit, fails a write,
+ * never ends the program. */
 /* The summary on stderr. A thread a signal interrupted may hold stderr's
  * stdio lock for good (it was printing): for its report the summary is
  * made in memory and written to descriptor 2 in one call, without that
@@ -325,11 +323,8 @@ static void print_summary(const report_view_t *view, const char *written, int in
 
 static void write_locked(report_moment_t moment, int signal, int interrupted)
 {
-    sigset_t xfsz, old, pending;
-    sigemptyset(&xfsz);
-    sigaddset(&xfsz, SIGXFSZ);
-    pthread_sigmask(SIG_BLOCK, &xfsz, &old);
-    int was_pending = sigpending(&pending) == 0 && sigismember(&pending, SIGXFSZ);
+    log_quiet_t quiet;
+    log_quiet_begin(&quiet);
     report_view_t view;
     symbolize_begin();
     origin_init();
@@ -349,9 +344,7 @@ static void write_locked(report_moment_t moment, int signal, int interrupted)
     origin_end();
     symbolize_end();
     report_view_release(&view);
-    if (!was_pending && sigpending(&pending) == 0 && sigismember(&pending, SIGXFSZ))
-        sigtimedwait(&xfsz, NULL, &(struct timespec){ 0, 0 });
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    log_quiet_end(&quiet);
 }
 
 void report_write(report_moment_t moment, int signal, int interrupted)

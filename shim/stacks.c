@@ -2,6 +2,7 @@
 #include "stacks.h"
 
 #include "unwind.h"
+#include "unwind_fds.h"
 
 #include <link.h>
 #include <pthread.h>
@@ -73,6 +74,7 @@ void stacks_init(int fast_unwind)
 {
     use_fast_unwind = fast_unwind;
     dl_iterate_phdr(find_own_object, (void *)(uintptr_t)&stacks_init);
+    unwind_fds_init();  /* before libunwind's first call makes its pipe */
     unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
     depot_slots = reserve(sizeof *depot_slots * DEPOT_SLOTS);
     depot_by_id = reserve(sizeof *depot_by_id * (DEPOT_CAPACITY + 1));

@@ -176,6 +176,42 @@ class SignalsTest(Base):
         self.assertIn("file size limit", warnings[0])
         self.assertEqual(glob.glob(os.path.join(self.tmp, "r-*")), [])
 
+    def test_the_programs_files_are_not_libunwinds_pipe(self):
+        """Issue 32 item 1: a program that closes its descriptors above
+        stderr and opens two files (3 and 4) then allocates in a signal
+        handler: the shim's stacks step the signal frame, and libunwind's
+        validation pipe, once on 3 and 4, must not read or write those
+        files (prog_fds checks their content and offsets)."""
+        prog = BUILD / "tests" / "prog_fds"
+        for shim in (False, True):
+            with self.subTest(shim=shim):
+                env = clean_env()
+                if shim:
+                    env.update({"LD_PRELOAD": str(SHIM),
+                                "GPULEAK_OUTPUT": os.path.join(self.tmp, "r-%p.json")})
+                for _ in range(5):
+                    proc = subprocess.run([str(prog), self.tmp], env=env, capture_output=True,
+                                          text=True, timeout=20)
+                    self.assertEqual(proc.returncode, 0, proc.stderr)
+
+    def test_a_closed_stderr_is_not_sigpipe(self):
+        """Issue 32 item 5: stderr a pipe whose reader is gone (a pager
+        quit, `| head`): the shim's warning and summary fail to write, the
+        program still exits as it would (not by SIGPIPE), and its report is
+        written."""
+        for extra in ({}, {"GPULEAK_DUMP_SIGNAL": "15"}):
+            with self.subTest(env=extra):
+                read, write = os.pipe()
+                os.close(read)
+                env = clean_env()
+                env.update({"LD_PRELOAD": str(SHIM), "GPULEAK_OUTPUT": os.path.join(self.tmp, "r-%p.json")})
+                env.update(extra)
+                proc = subprocess.Popen([str(PROG), "sites", "3"], env=env, cwd=self.tmp,
+                                        stdout=subprocess.DEVNULL, stderr=write)
+                os.close(write)
+                self.assertEqual(proc.wait(timeout=20), 0)
+                self.assertEqual(len(self.reports(proc.pid)), 1)
+
     def test_forked_child_dies_of_the_dump_signal(self):
         proc = self.start("fork-dump", wait_ready=False)
         out, err = self.finish(proc, timeout=10, what="fork-dump")
