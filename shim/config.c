@@ -115,9 +115,12 @@ const config_option_t *config_options(size_t *count)
 static int parse_bounded_long(const char *text, long min, long max, long *out)
 {
     char *end;
+    int saved_errno = errno;  /* strtol's ERANGE is the shim's, not the program's */
     errno = 0;
     long value = strtol(text, &end, 10);
-    if (errno != 0 || end == text || *end != '\0' || value < min || value > max)
+    int bad = errno != 0 || end == text || *end != '\0' || value < min || value > max;
+    errno = saved_errno;
+    if (bad)
         return -1;
     *out = value;
     return 0;

@@ -27,8 +27,15 @@ static const char *rank_from(const char *name, _Atomic int *warned)
     size_t digits = strspn(value, "0123456789");
     if (digits > 0 && digits <= 9 && value[digits] == '\0')
         return value;
-    if (!atomic_exchange(warned, 1))
-        log_line("%s=%s is not a whole number; it is not used as the rank", name, value);
+    if (!atomic_exchange(warned, 1)) {
+        /* One line, whatever the value holds (a newline would split it). */
+        char shown[64];
+        size_t n = 0;
+        for (; value[n] != '\0' && n < sizeof shown - 1; n++)
+            shown[n] = (unsigned char)value[n] < 0x20 || value[n] == 0x7f ? '?' : value[n];
+        shown[n] = '\0';
+        log_line("%s=%s is not a whole number; it is not used as the rank", name, shown);
+    }
     return NULL;
 }
 

@@ -1,12 +1,17 @@
-/* prog_fds: a program that closes every descriptor above stderr, as a
- * daemon or a spawn helper does, opens two files of its own (they get
- * descriptors 3 and 4), then allocates inside a signal handler, so that
- * the shim's stacks step through a signal frame. Its files must be as it
- * left them: content and offsets (issue 32, item 1: libunwind's validation
- * pipe had those numbers). Usage: prog_fds DIR. Exit 0, or PROG_BAD_STATE. */
+/* prog_fds: the process state a program can see, under the shim as
+ * without it. It prints errno as main begins and dlerror() after its first
+ * CUDA calls (a test compares both with a run without the shim). Then it
+ * closes every descriptor above stderr, as a daemon or a spawn helper
+ * does, opens two files of its own (they get descriptors 3 and 4), and
+ * allocates inside a signal handler, so that the shim's stacks step
+ * through a signal frame. Its files must be as it left them: content and
+ * offsets (issue 32, item 1: libunwind's validation pipe had those
+ * numbers). Usage: prog_fds DIR. Exit 0, or PROG_BAD_STATE. */
 #define _GNU_SOURCE
 #include "progs.h"
 
+#include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
@@ -29,10 +34,14 @@ static void check_file(int fd, const char *want)
 
 int main(int argc, char **argv)
 {
+    printf("errno at main: %d\n", errno);
     if (argc < 2)
         return PROG_BAD_USAGE;
     use_primary(0);
     allocate_here(0);  /* tracking and its stacks are on */
+    const char *error = dlerror();
+    printf("dlerror: %s\n", error != NULL ? error : "(none)");
+    fflush(stdout);
     for (int fd = 3; fd < 1024; fd++)
         close(fd);
     char path[4096];

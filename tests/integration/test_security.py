@@ -100,6 +100,16 @@ class ReportPathTest(Base):
         self.assertEqual(report_files.load(os.path.join(out, f"r-0-{r.pid}.json"))["process"]["rank"],
                          None)
 
+    def test_a_rank_with_a_newline_is_one_warning_line(self):
+        """Issue 32 item 10: a newline in RANK split the warning in two
+        lines; a reader (or a log parser) saw a line the shim never meant."""
+        r = run([PROG, "sleep", "0"], self.tmp,
+                env_extra={"GPULEAK_OUTPUT": os.path.join(self.tmp, "r-%r-%p.json"),
+                           "RANK": "1\ngpuleak: forged", "GPULEAK_SUMMARY": "0"})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual([line for line in r.stderr.splitlines() if "forged" in line],
+                         ["gpuleak: RANK=1?gpuleak: forged is not a whole number; it is not used as the rank"])
+
     def test_fallback_name_taken_in_a_shared_directory(self):
         # Another user of a sticky /tmp can make gpuleak-PID.json (and the
         # temporary name beside it) before the process writes: the report

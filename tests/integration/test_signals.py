@@ -183,6 +183,7 @@ class SignalsTest(Base):
         validation pipe, once on 3 and 4, must not read or write those
         files (prog_fds checks their content and offsets)."""
         prog = BUILD / "tests" / "prog_fds"
+        outputs = set()
         for shim in (False, True):
             with self.subTest(shim=shim):
                 env = clean_env()
@@ -193,6 +194,26 @@ class SignalsTest(Base):
                     proc = subprocess.run([str(prog), self.tmp], env=env, capture_output=True,
                                           text=True, timeout=20)
                     self.assertEqual(proc.returncode, 0, proc.stderr)
+                    outputs.add(proc.stdout)
+        self.assertEqual(len(outputs), 1, outputs)
+
+    def test_errno_and_dlerror_are_the_programs(self):
+        """Issue 32 item 10: a huge GPULEAK_ENABLE left ERANGE in errno as
+        main began; and the program's dlerror() after its first CUDA calls
+        must be its own."""
+        prog = BUILD / "tests" / "prog_fds"
+        outputs = []
+        for extra in (None, {}, {"GPULEAK_ENABLE": "99999999999999999999999"},
+                      {"GPULEAK_ENABLE": "1", "GPULEAK_STACK_DEPTH": "99999999999999999999"}):
+            env = clean_env()
+            if extra is not None:
+                env.update({"LD_PRELOAD": str(SHIM), "GPULEAK_OUTPUT": os.path.join(self.tmp, "r-%p.json")})
+                env.update(extra)
+            proc = subprocess.run([str(prog), self.tmp], env=env, capture_output=True, text=True,
+                                  timeout=20)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            outputs.append(proc.stdout)
+        self.assertEqual(outputs[1:], [outputs[0]] * 3)
 
     def test_a_closed_stderr_is_not_sigpipe(self):
         """Issue 32 item 5: stderr a pipe whose reader is gone (a pager
