@@ -610,13 +610,13 @@ def find(targets, budget, layout="", walker=None, moment="exit"):
                 frame = frame.f_back
         return objs, labels
 
-    every = []
+    heap = []  # gc.get_objects()'s list, once made
 
     def exception_roots():
         """While the program runs (an OOM, a report on request): the
-        exception the main thread is handling, and the last one no code
-        caught; its traceback's frames hold the memory of the step that
-        failed."""
+        exception the main thread is handling; its traceback's frames hold
+        the memory of the step that failed. (The last one no code caught
+        is sys.last_value: a library module's name.)"""
         objs, labels = [], []
         if moment != "exit":
             handled = sys.exc_info()[1]
@@ -628,7 +628,7 @@ def find(targets, budget, layout="", walker=None, moment="exit"):
     def unnamed_roots():
         """Every object the collector tracks: those no name reached are
         roots of their own, named by their type (name_of)."""
-        return every, ()
+        return heap[0], ()
 
     mains, users, others = [], [], []
     ignore = [sys.modules, me]
@@ -654,14 +654,14 @@ def find(targets, budget, layout="", walker=None, moment="exit"):
                   thread_roots, lambda: module_roots(others), unnamed_roots)
         # Every object, for the last group, and their number, so that the
         # walk's table is sized once.
-        every.extend(gc.get_objects())
+        heap.append(gc.get_objects())
         for group in groups:
             objs, labels = group()
             last = group is unnamed_roots
             # The last group's numbers are not matched: the search's own
             # lists of addresses are among its roots.
             indices, found, ended = walk(objs, ignore, classify, 0 if last else lo,
-                                         0 if last else hi, deadline, len(every))
+                                         0 if last else hi, deadline, len(heap[0]), not last)
             objs = None
             for node, label in zip(indices, labels):
                 if node >= 0:
@@ -684,7 +684,7 @@ def find(targets, budget, layout="", walker=None, moment="exit"):
     except Exception:
         ended, out = "error", []
     finally:
-        del every[:]
+        del heap[:]
         close()
         if enabled:
             gc.enable()

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/types.h>
 
 typedef struct _object py_object_t;
@@ -160,6 +161,24 @@ static void ptr_free(ptr_map_t *map)
     memset(map, 0, sizeof *map);
 }
 
+/* A zeroed table of bytes, in huge pages where the kernel gives them on
+ * request: a table of millions of entries probed at random otherwise
+ * misses the TLB at nearly every probe. */
+static void *table_alloc(size_t bytes)
+{
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    madvise(p, bytes, MADV_HUGEPAGE);
+    return p;
+}
+
+static void table_free(void *p, size_t bytes)
+{
+    if (p != NULL)
+        munmap(p, bytes);
+}
+
 /* A set of pointers, the same way: one probe is one cache line, which is
  * what a walk of millions of objects pays for. */
 typedef struct ptr_set {
@@ -167,10 +186,19 @@ typedef struct ptr_set {
     size_t capacity, used;
 } ptr_set_t;
 
+/* Where key's probe starts: the address itself, in units of the 16 bytes
+ * objects are aligned to, so that objects allocated side by side (and met
+ * side by side: a list's items) probe side by side, a cache line for
+ * several, where a mixing hash made every probe a miss. */
+static inline size_t set_hash(const ptr_set_t *set, const void *key)
+{
+    uintptr_t p = (uintptr_t)key;
+    return (size_t)((p >> 4) ^ (p >> 28)) & (set->capacity - 1);
+}
+
 static size_t set_slot(const ptr_set_t *set, const void *key)
 {
-    uint64_t h = (uint64_t)(uintptr_t)key * 0x9E3779B97F4A7C15ull;
-    size_t i = (size_t)(h >> 20) & (set->capacity - 1);
+    size_t i = set_hash(set, key);
     while (set->keys[i] != NULL && set->keys[i] != key)
         i = (i + 1) & (set->capacity - 1);
     return i;
@@ -190,14 +218,14 @@ static int set_reserve(ptr_set_t *set, size_t want)
     ptr_set_t bigger = { NULL, set->capacity ? set->capacity : 1024, 0 };
     while (want * 2 > bigger.capacity)
         bigger.capacity *= 2;
-    bigger.keys = calloc(bigger.capacity, sizeof *bigger.keys);
+    bigger.keys = table_alloc(bigger.capacity * sizeof *bigger.keys);
     if (bigger.keys == NULL)
         return -1;
     for (size_t i = 0; i < set->capacity; i++)
         if (set->keys[i] != NULL)
             bigger.keys[set_slot(&bigger, set->keys[i])] = set->keys[i];
     bigger.used = set->used;
-    free(set->keys);
+    table_free(set->keys, set->capacity * sizeof *set->keys);
     *set = bigger;
     return 0;
 }
@@ -224,6 +252,8 @@ typedef struct walk {
     unsigned long long lo, hi;
     py_object_t *found;
     int failed;
+    py_object_t **batch;    /* the current node's referents (walk_visit) */
+    size_t batch_count, batch_capacity;
     int closed;             /* close() was called: the nodes are gone */
     size_t met;             /* how many there were */
 } walk_t;
@@ -240,7 +270,10 @@ static void walk_close(walk_t *w)
         py.decref(w->objects[i]);
     free(w->objects);
     free(w->parents);
-    free(w->seen.keys);
+    free(w->batch);
+    w->batch = NULL;
+    w->batch_count = w->batch_capacity = 0;
+    table_free(w->seen.keys, w->seen.capacity * sizeof *w->seen.keys);
     ptr_free(&w->kinds);
     w->objects = NULL;
     w->parents = NULL;
@@ -261,23 +294,33 @@ static void walk_release(py_object_t *capsule)
     free(w);
 }
 
+/* Makes room for at least want nodes; 0, or -1 when memory ran out. */
+static int walk_reserve(walk_t *w, size_t want)
+{
+    if (want <= w->capacity)
+        return 0;
+    size_t capacity = w->capacity ? w->capacity : 4096;
+    while (capacity < want)
+        capacity *= 2;
+    if (capacity > INT32_MAX)
+        return -1;
+    py_object_t **objects = realloc(w->objects, capacity * sizeof *objects);
+    if (objects != NULL)
+        w->objects = objects;
+    int32_t *parents = realloc(w->parents, capacity * sizeof *parents);
+    if (parents != NULL)
+        w->parents = parents;
+    if (objects == NULL || parents == NULL)
+        return -1;
+    w->capacity = capacity;
+    return 0;
+}
+
 /* Makes obj a node met from parent; 0, or -1 when memory ran out. */
 static int walk_add(walk_t *w, py_object_t *obj, int32_t parent)
 {
-    if (w->count == w->capacity) {
-        size_t capacity = w->capacity ? w->capacity * 2 : 4096;
-        if (capacity > INT32_MAX)
-            return -1;
-        py_object_t **objects = realloc(w->objects, capacity * sizeof *objects);
-        if (objects != NULL)
-            w->objects = objects;
-        int32_t *parents = realloc(w->parents, capacity * sizeof *parents);
-        if (parents != NULL)
-            w->parents = parents;
-        if (objects == NULL || parents == NULL)
-            return -1;
-        w->capacity = capacity;
-    }
+    if (w->count == w->capacity && walk_reserve(w, w->count + 1) != 0)
+        return -1;
     if (set_add(&w->seen, obj) != 0)
         return -1;
     py.incref(obj);
@@ -301,18 +344,38 @@ static py_traverse_t walk_traversal(py_object_t *obj)
     return (py_traverse_t)py.get_slot(type, PY_TP_TRAVERSE);
 }
 
-/* A number kept by an object whose value lies in [lo, hi): reported with
- * its referrer's node. Other objects are queued once. */
+/* Collects an object's referents: they are looked at once its traversal
+ * returns (walk_referents), where the next ones' memory can be fetched
+ * ahead. */
 static int walk_visit(py_object_t *child, void *arg)
 {
     walk_t *w = arg;
     if (child == NULL || w->failed)
         return 0;
+    if (w->batch_count == w->batch_capacity) {
+        size_t capacity = w->batch_capacity ? w->batch_capacity * 2 : 1024;
+        py_object_t **batch = realloc(w->batch, capacity * sizeof *batch);
+        if (batch == NULL) {
+            w->failed = 1;
+            return 0;
+        }
+        w->batch = batch;
+        w->batch_capacity = capacity;
+    }
+    w->batch[w->batch_count++] = child;
+    return 0;
+}
+
+/* One referent of the current node: a number kept whose value lies in
+ * [lo, hi), reported with the node; or an object the collector tracks,
+ * queued once. */
+static void walk_referent(walk_t *w, py_object_t *child)
+{
     if (type_of(child) == py.long_type) {
         unsigned long long value = py.as_ull(child);
         if (py.err_occurred() != NULL) {
             py.clear_error();
-            return 0;
+            return;
         }
         if (value >= w->lo && value < w->hi) {
             py_object_t *entry = py.build("(iiO)", -1, (int)w->current, child);
@@ -321,13 +384,31 @@ static int walk_visit(py_object_t *child, void *arg)
             if (entry != NULL)
                 py.decref(entry);
         }
-        return 0;
+        return;
     }
     if (!(py.get_flags(type_of(child)) & PY_TPFLAGS_HAVE_GC) || set_has(&w->seen, child))
-        return 0;
+        return;
     if (walk_add(w, child, w->current) != 0)
         w->failed = 1;
-    return 0;
+}
+
+/* How far ahead the referents' headers and set slots are fetched: a walk
+ * of millions of objects waits on memory, not on work. */
+#define AHEAD_HEADER 8
+#define AHEAD_SLOT 4
+
+/* The current node's referents, collected by walk_visit. */
+static void walk_referents(walk_t *w)
+{
+    size_t n = w->batch_count;
+    for (size_t i = 0; i < n && !w->failed; i++) {
+        if (i + AHEAD_HEADER < n)
+            __builtin_prefetch(w->batch[i + AHEAD_HEADER]);
+        if (i + AHEAD_SLOT < n && w->seen.capacity != 0)
+            __builtin_prefetch(&w->seen.keys[set_hash(&w->seen, w->batch[i + AHEAD_SLOT])]);
+        walk_referent(w, w->batch[i]);
+    }
+    w->batch_count = 0;
 }
 
 /* classify's answer for obj's type, asked once per type; -1 on failure. */
@@ -372,6 +453,7 @@ static const char *walk_run(walk_t *w, py_object_t *classify, double deadline)
         if (traverse != NULL) {
             w->current = (int32_t)w->next;
             traverse(obj, walk_visit, w);
+            walk_referents(w);
         }
     }
     return w->failed ? NULL : "done";
@@ -384,13 +466,15 @@ static py_object_t *walk_call(py_object_t *capsule, py_object_t *args)
     unsigned long long lo, hi;
     double deadline;
     ssize_t expect = 0;
-    if (w == NULL || !py.parse(args, "OOOKKd|n", &roots, &ignore, &classify, &lo, &hi, &deadline,
-                               &expect) || w->closed)
+    int named = 1;
+    if (w == NULL || !py.parse(args, "OOOKKd|ni", &roots, &ignore, &classify, &lo, &hi, &deadline,
+                               &expect, &named) || w->closed)
         return NULL;
     ssize_t n_roots = py.list_size(roots), n_ignore = py.list_size(ignore);
     if (n_roots < 0 || n_ignore < 0)
         return NULL;
-    if (expect > 0 && set_reserve(&w->seen, (size_t)expect) != 0)
+    if (expect > 0 && (set_reserve(&w->seen, (size_t)expect) != 0
+                       || walk_reserve(w, (size_t)expect) != 0))
         return NULL;
     for (ssize_t i = 0; i < n_ignore; i++) {
         py_object_t *obj = py.list_get(ignore, i);
@@ -413,6 +497,8 @@ static py_object_t *walk_call(py_object_t *capsule, py_object_t *args)
                 goto out;
             node = (long)w->count - 1;
         }
+        if (!named)
+            continue;
         py_object_t *number = py.from_long(node);
         int bad = number == NULL || py.list_append(indices, number) != 0;
         if (number != NULL)

@@ -10,7 +10,8 @@
  * shim/holders.py drives it and names what it finds.
  *
  * The walker, seen from Python (every call with the GIL held):
- *   walk(roots, ignore, classify, lo, hi, deadline[, expect]) -> (indices, found, ended)
+ *   walk(roots, ignore, classify, lo, hi, deadline[, expect[, named]])
+ *       -> (indices, found, ended)
  *     Adds each object of the list roots not met before as a root, then
  *     walks breadth first from every object not walked yet. ignore: objects
  *     never entered (the search's own). classify(type) -> int is asked once
@@ -19,7 +20,7 @@
  *     device address kept as a number). deadline: time.monotonic() past
  *     which the walk stops. expect: how many objects the heap has, to size
  *     the walk's table once. indices: each root's node, or -1 when met
- *     before. found: (kind, node, object) in the order met; an int is
+ *     before; empty when named is 0 (roots without names of their own). found: (kind, node, object) in the order met; an int is
  *     reported as (-1, its referrer's node, the int). ended: "done" or
  *     "budget".
  *   up(node) -> (object, parent node or -1)
