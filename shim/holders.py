@@ -53,7 +53,9 @@ def find(targets, budget, layout="", walker=None, moment="exit"):
             ends.append(start + size)
             ids.append(int(fields[2]))
             tensors.append(fields[3:] == ["t"])
-    if walker is None or not ids:
+    # A free-threaded build's objects have another header: the walker
+    # reads an object's type where the default build keeps it.
+    if walker is None or not ids or "t" in getattr(sys, "abiflags", ""):
         return "#\t0\t%s" % ("all" if not ids else "error")
     walk, up, count, close, fast_locals = walker
     lo, hi = starts[0], max(ends)
