@@ -12,8 +12,8 @@
 #
 # Writes "${OUT:-/tmp/gpuleak-out}"/gpu-real.log, gpu-real-summary.txt and
 # gpu-real-files.tar.gz (the reports and logs). Knobs: GPU_REAL_BUDGET_S
-# (default 540); GPU_REAL_ONLY, a list of parts to run (teardown real pytest
-# assert compile; default all), GPU_REAL_TEARDOWN_MODES (the probe's modes:
+# (default 780); GPU_REAL_ONLY, a list of parts to run (teardown real oom
+# pytest assert compile; default all), GPU_REAL_TEARDOWN_MODES (the probe's modes:
 # none storage dataptr saved). Exit status 1 when a check failed.
 set -u -o pipefail
 
@@ -22,7 +22,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
 . scripts/gpu-common.sh
 gpu_begin gpu-real
 
-BUDGET=${GPU_REAL_BUDGET_S:-540}
+BUDGET=${GPU_REAL_BUDGET_S:-780}
 PY=${PYTHON:-python3}
 T0=$SECONDS
 RESULTS=()
@@ -117,6 +117,26 @@ if wants real; then
     real timm_outputs outputs
     real lightning_val_outputs val_outputs
     real short_toy kept
+    # Issue 31: holders reached through a traceback, a library's metric
+    # state, a trainer's private parts, and graphs of kept logits.
+    real kept_exception skipped
+    real peft_eval_logits all_logits
+    real metric_never_reset auroc
+    real lightning_fit_kept Net.kept
+fi
+
+section "out of memory: the holder of the largest block (issue 31)"
+if wants oom && have_time "OOM" 60; then
+    if run_logged oom 90 env LD_PRELOAD="$SHIM" GPULEAK_OUTPUT="$R/oom-%p.json" "$PY" "$REAL/oom_holder.py"; then
+        rep=$(find "$R" -name 'oom-*.json' | head -n 1)
+        if [ -n "$rep" ]; then
+            check "OOM names the holder of the largest block" "$PY" "$REAL/check_oom.py" "$rep" activations
+        else
+            result FAIL "OOM report" "none written"
+        fi
+    else
+        result FAIL "OOM run" "see oom.log"
+    fi
 fi
 
 section "pytest --gpuleak on real PyTorch"

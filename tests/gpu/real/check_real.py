@@ -3,7 +3,9 @@ acceptance rule for the real-library scripts (issue 22). Sites are grouped
 by their origin line, bytes summed, as the views group them.
 
 --line N: the largest growth line is SCRIPT:N, and among what was held when
-Python finished, SCRIPT:N is there with a holder whose name contains TEXT.
+Python finished, SCRIPT:N is there with a holder whose name contains TEXT;
+with TEXT, the holder search also ended done or all and named at least 95%
+of the line's held bytes (issue 31).
 --clean: no growth finding at all, no leak at the script's lines, and
 PyTorch's cuBLAS workspace listed as kept by cuBLAS (not a leak)."""
 import json
@@ -78,6 +80,16 @@ def main():
         print("FAIL: %s:%d is held by %s, want a name with %r"
               % (script, want, [h["name"] for h in line[0][2]], holder))
         ok = False
+    elif holder:
+        named = sum(h["bytes"] for h in line[0][2])
+        share = 100.0 * named / max(line[0][0], 1)
+        print("named: %.1f%% of %s:%d's %d held bytes" % (share, script, want, line[0][0]))
+        if share < 95.0:
+            print("FAIL: under 95%% of the line's held bytes named")
+            ok = False
+        if (search or {}).get("ended") not in ("done", "all"):
+            print("FAIL: the holder search ended %s" % (search or {}).get("ended"))
+            ok = False
     if ok:
         print("PASS: %s:%d grew the most and is held by %s" % (script, want, holder or "something"))
     return 0 if ok else 1
