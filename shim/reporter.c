@@ -42,6 +42,16 @@ static int is_fault(int sig)
     return sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE || sig == SIGABRT;
 }
 
+/* A fault of the thread's own: raised by the kernel for its instruction
+ * (si_code > 0) or by its own abort() or raise() (SI_TKILL). One sent to
+ * the process with kill or sigqueue (`kill -ABRT PID`) is no fault of the
+ * thread it lands on: it can wait, as SIGTERM does, while that thread
+ * writes a report. */
+static int own_fault(int sig, const siginfo_t *info)
+{
+    return is_fault(sig) && (info == NULL || info->si_code > 0 || info->si_code == SI_TKILL);
+}
+
 /* Whether the reporter thread runs in this process: a forked child
  * inherits the handlers, not the thread. Async-signal-safe. */
 static int reporter_here(void)
@@ -79,7 +89,7 @@ static void on_fatal_signal(int sig, siginfo_t *info, void *context)
             if (atomic_compare_exchange_strong(&fatal_signal, &expected, sig))
                 sem_post(&wake);
             report_final_wait(LIFECYCLE_FINAL_WAIT_MS);
-        } else if (!is_fault(sig)) {
+        } else if (!own_fault(sig, info)) {
             guard_defer(sig);
             errno = saved_errno;
             return;

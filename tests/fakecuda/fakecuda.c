@@ -1167,9 +1167,10 @@ FK_EXPORT(cuDeviceGetMemPool, impl_cuDeviceGetMemPool)
 static _Atomic int g_pool_query_signal;
 
 /* A test's hook, not a driver function: the next cuMemPoolGetAttribute
- * raises sig in its caller first. The shim asks it in the last timeline
- * point of the report at exit: a signal landing there lands in the middle
- * of that report, every time. */
+ * raises sig in its caller first (-sig: sends it to the process with
+ * kill, as another process's `kill -SIG` does). The shim asks it in the
+ * last timeline point of the report at exit: a signal landing there lands
+ * in the middle of that report, every time. */
 __attribute__((visibility("default"))) void fakecuda_raise_at_pool_query(int sig)
 {
     atomic_store(&g_pool_query_signal, sig);
@@ -1181,8 +1182,10 @@ __attribute__((visibility("default"))) void fakecuda_raise_at_pool_query(int sig
 static CUresult impl_cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
 {
     int sig = atomic_exchange(&g_pool_query_signal, 0);
-    if (sig != 0)
+    if (sig > 0)
         raise(sig);
+    else if (sig < 0)
+        kill(getpid(), -sig);
     if (!value || pool != (CUmemoryPool)&g_default_pool[0])
         return CUDA_ERROR_INVALID_VALUE;
     if (attr != CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT)

@@ -15,6 +15,9 @@
  *                     the main thread while it writes the report at exit
  *                     (the fake raises it when the report asks the pool's
  *                     reservation)
+ *   kill-in-exit-report SIG
+ *                     the same, with signal SIG sent to the process as
+ *                     another process's kill sends it (SIGABRT, SIGSEGV)
  *   sites N           leak from N stacks, exit 0
  *   fork-dump         leak, fork a child that waits; send it SIGUSR2 and print
  *                     how it ended; exit 0 when it died of the signal, 3 if not
@@ -169,6 +172,12 @@ int main(int argc, char **argv)
         CUdeviceptr p;
         OK(cuMemAllocAsync(&p, 4096, NULL));
         fakecuda_raise_at_pool_query(SIGTERM);
+        return 0;
+    }
+    if (strcmp(mode, "kill-in-exit-report") == 0 && argc > 2) {
+        CUdeviceptr p;
+        OK(cuMemAllocAsync(&p, 4096, NULL));
+        fakecuda_raise_at_pool_query(-atoi(argv[2]));
         return 0;
     }
     if (strcmp(mode, "sites") == 0) {

@@ -165,6 +165,21 @@ class SignalsTest(Base):
             self.assertEqual(rep["status"]["moment"], "exit")
             self.assertEqual(self.leftovers(), [])
 
+    def test_a_fault_signal_sent_during_the_exit_report_waits_for_it(self):
+        """Issue 32 item 6: `kill -ABRT` or `kill -SEGV` from another
+        process while the exit report is written killed the process in the
+        middle of it (a .tmp left, no report). Sent from outside, such a
+        signal is no fault of the thread's: it waits for the report, then
+        ends the process as it would have."""
+        for sig in (signal.SIGABRT, signal.SIGSEGV):
+            with self.subTest(sig=sig):
+                proc = self.start("kill-in-exit-report", str(int(sig)), wait_ready=False)
+                _, err = self.finish(proc, what=sig.name)
+                self.assertEqual(proc.returncode, -sig, err)
+                (rep,) = self.reports(proc.pid)
+                self.assertEqual(rep["status"]["moment"], "exit")
+                self.assertEqual(self.leftovers(), [])
+
     def test_file_size_limit_is_one_warning_not_sigxfsz(self):
         def limit():
             resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
