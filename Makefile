@@ -112,6 +112,12 @@ $(BUILD)/tests/test_live: TEST_LIBS = -Wl,--wrap=tally_each
 $(BUILD)/tests/prog_%: tests/integration/prog_%.c $(FAKECUDA) | $(BUILD)/tests
 	$(CC) $(ALL_CFLAGS) -fno-omit-frame-pointer -O0 -o $@ $< -L$(BUILD)/fakecuda -lcuda -ldl -lpthread
 
+# A program that embeds Python (its finish is not the program's end).
+$(BUILD)/tests/prog_embed: ALL_CFLAGS += $(shell $(PYTHON_CONFIG) --includes)
+$(BUILD)/tests/prog_embed: tests/integration/prog_embed.c $(FAKECUDA) | $(BUILD)/tests
+	$(CC) $(ALL_CFLAGS) -fno-omit-frame-pointer -O0 -o $@ $< -L$(BUILD)/fakecuda -lcuda -ldl -lpthread \
+	    $(shell $(PYTHON_CONFIG) --embed --ldflags)
+
 # prog_symbols without DWARF, the ways a shipped binary comes: built
 # without -g; stripped of debug info only (.symtab kept); and with only
 # MiniDebugInfo, as Fedora ships it: .symtab's functions that .dynsym lacks,

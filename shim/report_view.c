@@ -383,7 +383,7 @@ int report_view_gather(report_view_t *view, report_moment_t moment, int signal)
     /* A program that embeds Python and goes on allocating after finalizing
      * it was not at its end then: the moment is not its finish. Teardown
      * itself frees; a few allocations are its destructors' own. */
-    if (has_held && allocations > held.allocations + HELD_LATER_ALLOCATIONS)
+    if (has_held && held.later_allocations > HELD_LATER_ALLOCATIONS)
         has_held = 0;
     uint64_t *held_by_site = has_held ? calloc((size_t)high + 1, sizeof *held_by_site) : NULL;
     for (size_t i = 0; held_by_site != NULL && i < held.site_count; i++)

@@ -342,6 +342,16 @@ static void give_record(shard_t *sh, live_alloc_t *r)
     sh->spare = r;
 }
 
+/* Of the held-at-finish snapshot (tracker_take_held): the thread that took
+ * it, and how many allocations it made since. A program that embeds Python
+ * and goes on after finalizing it allocates on that thread; daemon threads
+ * still running at exit do not count. */
+static pthread_t held_thread;
+static _Atomic uint64_t held_later;
+/* Set, under held_lock, once held is filled; read without it first, so
+ * that the frees after the snapshot pay one load. */
+static _Atomic int held_taken;
+
 int tracker_alloc(alloc_kind_t kind, uint64_t key, size_t size, int device,
                   const void *context, uint32_t site)
 {
@@ -375,6 +385,9 @@ int tracker_alloc(alloc_kind_t kind, uint64_t key, size_t size, int device,
     if (r == NULL)
         return -1;
     apply(&fresh, LIVE_ALLOC, now);
+    if (__builtin_expect(atomic_load_explicit(&held_taken, memory_order_acquire), 0)
+        && pthread_equal(pthread_self(), held_thread))
+        atomic_fetch_add_explicit(&held_later, 1, memory_order_relaxed);
     return 0;
 }
 
@@ -697,9 +710,7 @@ static tracker_site_bytes_t *copy_site_bytes(const tracker_site_bytes_t *src, si
 static pthread_mutex_t held_lock = PTHREAD_MUTEX_INITIALIZER;
 static tracker_held_t held;
 
-/* Set, under held_lock, once held is filled; read without it first, so
- * that the frees after the snapshot pay one load. */
-static _Atomic int held_taken;
+
 
 void tracker_take_held(void)
 {
@@ -710,7 +721,7 @@ void tracker_take_held(void)
         held.time_ns = tracker_now_ns();
         held.gpu_bytes = live_bytes(GPU_ROW);
         held.tensor_bytes = live_bytes(kind_totals[REPORT_KIND_tensor].row);
-        held.allocations = tracker_allocation_count();
+        held_thread = pthread_self();
         held.sites = live_sites(1, &held.site_count);
         atomic_store_explicit(&held_taken, 1, memory_order_release);
     }
@@ -725,6 +736,7 @@ int tracker_held_copy(tracker_held_t *out)
     int taken = atomic_load_explicit(&held_taken, memory_order_relaxed);
     if (taken) {
         *out = held;
+        out->later_allocations = atomic_load(&held_later);
         out->sites = copy_site_bytes(held.sites, &out->site_count);
     }
     pthread_mutex_unlock(&held_lock);

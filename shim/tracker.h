@@ -87,7 +87,8 @@ typedef struct tracker_oom {
 typedef struct tracker_held {
     uint64_t time_ns;
     uint64_t gpu_bytes, tensor_bytes;   /* the driver's and the tensors' live bytes then */
-    uint64_t allocations;               /* tracker_allocation_count() then */
+    uint64_t later_allocations;         /* allocations made since by the thread that
+                                           took it (Python's finishing thread) */
     tracker_site_bytes_t *sites;
     size_t site_count;
 } tracker_held_t;

@@ -19,6 +19,22 @@ STRESS_SECONDS = float(os.environ.get("GPULEAK_STRESS_SECONDS", "60"))
 
 
 class LifeTest(Base):
+    def test_a_program_that_embeds_python_and_goes_on(self):
+        """Python's finish is the program's end only where the thread that
+        finalized it stops allocating: an embedder that goes on (200
+        allocations after Py_FinalizeEx) has no held-at-finish section;
+        one that ends at once has it (issue 32, item 8, counts only the
+        finishing thread's allocations)."""
+        prog = BUILD / "tests" / "prog_embed"
+        for mode, held in (("goes-on", None), ("ends", 4 * 65536)):
+            with self.subTest(mode=mode):
+                tmp = os.path.join(self.tmp, mode)
+                os.mkdir(tmp)
+                r = run([prog, mode], tmp)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                got = r.report["held_at_finish"]
+                self.assertEqual(got if got is None else got["gpu_bytes"], held)
+
     def start(self, *args, env_extra=None):
         """Starts prog_life under the shim and waits for its "ready" line."""
         env = clean_env()

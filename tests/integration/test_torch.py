@@ -679,6 +679,18 @@ class TorchTensorsTest(unittest.TestCase):
         named = {h["name"] for s in report["held_at_finish"]["sites"] for h in s.get("held_by", [])}
         self.assertEqual(named, {"cache[...]"})
 
+    def test_a_daemon_thread_allocating_to_the_end_keeps_the_held_section(self):
+        """Issue 32 item 8: a daemon thread allocating until the process
+        exits made the report drop what the script held when Python
+        finished (its allocations after the finish looked like a program
+        going on past it)."""
+        for _ in range(3):
+            report, expect, _, _ = self.run_script_file("daemon_alloc_demo.py")
+            held = report["held_at_finish"]
+            self.assertIsNotNone(held)
+            named = {h["name"]: h["bytes"] for s in held["sites"] for h in s.get("held_by", [])}
+            self.assertEqual(named.get("kept[...]"), 4 * 65536)
+
     def test_origins_are_judged_again_from_the_report(self):
         """gpuleak report and check re-judge origins with other rules from
         the frames the report holds: skipping the array class's own line
