@@ -10,11 +10,13 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Reports far past this are not something the shim writes (it caps its site
  * list); refusing them keeps a hostile file from exhausting memory. */
@@ -1077,13 +1079,32 @@ load_report_t *load_buffer(const char *data, size_t len, const char *name, char 
     return r;
 }
 
+/* Opens path for reading without waiting on it: a FIFO no one writes would
+ * block fopen for good; opened this way, it reads as empty (no writer),
+ * while a pipe with a writer (a shell's process substitution) reads as
+ * usual. NULL with errno set on failure. */
+static FILE *open_report(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    int flags = fcntl(fd, F_GETFL);
+    FILE *f = flags >= 0 && fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) == 0 ? fdopen(fd, "rb") : NULL;
+    if (f == NULL) {
+        int saved = errno;
+        close(fd);
+        errno = saved;
+    }
+    return f;
+}
+
 /* Reads path whole (a report is renamed into place, so it is never half
  * written by the shim; truncation comes from elsewhere) and loads it. */
 load_report_t *load_file(const char *path, char **error)
 {
     ctx_t ctx = { path, NULL, NULL };
     *error = NULL;
-    FILE *f = fopen(path, "rb");
+    FILE *f = open_report(path);
     if (f == NULL) {
         fail(&ctx, "cannot open: %s", strerror(errno));
         *error = ctx.error;

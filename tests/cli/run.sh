@@ -102,6 +102,13 @@ has "$T/err" '"peak.sites_at" is not a string'
 lines "$T/err" 1
 
 echo "== bad input: one line naming the file, exit 2"
+# A FIFO no one writes blocked the reader for good (issue 32 item 10); it
+# reads as empty now. A pipe with a writer is read as a file is.
+mkfifo "$T/fifo.json"
+expect 2 "report of a FIFO with no writer, at once" -- timeout 10 $G report "$T/fifo.json"
+has "$T/err" "fifo.json"
+expect 0 "report of a pipe with a writer" -- sh -c "cat $FIX/demo.json | $G report /dev/stdin"
+has "$T/out" "demo.c:31 in train_step"
 : >"$T/empty.json"
 printf 'not json' >"$T/text.json"
 head -c 300 $FIX/demo.json >"$T/trunc.json"
