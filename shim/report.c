@@ -167,6 +167,19 @@ static int another_process_wrote(const char *path)
     return modified_ns >= lifecycle_started_ns() + lifecycle_epoch_offset_ns();
 }
 
+/* The report could not open its file, every descriptor taken (ulimit -n):
+ * the symbolizer's open files (the program's objects, libdw's) are let go
+ * and the write tried once more; the frames not named yet are then named
+ * from the dynamic symbols only. Returns 1 when written. */
+static int retry_with_descriptors(const report_view_t *view, const char *path)
+{
+    symbolize_end();
+    if (report_json_write(path, view, REPORT_REPLACE_REPORT) != 0)
+        return 0;
+    own_file_known = lstat(path, &own_file) == 0;
+    return 1;
+}
+
 /* Writes the report to its path or, when that fails, to the fallback, and
  * says so in one line the first time (and once more should the fallback
  * fail later). Returns the path written, or NULL. */
@@ -195,11 +208,14 @@ static const char *write_somewhere(const report_view_t *view, char *path, size_t
         }
         if (expanded && too_large(path))
             return NULL;
+        if (expanded && errno == EMFILE && retry_with_descriptors(view, path))
+            return path;
+        int failure = errno;  /* the stat below must not stand in for the reason */
         struct stat st;
         why = !expanded ? "too long once expanded"
-            : errno == EEXIST && stat(path, &st) == 0 && S_ISDIR(st.st_mode)
+            : failure == EEXIST && stat(path, &st) == 0 && S_ISDIR(st.st_mode)
                 ? "it is a directory; GPULEAK_OUTPUT names the report's file, as DIR/gpuleak-%p.json"
-            : errno == EEXIST ? "it exists and is not a gpuleak report" : strerror(errno);
+            : failure == EEXIST ? "it exists and is not a gpuleak report" : strerror(failure);
         if (!expanded)
             snprintf(path, size, "%s", config.output);
         primary_failed = 1;

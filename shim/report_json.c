@@ -854,12 +854,13 @@ static void write_body(FILE *f, const report_view_t *view)
 /* Whether path may be replaced: it does not exist, or it is a regular
  * file (not a link) that starts like a gpuleak report. A report path that
  * names someone's data must never cost them that data: an empty file is
- * data too (a placeholder made with its own mode, a hard link). */
+ * data too (a placeholder made with its own mode, a hard link). Returns 1
+ * or 0, or -1 with errno set when it cannot tell (no descriptor left). */
 static int replaceable(const char *path)
 {
     int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
-        return errno == ENOENT;
+        return errno == ENOENT ? 1 : errno == EMFILE || errno == ENFILE || errno == ENOMEM ? -1 : 0;
     struct stat st;
     char head[64] = "";
     ssize_t n = 0;
@@ -949,8 +950,10 @@ static int sink_close(void *cookie)
 
 int report_json_write(const char *path, const report_view_t *view, report_place_t place)
 {
-    if (place == REPORT_REPLACE_REPORT && !replaceable(path)) {
-        errno = EEXIST;
+    int may = place == REPORT_REPLACE_REPORT ? replaceable(path) : 1;
+    if (may <= 0) {
+        if (may == 0)
+            errno = EEXIST;
         return -1;
     }
     char tmp[4200];

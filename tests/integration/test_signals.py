@@ -180,6 +180,26 @@ class SignalsTest(Base):
                 self.assertEqual(rep["status"]["moment"], "exit")
                 self.assertEqual(self.leftovers(), [])
 
+    def test_few_descriptors_still_write_the_report(self):
+        """Issue 32 item 10: under `ulimit -n 8` the symbolizer's open files
+        took the last descriptors and the report was lost, its warning
+        blaming a missing file; now the symbolizer lets go of them and the
+        report is written. With none to spare at all (5), the warning
+        gives the true reason."""
+        def limit(n):
+            return lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (n, n))
+        proc = self.start("sites", "3", preexec_fn=limit(8), wait_ready=False)
+        _, err = self.finish(proc, timeout=20, what="ulimit -n 8")
+        self.assertEqual(proc.returncode, 0, err)
+        self.assertEqual(len(self.reports(proc.pid)), 1, err)
+        proc = self.start("sites", "3", preexec_fn=limit(5), wait_ready=False)
+        _, err = self.finish(proc, timeout=20, what="ulimit -n 5")
+        self.assertEqual(proc.returncode, 0, err)
+        warnings = [line for line in err.splitlines() if "cannot write the report" in line]
+        self.assertEqual(len(warnings), 1, err)
+        self.assertIn("(Too many open files)", warnings[0])
+        self.assertNotIn("No such file", warnings[0])
+
     def test_file_size_limit_is_one_warning_not_sigxfsz(self):
         def limit():
             resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
