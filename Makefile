@@ -112,6 +112,15 @@ $(BUILD)/tests/test_live: TEST_LIBS = -Wl,--wrap=tally_each
 $(BUILD)/tests/prog_%: tests/integration/prog_%.c $(FAKECUDA) | $(BUILD)/tests
 	$(CC) $(ALL_CFLAGS) -fno-omit-frame-pointer -O0 -o $@ $< -L$(BUILD)/fakecuda -lcuda -ldl -lpthread
 
+# Another library of the driver's names, and a program linked against it.
+STUBCUDA := $(BUILD)/stubcuda/libstubcuda.so
+$(STUBCUDA): tests/fakecuda/stubcuda.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -shared -o $@ $<
+$(BUILD)/tests/prog_stub: tests/integration/prog_stub.c $(STUBCUDA) | $(BUILD)/tests
+	$(CC) $(ALL_CFLAGS) -fno-omit-frame-pointer -O0 -o $@ $< -L$(BUILD)/stubcuda -lstubcuda -ldl \
+	    -Wl,-rpath,'$$ORIGIN/../stubcuda'
+
 # A program that embeds Python (its finish is not the program's end).
 $(BUILD)/tests/prog_embed: ALL_CFLAGS += $(shell $(PYTHON_CONFIG) --includes)
 $(BUILD)/tests/prog_embed: tests/integration/prog_embed.c $(FAKECUDA) | $(BUILD)/tests
@@ -164,7 +173,7 @@ deps:
 unit: deps $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
 
-integration: deps all $(PROG_BIN) $(SYMBOLS_BIN) $(FAKEC10) $(FAKEC10_STRIPPED) $(FAKEC10_OTHER)
+integration: deps all $(PROG_BIN) $(SYMBOLS_BIN) $(FAKEC10) $(FAKEC10_STRIPPED) $(FAKEC10_OTHER) $(STUBCUDA)
 	$(PYTHON) -m unittest discover -s tests/integration -p 'test_*.py' -v
 
 # The unit suites and the gpuleak command again, under AddressSanitizer and

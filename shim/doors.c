@@ -123,6 +123,12 @@ void *doors_real(enum door_id door)
     return fn;
 }
 
+void *doors_next(enum door_id door)
+{
+    dlsym_fn lookup = real_dlsym();
+    return lookup != NULL ? lookup(RTLD_NEXT, doors[door].name) : NULL;
+}
+
 void *doors_helper_slow(enum helper_id id)
 {
     void *fn = driver_function(helper_names[id]);
@@ -274,6 +280,11 @@ __attribute__((used)) void *gpuleak_dlsym_any(void *handle, const char *name)
         return found;
     if (found == wrappers_table[door])
         return lookup(RTLD_NEXT, name) != NULL ? found : NULL;
+    /* Another library's function of the same name (a stub, a test double,
+     * another interposer) is not the driver's: the wrapper forwards to the
+     * driver, so it is handed out as it is, untracked. */
+    if (found != driver_function(name))
+        return found;
     cache_function(&real_functions[door], found);
     return wrappers_table[door];
 }

@@ -62,6 +62,11 @@ enum helper_id { DOORS_HELPERS(DOORS_HELPER_ENUM) HELPER_COUNT };
  * loaded. */
 void *doors_real(enum door_id door);
 
+/* Without a loaded driver, the definition a program linked against another
+ * library of the driver's names (a stub, a test double) would call without
+ * the shim: the next one after the shim's in the global scope, or NULL. */
+void *doors_next(enum door_id door);
+
 /* The cache behind doors_helper; only doors.c writes it. */
 extern _Atomic(void *) doors_helper_cache[HELPER_COUNT];
 

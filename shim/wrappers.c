@@ -23,11 +23,15 @@
 void *const wrappers_table[DOOR_COUNT] = { DOORS_FUNCTIONS(WRAPPER_ENTRY) };
 #undef WRAPPER_ENTRY
 
-/* Looks the real function up once per call site into a typed pointer; a
- * missing driver function answers as a missing driver would. */
-#define REAL(name, ...)                                    \
-    CUresult (*real)(__VA_ARGS__) = doors_real(DOOR_##name); \
-    if (real == NULL)                                      \
+/* Looks the real function up once per call site into a typed pointer: the
+ * driver's, else (no driver loaded) the definition the program would have
+ * called without the shim, a stub's; with neither, it answers as a missing
+ * driver would. */
+#define REAL(name, ...)                                            \
+    CUresult (*real)(__VA_ARGS__) = doors_real(DOOR_##name);        \
+    if (real == NULL)                                              \
+        real = (CUresult (*)(__VA_ARGS__))doors_next(DOOR_##name);  \
+    if (real == NULL)                                              \
         return CUDA_ERROR_NOT_INITIALIZED
 
 /* Whether this call is recorded: tracking is on and the thread is not

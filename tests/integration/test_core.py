@@ -378,6 +378,22 @@ class ShimTest(Base):
 
     # ---- doors ------------------------------------------------------------
 
+    def test_another_library_of_the_drivers_names_answers_as_itself(self):
+        """Issue 32 item 4: a program linked against another library that
+        exports cuMemAlloc_v2 (a stub, a test double) got
+        CUDA_ERROR_NOT_INITIALIZED from the shim; one that looked the names
+        up in such a library beside the driver had the driver's calls go to
+        the stub (one cache for both). Each answers as itself now
+        (prog_stub checks every return code and address)."""
+        stub = str(BUILD / "stubcuda" / "libstubcuda.so")
+        for args in (("linked",), ("beside", stub)):
+            with self.subTest(mode=args[0]):
+                for shim in (False, True):
+                    tmp = os.path.join(self.tmp, "%s-%d" % (args[0], shim))
+                    os.mkdir(tmp)
+                    r = run([BUILD / "tests" / "prog_stub", *args], tmp, shim=shim)
+                    self.assertEqual(r.returncode, 0, r.stderr)
+
     def test_direct_link(self):
         r = self.run_shim(("direct", "basic"))
         rep = r.report
