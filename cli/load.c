@@ -411,6 +411,23 @@ static void load_origin(json_t *entry, load_site_t *s)
     free(quiet_via.error);
 }
 
+/* Reads held_at_finish's "holders_search", a display hint: left out, never
+ * refused, when it cannot be read. */
+static void load_search(json_t *search, load_report_t *r)
+{
+    ctx_t quiet = { "holders_search", NULL, NULL };
+    json_t *seconds = json_object_get(search, "seconds");
+    r->has_search = json_is_object(search) && json_is_number(seconds);
+    if (!r->has_search)
+        return;
+    get_u64(&quiet, search, "holders_search", "objects", 1, &r->search_objects);
+    get_u64(&quiet, search, "holders_search", "named_bytes", 1, &r->search_named_bytes);
+    get_str(&quiet, search, "holders_search", "ended", 1, &r->search_ended);
+    r->search_seconds = json_number_value(seconds);
+    r->has_search = quiet.error == NULL;
+    free(quiet.error);
+}
+
 /* Reads a site's "held_by" list, a display hint like the origin: an entry
  * this reader cannot read is left out, never refused. */
 static void load_holders(json_t *entry, load_site_t *s)
@@ -977,6 +994,7 @@ static int load_doc(ctx_t *ctx, json_t *root, load_report_t *r)
     if (json_is_object(held) && !ctx->error) {
         r->has_held = true;
         load_section(ctx, held, "held_at_finish", &r->held_bytes, NULL, &r->held);
+        load_search(json_object_get(held, "holders_search"), r);
     }
     json_t *peak = field(ctx, root, "", "peak", 0);
     if (peak != NULL && !ctx->error) {

@@ -178,6 +178,12 @@ typedef struct {
      * finish (has_held false when absent or null) */
     bool has_held;
     uint64_t held_bytes;
+    /* held_at_finish's "holders_search", a display hint (has_search false
+     * when absent or unreadable) */
+    bool has_search;
+    uint64_t search_objects, search_named_bytes;
+    double search_seconds;
+    const char *search_ended;
     load_list_t held;
     load_list_t growth;
     bool has_peak;

@@ -228,6 +228,22 @@ static void print_blocks(FILE *f, const load_list_t *list, const char *title, co
  * how many there were, and the largest holders of the GPU then, each with
  * its origin. One event, not a list of sites, so --kind and --device do
  * not hide it; --top limits the holders. */
+/* How the search for the held memory's holders went: what it looked at,
+ * how it ended, and how much of the held memory it named. */
+static void print_search(FILE *f, const load_report_t *r)
+{
+    if (!r->has_search)
+        return;
+    char a[UNITS_SIZE_BUF], b[UNITS_SIZE_BUF];
+    fprintf(f, "  The search for holders looked at %llu object(s) in %.3f s and ended ",
+            (unsigned long long)r->search_objects, r->search_seconds);
+    frame_text_put(f, r->search_ended);
+    uint64_t named = r->search_named_bytes < r->held_bytes ? r->search_named_bytes : r->held_bytes;
+    fprintf(f, "; it named holders for %s of the %s held (%.0f%%).\n", units_format_size(named, a),
+            units_format_size(r->held_bytes, b),
+            r->held_bytes ? 100.0 * (double)named / (double)r->held_bytes : 100.0);
+}
+
 static void print_oom(FILE *f, const load_report_t *r, const text_options_t *o)
 {
     if (!r->has_oom)
@@ -398,9 +414,11 @@ void text_print(FILE *f, const load_report_t *r, const text_options_t *o)
     print_oom(f, r, o);
     if (r->has_growth)
         print_table(f, &r->growth, "Growth by site", "growth", r->growth_bytes, 0, o);
-    if (r->has_held && r->held.n > 0)
+    if (r->has_held && r->held.n > 0) {
         print_table(f, &r->held, "Still held when Python finished (before its shutdown freed it)",
                     "held", r->held_bytes, 0, o);
+        print_search(f, r);
+    }
     if (r->has_peak && r->peak_at_tensors) {
         char title[96], a[UNITS_SIZE_BUF];
         snprintf(title, sizeof title, "Peak composition (live at PyTorch's tensors' peak, %s allocated)",

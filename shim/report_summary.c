@@ -263,6 +263,15 @@ static void print_held(FILE *f, const report_view_t *view)
         fputc('\n', f);
         print_holders(f, view, &view->held, &groups[i], "      ");
     }
+    const holder_search_t *hs = &view->holders;
+    if (hs->ran && view->holders_at_finish) {
+        uint64_t named = hs->named_bytes < view->held_bytes ? hs->named_bytes : view->held_bytes;
+        fprintf(f, "  The search for holders looked at %llu object(s) in %.3f s and ended %s; "
+                   "it named holders for %s of it (%.0f%%).\n",
+                (unsigned long long)hs->objects, hs->elapsed_ns / 1e9, hs->ended,
+                units_format_size(named, b),
+                view->held_bytes ? 100.0 * (double)named / (double)view->held_bytes : 100.0);
+    }
 }
 
 /* The timeline as common/chart.h draws it (gpuleak report's chart too),

@@ -641,6 +641,12 @@ class TorchTensorsTest(unittest.TestCase):
         text = subprocess.run([os.path.join(BUILD, "gpuleak"), "report", path],
                               capture_output=True, text=True, timeout=60).stdout
         self.assertIn("reached as trainer._connector._selector.model.kept[...]", text)
+        # Both views say how the search went and how much of the held
+        # memory it named: all but the two steps' buffers no object kept.
+        self.assertRegex(stderr, r"The search for holders looked at \d+ object\(s\) in [0-9.]+ s and "
+                                 r"ended done; it named holders for 31\.0 KiB of it \(66%\)\.")
+        self.assertRegex(text, r"The search for holders looked at \d+ object\(s\) in [0-9.]+ s and "
+                               r"ended done; it named holders for 31\.0 KiB of the 47\.0 KiB held \(66%\)\.")
 
     def test_out_of_memory_names_the_frames_that_hold_it(self):
         """Issue 31: at the first out-of-memory failure the main thread is
