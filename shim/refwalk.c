@@ -252,8 +252,10 @@ typedef struct walk {
     unsigned long long lo, hi;
     py_object_t *found;
     int failed;
-    py_object_t **batch;    /* the current node's referents (walk_visit) */
-    size_t batch_count, batch_capacity;
+    py_object_t **batch;    /* the current node's referents (walk_visit), BATCH at most */
+    size_t batch_count;
+    uint64_t deadline_ns;   /* the walk call's */
+    int late;               /* a traversal was stopped at the deadline */
     int closed;             /* close() was called: the nodes are gone */
     size_t met;             /* how many there were */
 } walk_t;
@@ -272,7 +274,7 @@ static void walk_close(walk_t *w)
     free(w->parents);
     free(w->batch);
     w->batch = NULL;
-    w->batch_count = w->batch_capacity = 0;
+    w->batch_count = 0;
     table_free(w->seen.keys, w->seen.capacity * sizeof *w->seen.keys);
     ptr_free(&w->kinds);
     w->objects = NULL;
@@ -344,26 +346,36 @@ static py_traverse_t walk_traversal(py_object_t *obj)
     return (py_traverse_t)py.get_slot(type, PY_TP_TRAVERSE);
 }
 
-/* Collects an object's referents: they are looked at once its traversal
- * returns (walk_referents), where the next ones' memory can be fetched
- * ahead. */
+static void walk_referents(walk_t *w);
+
+/* Collects an object's referents, looked at BATCH at a time (walk_referents)
+ * so that the next ones' memory can be fetched ahead. One object may have
+ * millions (a list of a data set's numbers): the batch stays small, and
+ * the deadline is kept within one, by stopping its traversal (a nonzero
+ * answer ends tp_traverse). */
+#define BATCH 4096
+
 static int walk_visit(py_object_t *child, void *arg)
 {
     walk_t *w = arg;
     if (child == NULL || w->failed)
-        return 0;
-    if (w->batch_count == w->batch_capacity) {
-        size_t capacity = w->batch_capacity ? w->batch_capacity * 2 : 1024;
-        py_object_t **batch = realloc(w->batch, capacity * sizeof *batch);
-        if (batch == NULL) {
+        return w->failed;
+    if (w->batch == NULL) {
+        w->batch = malloc(BATCH * sizeof *w->batch);
+        if (w->batch == NULL) {
             w->failed = 1;
-            return 0;
+            return 1;
         }
-        w->batch = batch;
-        w->batch_capacity = capacity;
     }
     w->batch[w->batch_count++] = child;
-    return 0;
+    if (w->batch_count == BATCH) {
+        walk_referents(w);
+        if (clock_monotonic_ns() > w->deadline_ns) {
+            w->late = 1;
+            return 1;
+        }
+    }
+    return w->failed;
 }
 
 /* One referent of the current node: a number kept whose value lies in
@@ -434,9 +446,10 @@ static long walk_kind(walk_t *w, py_object_t *classify, py_object_t *obj)
 /* Walks from the next unwalked node until none is left or the deadline. */
 static const char *walk_run(walk_t *w, py_object_t *classify, double deadline)
 {
-    uint64_t deadline_ns = deadline > 0 ? (uint64_t)(deadline * 1e9) : UINT64_MAX;
+    w->deadline_ns = deadline > 0 ? (uint64_t)(deadline * 1e9) : UINT64_MAX;
+    w->late = 0;
     for (; w->next < w->count && !w->failed; w->next++) {
-        if ((w->next & 1023) == 0 && clock_monotonic_ns() > deadline_ns)
+        if (w->late || ((w->next & 1023) == 0 && clock_monotonic_ns() > w->deadline_ns))
             return "budget";
         py_object_t *obj = w->objects[w->next];
         long kind = walk_kind(w, classify, obj);
