@@ -23,7 +23,7 @@ COMMON_H := $(wildcard common/*.h)
 SHIM_OBJ := $(patsubst shim/%.c,$(BUILD)/shim/%.o,$(SHIM_SRC)) \
             $(patsubst common/%.c,$(BUILD)/shim/%.o,$(COMMON_SRC)) $(BUILD)/shim/embedded_py.o
 # Objects that interpose on the process (dlsym, cu*) stay out of unit tests.
-DOOR_OBJ := $(BUILD)/shim/doors.o $(BUILD)/shim/wrappers.o
+DOOR_OBJ := $(BUILD)/shim/doors.o $(BUILD)/shim/wrappers.o $(BUILD)/shim/exits.o
 CORE_OBJ := $(filter-out $(DOOR_OBJ),$(SHIM_OBJ))
 
 CLI_SRC := $(wildcard cli/*.c)

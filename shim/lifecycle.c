@@ -91,6 +91,13 @@ int lifecycle_report_owed(void)
     return atomic_load(&started);
 }
 
+static _Atomic int exit_begun;
+
+int lifecycle_exit_begins(void)
+{
+    return atomic_exchange(&exit_begun, 1);
+}
+
 void lifecycle_begin(void)
 {
     atomic_store(&starting, 1);

@@ -24,6 +24,10 @@ void lifecycle_tracking_on(void);
  * in the parent of a forked child). */
 int lifecycle_report_owed(void);
 
+/* Notes that a thread has begun the process's exit; returns 1 when one had
+ * already (exits.c holds such a second thread back). Async-signal-safe. */
+int lifecycle_exit_begins(void);
+
 /* Turns tracking off for good after a failure inside the shim, with one
  * warning naming the reason; every later call is forwarded untouched and the
  * report, still written at exit, says tracking stopped and why. */

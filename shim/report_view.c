@@ -132,7 +132,7 @@ static int by_reachable_bytes(const void *a, const void *b)
 }
 
 /* The live tensors of each site up to high that the holder search named
- * at Python's finish (finish_named), bytes and allocations by site id, in
+ * at Python's finish (holder_set_named), bytes and allocations by site id, in
  * arrays the caller frees; both NULL when none was named or memory is out.
  * O(live allocations). Only tensors: PyTorch keeps them past module
  * teardown (a model's parameters), so one named at the finish and live at

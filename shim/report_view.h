@@ -30,7 +30,7 @@ typedef struct report_site {
                       whose frees stopped being seen (torch_trace.h) */
     uint64_t reachable_bytes, reachable_allocations;  /* of its memory live at
                       the report, what the program's names held at Python's
-                      finish (finish_named): its shutdown did not free it;
+                      finish (holder_set_named): its shutdown did not free it;
                       tensor sites only (report_view_gather says why) */
     int kept;      /* its owner is a library that keeps its memory for the
                       process (origin_owner_keeps), so what it has live at

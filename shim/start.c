@@ -17,8 +17,17 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdlib.h>
 
 static pthread_once_t start_once = PTHREAD_ONCE_INIT;
+
+/* A return from main reaches glibc's exit unseen by exits.c: this handler
+ * tells it that the exit has begun, so a thread calling exit() meanwhile
+ * waits for the report. */
+static void note_exit(void)
+{
+    lifecycle_exit_begins();
+}
 static start_sampler_t start_sampler;
 
 static void start_once_now(void)
@@ -44,6 +53,7 @@ static void start_once_now(void)
     if (config.python_frames)
         python_init();
     selftime_init(config.self_time);
+    atexit(note_exit);
     lifecycle_tracking_on();
     reporter_start();
     guard_leave();

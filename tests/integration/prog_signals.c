@@ -18,6 +18,8 @@
  *   kill-in-exit-report SIG
  *                     the same, with signal SIG sent to the process as
  *                     another process's kill sends it (SIGABRT, SIGSEGV)
+ *   exit-together N   leak from 2,000 stacks (a report that takes a while),
+ *                     then N threads and main call exit(0) at once
  *   sites N           leak from N stacks, exit 0
  *   fork-dump         leak, fork a child that waits; send it SIGUSR2 and print
  *                     how it ended; exit 0 when it died of the signal, 3 if not
@@ -36,6 +38,33 @@
 #include <unistd.h>
 
 static CUcontext context;
+
+static pthread_barrier_t exit_barrier;
+
+static void *exit_at_barrier(void *unused)
+{
+    (void)unused;
+    cuCtxSetCurrent(context);
+    pthread_barrier_wait(&exit_barrier);
+    exit(0);
+}
+
+static void leak_sites(int n);
+
+/* n threads and main call exit(0) together, after a report's worth of
+ * leaks. */
+__attribute__((noreturn)) static void exit_together(int n)
+{
+    leak_sites(2000);
+    pthread_barrier_init(&exit_barrier, NULL, (unsigned)n + 1);
+    for (int i = 0; i < n; i++) {
+        pthread_t t;
+        if (pthread_create(&t, NULL, exit_at_barrier, NULL) != 0)
+            exit(PROG_BAD_STATE);
+    }
+    pthread_barrier_wait(&exit_barrier);
+    exit(0);
+}
 
 __attribute__((noinline)) static void leak_here(void)
 {
@@ -180,6 +209,8 @@ int main(int argc, char **argv)
         fakecuda_raise_at_pool_query(-atoi(argv[2]));
         return 0;
     }
+    if (strcmp(mode, "exit-together") == 0 && argc > 2)
+        exit_together(atoi(argv[2]));
     if (strcmp(mode, "sites") == 0) {
         leak_sites(argc > 2 ? atoi(argv[2]) : 10);
         return 0;

@@ -180,6 +180,18 @@ class SignalsTest(Base):
                 self.assertEqual(rep["status"]["moment"], "exit")
                 self.assertEqual(self.leftovers(), [])
 
+    def test_threads_calling_exit_together_keep_the_report(self):
+        """Issue 32 item 7: with glibc before 2.38, a second thread calling
+        exit() while the first ran the exit handlers ended the process in
+        the middle of the report at exit: no report, no word (0 of 10 runs
+        wrote one). The shim's exit holds such a thread until the report is
+        written."""
+        for i in range(10):
+            proc = self.start("exit-together", "3", wait_ready=False)
+            _, err = self.finish(proc, timeout=20, what=f"run {i}")
+            self.assertEqual(proc.returncode, 0, err)
+            self.assertEqual(len(self.reports(proc.pid)), 1, f"run {i}: {err[-500:]}")
+
     def test_few_descriptors_still_write_the_report(self):
         """Issue 32 item 10: under `ulimit -n 8` the symbolizer's open files
         took the last descriptors and the report was lost, its warning
