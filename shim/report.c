@@ -215,6 +215,8 @@ static const char *write_somewhere(const report_view_t *view, char *path, size_t
         why = !expanded ? "too long once expanded"
             : failure == EEXIST && stat(path, &st) == 0 && S_ISDIR(st.st_mode)
                 ? "it is a directory; GPULEAK_OUTPUT names the report's file, as DIR/gpuleak-%p.json"
+            : failure == EEXIST && stat(path, &st) == 0 && st.st_uid != geteuid()
+                ? "it is another user's file"
             : failure == EEXIST ? "it exists and is not a gpuleak report" : strerror(failure);
         if (!expanded)
             snprintf(path, size, "%s", config.output);

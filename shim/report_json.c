@@ -852,10 +852,12 @@ static void write_body(FILE *f, const report_view_t *view)
 }
 
 /* Whether path may be replaced: it does not exist, or it is a regular
- * file (not a link) that starts like a gpuleak report. A report path that
- * names someone's data must never cost them that data: an empty file is
- * data too (a placeholder made with its own mode, a hard link). Returns 1
- * or 0, or -1 with errno set when it cannot tell (no descriptor left). */
+ * file (not a link) of this user's that starts like a gpuleak report. A
+ * report path that names someone's data must never cost them that data:
+ * an empty file is data too (a placeholder made with its own mode, a hard
+ * link), and so is another user's report in a folder both may write.
+ * Returns 1 or 0, or -1 with errno set when it cannot tell (no descriptor
+ * left). */
 static int replaceable(const char *path)
 {
     int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
@@ -864,7 +866,7 @@ static int replaceable(const char *path)
     struct stat st;
     char head[64] = "";
     ssize_t n = 0;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid())
         n = read(fd, head, sizeof head - 1);
     close(fd);
     if (n <= 0)

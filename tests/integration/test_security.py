@@ -87,6 +87,27 @@ class ReportPathTest(Base):
                           f"a gpuleak report); writing to fallback {fallback}"])
         self.assertEqual(report_files.load(fallback)["process"]["pid"], r.pid)
 
+    @unittest.skipUnless(os.geteuid() == 0 and nobody_uid() is not None,
+                         "needs root to give a report to another user")
+    def test_another_users_report_is_kept(self):
+        """Issue 32 item 10: in a folder both may write (not sticky), a
+        report of the same name that another user wrote was replaced; it is
+        theirs: the report goes to the fallback, with one line saying so."""
+        shared = os.path.join(self.tmp, "shared")
+        os.mkdir(shared)
+        os.chmod(shared, 0o777)
+        theirs = os.path.join(shared, "report.json")
+        with open(theirs, "w") as f:
+            f.write('{"format":"gpuleak-report","version":2, "theirs": true}\n')
+        os.chown(theirs, nobody_uid(), -1)
+        r = run([PROG, "sleep", "0"], self.tmp,
+                env_extra={"GPULEAK_OUTPUT": theirs, "TMPDIR": self.tmp, "GPULEAK_SUMMARY": "0"})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(theirs) as f:
+            self.assertIn('"theirs": true', f.read())
+        self.assertIn(f"cannot write the report to {theirs} (it is another user's file); "
+                      "writing to fallback", r.stderr)
+
     def test_rank_cannot_climb_out_of_the_report_directory(self):
         out = os.path.join(self.tmp, "out")
         os.mkdir(out)
