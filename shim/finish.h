@@ -16,8 +16,8 @@
  * (python_finished), without names or layout.
  *
  * The same search answers while the program runs: at its first
- * out-of-memory failure and for a report on request (GPULEAK_DUMP_SIGNAL,
- * a periodic snapshot), each from a pending call the main thread runs. */
+ * out-of-memory failure and for a report on request (GPULEAK_DUMP_SIGNAL),
+ * each from a pending call the main thread runs. */
 #ifndef GPULEAK_FINISH_H
 #define GPULEAK_FINISH_H
 
@@ -59,7 +59,7 @@ void finish_release(void *ticket);
 void finish_at_oom(void);
 
 /* Asks the main thread for a search now, for a report written on request
- * or a snapshot, and waits at most wait_ns for it. Returns 1 when a fresh
+ * (GPULEAK_DUMP_SIGNAL), and waits at most wait_ns for it. Returns 1 when a fresh
  * FINISH_ON_REQUEST set was made, 0 otherwise (no Python, Python
  * finishing, the main thread busy in C code past the wait). Call from the
  * reporter thread only: a thread that holds the GIL would wait in vain. */

@@ -317,18 +317,14 @@ static size_t oom_holders(const tracker_oom_t *oom, size_t chosen[OOM_HOLDERS])
     return shown;
 }
 
-/* Gathers every site's counters and the sections of the report: every
- * read that takes a lock is made here, so that the writers know how many
- * locks were given up. Call between origin_init and origin_end (owners
- * decide the reserve). */
-/* The searches a report shows: at the exit or a fatal signal, the one of
- * Python's finish; on request or in a snapshot, the one made for it when
- * it is fresh (the reporter asked just before: finish_on_request), else
- * none, for a search made minutes ago would name holders of memory since
- * freed; and the first OOM's. */
 /* How long a search made for a report on request stays its own. */
 #define HOLDERS_FRESH_NS (10ull * 1000 * 1000 * 1000)
 
+/* The searches a report shows: at the exit or a fatal signal, the one of
+ * Python's finish; on request (or in a snapshot right after one), the one
+ * made for it when it is fresh (the reporter asked just before:
+ * finish_on_request), else none, for a search made minutes ago would name
+ * holders of memory since freed; and the first OOM's. */
 static void choose_holders(report_view_t *view, report_moment_t moment)
 {
     if (moment == REPORT_ON_REQUEST || moment == REPORT_SNAPSHOT) {
@@ -348,6 +344,10 @@ static void choose_holders(report_view_t *view, report_moment_t moment)
         view->oom_set = finish_acquire(FINISH_AT_OOM, &view->oom_ticket);
 }
 
+/* Gathers every site's counters and the sections of the report: every
+ * read that takes a lock is made here, so that the writers know how many
+ * locks were given up. Call between origin_init and origin_end (owners
+ * decide the reserve). */
 int report_view_gather(report_view_t *view, report_moment_t moment, int signal)
 {
     memset(view, 0, sizeof *view);
