@@ -127,7 +127,7 @@ def find(targets, budget, layout="", walker=None, moment="exit"):
         tensor_type = None
     tensor_reads = {}
     if tensor_type is not None:
-        for name in ("is_cuda", "data_ptr", "grad", "grad_fn"):
+        for name in ("is_cuda", "data_ptr", "grad", "grad_fn", "is_leaf"):
             tensor_reads[name] = lookup(tensor_type, name)
     torch_c = torch_attrs.get("_C")
     plain_tensors = attrs_of(torch_c).get("DisableTorchFunctionSubclass") \
@@ -203,7 +203,10 @@ def find(targets, budget, layout="", walker=None, moment="exit"):
                         if not tensor_read(obj, "is_cuda"):
                             continue
                         note(tensor_read(obj, "data_ptr"), node, "", 0)
-                        grad = tensor_read(obj, "grad")
+                        # Only a leaf has a gradient of its own; asking a
+                        # non-leaf for it makes PyTorch print a warning.
+                        grad = tensor_read(obj, "grad") if tensor_read(obj, "is_leaf") is not False \
+                            else None
                         if grad is not None and tensor_read(grad, "is_cuda"):
                             note(tensor_read(grad, "data_ptr"), node, ".grad", 0)
                         graphs.append((obj, node))

@@ -350,6 +350,18 @@ class HoldersTest(unittest.TestCase):
             self.assertEqual(found[1], ("losses[...]", "list", "", "train.py", True))
             self.assertEqual(found[2], ("losses[...]", "list", "", "train.py", False))
 
+    def test_a_non_leaf_tensors_grad_is_not_asked(self):
+        """Reading .grad of a tensor that is not a leaf makes PyTorch print
+        a warning on the program's stderr: the search asks only leaves."""
+        with fake_torch() as torch:
+            hidden = torch.empty(64)
+            loss = hidden.sum()
+            torch.Tensor.grad_warnings = 0
+            found, _ = search({"losses": [loss], "hidden": hidden},
+                              [(hidden.data_ptr(), 64, 1, " t"), (loss.data_ptr(), 8, 2, " t")])
+            self.assertEqual(torch.Tensor.grad_warnings, 0)
+            self.assertEqual(found[2][0], "losses[...]")
+
     def test_weights_a_graph_saved_are_named_by_their_module(self):
         """A loss's graph saves the weights it used; the model that owns
         them names them, however deep, not the graph met first."""

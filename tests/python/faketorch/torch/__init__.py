@@ -60,11 +60,27 @@ class Node:
 
 class Tensor:
     is_cuda = True
+    # Times a non-leaf's .grad was read: PyTorch prints a warning then.
+    grad_warnings = 0
 
     def __init__(self, nbytes=0, storage=None, grad_fn=None):
         self._storage = storage if storage is not None else UntypedStorage(nbytes)
-        self.grad = None
+        self._grad = None
         self.grad_fn = grad_fn
+
+    @property
+    def is_leaf(self):
+        return self.grad_fn is None
+
+    @property
+    def grad(self):
+        if not self.is_leaf:
+            Tensor.grad_warnings += 1
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        self._grad = value
 
     def untyped_storage(self):
         return self._storage
