@@ -375,6 +375,13 @@ def find(targets, budget, layout="", walker=None, moment="exit"):
             return code.co_name
 
     frame_type = type(sys._getframe())
+    thread_module = sys.modules.get("_thread")  # built in, always there
+    local_type = attrs_of(thread_module).get("_local") if type(thread_module) is module_type else None
+
+    def thread_local(obj):
+        """Whether obj is a threading.local, whose attributes live in one
+        dict per thread, reached by its traversal, not by __dict__."""
+        return isinstance(local_type, type) and local_type in type_mro(type(obj))
     generator_kinds = {}
 
     def suspended(obj):
@@ -391,18 +398,26 @@ def find(targets, budget, layout="", walker=None, moment="exit"):
         """How parent refers to child, as a token (None: nothing to add)."""
         kind = type(parent)
         if issubclass(kind, dict):
-            key = key_of(parent, child)
             owner = chain[i - 1] if i > 0 else None
+            # A threading.local keeps a dict of its threads' namespaces:
+            # that level has no name, the namespace's keys are attributes.
+            if owner is not None and thread_local(owner) and type(child) is dict:
+                return None
+            if i > 1 and thread_local(chain[i - 2]) and type(owner) is dict:
+                owner = chain[i - 2]
+            key = key_of(parent, child)
             if owner is not None and not issubclass(type(owner), containers):
                 if issubclass(type(owner), type):
                     return ("class", type_name(owner), key or "?")
-                if own_dict(owner) is parent:
+                if own_dict(owner) is parent or thread_local(owner):
                     return ("attr", key or "?", type_name(type(owner)))
             return ("item", key)
         if issubclass(kind, (list, tuple, set, frozenset)) or type_name(kind) == "deque":
             if i > 0 and type(chain[i - 1]) is function_type and parent is chain[i - 1].__closure__:
                 return None  # the closure's token names the variable
             return ("item", None)
+        if thread_local(parent) and type(child) is dict:
+            return None  # a thread's namespace of it: its keys are the attributes
         if kind is frame_type:
             if child is parent.f_back:
                 return ("ref", "caller")

@@ -472,6 +472,13 @@ class HoldersTest(unittest.TestCase):
         self.assertEqual(found[1][:3], ("Net.kept[...]", "list", "Net"))
         self.assertEqual(paths[1], "t._selector.model.kept[...]")
 
+    def test_a_thread_local_attribute_is_named(self):
+        import threading
+        tls = threading.local()
+        tls.buf = Array(0x7f0000008000)
+        found, _ = search({"tls": tls}, [(0x7f0000008000, 8, 1)])
+        self.assertEqual(found[1][:3], ("tls.buf", "Array", "_local"))
+
     def test_other_threads_frames_are_searched(self):
         import threading
         ready, done = threading.Event(), threading.Event()
