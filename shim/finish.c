@@ -236,6 +236,18 @@ void finish_release(void *ticket)
     pthread_mutex_unlock(&sets_lock);
 }
 
+/* Reads the layout (kept for the reports at Python's finish only: the
+ * origin rules judge by it from then on) and publishes the moment's
+ * search, when searches are on. With the GIL held. */
+static void search_at(finish_moment_t moment)
+{
+    static const char *const names[FINISH_MOMENTS] = { "exit", "oom", "request" };
+    char *layout = read_layout(moment == FINISH_AT_EXIT);
+    if (config.holders_ms > 0)
+        publish(moment, run_search(layout != NULL ? layout : "", names[moment]));
+    free(layout);
+}
+
 /* The atexit callback: the program's own callbacks registered before
  * tracking started have not run yet, the later ones have; its modules are
  * whole. */
@@ -253,10 +265,7 @@ static py_object_t *at_finish(py_object_t *self, py_object_t *unused)
         int saved_errno = errno;
         guard_depth++;
         tracker_take_held();
-        char *layout = read_layout(1);
-        if (config.holders_ms > 0)
-            publish(FINISH_AT_EXIT, run_search(layout != NULL ? layout : "", "exit"));
-        free(layout);
+        search_at(FINISH_AT_EXIT);
         guard_depth--;
         errno = saved_errno;
     }
@@ -275,10 +284,7 @@ static void search_now(finish_moment_t moment)
         return;
     int saved_errno = errno;
     guard_depth++;
-    char *layout = read_layout(0);
-    publish(moment, run_search(layout != NULL ? layout : "",
-                               moment == FINISH_AT_OOM ? "oom" : "request"));
-    free(layout);
+    search_at(moment);
     guard_depth--;
     errno = saved_errno;
 }

@@ -382,7 +382,6 @@ def find(targets, budget, layout="", walker=None, moment="exit"):
         """Whether obj is a threading.local, whose attributes live in one
         dict per thread, reached by its traversal, not by __dict__."""
         return isinstance(local_type, type) and local_type in type_mro(type(obj))
-    generator_kinds = {}
 
     def suspended(obj):
         """(what, frame) for a generator, coroutine or async generator."""
@@ -537,23 +536,18 @@ def find(targets, budget, layout="", walker=None, moment="exit"):
         return expr, holder_type, owner, file
 
     roots = {}  # root node -> (name, file, holder type)
-    names = {}  # (node, suffix) -> answer fields
+    answers = {}  # (node, suffix) -> answer fields
 
     def name_of(node, suffix):
-        got = names.get((node, suffix))
+        got = answers.get((node, suffix))
         if got is not None:
             return got
-        chain, n = [], node
+        chain, root, n = [], node, node
         while n >= 0:
-            obj, n = up(n)
+            obj, parent = up(n)
             chain.append(obj)
+            root, n = n, parent
         chain.reverse()
-        root = node
-        while True:
-            _, parent = up(root)
-            if parent < 0:
-                break
-            root = parent
         label = roots.get(root)
         if label is None:
             kind = type_name(type(chain[0]))
@@ -595,7 +589,7 @@ def find(targets, budget, layout="", walker=None, moment="exit"):
             whole = short
         expr, holder_type, owner, file = whole
         got = (expr + suffix, holder_type if not suffix else "Tensor", owner, file, path)
-        names[(node, suffix)] = got
+        answers[(node, suffix)] = got
         return got
 
     # -- the roots, group by group --------------------------------------

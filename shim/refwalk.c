@@ -97,70 +97,6 @@ static inline void *type_of(py_object_t *obj)
     return ((void **)obj)[1];
 }
 
-/* A map of pointers to small ints (open addressing, linear probing), for
- * the types' kinds. Capacity a power of two, at most half full. */
-typedef struct ptr_map {
-    const void **keys;
-    int32_t *values;
-    size_t capacity, used;
-} ptr_map_t;
-
-static size_t ptr_slot(const ptr_map_t *map, const void *key)
-{
-    uint64_t h = (uint64_t)(uintptr_t)key * 0x9E3779B97F4A7C15ull;
-    size_t i = (size_t)(h >> 20) & (map->capacity - 1);
-    while (map->keys[i] != NULL && map->keys[i] != key)
-        i = (i + 1) & (map->capacity - 1);
-    return i;
-}
-
-/* The value for key, or -1 when absent. */
-static int32_t ptr_get(const ptr_map_t *map, const void *key)
-{
-    if (map->capacity == 0)
-        return -1;
-    size_t i = ptr_slot(map, key);
-    return map->keys[i] == key ? map->values[i] : -1;
-}
-
-/* Sets key's value; returns -1 when memory ran out. */
-static int ptr_put(ptr_map_t *map, const void *key, int32_t value)
-{
-    if ((map->used + 1) * 2 > map->capacity) {
-        ptr_map_t bigger = { NULL, NULL, map->capacity ? map->capacity * 2 : 1024, 0 };
-        bigger.keys = calloc(bigger.capacity, sizeof *bigger.keys);
-        bigger.values = malloc(bigger.capacity * sizeof *bigger.values);
-        if (bigger.keys == NULL || bigger.values == NULL) {
-            free(bigger.keys);
-            free(bigger.values);
-            return -1;
-        }
-        for (size_t i = 0; i < map->capacity; i++)
-            if (map->keys[i] != NULL) {
-                size_t j = ptr_slot(&bigger, map->keys[i]);
-                bigger.keys[j] = map->keys[i];
-                bigger.values[j] = map->values[i];
-            }
-        bigger.used = map->used;
-        free(map->keys);
-        free(map->values);
-        *map = bigger;
-    }
-    size_t i = ptr_slot(map, key);
-    if (map->keys[i] == NULL)
-        map->used++;
-    map->keys[i] = key;
-    map->values[i] = value;
-    return 0;
-}
-
-static void ptr_free(ptr_map_t *map)
-{
-    free(map->keys);
-    free(map->values);
-    memset(map, 0, sizeof *map);
-}
-
 /* A zeroed table of bytes, in huge pages where the kernel gives them on
  * request: a table of millions of entries probed at random otherwise
  * misses the TLB at nearly every probe. */
@@ -179,64 +115,91 @@ static void table_free(void *p, size_t bytes)
         munmap(p, bytes);
 }
 
-/* A set of pointers, the same way: one probe is one cache line, which is
- * what a walk of millions of objects pays for. */
-typedef struct ptr_set {
+/* Pointers, each with a small int when the table is valued: open
+ * addressing, linear probing, a power of two of slots at most half full.
+ * One probe is one cache line, which is what a walk of millions of objects
+ * pays for. */
+typedef struct ptr_table {
     const void **keys;
+    int32_t *values;     /* NULL unless valued */
     size_t capacity, used;
-} ptr_set_t;
+    int valued;
+} ptr_table_t;
 
 /* Where key's probe starts: the address itself, in units of the 16 bytes
  * objects are aligned to, so that objects allocated side by side (and met
  * side by side: a list's items) probe side by side, a cache line for
  * several, where a mixing hash made every probe a miss. */
-static inline size_t set_hash(const ptr_set_t *set, const void *key)
+static inline size_t table_hash(const ptr_table_t *t, const void *key)
 {
     uintptr_t p = (uintptr_t)key;
-    return (size_t)((p >> 4) ^ (p >> 28)) & (set->capacity - 1);
+    return (size_t)((p >> 4) ^ (p >> 28)) & (t->capacity - 1);
 }
 
-static size_t set_slot(const ptr_set_t *set, const void *key)
+static size_t table_slot(const ptr_table_t *t, const void *key)
 {
-    size_t i = set_hash(set, key);
-    while (set->keys[i] != NULL && set->keys[i] != key)
-        i = (i + 1) & (set->capacity - 1);
+    size_t i = table_hash(t, key);
+    while (t->keys[i] != NULL && t->keys[i] != key)
+        i = (i + 1) & (t->capacity - 1);
     return i;
 }
 
-static int set_has(const ptr_set_t *set, const void *key)
+/* key's value (0 in a set), or -1 when absent. */
+static int32_t table_get(const ptr_table_t *t, const void *key)
 {
-    return set->capacity != 0 && set->keys[set_slot(set, key)] == key;
+    if (t->capacity == 0)
+        return -1;
+    size_t i = table_slot(t, key);
+    return t->keys[i] != key ? -1 : t->valued ? t->values[i] : 0;
 }
 
-/* Makes room for at least want keys at most half full; -1 when memory
- * ran out. */
-static int set_reserve(ptr_set_t *set, size_t want)
+static void table_release(ptr_table_t *t)
 {
-    if (want * 2 <= set->capacity)
+    table_free(t->keys, t->capacity * sizeof *t->keys);
+    table_free(t->values, t->capacity * sizeof *t->values);
+    t->keys = NULL;
+    t->values = NULL;
+    t->capacity = t->used = 0;
+}
+
+/* Makes room for at least want keys; -1 when memory ran out. */
+static int table_reserve(ptr_table_t *t, size_t want)
+{
+    if (want * 2 <= t->capacity)
         return 0;
-    ptr_set_t bigger = { NULL, set->capacity ? set->capacity : 1024, 0 };
+    ptr_table_t bigger = { NULL, NULL, t->capacity ? t->capacity : 1024, t->used, t->valued };
     while (want * 2 > bigger.capacity)
         bigger.capacity *= 2;
     bigger.keys = table_alloc(bigger.capacity * sizeof *bigger.keys);
-    if (bigger.keys == NULL)
+    if (bigger.valued)
+        bigger.values = table_alloc(bigger.capacity * sizeof *bigger.values);
+    if (bigger.keys == NULL || (bigger.valued && bigger.values == NULL)) {
+        table_release(&bigger);
         return -1;
-    for (size_t i = 0; i < set->capacity; i++)
-        if (set->keys[i] != NULL)
-            bigger.keys[set_slot(&bigger, set->keys[i])] = set->keys[i];
-    bigger.used = set->used;
-    table_free(set->keys, set->capacity * sizeof *set->keys);
-    *set = bigger;
+    }
+    for (size_t i = 0; i < t->capacity; i++)
+        if (t->keys[i] != NULL) {
+            size_t j = table_slot(&bigger, t->keys[i]);
+            bigger.keys[j] = t->keys[i];
+            if (bigger.valued)
+                bigger.values[j] = t->values[i];
+        }
+    table_release(t);
+    *t = bigger;
     return 0;
 }
 
-/* Adds key (absent); -1 when memory ran out. */
-static int set_add(ptr_set_t *set, const void *key)
+/* Sets key's value (a set ignores it); -1 when memory ran out. */
+static int table_put(ptr_table_t *t, const void *key, int32_t value)
 {
-    if (set_reserve(set, set->used + 1) != 0)
+    if (table_reserve(t, t->used + 1) != 0)
         return -1;
-    set->keys[set_slot(set, key)] = key;
-    set->used++;
+    size_t i = table_slot(t, key);
+    if (t->keys[i] == NULL)
+        t->used++;
+    t->keys[i] = key;
+    if (t->valued)
+        t->values[i] = value;
     return 0;
 }
 
@@ -245,8 +208,8 @@ typedef struct walk {
     py_object_t **objects;  /* node -> object, a reference held */
     int32_t *parents;       /* node -> the node it was met from, -1 for a root */
     size_t count, capacity, next; /* next: the first node not walked yet */
-    ptr_set_t seen;         /* objects met, and those to ignore */
-    ptr_map_t kinds;        /* type -> classify's answer + 1 */
+    ptr_table_t seen;       /* objects met, and those to ignore */
+    ptr_table_t kinds;      /* type -> classify's answer (valued) */
     /* For the visit callback, during one walk call: */
     int32_t current;
     unsigned long long lo, hi;
@@ -275,11 +238,10 @@ static void walk_close(walk_t *w)
     free(w->batch);
     w->batch = NULL;
     w->batch_count = 0;
-    table_free(w->seen.keys, w->seen.capacity * sizeof *w->seen.keys);
-    ptr_free(&w->kinds);
+    table_release(&w->seen);
+    table_release(&w->kinds);
     w->objects = NULL;
     w->parents = NULL;
-    memset(&w->seen, 0, sizeof w->seen);
     w->met += w->count;
     w->capacity = w->next = w->count = 0;
     w->closed = 1;
@@ -323,7 +285,7 @@ static int walk_add(walk_t *w, py_object_t *obj, int32_t parent)
 {
     if (w->count == w->capacity && walk_reserve(w, w->count + 1) != 0)
         return -1;
-    if (set_add(&w->seen, obj) != 0)
+    if (table_put(&w->seen, obj, 0) != 0)
         return -1;
     py.incref(obj);
     w->objects[w->count] = obj;
@@ -398,7 +360,7 @@ static void walk_referent(walk_t *w, py_object_t *child)
         }
         return;
     }
-    if (!(py.get_flags(type_of(child)) & PY_TPFLAGS_HAVE_GC) || set_has(&w->seen, child))
+    if (!(py.get_flags(type_of(child)) & PY_TPFLAGS_HAVE_GC) || table_get(&w->seen, child) >= 0)
         return;
     if (walk_add(w, child, w->current) != 0)
         w->failed = 1;
@@ -417,7 +379,7 @@ static void walk_referents(walk_t *w)
         if (i + AHEAD_HEADER < n)
             __builtin_prefetch(w->batch[i + AHEAD_HEADER]);
         if (i + AHEAD_SLOT < n && w->seen.capacity != 0)
-            __builtin_prefetch(&w->seen.keys[set_hash(&w->seen, w->batch[i + AHEAD_SLOT])]);
+            __builtin_prefetch(&w->seen.keys[table_hash(&w->seen, w->batch[i + AHEAD_SLOT])]);
         walk_referent(w, w->batch[i]);
     }
     w->batch_count = 0;
@@ -427,9 +389,9 @@ static void walk_referents(walk_t *w)
 static long walk_kind(walk_t *w, py_object_t *classify, py_object_t *obj)
 {
     void *type = type_of(obj);
-    int32_t known = ptr_get(&w->kinds, type);
+    int32_t known = table_get(&w->kinds, type);
     if (known >= 0)
-        return known - 1;
+        return known;
     py_object_t *answer = py.call(classify, (py_object_t *)type, NULL);
     long kind = answer != NULL ? py.as_long(answer) : 0;
     if (answer != NULL)
@@ -440,7 +402,7 @@ static long walk_kind(walk_t *w, py_object_t *classify, py_object_t *obj)
     }
     if (kind < 0 || kind > 1000)
         kind = 0;
-    return ptr_put(&w->kinds, type, (int32_t)kind + 1) == 0 ? kind : -1;
+    return table_put(&w->kinds, type, (int32_t)kind) == 0 ? kind : -1;
 }
 
 /* Walks from the next unwalked node until none is left or the deadline. */
@@ -486,12 +448,12 @@ static py_object_t *walk_call(py_object_t *capsule, py_object_t *args)
     ssize_t n_roots = py.list_size(roots), n_ignore = py.list_size(ignore);
     if (n_roots < 0 || n_ignore < 0)
         return NULL;
-    if (expect > 0 && (set_reserve(&w->seen, (size_t)expect) != 0
+    if (expect > 0 && (table_reserve(&w->seen, (size_t)expect) != 0
                        || walk_reserve(w, (size_t)expect) != 0))
         return NULL;
     for (ssize_t i = 0; i < n_ignore; i++) {
         py_object_t *obj = py.list_get(ignore, i);
-        if (!set_has(&w->seen, obj) && set_add(&w->seen, obj) != 0)
+        if (table_get(&w->seen, obj) < 0 && table_put(&w->seen, obj, 0) != 0)
             return NULL;
     }
     py_object_t *indices = py.new_list(0), *found = py.new_list(0);
@@ -505,7 +467,7 @@ static py_object_t *walk_call(py_object_t *capsule, py_object_t *args)
     for (ssize_t i = 0; i < n_roots; i++) {
         py_object_t *obj = py.list_get(roots, i);
         long node = -1;
-        if (!set_has(&w->seen, obj)) {
+        if (table_get(&w->seen, obj) < 0) {
             if (walk_add(w, obj, -1) != 0)
                 goto out;
             node = (long)w->count - 1;
@@ -616,6 +578,7 @@ void *refwalk_new(void)
     walk_t *w = calloc(1, sizeof *w);
     if (w == NULL)
         return NULL;
+    w->kinds.valued = 1;
     py_object_t *capsule = py.capsule_new(w, capsule_name, walk_release);
     if (capsule == NULL) {
         free(w);

@@ -167,17 +167,19 @@ static int another_process_wrote(const char *path)
     return modified_ns >= lifecycle_started_ns() + lifecycle_epoch_offset_ns();
 }
 
-/* The report could not open its file, every descriptor taken (ulimit -n):
- * the symbolizer's open files (the program's objects, libdw's) are let go
- * and the write tried once more; the frames not named yet are then named
- * from the dynamic symbols only. Returns 1 when written. */
-static int retry_with_descriptors(const report_view_t *view, const char *path)
+/* Writes the report to path, replacing only a report. When every
+ * descriptor is taken (ulimit -n), the symbolizer's open files (the
+ * program's objects, libdw's) are let go and the write tried once more;
+ * the frames not named yet are then named from the dynamic symbols only.
+ * Returns 0, or -1 with errno set. */
+static int write_primary(const report_view_t *view, const char *path)
 {
-    symbolize_end();
-    if (report_json_write(path, view, REPORT_REPLACE_REPORT) != 0)
+    if (report_json_write(path, view, REPORT_REPLACE_REPORT) == 0)
         return 0;
-    own_file_known = lstat(path, &own_file) == 0;
-    return 1;
+    if (errno != EMFILE)
+        return -1;
+    symbolize_end();
+    return report_json_write(path, view, REPORT_REPLACE_REPORT);
 }
 
 /* Writes the report to its path or, when that fails, to the fallback, and
@@ -190,7 +192,7 @@ static const char *write_somewhere(const report_view_t *view, char *path, size_t
     if (!primary_failed) {
         int expanded = report_expand_path(config.output, path, size) == 0;
         int shared = expanded && !shared_path_warned && another_process_wrote(path);
-        if (expanded && report_json_write(path, view, REPORT_REPLACE_REPORT) == 0) {
+        if (expanded && write_primary(view, path) == 0) {
             own_file_known = lstat(path, &own_file) == 0;
             if (shared) {
                 int names_pid;
@@ -208,8 +210,6 @@ static const char *write_somewhere(const report_view_t *view, char *path, size_t
         }
         if (expanded && too_large(path))
             return NULL;
-        if (expanded && errno == EMFILE && retry_with_descriptors(view, path))
-            return path;
         int failure = errno;  /* the stat below must not stand in for the reason */
         struct stat st;
         why = !expanded ? "too long once expanded"
@@ -309,9 +309,6 @@ static int lock_writer(void)
     return 0;
 }
 
-/* Writes the report and its lines on stderr, SIGPIPE and SIGXFSZ quiet
- * (log.h): a reader of stderr gone, or the file size limit, fails a write,
- * never ends the program. */
 /* The summary on stderr. A thread a signal interrupted may hold stderr's
  * stdio lock for good (it was printing): for its report the summary is
  * made in memory and written to descriptor 2 in one call, without that
@@ -339,6 +336,9 @@ static void print_summary(const report_view_t *view, const char *written, int in
     free(text);
 }
 
+/* Writes the report and its lines on stderr, SIGPIPE and SIGXFSZ quiet
+ * (log.h): a reader of stderr gone, or the file size limit, fails a write,
+ * never ends the program. */
 static void write_locked(report_moment_t moment, int signal, int interrupted)
 {
     log_quiet_t quiet;

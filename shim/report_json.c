@@ -654,7 +654,6 @@ static void put_python_layout(FILE *f)
     fputs_unlocked("]},\n", f);
 }
 
-/* What filled the GPU when an allocation first ran out of memory. */
 /* How a holder search went: "holders_search":{...}, after lead. */
 static void put_search(FILE *f, const char *lead, const holder_search_t *hs)
 {
@@ -666,6 +665,8 @@ static void put_search(FILE *f, const char *lead, const holder_search_t *hs)
             (unsigned long long)hs->named_allocations, (unsigned long long)hs->named_bytes);
 }
 
+/* What filled the GPU when an allocation first ran out of memory, and
+ * who held it then (the search made at the failure). */
 static void put_oom(FILE *f, frame_tables_t *tables, const report_view_t *view)
 {
     const tracker_oom_t *oom = view->has_oom ? &view->oom : NULL;
