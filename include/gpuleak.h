@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define GPULEAK_API_VERSION 3
+#define GPULEAK_API_VERSION 4
 
 /* GPULEAK_API_VERSION of the loaded shim. */
 int gpuleak_api_version(void);
@@ -58,6 +58,19 @@ size_t gpuleak_live_since(uint64_t mark, gpuleak_site_t *out, size_t max);
  * "file:line in function" into out. Returns 0, or -1 when the site has no
  * Python frame the rules keep. */
 int gpuleak_site_origin(uint32_t site, char *out, size_t size);
+
+/* The thread that made the site, as pthread_self() (Python's
+ * threading.get_ident()) gives it, when its stack had Python frames; 0 for
+ * a thread that ran no Python (a native worker, PyTorch's autograd threads)
+ * or an unknown site. Two threads with the same stack share one site, then
+ * the first one's. Since version 4. */
+uint64_t gpuleak_site_thread(uint32_t site);
+
+/* The site's Python frames, innermost first, one "file:line in function"
+ * a line, into out (cut at a whole line). Returns how many frames the site
+ * has (more than written when out was too small), 0 for none or an
+ * unknown site. Since version 4. */
+int gpuleak_site_python_frames(uint32_t site, char *out, size_t size);
 
 /* The start address and size of up to max of the site's live allocations;
  * returns how many it has in all. O(live allocations). */

@@ -9,11 +9,14 @@
 #include "guard.h"
 #include "lifecycle.h"
 #include "marks.h"
+#include "python.h"
 #include "report_format.h"
 #include "report.h"
+#include "stacks.h"
 #include "tracker.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -173,6 +176,35 @@ EXPORT int gpuleak_site_origin(uint32_t site, char *out, size_t size)
     int rc = report_python_origin(site, out, size);
     guard_depth--;
     return rc;
+}
+
+EXPORT uint64_t gpuleak_site_thread(uint32_t site)
+{
+    const stack_record_t *r = stacks_get(site);
+    return r != NULL ? r->thread : 0;
+}
+
+EXPORT int gpuleak_site_python_frames(uint32_t site, char *out, size_t size)
+{
+    const stack_record_t *r = stacks_get(site);
+    if (size > 0)
+        out[0] = '\0';
+    if (r == NULL)
+        return 0;
+    size_t used = 0;
+    for (int i = 0; size > 0 && i < r->python_count; i++) {
+        const char *function = NULL, *file = NULL;
+        int line = 0;
+        (void)python_describe(r->frames[r->native_count + i], &function, &file, &line);
+        int n = snprintf(out + used, size - used, "%s:%d in %s\n", file ? file : "?", line,
+                         function ? function : "?");
+        if (n < 0 || (size_t)n >= size - used) {
+            out[used] = '\0';  /* a line that did not fit is left out whole */
+            break;
+        }
+        used += (size_t)n;
+    }
+    return r->python_count;
 }
 
 EXPORT size_t gpuleak_site_records(uint32_t site, uint64_t *addresses, uint64_t *sizes, size_t max)

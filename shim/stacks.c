@@ -243,6 +243,7 @@ static uint32_t intern_frames(uint32_t tag, const uintptr_t *native, int native_
     fresh->tag = tag;
     fresh->native_count = (uint16_t)native_count;
     fresh->python_count = (uint16_t)python_count;
+    fresh->thread = python_count > 0 ? (uint64_t)pthread_self() : 0;
     for (int i = 0; i < native_count; i++)
         fresh->frames[i] = native[i];
     for (int i = 0; i < python_count; i++)

@@ -22,6 +22,9 @@ typedef struct stack_record {
     uint16_t native_count;
     uint16_t python_count;
     uint32_t tag;          /* caller's discriminator (the allocation kind) */
+    uint64_t thread;       /* pthread_self() of the thread that first interned
+                              it with Python frames; 0 without them (a native
+                              worker, an autograd thread): whose site it is */
     uint64_t frames[];     /* native_count return addresses, then python_count
                               python_frame_t, both innermost first */
 } stack_record_t;

@@ -26,7 +26,7 @@ def _find_shim():
     except (OSError, AttributeError):
         return None
     version.restype = ctypes.c_int
-    if version() < 3:
+    if version() < 4:
         return None
     lib.gpuleak_tracking.restype = ctypes.c_int
     lib.gpuleak_live_bytes.restype = ctypes.c_uint64
@@ -37,6 +37,10 @@ def _find_shim():
     lib.gpuleak_live_since.argtypes = [ctypes.c_uint64, ctypes.POINTER(_Site), ctypes.c_size_t]
     lib.gpuleak_site_origin.restype = ctypes.c_int
     lib.gpuleak_site_origin.argtypes = [ctypes.c_uint32, ctypes.c_char_p, ctypes.c_size_t]
+    lib.gpuleak_site_thread.restype = ctypes.c_uint64
+    lib.gpuleak_site_thread.argtypes = [ctypes.c_uint32]
+    lib.gpuleak_site_python_frames.restype = ctypes.c_int
+    lib.gpuleak_site_python_frames.argtypes = [ctypes.c_uint32, ctypes.c_char_p, ctypes.c_size_t]
     lib.gpuleak_site_records.restype = ctypes.c_size_t
     lib.gpuleak_site_records.argtypes = [ctypes.c_uint32, ctypes.POINTER(ctypes.c_uint64),
                                          ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t]
@@ -127,6 +131,27 @@ class Site:
         if _shim.gpuleak_site_origin(self.site, buf, len(buf)) != 0:
             return None
         return buf.value.decode("utf-8", "replace")
+
+    @property
+    def thread(self):
+        """The thread that made the site, as threading.get_ident() names it,
+        or 0 for a thread that ran no Python (PyTorch's autograd threads,
+        a library's native workers)."""
+        return _shim.gpuleak_site_thread(self.site) if _shim is not None else 0
+
+    def python_frames(self):
+        """The site's Python frames, innermost first, as "file:line in
+        function" strings."""
+        if _shim is None:
+            return []
+        size = 4096
+        while True:
+            buf = ctypes.create_string_buffer(size)
+            count = _shim.gpuleak_site_python_frames(self.site, buf, size)
+            lines = buf.value.decode("utf-8", "replace").splitlines()
+            if len(lines) >= count or size >= 1 << 20:
+                return lines
+            size *= 4
 
     def records(self):
         """(address, size) of the site's live allocations."""

@@ -2,24 +2,37 @@
 
 Per test, a mark is put on the report's timeline before its setup; after
 its teardown (and a garbage collection), the lines that hold more GPU
-memory than at the mark are the test's leak. A test fails (at teardown)
-when that exceeds its budget: --gpuleak-max-leaked, or the marker's
-max_leaked. @pytest.mark.gpuleak(repeat=N) runs the body N times and fails
-when every run after the first keeps more memory: growth. The failure names
-the line, as the report does, and the objects that hold the memory.
+memory than at the mark are the test's leak. A test that leaves more than
+its budget (--gpuleak-max-leaked, or the marker's max_leaked) fails, as
+pytest fails a test whose body breaks an assertion: its call is FAILED,
+with the test's own line, the helper's line it went by, and the objects
+that hold the memory. @pytest.mark.gpuleak(repeat=N) runs the body N times
+and fails when every run after the first keeps more memory: growth.
+
+Only the test's own thread is charged by default: what another Python
+thread allocates meanwhile (a data loader, a server's worker, a fixture's
+thread) is not the test's; threads that run no Python (PyTorch's autograd
+engine) work for the test and are charged. --gpuleak-all-threads charges
+every thread.
 
 Without the shim in the process, --gpuleak runs pytest again under it
-(LD_PRELOAD, from GPULEAK_LIB or next to the gpuleak command); each process
-(an xdist worker too) measures its own tests only."""
+(LD_PRELOAD, from GPULEAK_LIB or next to the gpuleak command), with no exit
+summary after pytest's output and the report out of the test folder (in
+the temporary directory, or --gpuleak-report PATH); each process (an xdist
+worker too) measures its own tests only."""
 import gc
+import glob
 import os
+import re
 import sys
+import tempfile
+import threading
 
 import pytest
+from _pytest._code.code import ExceptionChainRepr, ReprEntry, ReprFileLocation, ReprTraceback
+from _pytest.runner import runtestprotocol
 
 import gpuleak
-
-import re
 
 _SIZE_UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1000, "kib": 1024, "m": 1 << 20, "mb": 10**6,
                "mib": 1 << 20, "g": 1 << 30, "gb": 10**9, "gib": 1 << 30,
@@ -51,6 +64,12 @@ def pytest_addoption(parser):
                     help="fail tests that leave GPU memory behind (runs pytest under libgpuleak.so)")
     group.addoption("--gpuleak-max-leaked", default="0", metavar="SIZE",
                     help="GPU memory a test may leave behind (default 0)")
+    group.addoption("--gpuleak-all-threads", action="store_true", default=False,
+                    help="charge a test with what every thread allocated while it ran, not only "
+                         "its own thread and the native threads working for it")
+    group.addoption("--gpuleak-report", default=None, metavar="PATH",
+                    help="write the session's report to PATH (%%p the pid); without it, and "
+                         "without GPULEAK_OUTPUT, it goes to the temporary directory")
 
 
 def pytest_configure(config):
@@ -64,7 +83,7 @@ def pytest_configure(config):
         raise pytest.UsageError("gpuleak: --gpuleak-max-leaked: %s" % e)
     if not gpuleak.loaded():
         _rerun_under_shim(config)
-    config._gpuleak = _Session(max_leaked)
+    config._gpuleak = _Session(max_leaked, config.getoption("--gpuleak-all-threads"))
     config.pluginmanager.register(config._gpuleak, "gpuleak-session")
 
 
@@ -83,6 +102,14 @@ def _rerun_under_shim(config):
     env = dict(os.environ)
     env["LD_PRELOAD"] = lib + (":" + env["LD_PRELOAD"] if env.get("LD_PRELOAD") else "")
     env["GPULEAK_PYTEST_REEXEC"] = "1"
+    # pytest's own output is the answer: the shim's exit summary would
+    # follow it with thirty lines on the whole session.
+    env.setdefault("GPULEAK_SUMMARY", "0")
+    report = config.getoption("--gpuleak-report")
+    if report:
+        env["GPULEAK_OUTPUT"] = report
+    elif "GPULEAK_OUTPUT" not in env:
+        env["GPULEAK_OUTPUT"] = _report_folder() + "/gpuleak-%p.json"
     # The command line as it was, interpreter options (-X, -W) included;
     # pytest.main() called from a program has none to give: then pytest's own.
     args = list(getattr(sys, "orig_argv", []))
@@ -92,6 +119,26 @@ def _rerun_under_shim(config):
     sys.stderr.flush()
     os.chdir(str(config.invocation_params.dir))
     os.execve(sys.executable, args, env)
+
+
+REPORTS_KEPT = 3  # as pytest keeps its last three temporary folders
+
+
+def _report_folder():
+    """The user's folder for the reports of sessions that did not ask for
+    one, in the temporary directory, with only the newest few kept."""
+    folder = os.path.join(tempfile.gettempdir(), "gpuleak-pytest-%d" % os.getuid())
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    st = os.lstat(folder)
+    if not os.path.isdir(folder) or os.path.islink(folder) or st.st_uid != os.getuid():
+        return tempfile.mkdtemp(prefix="gpuleak-pytest-")  # someone else's name: one of our own
+    old = sorted(glob.glob(os.path.join(folder, "gpuleak-*.json")), key=os.path.getmtime)
+    for path in old[:max(0, len(old) - (REPORTS_KEPT - 1))]:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+    return folder
 
 
 def _release_instance(item):
@@ -110,10 +157,37 @@ def _release_instance(item):
         item._instance = None
 
 
+def _frame_parts(text):
+    """"file:line in function" -> (file, line, function), or None."""
+    found = re.fullmatch(r"(.*):(\d+) in (.*)", text)
+    return (found.group(1), int(found.group(2)), found.group(3)) if found else None
+
+
+def _test_line(item, site):
+    """The test's own line in the site's stack (the frame of the test
+    function, innermost first), as "file:line in function", or None."""
+    function = getattr(item, "function", None)
+    code = getattr(function, "__code__", None)
+    if code is None:
+        return None
+    for text in site.python_frames():
+        parts = _frame_parts(text)
+        if parts and parts[0] == code.co_filename and parts[2].split(".")[-1] == code.co_name:
+            return "%s:%d in %s" % (os.path.basename(parts[0]), parts[1], parts[2])
+    return None
+
+
+def _short(where):
+    """A frame as the failure shows it: the file's name, not its path."""
+    parts = _frame_parts(where or "")
+    return "%s:%d in %s" % (os.path.basename(parts[0]), parts[1], parts[2]) if parts else where
+
+
 class _Session:
-    def __init__(self, max_leaked):
+    def __init__(self, max_leaked, all_threads):
         self.max_leaked = max_leaked
-        self.failures = []   # (nodeid, what it left), from the teardown reports
+        self.all_threads = all_threads
+        self.failures = []   # (nodeid, what it left), from the call reports
 
     def pytest_collection_modifyitems(self, items):
         """Every gpuleak marker is read before a test runs: a typo in one is
@@ -149,6 +223,35 @@ class _Session:
             repeat = int(marker.kwargs.get("repeat", 1))
         return max_leaked, max(repeat, 1)
 
+    def _gained(self, mark):
+        """The sites that gained since mark, another Python thread's left
+        out unless every thread is charged."""
+        sites = gpuleak.live_since(mark)
+        if self.all_threads:
+            return sites
+        own = threading.get_ident()
+        return [s for s in sites if s.thread in (0, own)]
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(self, item, nextitem):
+        """pytest's own run of a test, its reports held back until the
+        teardown has measured what the test left: a breach then fails the
+        test's call, as a failed assertion in its body would (one FAILED,
+        not a PASSED and an ERROR at teardown), as pytest-rerunfailures
+        holds its reports back."""
+        item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+        reports = runtestprotocol(item, nextitem=nextitem, log=False)
+        failure = getattr(item, "_gpuleak_failure", None)
+        for report in reports:
+            if (failure is not None and report.when == "call" and report.passed
+                    and not hasattr(report, "wasxfail")):
+                report.outcome = "failed"
+                report.longrepr = failure
+                report.user_properties.append(("gpuleak_failure", failure.reprcrash.message))
+            item.ihook.pytest_runtest_logreport(report=report)
+        item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+        return True
+
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item):
         gc.collect()
@@ -166,7 +269,7 @@ class _Session:
             return
         before = gpuleak.mark("setup " + fixturedef.argname)
         yield
-        for s in gpuleak.live_since(before):
+        for s in self._gained(before):
             item._gpuleak_shared[s.site] = item._gpuleak_shared.get(s.site, 0) + s.bytes
 
     @pytest.hookimpl(hookwrapper=True)
@@ -179,10 +282,10 @@ class _Session:
         kept = []
         for _ in range(repeat - 1):
             gc.collect()
-            kept.append(sum(s.bytes for s in gpuleak.live_since(item._gpuleak_mark)))
+            kept.append(sum(s.bytes for s in self._gained(item._gpuleak_mark)))
             item.runtest()
         gc.collect()
-        kept.append(sum(s.bytes for s in gpuleak.live_since(item._gpuleak_mark)))
+        kept.append(sum(s.bytes for s in self._gained(item._gpuleak_mark)))
         steps = [b - a for a, b in zip(kept, kept[1:])]
         if steps and all(step > 0 for step in steps):
             item._gpuleak_growth = (min(steps), repeat)
@@ -210,7 +313,7 @@ class _Session:
         gc.collect()
         shared = getattr(item, "_gpuleak_shared", {})
         sites = []
-        for s in gpuleak.live_since(mark):
+        for s in self._gained(mark):
             s.bytes -= min(s.bytes, shared.get(s.site, 0))
             if s.bytes > 0:
                 sites.append(s)
@@ -220,48 +323,56 @@ class _Session:
         growth = getattr(item, "_gpuleak_growth", None)
         if leaked <= max_leaked and growth is None:
             return
-        # By line, as the report groups: the body's repeated runs come from
-        # other stacks (the plugin's), but from the same line.
+        item._gpuleak_failure = self._failure(item, sites, leaked, max_leaked, growth)
+
+    def _failure(self, item, sites, leaked, max_leaked, growth):
+        """The failure of a test that broke its budget: by the test's own
+        line (the helper's line it went by under it), as the report
+        groups, each with the objects that hold its memory."""
         groups = {}
         for s in sites:
-            key = s.origin or "site %d" % s.site
-            groups.setdefault(key, []).append(s)
-        ranked = sorted(groups.items(), key=lambda kv: -sum(s.bytes for s in kv[1]))
-        gpuleak.holders([s for _, group in ranked[:5] for s in group])
+            origin = _short(s.origin)
+            own = _test_line(item, s) or origin or "site %d" % s.site
+            group = groups.setdefault(own, {"sites": [], "via": set()})
+            group["sites"].append(s)
+            if origin and origin != own:
+                group["via"].add(origin)
+        ranked = sorted(groups.items(), key=lambda kv: -sum(s.bytes for s in kv[1]["sites"]))
+        gpuleak.holders([s for _, group in ranked[:5] for s in group["sites"]])
+        where = ranked[0][0] if ranked else "no line"
         lines = []
         if growth is not None:
             lines.append("gpuleak: grew by at least %s on each of %d runs" % (_human(growth[0]), growth[1] - 1))
         if leaked > max_leaked:
             lines.append("gpuleak: %s of GPU memory left behind (budget %s):" % (_human(leaked), _human(max_leaked)))
-        for where, group in ranked[:5]:
+        for own, group in ranked[:5]:
+            members = group["sites"]
             lines.append("  %s in %d allocation(s) of %s memory at %s" % (
-                _human(sum(s.bytes for s in group)), sum(s.live_allocations for s in group),
-                group[0].kind, where))
+                _human(sum(s.bytes for s in members)), sum(s.live_allocations for s in members),
+                members[0].kind, own))
+            for via in sorted(group["via"]):
+                lines.append("    by way of %s" % via)
             named = {}
-            for s in group:
+            for s in members:
                 for text, size in s.holders:
                     named[text] = named.get(text, 0) + size
             for text, size in sorted(named.items(), key=lambda h: -h[1])[:2]:
                 lines.append("    held by %s: %s" % (text, _human(size)))
         if len(ranked) > 5:
             lines.append("  ... and %d more line(s)" % (len(ranked) - 5))
-        item._gpuleak_failure = "\n".join(lines)
-        # Travels with the report (to xdist's controller too) for the summary.
-        item.user_properties.append(("gpuleak_failure", "%s left%s, largest at %s" % (
-            _human(leaked), ", grew" if growth else "", ranked[0][0] if ranked else "no line")))
-
-    @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_makereport(self, item, call):
-        outcome = yield
-        report = outcome.get_result()
-        failure = getattr(item, "_gpuleak_failure", None)
-        if call.when == "teardown" and failure is not None and report.passed:
-            report.outcome = "failed"
-            report.longrepr = failure
+        headline = "gpuleak: %s %s at %s" % (
+            _human(leaked), "left behind" if leaked > max_leaked else "kept, growing", where)
+        path, lineno = item.location[0], (item.location[1] or 0) + 1
+        parts = _frame_parts(where)
+        if parts is not None and os.path.basename(path) == parts[0]:
+            lineno = parts[1]
+        crash = ReprFileLocation(path, lineno, headline)
+        entry = ReprEntry(["E   " + line for line in lines], None, None, crash, "value")
+        return ExceptionChainRepr([(ReprTraceback([entry], None, "value"), crash, None)])
 
     def pytest_runtest_logreport(self, report):
         """Runs where the results are gathered (xdist's controller too)."""
-        if report.when != "teardown":
+        if report.when != "call":
             return
         for name, value in report.user_properties:
             if name == "gpuleak_failure":
@@ -271,7 +382,11 @@ class _Session:
         tr = terminalreporter
         if not self.failures:
             tr.write_sep("=", "gpuleak: no test left GPU memory behind")
-            return
-        tr.write_sep("=", "gpuleak: %d test(s) left GPU memory behind" % len(self.failures))
-        for nodeid, what in self.failures:
-            tr.write_line("%s: %s" % (nodeid, what))
+        else:
+            tr.write_sep("=", "gpuleak: %d test(s) left GPU memory behind" % len(self.failures))
+            for nodeid, what in self.failures:
+                tr.write_line("%s: %s" % (nodeid, what))
+        output = os.environ.get("GPULEAK_OUTPUT")
+        if gpuleak.tracking() and output:
+            tr.write_line("gpuleak: the session's report: %s (gpuleak report, gpuleak html)"
+                          % output.replace("%p", str(os.getpid())))

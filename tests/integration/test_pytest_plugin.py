@@ -45,34 +45,49 @@ class PytestPluginTest(unittest.TestCase):
                     "LD_LIBRARY_PATH": os.path.join(BUILD, "fakecuda"),
                     "GPULEAK_LIB": os.path.join(BUILD, "libgpuleak.so"),
                     "GPULEAK_OUTPUT": os.path.join(self.tmp, "r-%p.json"),
-                    "GPULEAK_SUMMARY": "0"})
+                    "GPULEAK_SUMMARY": "0",
+                    "COLUMNS": "200"})  # the short summary's lines whole
         env.update(extra_env or {})
         env.pop("LD_PRELOAD", None)
         return env
 
-    def run_pytest(self, *args, suite=SUITE, python_options=()):
-        env = self.pytest_env()
+    def run_pytest(self, *args, suite=SUITE, python_options=(), env=None, cwd=None):
+        env = env or self.pytest_env()
         junit = os.path.join(self.tmp, "junit-%d.xml" % len(os.listdir(self.tmp)))
         proc = subprocess.run([self.python] + list(python_options) + ["-m", "pytest", "-p", "gpuleak.pytest_plugin", "-p", "no:cacheprovider",
                                "--junitxml", junit, suite] + list(args),
-                              env=env, capture_output=True, text=True, timeout=120)
+                              env=env, cwd=cwd, capture_output=True, text=True, timeout=120)
+        return proc, self.verdicts(junit)
+
+    @staticmethod
+    def verdicts(junit):
+        """Each test's (outcome, leaked bytes) from JUnit: outcome "failure"
+        (its call failed), "error" (its setup or teardown did), or False."""
         cases = {}
         for case in ET.parse(junit).iter("testcase"):
             props = {p.get("name"): p.get("value") for p in case.iter("property")}
-            failed = case.find("error") is not None or case.find("failure") is not None
-            cases[case.get("name")] = (failed, props.get("gpuleak_leaked_bytes"))
-        return proc, cases
+            outcome = next((tag for tag in ("failure", "error") if case.find(tag) is not None), False)
+            cases[case.get("name")] = (outcome, props.get("gpuleak_leaked_bytes"))
+        return cases
 
-    def expect_verdicts(self, cases):
+    def expect_verdicts(self, cases, thread_charged=False):
+        """A breach is the test's failure (its call), never an error at
+        teardown; another Python thread's memory is charged only when
+        asked."""
         self.assertEqual(cases, {"test_clean": (False, "0"),
                                  "test_first_matmul": (False, "0"),
                                  "test_uses_its_state": (False, "0"),
                                  "test_uses_a_session_fixture": (False, "0"),
                                  "test_uses_function_fixtures": (False, "0"),
-                                 "test_leaks": (True, "65536"),
+                                 "test_leaks": ("failure", "65536"),
                                  "test_within_its_budget": (False, "4096"),
-                                 "test_grows_on_each_run": (True, str(4 * 8192)),
-                                 "test_steady_on_each_run": (False, "0")})
+                                 "test_grows_on_each_run": ("failure", str(4 * 8192)),
+                                 "test_steady_on_each_run": (False, "0"),
+                                 "test_leaks_through_a_helper": ("failure", "2048"),
+                                 "test_while_a_thread_allocates":
+                                     ("failure", "1024") if thread_charged else (False, "0"),
+                                 "test_skipped_while_a_thread_allocates":
+                                     (False, "1024" if thread_charged else "0")})
 
     def test_leaking_tests_fail_with_their_line_and_holder(self):
         proc, cases = self.run_pytest("--gpuleak")
@@ -84,7 +99,16 @@ class PytestPluginTest(unittest.TestCase):
         self.assertIn("held by kept[...] (list in test_gpu.py): 64.0 KiB", out)
         self.assertIn("grew by at least 8.0 KiB on each of 3 runs", out)
         self.assertIn("test_gpu.py:%d in test_grows_on_each_run" % line_of("# GROW-LINE"), out)
-        self.assertIn("gpuleak: 2 test(s) left GPU memory behind", out)
+        self.assertIn("gpuleak: 3 test(s) left GPU memory behind", out)
+        # pytest's own words: FAILED with the line, as a broken assertion.
+        self.assertIn("3 failed, 8 passed, 1 skipped", out)
+        self.assertNotIn("error", out.split("short test summary info")[-1])
+        self.assertRegex(out, r"FAILED \S*test_gpu.py::test_leaks - gpuleak: 64.0 KiB left behind at "
+                              r"test_gpu.py:%d in test_leaks\n" % line_of("# LEAK-LINE"))
+        # Through a helper: the test's own line first, the helper's as the way.
+        self.assertRegex(out, r"2.0 KiB in 1 allocation\(s\) of tensor memory at test_gpu.py:%d in "
+                              r"test_leaks_through_a_helper\n.*by way of test_gpu.py:%d in alloc"
+                         % (line_of("# OWN-LINE"), line_of("# HELPER-LINE")))
         # One report for the session, with a mark per test on its timeline.
         reports = [f for f in os.listdir(self.tmp) if f.startswith("r-")]
         self.assertEqual(len(reports), 1)
@@ -92,13 +116,45 @@ class PytestPluginTest(unittest.TestCase):
                               capture_output=True, text=True, timeout=60).stdout
         self.assertRegex(text, r"marks \('\|' on the axis\):.*test_clean")
 
+    def test_every_thread_is_charged_when_asked(self):
+        proc, cases = self.run_pytest("--gpuleak", "--gpuleak-all-threads")
+        self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
+        self.expect_verdicts(cases, thread_charged=True)
+        self.assertIn("test_gpu.py:%d in loader.<locals>.prefetch" % line_of("# THREAD-LINE"), proc.stdout)
+
+    def test_the_session_leaves_no_report_in_the_tests_folder_and_no_summary(self):
+        """Unless asked, the report goes to the temporary directory (named
+        at the end of pytest's output) and the shim prints no exit summary
+        after pytest's own."""
+        env = self.pytest_env()
+        for name in ("GPULEAK_OUTPUT", "GPULEAK_SUMMARY"):
+            env.pop(name)
+        env["TMPDIR"] = self.tmp
+        cwd = tempfile.mkdtemp(prefix="gpuleak-pytest-cwd-")
+        proc, cases = self.run_pytest("--gpuleak", "-k", "test_leaks", env=env, cwd=cwd)
+        self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
+        self.assertEqual(os.listdir(cwd), [])
+        self.assertEqual([f for f in os.listdir(SUITE) if f.endswith(".json")], [])
+        self.assertNotIn("gpuleak: summary", proc.stderr)
+        self.assertEqual(proc.stderr.strip(), "")
+        found = re.search(r"gpuleak: the session's report: (\S+)", proc.stdout)
+        self.assertIsNotNone(found, proc.stdout)
+        self.assertTrue(found.group(1).startswith(os.path.join(self.tmp, "gpuleak-pytest-%d" % os.getuid())))
+        self.assertTrue(os.path.exists(found.group(1)))
+        # Asked for: where asked.
+        asked = os.path.join(self.tmp, "asked-%p.json")
+        proc, cases = self.run_pytest("--gpuleak", "-k", "test_clean", "--gpuleak-report", asked,
+                                      env=env, cwd=cwd)
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        self.assertTrue(any(f.startswith("asked-") for f in os.listdir(self.tmp)))
+
     def test_a_failing_test_s_locals_are_not_a_leak(self):
         """pytest keeps a failing test's traceback in sys.last_traceback
         (for post-mortem debugging), and its frame's tensors with it: a test
         that fails on its own, or an expected failure, leaves nothing."""
         proc, cases = self.run_pytest("--gpuleak", suite=os.path.join(ROOT, "tests", "python", "pytest_failing"))
         self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
-        self.assertEqual(cases, {"test_fails_on_its_own": (True, "0"),
+        self.assertEqual(cases, {"test_fails_on_its_own": ("failure", "0"),
                                  "test_expected_to_fail": (False, "0"),
                                  "test_clean_after_them": (False, "0")})
         self.assertIn("gpuleak: no test left GPU memory behind", proc.stdout)
@@ -109,7 +165,7 @@ class PytestPluginTest(unittest.TestCase):
         proc, cases = self.run_pytest("--gpuleak", "-n", "2")
         self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
         self.expect_verdicts(cases)
-        self.assertIn("gpuleak: 2 test(s) left GPU memory behind", proc.stdout)
+        self.assertIn("gpuleak: 3 test(s) left GPU memory behind", proc.stdout)
 
     def test_the_rerun_keeps_the_interpreter_s_options(self):
         """The re-execution under the shim keeps the command line as typed:

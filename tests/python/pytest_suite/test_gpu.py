@@ -1,6 +1,8 @@
 """Tests for the gpuleak pytest plugin to judge (tests/integration/
 test_pytest_plugin.py runs them): tensors of the fake PyTorch
 (tests/python/faketorch) over the fake allocator."""
+import threading
+
 import pytest
 import torch  # the fake, on PYTHONPATH
 
@@ -80,3 +82,45 @@ class TestWithState:
     def test_uses_its_state(self):
         self.activations = torch.empty(4096)
         assert self.weights is not None
+
+
+def alloc(n):
+    return torch.empty(n)  # HELPER-LINE
+
+
+def test_leaks_through_a_helper():
+    kept.append(alloc(2048))  # OWN-LINE
+
+
+background_kept = []
+
+
+@pytest.fixture(scope="session")
+def loader():
+    """A background thread of the session (a data loader's prefetch) that
+    allocates when asked, while whichever test runs."""
+    ask, done = threading.Event(), threading.Event()
+
+    def prefetch():
+        while True:
+            ask.wait()
+            ask.clear()
+            background_kept.append(torch.empty(1024))  # THREAD-LINE
+            done.set()
+
+    threading.Thread(target=prefetch, daemon=True).start()
+
+    def fetch():
+        done.clear()
+        ask.set()
+        done.wait(10)
+    return fetch
+
+
+def test_while_a_thread_allocates(loader):
+    loader()
+
+
+def test_skipped_while_a_thread_allocates(loader):
+    loader()
+    pytest.skip("skipped after the thread allocated")
