@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 _Atomic int lifecycle_state_now = LIFECYCLE_IDLE;
 static _Atomic(const char *) stop_reason;
@@ -86,9 +87,13 @@ __attribute__((constructor)) static void watch_forks(void)
     pthread_atfork(NULL, NULL, child_after_fork);
 }
 
+/* The process tracking started in: a vfork child shares this memory
+ * (started included) and runs no fork handler, yet owes nothing. */
+static _Atomic pid_t started_in;
+
 int lifecycle_report_owed(void)
 {
-    return atomic_load(&started);
+    return atomic_load(&started) && atomic_load(&started_in) == getpid();
 }
 
 static _Atomic int exit_begun;
@@ -111,6 +116,7 @@ void lifecycle_begin(void)
 
 void lifecycle_tracking_on(void)
 {
+    atomic_store(&started_in, getpid());
     atomic_store(&started, 1);
     atomic_store_explicit(&lifecycle_state_now, LIFECYCLE_TRACKING, memory_order_release);
 }

@@ -21,7 +21,7 @@ void lifecycle_begin(void);
 void lifecycle_tracking_on(void);
 
 /* Whether this process owes a report at exit: tracking started here (not
- * in the parent of a forked child). */
+ * in the parent of a forked child, nor of a vfork child). Async-signal-safe. */
 int lifecycle_report_owed(void);
 
 /* Notes that a thread has begun the process's exit; returns 1 when one had

@@ -18,6 +18,9 @@
  *                   the loaded objects (dl_iterate_phdr, as an unwinder
  *                   does) and calls exit(0); a child that has not exited
  *                   within 5 s is killed and counted; exits 3 when any was
+ *   quick-exit HOW  leak; a vfork child leaves by _exit; allocate 4242 bytes;
+ *                   leave by HOW (_exit or _Exit) with status 5
+ *   daemon          leak, call daemon(1, 1); the daemon prints its pid
  *   stress SECONDS THREADS
  *                   THREADS threads allocate and free at random across every
  *                   family for SECONDS, while the main thread forks children
@@ -300,6 +303,31 @@ static int stress(double seconds, int threads)
     return 0;
 }
 
+/* Leaves by _exit (or _Exit) with status 5, no exit handler run; first, a
+ * vfork child that leaves by _exit must not end the parent's tracking. */
+static int quick_exit_mode(const char *how)
+{
+    leak_before_sleep();
+    pid_t child = vfork();
+    if (child == 0)
+        _exit(0);
+    EXPECT(child > 0 && waitpid(child, NULL, 0) == child);
+    CUdeviceptr after;
+    OK(cuMemAlloc(&after, 4242));  /* still tracked: the child took nothing */
+    if (strcmp(how, "_Exit") == 0)
+        _Exit(5);
+    _exit(5);
+}
+
+/* daemon() ends its caller; the daemon says its pid on stdout and ends. */
+static int daemon_mode(void)
+{
+    leak_before_sleep();
+    EXPECT(daemon(1, 1) == 0);
+    printf("daemon %d\n", (int)getpid());
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = prog_mode(argc, argv, "sleep");
@@ -341,6 +369,10 @@ int main(int argc, char **argv)
         return fork_term();
     if (strcmp(mode, "fork-exit") == 0 && argc > 3)
         return fork_exit(atof(argv[2]), atoi(argv[3]));
+    if (strcmp(mode, "quick-exit") == 0 && argc > 2)
+        return quick_exit_mode(argv[2]);
+    if (strcmp(mode, "daemon") == 0)
+        return daemon_mode();
     if (strcmp(mode, "stress") == 0 && argc > 3)
         return stress(atof(argv[2]), atoi(argv[3]));
     return prog_bad_mode(mode);

@@ -100,6 +100,35 @@ class LifeTest(Base):
         self.assertFalse(rep["status"]["complete"])
         self.assertEqual(len(sites_with(rep["leaks"], "leak_before_sleep")), 1)
 
+    def test_a_quick_exit_writes_the_report_first(self):
+        """_exit and _Exit run no exit handler (os._exit at the end of a
+        training script): the report is written before, the status kept; a
+        vfork child's _exit before it neither writes one nor stops the
+        parent's tracking."""
+        for how in ("_exit", "_Exit"):
+            r = run([PROG, "quick-exit", how], self.tmp)
+            self.assertEqual(r.returncode, 5, r.stderr)
+            (rep,) = r.reports
+            self.assertEqual(rep["process"]["pid"], r.pid)
+            self.assertEqual(rep["status"]["moment"], "exit")
+            self.assertTrue(rep["status"]["complete"])
+            self.assertEqual(len(sites_with(rep["leaks"], "leak_before_sleep")), 1)
+            self.assertIn(4242, [s["live_bytes"] for s in rep["leaks"]])
+            os.unlink(glob.glob(os.path.join(self.tmp, "r-*.json"))[0])
+
+    def test_daemon_writes_the_report_and_says_why(self):
+        """daemon() ends its caller (glibc's own _exit) and starts a forked
+        child, never tracked: the report is written at the call, with one
+        line saying so."""
+        r = run([PROG, "daemon"], self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        (rep,) = r.reports
+        self.assertEqual(rep["process"]["pid"], r.pid)
+        self.assertEqual(len(sites_with(rep["leaks"], "leak_before_sleep")), 1)
+        self.assertIn("daemon() called after the first CUDA call", r.stderr)
+        self.assertRegex(r.stdout, r"daemon \d+")
+        self.assertNotIn("daemon %d" % r.pid, r.stdout)
+
     def test_forked_child_writes_no_report_of_its_own(self):
         r = run([PROG, "fork"], self.tmp)
         self.assertEqual(r.returncode, 0, r.stderr)

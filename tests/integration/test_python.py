@@ -82,3 +82,28 @@ class PythonFramesTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class QuickExitTest(unittest.TestCase):
+    def test_os_exit_writes_the_report_first(self):
+        """os._exit (a training script's last line, to skip a hanging
+        shutdown) runs no exit handler: the report is written before it,
+        and its status is the program's."""
+        tmp = tempfile.mkdtemp(prefix="gpuleak-py-")
+        script = os.path.join(tmp, "quick.py")
+        with open(script, "w") as fh:
+            fh.write("import os, torch\nkeep = torch.empty(1 << 20)  # KEPT\nos._exit(3)\n")
+        env = dict(os.environ)
+        env.update({"LD_LIBRARY_PATH": os.path.join(BUILD, "fakecuda"),
+                    "LD_PRELOAD": os.path.join(BUILD, "libgpuleak.so"),
+                    "PYTHONPATH": os.path.join(ROOT, "tests", "python", "faketorch"),
+                    "FAKE_C10": os.path.join(BUILD, "fakec10", "libc10_cuda.so"),
+                    "GPULEAK_OUTPUT": os.path.join(tmp, "r-%p.json"), "GPULEAK_SUMMARY": "0"})
+        proc = subprocess.run([sys.executable, script], env=env, capture_output=True, text=True,
+                              timeout=120)
+        self.assertEqual(proc.returncode, 3, proc.stderr)
+        (name,) = [f for f in os.listdir(tmp) if f.startswith("r-")]
+        report = report_files.load(os.path.join(tmp, name))
+        self.assertTrue(report["status"]["complete"])
+        lines = [(f["file"], f["line"]) for leak in report["leaks"] for f in leak["python_stack"][:4]]
+        self.assertIn((script, 2), lines)
