@@ -259,8 +259,8 @@ EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion
     return result;
 }
 
-/* Called by the dlsym entry below for every lookup that is not relative to
- * the caller (RTLD_NEXT is handled before). A wrapped name that resolves in
+/* Called by the dlsym entry below for a wrapped name (every other lookup
+ * goes to glibc's dlsym straight from the entry). A wrapped name that resolves in
  * the library asked gets the wrapper; everything else is the real answer.
  * A lookup in the global scope (RTLD_DEFAULT, the program's handle) finds
  * the shim's own export first; without the shim it would find the next
@@ -289,10 +289,11 @@ __attribute__((used)) void *gpuleak_dlsym_any(void *handle, const char *name)
     return wrappers_table[door];
 }
 
-/* For dlsym(RTLD_NEXT, name): returns glibc's dlsym when the lookup must be
- * answered as if the shim were not there (the entry then tail-jumps to it, so
- * glibc sees the real caller and searches after it), or NULL for a wrapped
- * name, which gpuleak_dlsym_any answers. */
+/* For dlsym(handle, name): returns glibc's dlsym when the lookup must be
+ * answered as if the shim were not there (the entry then tail-jumps to it,
+ * so glibc sees the real caller: RTLD_NEXT searches after it, and a symbol
+ * RTLD_DEFAULT cannot find is named in dlerror as the caller's, not the
+ * shim's), or NULL for a wrapped name, which gpuleak_dlsym_any answers. */
 __attribute__((used)) void *gpuleak_dlsym_next_target(const char *name)
 {
     if (guard_depth != 0 || door_by_name(name) < 0)
@@ -300,20 +301,18 @@ __attribute__((used)) void *gpuleak_dlsym_next_target(const char *name)
     return NULL;
 }
 
-/* The exported dlsym. glibc resolves RTLD_NEXT relative to the object that
- * called dlsym, found from the return address; a C wrapper would make the
- * shim that object. So the entry is a tail jump, leaving the caller's return
- * address in place. */
+/* The exported dlsym. glibc resolves a lookup relative to the object that
+ * called dlsym, found from the return address (RTLD_NEXT's search, the
+ * name in dlerror's message); a C wrapper would make the shim that object.
+ * So the entry is a tail jump, leaving the caller's return address in
+ * place. */
 __asm__(
     "    .text\n"
     "    .globl dlsym\n"
     "    .type dlsym, @function\n"
     "dlsym:\n"
     "    .cfi_startproc\n"
-    "    cmpq $-1, %rdi\n"
-    "    je 1f\n"
-    "    jmp gpuleak_dlsym_any\n"
-    "1:  pushq %rdi\n"
+    "    pushq %rdi\n"
     "    .cfi_adjust_cfa_offset 8\n"
     "    pushq %rsi\n"
     "    .cfi_adjust_cfa_offset 8\n"

@@ -5,7 +5,8 @@
  *   probe           asks dlsym(RTLD_DEFAULT, ...) for cuMemAlloc_v2 and
  *                   cuGetProcAddress_v2 with no driver loaded; prints what
  *                   it got and exits 0 when both are NULL with a dlerror
- *                   message (as without the shim), 3 otherwise
+ *                   message (as without the shim), 3 otherwise; then
+ *                   prints what dlerror says of a symbol nobody defines
  *   reload SECOND   dlopens libcuda.so.1 and allocates 1000 and 2000 bytes
  *                   and frees both; dlcloses it (it must be gone: nothing
  *                   else may hold it), keeps the address range it left
@@ -105,6 +106,11 @@ static int probe(void)
         printf("%s: %s (%s)\n", names[i], p ? "found" : "NULL", err ? err : "no error");
         nulls += p == NULL && err != NULL;
     }
+    /* A name of no library's: dlerror names this program, the caller. */
+    dlerror();
+    void *none = dlsym(RTLD_DEFAULT, "gpuleak_test_no_such_symbol");
+    const char *err = dlerror();
+    printf("no such symbol: %s (%s)\n", none ? "found" : "NULL", err ? err : "no error");
     EXPECT(dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD) == NULL);
     return nulls == 2 ? 0 : 3;
 }

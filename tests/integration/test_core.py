@@ -613,13 +613,19 @@ class ShimTest(Base):
     def test_dlsym_probe_without_driver_finds_nothing(self):
         # "Is CUDA here?" through dlsym(RTLD_DEFAULT) found the shim's own
         # exports in a process without the driver (and calling one loaded
-        # it). Without the shim: NULL and a dlerror message.
+        # it). Without the shim: NULL and a dlerror message. A symbol of
+        # nobody's is named in dlerror as the program's, as without the shim
+        # (the shim's own name was given).
+        said = {}
         for shim in (False, True):
             with self.subTest(shim=shim):
                 r = run([BUILD / "tests" / "prog_dlopen", "probe"], self.tmp, shim=shim)
                 self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
                 self.assertIn("cuMemAlloc_v2: NULL", r.stdout)
                 self.assertEqual(r.reports, [])
+                said[shim] = r.stdout.splitlines()[-1]
+        self.assertEqual(said[True], said[False])
+        self.assertIn("prog_dlopen: undefined symbol: gpuleak_test_no_such_symbol", said[True])
 
     def test_driver_dlclosed_and_loaded_again_elsewhere(self):
         # The wrappers kept the first driver's function pointers: after a
