@@ -45,6 +45,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -543,12 +544,38 @@ static int libdw_disabled(void)
     return 0;
 }
 
+/* The address space libdw is given room for: it maps the debug files it
+ * reads (a framework's run to gigabytes), and where a mapping or its
+ * malloc fails it ends the process (elfutils' out-of-memory handler calls
+ * exit). Under an address-space limit (ulimit -v) with less room than this
+ * left, a batch names frames from the symbol tables instead. */
+#define LIBDW_ROOM_BYTES (1ull << 30)
+
+/* Whether an address-space limit leaves less than LIBDW_ROOM_BYTES above
+ * what the process maps now (/proc/self/statm's first field, in pages).
+ * Unlimited, or unreadable: no. */
+static int address_space_tight(void)
+{
+    struct rlimit limit;
+    if (getrlimit(RLIMIT_AS, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY)
+        return 0;
+    FILE *f = fopen("/proc/self/statm", "re");
+    unsigned long long pages = 0;
+    int read = f != NULL && fscanf(f, "%llu", &pages) == 1;
+    if (f != NULL)
+        fclose(f);
+    if (!read)
+        return 0;
+    unsigned long long mapped = pages * (unsigned long long)sysconf(_SC_PAGESIZE);
+    return (unsigned long long)limit.rlim_cur < mapped + LIBDW_ROOM_BYTES;
+}
+
 /* dlopens libdw, the first time only, and resolves every entry point; all
  * or nothing, so the lookup code never checks individual pointers. Returns
  * 0 when libdw is usable for this batch, else -1. */
 static int load_libdw(void)
 {
-    if (libdw_disabled())
+    if (libdw_disabled() || address_space_tight())
         return -1;
     if (dw_tried)
         return dw_handle ? 0 : -1;

@@ -55,6 +55,27 @@ class ElfNamesTest(Base):
             with self.subTest(variant=variant):
                 self.check_names(variant, {})
 
+    def test_a_tight_address_space_limit_names_frames_without_libdw(self):
+        """libdw ends the process when a mapping or a malloc of its fails
+        (elfutils' out-of-memory handler calls exit): under ulimit -v with
+        less than 1 GiB of room the frames are named from the symbol
+        tables, and the program's status is its own."""
+        tmp = tempfile.mkdtemp(prefix="gpuleak-sym-")
+        self.addCleanup(shutil.rmtree, tmp, ignore_errors=True)
+        for limit, named_lines in (("unlimited", True), ("600000", False)):
+            with self.subTest(limit=limit):
+                r = run(["sh", "-c", 'ulimit -v %s && exec "$0"' % limit, BUILD / "tests" / "prog_symbols"],
+                        tmp, env_extra={"GPULEAK_SUMMARY": "0"})
+                self.assertEqual(r.returncode, 0, r.stderr)
+                (site,) = r.reports[-1]["leaks"]
+                frames = site["stack"][:3]
+                self.assertEqual([f.get("function") for f in frames],
+                                 ["cudaStaticMalloc", "leak_from_static", "main"])
+                self.assertEqual([isinstance(f.get("line"), int) for f in frames], [named_lines] * 3)
+                for old in os.listdir(tmp):
+                    if old.startswith("r-"):
+                        os.unlink(os.path.join(tmp, old))
+
     def test_fixtures_are_what_they_claim(self):
         have = {v: sections(SYMBOLS / v) for v in VARIANTS}
         for v in VARIANTS:
