@@ -4,7 +4,7 @@
  * naming the file and the field, and nothing downstream re-checks types. */
 #define _GNU_SOURCE
 #include "load.h"
-#include "frames.h"
+#include "frame_text.h"
 #include "report_format.h"
 #include "units.h"
 

@@ -4,6 +4,7 @@
  * rules. */
 #define _GNU_SOURCE
 #include "gpuleak.h"
+#include "clock.h"
 #include "finish.h"
 #include "refwalk.h"
 #include "guard.h"
@@ -84,7 +85,7 @@ EXPORT uint64_t gpuleak_mark(const char *name)
     if (state == LIFECYCLE_OFF || (state == LIFECYCLE_TRACKING && !lifecycle_report_owed()))
         return 0;
     guard_depth++;
-    uint64_t id = marks_add(name, tracker_now_ns(), state == LIFECYCLE_IDLE);
+    uint64_t id = marks_add(name, clock_coarse_ns(), state == LIFECYCLE_IDLE);
     guard_depth--;
     return id;
 }

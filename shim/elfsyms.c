@@ -6,6 +6,7 @@
  * and names stay in the mapping, so a table costs 16 bytes a function. */
 #define _GNU_SOURCE
 #include "elfsyms.h"
+#include "real_dl.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -186,9 +187,9 @@ static int have_xz(void)
         xz.tried = 1;
         void *h = dlopen("liblzma.so.5", RTLD_NOW | RTLD_LOCAL);
         if (h != NULL) {
-            xz.stream_decoder = (typeof(xz.stream_decoder))dlsym(h, "lzma_stream_decoder");
-            xz.code = (typeof(xz.code))dlsym(h, "lzma_code");
-            xz.end = (typeof(xz.end))dlsym(h, "lzma_end");
+            xz.stream_decoder = (typeof(xz.stream_decoder))real_dl_lookup(h, "lzma_stream_decoder");
+            xz.code = (typeof(xz.code))real_dl_lookup(h, "lzma_code");
+            xz.end = (typeof(xz.end))real_dl_lookup(h, "lzma_end");
         }
     }
     return xz.stream_decoder != NULL && xz.code != NULL && xz.end != NULL;

@@ -22,6 +22,7 @@
 #include "guard.h"
 #include "lifecycle.h"
 #include "log.h"
+#include "real_dl.h"
 #include "report.h"
 #include "reporter.h"
 
@@ -101,7 +102,7 @@ typedef int (*daemon_fn)(int nochdir, int noclose);
  * so the report is written now, and says why there will be no later one. */
 EXPORT int daemon(int nochdir, int noclose)
 {
-    daemon_fn real = (daemon_fn)dlsym(RTLD_NEXT, "daemon");
+    daemon_fn real = (daemon_fn)real_dl_lookup(RTLD_NEXT, "daemon");
     if (real == NULL) {
         errno = ENOSYS;
         return -1;

@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "finish.h"
+#include "real_dl.h"
 #include "clock.h"
 #include "config.h"
 #include "guard.h"
@@ -71,12 +72,12 @@ static int py_resolve(void)
         { (void **)&py.none, "_Py_NoneStruct" },
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
-        if ((*want[i].slot = dlsym(RTLD_DEFAULT, want[i].name)) == NULL)
+        if ((*want[i].slot = real_dl_lookup(RTLD_DEFAULT, want[i].name)) == NULL)
             return 0;
     /* 3.13 made it public; before, only the underscored name exists. */
-    py.is_finalizing = (int (*)(void))dlsym(RTLD_DEFAULT, "Py_IsFinalizing");
+    py.is_finalizing = (int (*)(void))real_dl_lookup(RTLD_DEFAULT, "Py_IsFinalizing");
     if (py.is_finalizing == NULL)
-        py.is_finalizing = (int (*)(void))dlsym(RTLD_DEFAULT, "_Py_IsFinalizing");
+        py.is_finalizing = (int (*)(void))real_dl_lookup(RTLD_DEFAULT, "_Py_IsFinalizing");
     return py.is_finalizing != NULL;
 }
 

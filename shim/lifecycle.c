@@ -3,9 +3,9 @@
  * PyTorch allocator the program uses. start.c moves it. */
 #define _GNU_SOURCE
 #include "lifecycle.h"
+#include "clock.h"
 #include "config.h"
 #include "log.h"
-#include "tracker.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -111,7 +111,7 @@ void lifecycle_begin(void)
     clock_gettime(CLOCK_MONOTONIC_COARSE, &mono);
     epoch_offset_ns = ((uint64_t)real.tv_sec * 1000000000ull + (uint64_t)real.tv_nsec)
                     - ((uint64_t)mono.tv_sec * 1000000000ull + (uint64_t)mono.tv_nsec);
-    started_ns = tracker_now_ns();
+    started_ns = clock_coarse_ns();
 }
 
 void lifecycle_tracking_on(void)

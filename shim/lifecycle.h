@@ -44,7 +44,7 @@ void lifecycle_stop(void);
 /* Why tracking stopped, or NULL while it runs. */
 const char *lifecycle_stop_reason(void);
 
-/* CLOCK_REALTIME minus tracker_now_ns() at start, in ns: adding it to a
+/* CLOCK_REALTIME minus clock_coarse_ns() at start, in ns: adding it to a
  * tracker time gives nanoseconds since the Unix epoch. */
 uint64_t lifecycle_epoch_offset_ns(void);
 
@@ -55,7 +55,7 @@ uint64_t lifecycle_epoch_offset_ns(void);
  * itself, never overridden). */
 const char *lifecycle_torch_mode(void);
 
-/* tracker_now_ns() when tracking started. */
+/* clock_coarse_ns() when tracking started. */
 uint64_t lifecycle_started_ns(void);
 
 #endif

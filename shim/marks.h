@@ -16,7 +16,7 @@
 #define MARKS_REMEMBERED 64
 
 typedef struct mark {
-    uint64_t time_ns;   /* tracker_now_ns() */
+    uint64_t time_ns;   /* clock_coarse_ns() */
     char name[64];
 } mark_t;
 

@@ -22,6 +22,7 @@
  * lock-free table keyed by (index, instruction offset). */
 #define _GNU_SOURCE
 #include "python.h"
+#include "real_dl.h"
 #include "log.h"
 
 #include <dlfcn.h>
@@ -669,7 +670,7 @@ static void child_after_fork(void)
  * cookie, version or build does not match what this file knows. */
 static int layout_from_debug_offsets(int minor)
 {
-    const struct debug_offsets_313 *d = dlsym(RTLD_DEFAULT, "_PyRuntime");
+    const struct debug_offsets_313 *d = real_dl_lookup(RTLD_DEFAULT, "_PyRuntime");
     if (!d || memcmp(d->cookie, "xdebugpy", 8) != 0)
         return 0;
     if ((d->version >> 24) != 3 || ((d->version >> 16) & 0xff) != (uint64_t)minor)
@@ -719,7 +720,7 @@ static _Atomic int py_was_up, py_finished;
 
 void python_watch_finish(void)
 {
-    py_is_initialized = (int (*)(void))dlsym(RTLD_DEFAULT, "Py_IsInitialized");
+    py_is_initialized = (int (*)(void))real_dl_lookup(RTLD_DEFAULT, "Py_IsInitialized");
     if (py_is_initialized != NULL && py_is_initialized())
         atomic_store(&py_was_up, 1);
 }
@@ -748,22 +749,22 @@ int python_init(void)
     done = 1;
 
     int major = 0, minor = 0, micro = 0;
-    const unsigned long *hex = dlsym(RTLD_DEFAULT, "Py_Version"); /* 3.11+ */
+    const unsigned long *hex = real_dl_lookup(RTLD_DEFAULT, "Py_Version"); /* 3.11+ */
     if (hex) {
         major = (int)(*hex >> 24);
         minor = (int)((*hex >> 16) & 0xff);
         micro = (int)((*hex >> 8) & 0xff);
     } else {
-        const char *(*getv)(void) = (const char *(*)(void))dlsym(RTLD_DEFAULT, "Py_GetVersion");
+        const char *(*getv)(void) = (const char *(*)(void))real_dl_lookup(RTLD_DEFAULT, "Py_GetVersion");
         if (!getv || sscanf(getv(), "%d.%d.%d", &major, &minor, &micro) < 2)
             return 0; /* no interpreter in this process */
     }
     snprintf(version_str, sizeof version_str, "%d.%d.%d", major, minor, micro);
 
-    get_tstate = (get_tstate_fn)dlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState");
-    type_code = (uintptr_t)dlsym(RTLD_DEFAULT, "PyCode_Type");
-    type_unicode = (uintptr_t)dlsym(RTLD_DEFAULT, "PyUnicode_Type");
-    type_bytes = (uintptr_t)dlsym(RTLD_DEFAULT, "PyBytes_Type");
+    get_tstate = (get_tstate_fn)real_dl_lookup(RTLD_DEFAULT, "PyGILState_GetThisThreadState");
+    type_code = (uintptr_t)real_dl_lookup(RTLD_DEFAULT, "PyCode_Type");
+    type_unicode = (uintptr_t)real_dl_lookup(RTLD_DEFAULT, "PyUnicode_Type");
+    type_bytes = (uintptr_t)real_dl_lookup(RTLD_DEFAULT, "PyBytes_Type");
 
     int known = 0;
     if (major == 3 && minor == 10) { L = layout_310; known = 1; }

@@ -5,6 +5,7 @@
  * non-free-threaded CPython 3.x). */
 #define _GNU_SOURCE
 #include "refwalk.h"
+#include "real_dl.h"
 #include "clock.h"
 
 #include <dlfcn.h>
@@ -87,7 +88,7 @@ static int py_resolve(void)
     };
     resolved = 1;
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
-        if ((*want[i].slot = dlsym(RTLD_DEFAULT, want[i].name)) == NULL)
+        if ((*want[i].slot = real_dl_lookup(RTLD_DEFAULT, want[i].name)) == NULL)
             resolved = 0;
     return resolved;
 }

@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "report_json.h"
+#include "clock.h"
 #include "config.h"
 #include "lifecycle.h"
 #include "origin.h"
@@ -559,7 +560,7 @@ static void put_process(FILE *f)
     }
     fputs_unlocked("],", f);
     uint64_t offset = lifecycle_epoch_offset_ns();
-    put_u64(f, "end_time_ns", tracker_now_ns() + offset, 1);
+    put_u64(f, "end_time_ns", clock_coarse_ns() + offset, 1);
     put_key(f, "python");
     put_string(f, python_version());
     fputs_unlocked("},\n", f);

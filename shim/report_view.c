@@ -353,7 +353,7 @@ int report_view_gather(report_view_t *view, report_moment_t moment, int signal)
     memset(view, 0, sizeof *view);
     view->moment = moment;
     view->signal = signal;
-    view->now_ns = tracker_now_ns();
+    view->now_ns = clock_coarse_ns();
     tracker_totals(&view->totals);
     for (int k = 0; k < REPORT_KIND_COUNT; k++)
         tracker_kind_totals((alloc_kind_t)k, &view->kinds[k]);

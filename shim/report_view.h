@@ -118,7 +118,7 @@ typedef struct report_view {
     totals_t devices[TRACKER_MAX_DEVICES];  /* each device's, where devices_seen */
     uint64_t devices_seen;                  /* a bit per device */
     uint64_t shim_bytes;      /* the shim's tables and stack depot */
-    uint64_t now_ns;          /* tracker_now_ns() when the view was gathered */
+    uint64_t now_ns;          /* clock_coarse_ns() when the view was gathered */
     unsigned locks_skipped;   /* locks the gathering gave up (patience.h): the
                                  parts behind them read without or left out */
     int signal;               /* the signal a REPORT_ON_SIGNAL report is for */

@@ -29,6 +29,7 @@
  * "?"), never crashes. */
 #define _GNU_SOURCE
 #include "symbolize.h"
+#include "real_dl.h"
 #include "config.h"
 #include "elfsyms.h"
 #include "log.h"
@@ -305,14 +306,14 @@ static void find_demangler(void)
         void *h = dlopen(runtimes[i], RTLD_NOW | RTLD_NOLOAD);
         if (!h)
             continue;
-        demangler = (cxa_demangle_fn)dlsym(h, "__cxa_demangle");
+        demangler = (cxa_demangle_fn)real_dl_lookup(h, "__cxa_demangle");
         if (!demangler)
             dlclose(h); /* one reference of several: nothing is unloaded */
     }
     if (!demangler) {
         /* A runtime under another name, loaded globally; no reference is
          * taken, as none can be without knowing the name. */
-        demangler = (cxa_demangle_fn)dlsym(RTLD_DEFAULT, "__cxa_demangle");
+        demangler = (cxa_demangle_fn)real_dl_lookup(RTLD_DEFAULT, "__cxa_demangle");
     }
 }
 
@@ -586,7 +587,7 @@ static int load_libdw(void)
     struct dw_api *d = &libdw;
     int missing = 0;
 #define DW_LOAD(sym) \
-    missing |= (d->sym = (typeof(d->sym))dlsym(h, #sym)) == NULL
+    missing |= (d->sym = (typeof(d->sym))real_dl_lookup(h, #sym)) == NULL
     DW_LOAD(dwfl_begin);
     DW_LOAD(dwfl_end);
     DW_LOAD(dwfl_report_begin);

@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "live.h"
+#include "live_share.h"
 
 #define TALLY_SITES LIVE_SITES
 #define TALLY_SITES_PER_PAGE 512

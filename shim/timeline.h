@@ -11,13 +11,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tracker.h"
+#include "report_format.h"
 
 #define TIMELINE_POINTS 1024
 #define TIMELINE_DEVICES 8
 
 typedef struct timeline_point {
-    uint64_t time_ns;                    /* tracker_now_ns() */
+    uint64_t time_ns;                    /* clock_coarse_ns() */
     uint64_t bytes;                      /* live GPU bytes at time_ns */
     uint64_t max_bytes;                  /* highest live GPU bytes in the interval */
     uint64_t kind_bytes[REPORT_KIND_COUNT];     /* live bytes per kind (host included) */

@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "torch_trace.h"
+#include "clock.h"
 #include "capture.h"
 #include "finish.h"
 #include "guard.h"
@@ -414,7 +415,7 @@ void torch_trace_notice_segment(alloc_kind_t kind, uint64_t key)
      * most one search a tick of the coarse clock (PyTorch's library is
      * loaded at `import torch`, long before its first segment), decided
      * before any read-modify-write. */
-    uint64_t now = tracker_now_ns();
+    uint64_t now = clock_coarse_ns();
     if (!atomic_load_explicit(&c10_found, memory_order_acquire)
         && now == atomic_load_explicit(&searched_at_ns, memory_order_relaxed))
         return;

@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "tracker.h"
+#include "clock.h"
 #include "growth.h"
 #include "live.h"
 #include "patience.h"
@@ -89,17 +90,6 @@ static const key_space_t kind_space[REPORT_KIND_COUNT] = {
 
 static uint64_t site_live_bytes(uint32_t site);
 
-/* The coarse clock (a tick, 1 to 4 ms, of resolution) costs a few ns where
- * the precise one costs about 25: it is read on every allocation and free,
- * and timeline points, growth checkpoints and the peak's time need no more
- * than millisecond resolution. */
-uint64_t tracker_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 const char *tracker_kind_name(alloc_kind_t kind)
 {
     return (unsigned)kind < REPORT_KIND_COUNT ? kind_names[kind] : "unknown";
@@ -119,7 +109,7 @@ int tracker_init(void (*sampler)(struct timeline_point *point))
     if (p == MAP_FAILED)
         return -1;
     sites = p;
-    uint64_t now = tracker_now_ns();
+    uint64_t now = clock_coarse_ns();
     timeline_init(now, 1000000, sampler);
     growth_init(now, 1000000, site_live_bytes);
     return 0;
@@ -360,7 +350,7 @@ int tracker_alloc(alloc_kind_t kind, uint64_t key, size_t size, int device,
         .key = key, .size = size, .context = context,
         .site = site, .kind = (uint8_t)kind, .device = (int16_t)device,
     };
-    uint64_t now = tracker_now_ns();
+    uint64_t now = clock_coarse_ns();
     tracker_record_t stale;
     int had_stale = 0;
     spin_lock(&sh->lock);
@@ -418,7 +408,7 @@ void tracker_free_end(tracker_pending_t *pending, int freed)
         return;
     }
     if (freed) {
-        apply(&pending->record, LIVE_FREE, tracker_now_ns());
+        apply(&pending->record, LIVE_FREE, clock_coarse_ns());
         return;
     }
     /* Refused: the allocation is still live, unless the address was handed
@@ -439,7 +429,7 @@ void tracker_free_end(tracker_pending_t *pending, int freed)
     }
     spin_unlock(&sh->lock);
     if (r == NULL)  /* newer, or no memory for the slot: count it gone */
-        apply(&pending->record, LIVE_FREE, tracker_now_ns());
+        apply(&pending->record, LIVE_FREE, clock_coarse_ns());
 }
 
 /* The sites holding GPU memory now (host memory left out), with their live
@@ -479,7 +469,7 @@ static void snapshot_oom(alloc_kind_t kind, size_t size, int device, uint32_t si
         oom.site_count = 0;
     }
     if (oom.count == 1) {
-        oom.time_ns = tracker_now_ns();
+        oom.time_ns = clock_coarse_ns();
         oom.bytes_asked = size;
         oom.kind = kind;
         oom.device = device;
@@ -564,7 +554,7 @@ static void count_teardown(const tracker_record_t *gone, teardown_reason_t reaso
  * would spin meanwhile). Their slots then go back in one more lock. */
 uint64_t tracker_teardown(const void *context, int device, teardown_reason_t reason)
 {
-    uint64_t moved = 0, now = tracker_now_ns();
+    uint64_t moved = 0, now = clock_coarse_ns();
     for (int space = 0; space < SPACE_COUNT; space++) {
         for (int i = 0; i < SHARDS; i++) {
             shard_t *sh = &shards[space][i];
@@ -718,7 +708,7 @@ void tracker_take_held(void)
         return;
     pthread_mutex_lock(&held_lock);
     if (!atomic_load_explicit(&held_taken, memory_order_relaxed)) {
-        held.time_ns = tracker_now_ns();
+        held.time_ns = clock_coarse_ns();
         held.gpu_bytes = live_bytes(GPU_ROW);
         held.tensor_bytes = live_bytes(kind_totals[REPORT_KIND_tensor].row);
         held_thread = pthread_self();

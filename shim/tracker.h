@@ -73,7 +73,7 @@ typedef struct tracker_site_bytes {
  * its cache, so only its own event is the program's OOM. */
 typedef struct tracker_oom {
     uint64_t count;          /* out-of-memory failures in all */
-    uint64_t time_ns;        /* tracker_now_ns() of the first */
+    uint64_t time_ns;        /* clock_coarse_ns() of the first */
     uint64_t bytes_asked;
     uint64_t live_bytes;     /* live GPU bytes then */
     int kind, device;
@@ -92,9 +92,6 @@ typedef struct tracker_held {
     tracker_site_bytes_t *sites;
     size_t site_count;
 } tracker_held_t;
-
-/* Nanoseconds on CLOCK_MONOTONIC_COARSE (see tracker.c for why). */
-uint64_t tracker_now_ns(void);
 
 /* Name of a kind as the report spells it ("device", "pool", ...). */
 const char *tracker_kind_name(alloc_kind_t kind);

@@ -19,8 +19,8 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-#define WRAPPER_ENTRY(name, base, since, ptsz) [DOOR_##name] = (void *)&name,
-void *const wrappers_table[DOOR_COUNT] = { DOORS_FUNCTIONS(WRAPPER_ENTRY) };
+#define WRAPPER_ENTRY(name, base, since, ptsz) [DRIVER_##name] = (void *)&name,
+void *const wrappers_table[DRIVER_FN_COUNT] = { DRIVER_WRAPPED(WRAPPER_ENTRY) };
 #undef WRAPPER_ENTRY
 
 /* Looks the real function up once per call site into a typed pointer: the
@@ -28,9 +28,9 @@ void *const wrappers_table[DOOR_COUNT] = { DOORS_FUNCTIONS(WRAPPER_ENTRY) };
  * called without the shim, a stub's; with neither, it answers as a missing
  * driver would. */
 #define REAL(name, ...)                                            \
-    CUresult (*real)(__VA_ARGS__) = doors_real(DOOR_##name);        \
+    CUresult (*real)(__VA_ARGS__) = driver_real(DRIVER_##name);        \
     if (real == NULL)                                              \
-        real = (CUresult (*)(__VA_ARGS__))doors_next(DOOR_##name);  \
+        real = (CUresult (*)(__VA_ARGS__))driver_next(DRIVER_##name);  \
     if (real == NULL)                                              \
         return CUDA_ERROR_NOT_INITIALIZED
 
@@ -64,13 +64,13 @@ static void finish_call(int driver_errno)
 /* The context current on this thread and its device, cached per thread:
  * cuCtxGetCurrent is a cheap read inside the driver, cuCtxGetDevice less so,
  * and a thread rarely switches contexts. Device -1 when there is none. The
- * driver's functions come from doors_helper each time, never a static of
+ * driver's functions come from driver_helper each time, never a static of
  * their own: a driver dlclosed and loaded again elsewhere invalidates them. */
 static int current_device(const void **context_out)
 {
     static __thread const void *cached_context __attribute__((tls_model("initial-exec")));
     static __thread int cached_device __attribute__((tls_model("initial-exec"))) = -1;
-    CUresult (*get_current)(CUcontext *) = doors_helper(HELPER_cuCtxGetCurrent);
+    CUresult (*get_current)(CUcontext *) = driver_helper(DRIVER_HELPER_cuCtxGetCurrent);
     CUcontext ctx = NULL;
     if (get_current == NULL || get_current(&ctx) != CUDA_SUCCESS || ctx == NULL) {
         *context_out = NULL;
@@ -78,7 +78,7 @@ static int current_device(const void **context_out)
     }
     *context_out = ctx;
     if (ctx != cached_context) {
-        CUresult (*get_device)(CUdevice *) = doors_helper(HELPER_cuCtxGetDevice);
+        CUresult (*get_device)(CUdevice *) = driver_helper(DRIVER_HELPER_cuCtxGetDevice);
         CUdevice dev = -1;
         if (get_device == NULL || get_device(&dev) != CUDA_SUCCESS)
             dev = -1;
@@ -364,9 +364,9 @@ EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
 static const void *primary_context(CUdevice dev)
 {
     CUresult (*get_state)(CUdevice, unsigned int *, int *) =
-        doors_helper(HELPER_cuDevicePrimaryCtxGetState);
-    CUresult (*retain)(CUcontext *, CUdevice) = doors_helper(HELPER_cuDevicePrimaryCtxRetain);
-    CUresult (*release)(CUdevice) = doors_helper(HELPER_cuDevicePrimaryCtxRelease_v2);
+        driver_helper(DRIVER_HELPER_cuDevicePrimaryCtxGetState);
+    CUresult (*retain)(CUcontext *, CUdevice) = driver_helper(DRIVER_HELPER_cuDevicePrimaryCtxRetain);
+    CUresult (*release)(CUdevice) = driver_helper(DRIVER_HELPER_cuDevicePrimaryCtxRelease_v2);
     unsigned int flags;
     int active = 0;
     CUcontext ctx = NULL;
@@ -404,9 +404,9 @@ void wrappers_sample_point(struct timeline_point *point)
      * without it. */
     if (point->kind_bytes[REPORT_KIND_pool] == 0 || torch_trace_in_event() || !report_may_call_driver())
         return;
-    CUresult (*get_pool)(CUmemoryPool *, CUdevice) = doors_helper(HELPER_cuDeviceGetMemPool);
+    CUresult (*get_pool)(CUmemoryPool *, CUdevice) = driver_helper(DRIVER_HELPER_cuDeviceGetMemPool);
     CUresult (*get_attribute)(CUmemoryPool, CUmemPool_attribute, void *) =
-        doors_helper(HELPER_cuMemPoolGetAttribute);
+        driver_helper(DRIVER_HELPER_cuMemPoolGetAttribute);
     if (get_pool == NULL || get_attribute == NULL)
         return;
     for (int d = 0; d < TIMELINE_DEVICES; d++) {

@@ -1,12 +1,13 @@
-/* wrappers.h: the wrapper of every door, by door id, for the doors to hand
- * out. The wrappers themselves are the shim's exported cu* definitions. */
+/* wrappers.h: the wrapper of every wrapped driver function, by id, for the
+ * doors to hand out. The wrappers themselves are the shim's exported cu*
+ * definitions. */
 #ifndef GPULEAK_WRAPPERS_H
 #define GPULEAK_WRAPPERS_H
 
-#include "doors.h"
+#include "driver.h"
 
-/* wrappers_table[DOOR_x] is the shim's function for driver function x. */
-extern void *const wrappers_table[DOOR_COUNT];
+/* wrappers_table[DRIVER_x] is the shim's function for driver function x. */
+extern void *const wrappers_table[DRIVER_FN_COUNT];
 
 struct timeline_point;
 

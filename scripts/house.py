@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""The house's shape, as a stranger would check it: the modules each
+module includes (a module is x.c with its x.h), the circles among them,
+the arrows that point up a floor (the floors are the shim's folders, in
+the order FLOORS lists them), and the functions longer than the limit.
+
+    scripts/house.py            prints what it finds; exits 1 on a circle,
+                                an arrow up or a long function
+    scripts/house.py --graph    prints every module's arrows too
+
+tests/integration/test_house.py runs it with `make test`."""
+import os
+import re
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The shim's floors, bottom first: a module may include its own floor's
+# and those below it, never one above.
+FLOORS = ["base", "count", "stacks", "names", "python", "report", "entry"]
+TREES = ["shim", "cli", "common"]
+LONGEST = 80  # lines of a function, outside tests
+
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+FUNCTION = re.compile(r"^[A-Za-z_][^;{}()=]*\b([A-Za-z_]\w*)\s*\([^;{}]*\)\s*(?:__attribute__\(\([^)]*\)\)\s*)*\{",
+                      re.M)
+
+
+def sources():
+    """Every .c and .h file of the trees: path -> module name."""
+    found = {}
+    for tree in TREES:
+        for folder, _, files in os.walk(os.path.join(ROOT, tree)):
+            for name in files:
+                if name.endswith((".c", ".h")):
+                    found[os.path.join(folder, name)] = os.path.splitext(name)[0]
+    return found
+
+
+def floor_of(path):
+    """The shim floor a file lives on, or None outside the shim's floors."""
+    parts = os.path.relpath(path, ROOT).split(os.sep)
+    return parts[1] if parts[0] == "shim" and len(parts) > 2 and parts[1] in FLOORS else None
+
+
+def graph(files):
+    """module -> set of modules it includes (its .c and .h together), and
+    module -> its folder."""
+    by_header = {}
+    for path, module in files.items():
+        if path.endswith(".h"):
+            by_header.setdefault(os.path.basename(path), set()).add(path)
+    arrows, home = {}, {}
+    for path, module in files.items():
+        home[(os.path.dirname(path), module)] = path
+        key = (os.path.dirname(path), module)
+        with open(path, errors="replace") as fh:
+            text = fh.read()
+        for name in INCLUDE.findall(text):
+            for target in by_header.get(os.path.basename(name), ()):
+                other = (os.path.dirname(target), os.path.splitext(os.path.basename(target))[0])
+                if other != key:
+                    arrows.setdefault(key, set()).add(other)
+        arrows.setdefault(key, set())
+    return arrows
+
+
+def circles(arrows):
+    """The strongly connected groups of more than one module (Tarjan)."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+    counter = [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in arrows.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                out.append(sorted(group))
+
+    sys.setrecursionlimit(10000)
+    for v in sorted(arrows):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def arrows_up(arrows):
+    """(from, to) where a shim module includes one on a higher floor."""
+    up = []
+    for (folder, module), targets in sorted(arrows.items()):
+        mine = floor_of(os.path.join(folder, module))
+        for other_folder, other in sorted(targets):
+            theirs = floor_of(os.path.join(other_folder, other))
+            if mine and theirs and FLOORS.index(theirs) > FLOORS.index(mine):
+                up.append(("%s/%s" % (mine, module), "%s/%s" % (theirs, other)))
+    return up
+
+
+LEXEME = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
+
+
+def code_only(text):
+    """text with its comments, strings and characters blanked (newlines
+    kept), so that a brace inside one is not counted."""
+    return LEXEME.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
+
+
+def long_functions(files):
+    """(path, function, lines) of every C function longer than LONGEST."""
+    found = []
+    for path in sorted(files):
+        if not path.endswith(".c"):
+            continue
+        with open(path, errors="replace") as fh:
+            text = code_only(fh.read())
+        for match in FUNCTION.finditer(text):
+            depth, i = 0, match.end() - 1
+            while i < len(text):
+                if text[i] == "{":
+                    depth += 1
+                elif text[i] == "}":
+                    depth -= 1
+                    if depth == 0:
+                        break
+                i += 1
+            lines = text.count("\n", match.start(), i) + 1
+            if lines > LONGEST:
+                found.append((os.path.relpath(path, ROOT), match.group(1), lines))
+    return found
+
+
+def main(argv):
+    files = sources()
+    arrows = graph(files)
+    if "--graph" in argv:
+        for (folder, module), targets in sorted(arrows.items()):
+            print("%s/%s -> %s" % (os.path.relpath(folder, ROOT), module,
+                                   " ".join(sorted(m for _, m in targets))))
+    bad = 0
+    for group in circles(arrows):
+        print("circle: " + " <-> ".join("%s/%s" % (os.path.relpath(f, ROOT), m) for f, m in group))
+        bad += 1
+    for low, high in arrows_up(arrows):
+        print("arrow up: %s includes %s" % (low, high))
+        bad += 1
+    for path, name, lines in long_functions(files):
+        print("long function: %s %s, %d lines (the limit is %d)" % (path, name, lines, LONGEST))
+        bad += 1
+    print("%d finding(s)" % bad)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
