@@ -9,7 +9,7 @@
 #include "selftime.h"
 #include "stacks.h"
 #include "timeline.h"
-#include "torch_trace.h"
+#include "torch_events.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -612,16 +612,16 @@ static void put_timeline(FILE *f, const report_view_t *view)
 static void put_torch_mode(FILE *f, const report_view_t *view)
 {
     uint64_t counts[TORCH_ACTIONS];
-    torch_trace_counts(counts);
+    torch_events_counts(counts);
     fputs_unlocked("\"torch_allocator\":{\"mode\":", f);
     put_string(f, lifecycle_torch_mode());
     fputs_unlocked(",\"PYTORCH_CUDA_ALLOC_CONF\":", f);
     put_string(f, config_getenv("PYTORCH_CUDA_ALLOC_CONF"));
     fputs_unlocked(",\"tensors\":", f);
-    put_string(f, torch_trace_status());
+    put_string(f, torch_events_status());
     fputs_unlocked(",\"events\":{", f);
     for (int a = 0; a < TORCH_ACTIONS; a++)
-        put_u64(f, torch_trace_action_name(a), counts[a], a + 1 < TORCH_ACTIONS);
+        put_u64(f, torch_events_action_name(a), counts[a], a + 1 < TORCH_ACTIONS);
     fputs_unlocked("},", f);
     put_u64(f, "reserve_bytes", view->reserve_bytes, 0);
     fputs_unlocked("}\n", f);

@@ -11,7 +11,7 @@
 #include "origin.h"
 #include "patience.h"
 #include "stacks.h"
-#include "torch_trace.h"
+#include "torch_events.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -368,7 +368,7 @@ int report_view_gather(report_view_t *view, report_moment_t moment, int signal)
         view->oom_holder_count = oom_holders(&view->oom, view->oom_holders);
     choose_holders(view, moment);
     holder_set_search(view->holder_set, &view->holders);
-    int followed = torch_trace_followed() && view->tensors.allocations > 0;
+    int followed = torch_events_followed() && view->tensors.allocations > 0;
     view->timeline = malloc(sizeof *view->timeline * TIMELINE_POINTS);
     if (view->timeline != NULL)
         view->timeline_count = timeline_points(view->now_ns, view->timeline, TIMELINE_POINTS);

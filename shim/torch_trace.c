@@ -45,8 +45,6 @@
 enum state { WAITING, ATTACHING, ATTACHED, REFUSED, BROKEN };
 
 static _Atomic int state = WAITING;
-static _Atomic(const char *) refusal;
-static _Atomic uint64_t counts[TORCH_ACTIONS];
 /* This thread's latest driver allocation (kind and key; key 0: none, or
  * used): a segment event follows the allocation of its segment on the same
  * thread. */
@@ -266,7 +264,7 @@ static void stop_events(const char *why)
 {
     int attached = ATTACHED;
     if (atomic_compare_exchange_strong(&state, &attached, BROKEN)) {
-        atomic_store(&refusal, why);
+        torch_events_say(why, 0);
         log_line("PyTorch's allocator: %s; its tensors are no longer tracked (the program runs on)",
                  why);
     }
@@ -295,7 +293,7 @@ static void on_event(const void *storage, const void *entry)
     if (action < 0 || action >= TORCH_ACTIONS || device < 0 || device >= TRACKER_MAX_DEVICES) {
         stop_events("an event does not have the layout gpuleak knows");
     } else {
-        atomic_fetch_add_explicit(&counts[action], 1, memory_order_relaxed);
+        torch_events_count(action);
         if (action == TORCH_ALLOC && addr != 0) {
             uint32_t site = capture_site(REPORT_KIND_tensor, device);
             if (tracker_alloc(REPORT_KIND_tensor, addr, (size_t)size, device, NULL, site) != 0)
@@ -323,19 +321,6 @@ static void on_event(const void *storage, const void *entry)
     errno = entry_errno;
     in_event = 0;
     guard_leave();
-}
-
-int torch_trace_followed(void)
-{
-    return atomic_load(&state) == ATTACHED;
-}
-
-const char *torch_trace_action_name(int action)
-{
-#define TORCH_TRACE_NAME(action, name) name,
-    static const char *const names[TORCH_ACTIONS] = { TORCH_TRACE_ACTIONS(TORCH_TRACE_NAME) };
-#undef TORCH_TRACE_NAME
-    return action >= 0 && action < TORCH_ACTIONS ? names[action] : "unknown";
 }
 
 int torch_trace_in_event(void)
@@ -393,6 +378,7 @@ static const char *attach(const library_t *lib)
      * set before any tensor event can move their row. */
     tracker_peak_at_tensors();
     atomic_store(&state, ATTACHED);
+    torch_events_say("attached", 1);
     /* The Itanium C++ ABI passes the std::function by value as the address
      * of a caller-made copy, which the caller owns: this functor needs no
      * destroying after the call. */
@@ -436,23 +422,7 @@ void torch_trace_notice_segment(alloc_kind_t kind, uint64_t key)
     const char *why = attach(&c10);
     if (why == NULL)
         return;
-    atomic_store(&refusal, why);
+    torch_events_say(why, 0);
     atomic_store(&state, REFUSED);
     log_line("PyTorch's allocator: %s; tracking its segments only, not its tensors", why);
-}
-
-const char *torch_trace_status(void)
-{
-    int now = atomic_load(&state);
-    if (now == ATTACHED)
-        return "attached";
-    if (now == REFUSED || now == BROKEN)
-        return atomic_load(&refusal);
-    return "not seen";
-}
-
-void torch_trace_counts(uint64_t out[TORCH_ACTIONS])
-{
-    for (int i = 0; i < TORCH_ACTIONS; i++)
-        out[i] = atomic_load_explicit(&counts[i], memory_order_relaxed);
 }

@@ -15,21 +15,8 @@
 
 #include <stdint.h>
 
+#include "torch_events.h"
 #include "tracker.h"
-
-/* PyTorch's actions (c10 TraceEntry::Action), in its order, with the names
- * the report gives their counts. */
-#define TORCH_TRACE_ACTIONS(X)                                                 \
-    X(ALLOC, "alloc") X(FREE_REQUESTED, "free_requested")                      \
-    X(FREE_COMPLETED, "free_completed") X(SEGMENT_ALLOC, "segment_alloc")      \
-    X(SEGMENT_FREE, "segment_free") X(SEGMENT_MAP, "segment_map")              \
-    X(SEGMENT_UNMAP, "segment_unmap") X(SNAPSHOT, "snapshot") X(OOM, "oom")
-#define TORCH_TRACE_ENUM(action, name) TORCH_##action,
-enum torch_trace_action { TORCH_TRACE_ACTIONS(TORCH_TRACE_ENUM) TORCH_ACTIONS };
-#undef TORCH_TRACE_ENUM
-
-/* The report's name of an action ("alloc", ...). */
-const char *torch_trace_action_name(int action);
 
 /* Called by the wrappers after the driver handed out device, VMM or pool
  * memory (recorded as kind under key), on that thread, inside the shim.
@@ -46,19 +33,8 @@ const char *torch_trace_action_name(int action);
  * PyTorch's paths was seen to do so). */
 void torch_trace_notice_segment(alloc_kind_t kind, uint64_t key);
 
-/* Whether tensors are being followed: attached, and no event refused since. */
-int torch_trace_followed(void);
-
-/* For the report: "attached", "not seen" (no PyTorch CUDA allocator was seen
- * allocating), or why tensors are not tracked (a sentence; the run then
- * shows the segments only). */
-const char *torch_trace_status(void);
-
 /* Whether the calling thread is inside one of PyTorch's allocator events
  * (its allocator's mutex held): what runs there must not call CUDA. */
 int torch_trace_in_event(void);
-
-/* The events received, by action, while tracking was on. */
-void torch_trace_counts(uint64_t out[TORCH_ACTIONS]);
 
 #endif
