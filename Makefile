@@ -7,23 +7,27 @@ BUILD := build
 
 WARN := -Wall -Wextra
 CFLAGS ?= -O2 -g
+# The shim's floors, bottom first (docs/architecture.md): a module includes
+# only its own floor's and those below (scripts/house.py checks).
+SHIM_FLOORS := base stacks count names python reports entry
 ALL_CFLAGS = $(CFLAGS) $(WARN) -std=gnu11 -fPIC -pthread -I$(CUDA_HOME)/include \
-          -I/usr/include/x86_64-linux-gnu -Ishim -Icommon -Iinclude
+          -I/usr/include/x86_64-linux-gnu $(addprefix -Ishim/,$(SHIM_FLOORS)) -Icommon -Iinclude
 SHIM_CFLAGS = $(ALL_CFLAGS) -fvisibility=hidden -fno-omit-frame-pointer
 SHIM_LIBS := $(EXTRA_LDFLAGS) -lunwind -ldl -lpthread
 PYTHON_CONFIG ?= $(PYTHON)-config
 
-SHIM_SRC := $(wildcard shim/*.c)
+SHIM_SRC := $(wildcard shim/*/*.c)
+SHIM_H := $(wildcard shim/*/*.h)
 # common/: what the shim and the command share (the report format, the
 # origin rules), built into both.
 COMMON_SRC := $(wildcard common/*.c)
 COMMON_H := $(wildcard common/*.h)
-# embedded_py.S carries shim/holders.py and shim/layout.py into the library
-# (finish.c runs them).
+# embedded_py.S carries shim/python/holders.py and layout.py into the
+# library (finish.c runs them).
 SHIM_OBJ := $(patsubst shim/%.c,$(BUILD)/shim/%.o,$(SHIM_SRC)) \
-            $(patsubst common/%.c,$(BUILD)/shim/%.o,$(COMMON_SRC)) $(BUILD)/shim/embedded_py.o
-# Objects that interpose on the process (dlsym, cu*) stay out of unit tests.
-DOOR_OBJ := $(BUILD)/shim/doors.o $(BUILD)/shim/wrappers.o $(BUILD)/shim/exits.o
+            $(patsubst common/%.c,$(BUILD)/shim/common/%.o,$(COMMON_SRC)) $(BUILD)/shim/python/embedded_py.o
+# Objects that interpose on the process (dlsym, cu*, exit) stay out of unit tests.
+DOOR_OBJ := $(addprefix $(BUILD)/shim/entry/,doors.o wrappers.o exits.o)
 CORE_OBJ := $(filter-out $(DOOR_OBJ),$(SHIM_OBJ))
 
 CLI_SRC := $(wildcard cli/*.c)
@@ -50,13 +54,16 @@ FAKEC10_OTHER := $(BUILD)/fakec10-other/libc10_cuda.so
 
 all: $(BUILD)/libgpuleak.so $(FAKECUDA) $(BUILD)/gpuleak $(BUILD)/gpuleak.1
 
-$(BUILD)/shim/%.o: shim/%.c $(wildcard shim/*.h) $(COMMON_H) | $(BUILD)/shim
+$(BUILD)/shim/common/%.o: common/%.c $(COMMON_H)
+	@mkdir -p $(@D)
 	$(CC) $(SHIM_CFLAGS) -c $< -o $@
 
-$(BUILD)/shim/%.o: common/%.c $(COMMON_H) | $(BUILD)/shim
+$(BUILD)/shim/%.o: shim/%.c $(SHIM_H) $(COMMON_H)
+	@mkdir -p $(@D)
 	$(CC) $(SHIM_CFLAGS) -c $< -o $@
 
-$(BUILD)/shim/embedded_py.o: shim/embedded_py.S $(wildcard shim/*.py) | $(BUILD)/shim
+$(BUILD)/shim/python/embedded_py.o: shim/python/embedded_py.S $(wildcard shim/python/*.py)
+	@mkdir -p $(@D)
 	$(CC) -c $< -o $@
 
 $(BUILD)/libgpuleak.so: $(SHIM_OBJ)

@@ -308,7 +308,7 @@ if ! step 5; then
     :
 elif [ "$TORCH_OK" != 1 ]; then
     echo "    skipped: no torch"
-elif ! cc -O2 -g -Wall -Wextra -shared -fPIC -Ishim -o "$PROBE_SO" tests/bench/unwind_probe.c shim/unwind.c \
+elif ! cc -O2 -g -Wall -Wextra -shared -fPIC -Ishim/stacks -o "$PROBE_SO" tests/bench/unwind_probe.c shim/stacks/unwind.c \
         ${DEPS:+-I"$DEPS/include" -L"$DEPS/lib"} -lunwind -ldl -lpthread >"$WORK/build-probe.log" 2>&1; then
     tail -n 10 "$WORK/build-probe.log" | sed 's/^/    | /'
     echo "- unwind probe: did not build" >>"$HEADER"

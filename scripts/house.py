@@ -16,7 +16,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The shim's floors, bottom first: a module may include its own floor's
 # and those below it, never one above.
-FLOORS = ["base", "count", "stacks", "names", "python", "report", "entry"]
+FLOORS = ["base", "stacks", "count", "names", "python", "reports", "entry"]
 TREES = ["shim", "cli", "common"]
 LONGEST = 80  # lines of a function, outside tests
 

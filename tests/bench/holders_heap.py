@@ -34,7 +34,7 @@ def search(find, walker_of, targets, budget):
 
 def main():
     scope = {}
-    with open(os.path.join(ROOT, "shim", "holders.py")) as fh:
+    with open(os.path.join(ROOT, "shim", "python", "holders.py")) as fh:
         exec(compile(fh.read(), "holders.py", "exec"), scope)
     walker = ctypes.PyDLL(None).gpuleak_holders_walker
     walker.restype = ctypes.py_object

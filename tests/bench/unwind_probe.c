@@ -11,7 +11,7 @@
  * cannot trace starts again with an unw_step walk of the whole stack), and
  * that unw_step walk alone. When the two cost the same, the fast trace is
  * giving up on every call. It also times the shim's own unwinder
- * (shim/unwind.c, built in: cc ... unwind_probe.c shim/unwind.c -Ishim),
+ * (shim/stacks/unwind.c, built in: cc ... unwind_probe.c shim/stacks/unwind.c -Ishim/stacks),
  * counts the calls where it gave up and where its frames differ from
  * unw_backtrace's, and counts the objects the frames are in.
  * At exit it prints "PROBE ..." lines on stderr. */

@@ -13,7 +13,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 def load_find():
     scope = {}
-    with open(os.path.join(ROOT, "shim", "holders.py")) as fh:
+    with open(os.path.join(ROOT, "shim", "python", "holders.py")) as fh:
         exec(compile(fh.read(), "holders.py", "exec"), scope)
     return scope["find"]
 

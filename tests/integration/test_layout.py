@@ -21,7 +21,7 @@ import reports as report_files  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD = os.path.join(ROOT, "build")
-LAYOUT_PY = os.path.join(ROOT, "shim", "layout.py")
+LAYOUT_PY = os.path.join(ROOT, "shim", "python", "layout.py")
 SCRIPT = os.path.join(ROOT, "tests", "python", "layout_demo.py")
 
 # Runs layout.py's layout() in a fresh interpreter after the program's own

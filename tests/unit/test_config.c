@@ -232,10 +232,10 @@ START_TEST(only_config_reads_the_environment)
 {
     static char text[1 << 20];
     glob_t g;
-    ck_assert_int_eq(glob("shim/*.c", 0, NULL, &g), 0);
+    ck_assert_int_eq(glob("shim/*/*.c", 0, NULL, &g), 0);
     ck_assert_uint_gt(g.gl_pathc, 10);
     for (size_t i = 0; i < g.gl_pathc; i++) {
-        if (strcmp(g.gl_pathv[i], "shim/config.c") == 0)
+        if (strcmp(g.gl_pathv[i], "shim/base/config.c") == 0)
             continue;
         suite_read_file(g.gl_pathv[i], text, sizeof text);
         for (const char *p = text; (p = strstr(p, "getenv(")) != NULL; p++)
