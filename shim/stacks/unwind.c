@@ -204,161 +204,317 @@ static void cfa_offset_rule(cfa_state_t *state, int64_t offset)
         state->cfa_register = -2;
 }
 
+/* A CFA program being run: its reader, its factors, the state it moves,
+ * the CIE's state (for DW_CFA_restore; NULL inside the CIE) and the states
+ * DW_CFA_remember_state keeps. */
+typedef struct cfa_run {
+    reader_t *r;
+    uint64_t code_align;
+    int64_t data_align;
+    cfa_state_t *state;
+    const cfa_state_t *initial;
+    cfa_state_t remembered[REMEMBER_DEPTH];
+    int depth;
+} cfa_run_t;
+
+/* What one instruction does to the run: go on, advance the location, or
+ * stop at something this unwinder does not read. */
+enum cfa_step { CFA_NEXT, CFA_ADVANCE, CFA_FAIL };
+
+/* reg is saved at CFA + offset. */
+static void saved_at_offset(cfa_state_t *state, uint64_t reg, int64_t offset)
+{
+    if (reg == DW_RBP) {
+        state->rbp_kind = RBP_AT_CFA;
+        state->rbp_offset = offset;
+    } else if (reg == DW_RA) {
+        state->ra_known = 1;
+        state->ra_undefined = 0;
+        state->ra_offset = offset;
+    }
+}
+
+/* reg's rule goes back to the CIE's. */
+static enum cfa_step restore_rule(const cfa_run_t *run, uint64_t reg)
+{
+    const cfa_state_t *initial = run->initial;
+    cfa_state_t *state = run->state;
+    if (initial == NULL)
+        return CFA_FAIL;
+    if (reg == DW_RBP) {
+        state->rbp_kind = initial->rbp_kind;
+        state->rbp_offset = initial->rbp_offset;
+    } else if (reg == DW_RA) {
+        state->ra_known = initial->ra_known;
+        state->ra_undefined = initial->ra_undefined;
+        state->ra_offset = initial->ra_offset;
+    }
+    return CFA_NEXT;
+}
+
+/* The instructions that move the location (*delta, in bytes). Returns -1
+ * for any other. */
+static int advance_op(cfa_run_t *run, uint8_t op, uint64_t *delta)
+{
+    unsigned width = op == 0x02 ? 1 : op == 0x03 ? 2 : op == 0x04 ? 4 : 0;
+    if ((op & 0xc0) == 0x40)  /* DW_CFA_advance_loc */
+        *delta = (op & 0x3f) * run->code_align;
+    else if (width != 0)      /* DW_CFA_advance_loc1, 2, 4 */
+        *delta = read_bytes(run->r, width) * run->code_align;
+    else
+        return -1;
+    return CFA_ADVANCE;
+}
+
+/* The instructions that give a register's rule as an offset from the CFA.
+ * Returns -1 for any other. */
+static int offset_op(cfa_run_t *run, uint8_t op)
+{
+    reader_t *r = run->r;
+    uint64_t reg;
+    int64_t offset;
+    if ((op & 0xc0) == 0x80) {  /* DW_CFA_offset */
+        reg = op & 0x3f;
+        offset = (int64_t)read_uleb(r) * run->data_align;
+    } else if (op == 0x05) {    /* DW_CFA_offset_extended */
+        reg = read_uleb(r);
+        offset = (int64_t)read_uleb(r) * run->data_align;
+    } else if (op == 0x11) {    /* DW_CFA_offset_extended_sf */
+        reg = read_uleb(r);
+        offset = read_sleb(r) * run->data_align;
+    } else if (op == 0x2f) {    /* DW_CFA_GNU_negative_offset_extended */
+        reg = read_uleb(r);
+        offset = -(int64_t)read_uleb(r) * run->data_align;
+    } else {
+        return -1;
+    }
+    saved_at_offset(run->state, reg, offset);
+    return CFA_NEXT;
+}
+
+/* Every other register rule: restored, undefined, unchanged, in another
+ * register, by an expression, a value. Returns -1 for any other
+ * instruction. */
+static int register_op(cfa_run_t *run, uint8_t op)
+{
+    reader_t *r = run->r;
+    cfa_state_t *state = run->state;
+    if ((op & 0xc0) == 0xc0)  /* DW_CFA_restore */
+        return restore_rule(run, op & 0x3f);
+    if (op == 0x06)           /* DW_CFA_restore_extended */
+        return restore_rule(run, read_uleb(r));
+    if (op == 0x07) {         /* DW_CFA_undefined */
+        uint64_t reg = read_uleb(r);
+        if (reg == DW_RA)
+            state->ra_undefined = 1;
+        else if (reg == DW_RBP)
+            state->rbp_kind = RBP_LOST;
+        return CFA_NEXT;
+    }
+    if (op == 0x08) {         /* DW_CFA_same_value */
+        uint64_t reg = read_uleb(r);
+        if (reg == DW_RBP)
+            state->rbp_kind = RBP_SAME;
+        return reg == DW_RA ? CFA_FAIL : CFA_NEXT;
+    }
+    if (op == 0x09) {         /* DW_CFA_register */
+        uint64_t reg = read_uleb(r);
+        (void)read_uleb(r);
+        return unfollowed_rule(state, reg) ? CFA_NEXT : CFA_FAIL;
+    }
+    if (op == 0x10) {         /* DW_CFA_expression */
+        uint64_t reg = read_uleb(r);
+        int64_t offset = 0;
+        int deref = 0;
+        if (rbp_expression(r, &offset, &deref) && !deref && reg == DW_RBP) {
+            state->rbp_kind = RBP_AT_RBP;
+            state->rbp_offset = offset;
+            return CFA_NEXT;
+        }
+        return unfollowed_rule(state, reg) ? CFA_NEXT : CFA_FAIL;
+    }
+    if (op == 0x14 || op == 0x15 || op == 0x16) {  /* DW_CFA_val_offset(_sf), DW_CFA_val_expression */
+        uint64_t reg = read_uleb(r);
+        if (op == 0x16) {
+            uint64_t length = read_uleb(r);
+            if ((uint64_t)(r->end - r->p) < length)
+                return CFA_FAIL;
+            r->p += length;
+        } else if (op == 0x14) {
+            (void)read_uleb(r);
+        } else {
+            (void)read_sleb(r);
+        }
+        return unfollowed_rule(state, reg) ? CFA_NEXT : CFA_FAIL;
+    }
+    return -1;
+}
+
+/* The CFA's own rule, the remembered states, and the instructions that
+ * say nothing of the registers. Returns -1 for any other. */
+static int cfa_op(cfa_run_t *run, uint8_t op)
+{
+    reader_t *r = run->r;
+    cfa_state_t *state = run->state;
+    int64_t offset = 0;
+    int deref = 0;
+    switch (op) {
+    case 0x00:  /* DW_CFA_nop */
+        return CFA_NEXT;
+    case 0x0a:  /* DW_CFA_remember_state */
+        if (run->depth == REMEMBER_DEPTH)
+            return CFA_FAIL;
+        run->remembered[run->depth++] = *state;
+        return CFA_NEXT;
+    case 0x0b:  /* DW_CFA_restore_state */
+        if (run->depth == 0)
+            return CFA_FAIL;
+        *state = run->remembered[--run->depth];
+        return CFA_NEXT;
+    case 0x0c:  /* DW_CFA_def_cfa */ {
+        uint64_t reg = read_uleb(r);
+        cfa_register_rule(state, reg, (int64_t)read_uleb(r));
+        return CFA_NEXT;
+    }
+    case 0x12:  /* DW_CFA_def_cfa_sf */ {
+        uint64_t reg = read_uleb(r);
+        cfa_register_rule(state, reg, read_sleb(r) * run->data_align);
+        return CFA_NEXT;
+    }
+    case 0x0d:  /* DW_CFA_def_cfa_register */ {
+        uint64_t reg = read_uleb(r);
+        state->cfa_register = (reg == DW_RSP || reg == DW_RBP) && state->cfa_register >= 0
+                              ? (int)reg : -2;
+        return CFA_NEXT;
+    }
+    case 0x0e:  /* DW_CFA_def_cfa_offset */
+        cfa_offset_rule(state, (int64_t)read_uleb(r));
+        return CFA_NEXT;
+    case 0x13:  /* DW_CFA_def_cfa_offset_sf */
+        cfa_offset_rule(state, read_sleb(r) * run->data_align);
+        return CFA_NEXT;
+    case 0x0f:  /* DW_CFA_def_cfa_expression: only a realigned frame's *(rbp + off) */
+        state->cfa_register = rbp_expression(r, &offset, &deref) && deref ? -1 : -2;
+        state->cfa_offset = offset;
+        return CFA_NEXT;
+    case 0x2e:  /* DW_CFA_GNU_args_size */
+        (void)read_uleb(r);
+        return CFA_NEXT;
+    }
+    return -1;
+}
+
 /* Runs a CFA program from loc until the row that covers target, over
  * state; initial is the CIE's state (for DW_CFA_restore). Returns 1 when it
  * reached target or the program's end, 0 on something it does not read. */
 static int run_cfa(reader_t *r, uintptr_t loc, uintptr_t target, uint64_t code_align,
                    int64_t data_align, cfa_state_t *state, const cfa_state_t *initial)
 {
-    cfa_state_t remembered[REMEMBER_DEPTH];
-    int depth = 0;
+    cfa_run_t run = { .r = r, .code_align = code_align, .data_align = data_align,
+                      .state = state, .initial = initial };
     while (r->ok && r->p < r->end) {
         uint8_t op = (uint8_t)read_bytes(r, 1);
-        uint64_t reg = op & 0x3f, delta = 0;
-        int64_t offset = 0;
-        int deref = 0;
-        switch (op & 0xc0) {
-        case 0x40:  /* DW_CFA_advance_loc */
-            delta = (op & 0x3f) * code_align;
-            goto advance;
-        case 0x80:  /* DW_CFA_offset */
-            offset = (int64_t)read_uleb(r) * data_align;
-            goto offset;
-        case 0xc0:  /* DW_CFA_restore */
-            goto restore;
-        }
-        switch (op) {
-        case 0x00: break;  /* DW_CFA_nop */
-        case 0x02: delta = read_bytes(r, 1) * code_align; goto advance;
-        case 0x03: delta = read_bytes(r, 2) * code_align; goto advance;
-        case 0x04: delta = read_bytes(r, 4) * code_align; goto advance;
-        case 0x05:  /* DW_CFA_offset_extended */
-            reg = read_uleb(r);
-            offset = (int64_t)read_uleb(r) * data_align;
-            goto offset;
-        case 0x11:  /* DW_CFA_offset_extended_sf */
-            reg = read_uleb(r);
-            offset = read_sleb(r) * data_align;
-            goto offset;
-        case 0x2f:  /* DW_CFA_GNU_negative_offset_extended */
-            reg = read_uleb(r);
-            offset = -(int64_t)read_uleb(r) * data_align;
-            goto offset;
-        case 0x06:  /* DW_CFA_restore_extended */
-            reg = read_uleb(r);
-            goto restore;
-        case 0x07:  /* DW_CFA_undefined */
-            reg = read_uleb(r);
-            if (reg == DW_RA)
-                state->ra_undefined = 1;
-            else if (reg == DW_RBP)
-                state->rbp_kind = RBP_LOST;
-            break;
-        case 0x08:  /* DW_CFA_same_value */
-            reg = read_uleb(r);
-            if (reg == DW_RBP)
-                state->rbp_kind = RBP_SAME;
-            else if (reg == DW_RA)
-                return 0;
-            break;
-        case 0x09:  /* DW_CFA_register */
-            reg = read_uleb(r);
-            (void)read_uleb(r);
-            if (!unfollowed_rule(state, reg))
-                return 0;
-            break;
-        case 0x0a:  /* DW_CFA_remember_state */
-            if (depth == REMEMBER_DEPTH)
-                return 0;
-            remembered[depth++] = *state;
-            break;
-        case 0x0b:  /* DW_CFA_restore_state */
-            if (depth == 0)
-                return 0;
-            *state = remembered[--depth];
-            break;
-        case 0x0c:  /* DW_CFA_def_cfa */
-            reg = read_uleb(r);
-            cfa_register_rule(state, reg, (int64_t)read_uleb(r));
-            break;
-        case 0x12:  /* DW_CFA_def_cfa_sf */
-            reg = read_uleb(r);
-            cfa_register_rule(state, reg, read_sleb(r) * data_align);
-            break;
-        case 0x0d:  /* DW_CFA_def_cfa_register */
-            reg = read_uleb(r);
-            state->cfa_register = (reg == DW_RSP || reg == DW_RBP) && state->cfa_register >= 0
-                                  ? (int)reg : -2;
-            break;
-        case 0x0e:  /* DW_CFA_def_cfa_offset */
-            cfa_offset_rule(state, (int64_t)read_uleb(r));
-            break;
-        case 0x13:  /* DW_CFA_def_cfa_offset_sf */
-            cfa_offset_rule(state, read_sleb(r) * data_align);
-            break;
-        case 0x0f:  /* DW_CFA_def_cfa_expression: only a realigned frame's *(rbp + off) */
-            state->cfa_register = rbp_expression(r, &offset, &deref) && deref ? -1 : -2;
-            state->cfa_offset = offset;
-            break;
-        case 0x10:  /* DW_CFA_expression */
-            reg = read_uleb(r);
-            if (rbp_expression(r, &offset, &deref) && !deref && reg == DW_RBP) {
-                state->rbp_kind = RBP_AT_RBP;
-                state->rbp_offset = offset;
-            } else if (!unfollowed_rule(state, reg)) {
-                return 0;
-            }
-            break;
-        case 0x14: case 0x15: case 0x16:  /* DW_CFA_val_offset(_sf), DW_CFA_val_expression */
-            reg = read_uleb(r);
-            if (op == 0x16) {
-                uint64_t length = read_uleb(r);
-                if ((uint64_t)(r->end - r->p) < length)
-                    return 0;
-                r->p += length;
-            } else if (op == 0x14) {
-                (void)read_uleb(r);
-            } else {
-                (void)read_sleb(r);
-            }
-            if (!unfollowed_rule(state, reg))
-                return 0;
-            break;
-        case 0x2e:  /* DW_CFA_GNU_args_size */
-            (void)read_uleb(r);
-            break;
-        default:
+        uint64_t delta = 0;
+        int step = advance_op(&run, op, &delta);
+        if (step < 0)
+            step = offset_op(&run, op);
+        if (step < 0)
+            step = register_op(&run, op);
+        if (step < 0)
+            step = cfa_op(&run, op);
+        if (step < 0 || step == CFA_FAIL)
             return 0;
-        }
-        continue;
-    advance:
-        if (loc + delta > target)
-            return r->ok;
-        loc += delta;
-        continue;
-    offset:
-        if (reg == DW_RBP) {
-            state->rbp_kind = RBP_AT_CFA;
-            state->rbp_offset = offset;
-        } else if (reg == DW_RA) {
-            state->ra_known = 1;
-            state->ra_undefined = 0;
-            state->ra_offset = offset;
-        }
-        continue;
-    restore:
-        if (initial == NULL)
-            return 0;
-        if (reg == DW_RBP) {
-            state->rbp_kind = initial->rbp_kind;
-            state->rbp_offset = initial->rbp_offset;
-        } else if (reg == DW_RA) {
-            state->ra_known = initial->ra_known;
-            state->ra_undefined = initial->ra_undefined;
-            state->ra_offset = initial->ra_offset;
+        if (step == CFA_ADVANCE) {
+            if (loc + delta > target)
+                return r->ok;
+            loc += delta;
         }
     }
     return r->ok;
+}
+
+/* What a CIE says of the FDEs that point to it. */
+typedef struct cie_info {
+    uint64_t code_align;
+    int64_t data_align;
+    uint8_t fde_encoding;
+    int has_z;          /* an augmentation data length follows in each FDE */
+} cie_info_t;
+
+/* Reads the CIE at cie (its header, up to its initial instructions, where
+ * c is left) into *out. Returns 0 for a CIE this unwinder reads: version 1
+ * or 3, the return address in DW_RA, no signal frame ('S') and no unknown
+ * augmentation. */
+static int read_cie(const uint8_t *cie, const uint8_t *segment_end, reader_t *c, cie_info_t *out)
+{
+    *c = (reader_t){ cie, segment_end, 1 };
+    uint64_t cie_length = read_bytes(c, 4);
+    if (!c->ok || cie_length == 0 || cie_length >= 0xfffffff0u
+        || cie_length > (uint64_t)(segment_end - c->p))
+        return -1;
+    c->end = c->p + cie_length;
+    if (read_bytes(c, 4) != 0)  /* CIE id */
+        return -1;
+    uint8_t version = (uint8_t)read_bytes(c, 1);
+    const char *augmentation = (const char *)c->p;
+    while (c->ok && c->p < c->end && *c->p)
+        c->p++;
+    c->p++;
+    if (!c->ok || c->p > c->end || (version != 1 && version != 3))
+        return -1;
+    *out = (cie_info_t){ 0 };
+    out->code_align = read_uleb(c);  /* in this order: the reads are the CIE's fields */
+    out->data_align = read_sleb(c);
+    uint64_t ra_register = version == 1 ? read_bytes(c, 1) : read_uleb(c);
+    out->has_z = augmentation[0] == 'z';
+    if (out->has_z) {
+        uint64_t aug_length = read_uleb(c);
+        if (!c->ok || aug_length > (uint64_t)(c->end - c->p))
+            return -1;
+        const uint8_t *aug_end = c->p + aug_length;
+        for (const char *a = augmentation + 1; *a && c->ok; a++) {
+            if (*a == 'R') {
+                out->fde_encoding = (uint8_t)read_bytes(c, 1);
+            } else if (*a == 'L') {
+                (void)read_bytes(c, 1);
+            } else if (*a == 'P') {
+                uint8_t enc = (uint8_t)read_bytes(c, 1);
+                (void)read_pointer(c, enc & 0x0f, 0);  /* the personality routine: skipped */
+            } else {
+                return -1;  /* 'S' (a signal frame) and anything unknown */
+            }
+        }
+        c->p = aug_end;
+    } else if (augmentation[0] != '\0') {
+        return -1;
+    }
+    return c->ok && c->p <= c->end && ra_register == DW_RA ? 0 : -1;
+}
+
+/* The rule a CFA program's state at the target gives, or bad when a value
+ * does not fit the rule's fields. */
+static rule_t rule_of_state(const cfa_state_t *state, rule_t bad)
+{
+    rule_t rule = { .known = 1 };
+    if (state->ra_undefined) {
+        rule.end = 1;
+        return rule;
+    }
+    if (!state->ra_known || state->ra_offset < INT16_MIN || state->ra_offset > INT16_MAX
+        || state->cfa_register == -2 || state->cfa_offset < INT32_MIN || state->cfa_offset > INT32_MAX)
+        return bad;
+    rule.cfa_kind = state->cfa_register == DW_RSP ? CFA_RSP
+                  : state->cfa_register == DW_RBP ? CFA_RBP : CFA_AT_RBP;
+    rule.cfa_offset = (int32_t)state->cfa_offset;
+    rule.ra_offset = (int16_t)state->ra_offset;
+    rule.rbp_kind = (uint8_t)state->rbp_kind;
+    if (state->rbp_kind == RBP_AT_CFA || state->rbp_kind == RBP_AT_RBP) {
+        if (state->rbp_offset % 8 != 0 || state->rbp_offset / 8 < INT8_MIN
+            || state->rbp_offset / 8 > INT8_MAX)
+            return bad;
+        rule.rbp_offset8 = (int8_t)(state->rbp_offset / 8);
+    }
+    return rule;
 }
 
 /* The rule at target from the FDE at fde, in the loaded segment
@@ -378,57 +534,16 @@ static rule_t rule_from_fde(const uint8_t *fde, const uint8_t *segment,
     uint64_t cie_back = read_bytes(&f, 4);
     if (!f.ok || cie_back == 0 || cie_back > (uint64_t)(cie_field - segment))
         return bad;
-
-    const uint8_t *cie = cie_field - cie_back;
-    reader_t c = { cie, segment_end, 1 };
-    uint64_t cie_length = read_bytes(&c, 4);
-    if (!c.ok || cie_length == 0 || cie_length >= 0xfffffff0u
-        || cie_length > (uint64_t)(segment_end - c.p))
-        return bad;
-    c.end = c.p + cie_length;
-    if (read_bytes(&c, 4) != 0)  /* CIE id */
-        return bad;
-    uint8_t version = (uint8_t)read_bytes(&c, 1);
-    const char *augmentation = (const char *)c.p;
-    while (c.ok && c.p < c.end && *c.p)
-        c.p++;
-    c.p++;
-    if (!c.ok || c.p > c.end || (version != 1 && version != 3))
-        return bad;
-    uint64_t code_align = read_uleb(&c);
-    int64_t data_align = read_sleb(&c);
-    uint64_t ra_register = version == 1 ? read_bytes(&c, 1) : read_uleb(&c);
-    uint8_t fde_encoding = 0;
-    int has_z = augmentation[0] == 'z';
-    if (has_z) {
-        uint64_t aug_length = read_uleb(&c);
-        if (!c.ok || aug_length > (uint64_t)(c.end - c.p))
-            return bad;
-        const uint8_t *aug_end = c.p + aug_length;
-        for (const char *a = augmentation + 1; *a && c.ok; a++) {
-            if (*a == 'R') {
-                fde_encoding = (uint8_t)read_bytes(&c, 1);
-            } else if (*a == 'L') {
-                (void)read_bytes(&c, 1);
-            } else if (*a == 'P') {
-                uint8_t enc = (uint8_t)read_bytes(&c, 1);
-                (void)read_pointer(&c, enc & 0x0f, 0);  /* the personality routine: skipped */
-            } else {
-                return bad;  /* 'S' (a signal frame) and anything unknown */
-            }
-        }
-        c.p = aug_end;
-    } else if (augmentation[0] != '\0') {
-        return bad;
-    }
-    if (!c.ok || c.p > c.end || ra_register != DW_RA)
+    reader_t c;
+    cie_info_t cie;
+    if (read_cie(cie_field - cie_back, segment_end, &c, &cie) != 0)
         return bad;
 
-    uintptr_t pc_begin = read_pointer(&f, fde_encoding, 0);
-    uintptr_t pc_range = read_pointer(&f, fde_encoding & 0x0f, 0);
+    uintptr_t pc_begin = read_pointer(&f, cie.fde_encoding, 0);
+    uintptr_t pc_range = read_pointer(&f, cie.fde_encoding & 0x0f, 0);
     if (!f.ok || target < pc_begin || target - pc_begin >= pc_range)
         return bad;
-    if (has_z) {
+    if (cie.has_z) {
         uint64_t aug_length = read_uleb(&f);
         if (!f.ok || aug_length > (uint64_t)(f.end - f.p))
             return bad;
@@ -436,32 +551,12 @@ static rule_t rule_from_fde(const uint8_t *fde, const uint8_t *segment,
     }
 
     cfa_state_t state = { .cfa_register = -2, .rbp_kind = RBP_SAME };
-    if (!run_cfa(&c, pc_begin, UINTPTR_MAX, code_align, data_align, &state, NULL))
+    if (!run_cfa(&c, pc_begin, UINTPTR_MAX, cie.code_align, cie.data_align, &state, NULL))
         return bad;
     cfa_state_t initial = state;
-    if (!run_cfa(&f, pc_begin, target, code_align, data_align, &state, &initial))
+    if (!run_cfa(&f, pc_begin, target, cie.code_align, cie.data_align, &state, &initial))
         return bad;
-
-    rule_t rule = { .known = 1 };
-    if (state.ra_undefined) {
-        rule.end = 1;
-        return rule;
-    }
-    if (!state.ra_known || state.ra_offset < INT16_MIN || state.ra_offset > INT16_MAX
-        || state.cfa_register == -2 || state.cfa_offset < INT32_MIN || state.cfa_offset > INT32_MAX)
-        return bad;
-    rule.cfa_kind = state.cfa_register == DW_RSP ? CFA_RSP
-                  : state.cfa_register == DW_RBP ? CFA_RBP : CFA_AT_RBP;
-    rule.cfa_offset = (int32_t)state.cfa_offset;
-    rule.ra_offset = (int16_t)state.ra_offset;
-    rule.rbp_kind = (uint8_t)state.rbp_kind;
-    if (state.rbp_kind == RBP_AT_CFA || state.rbp_kind == RBP_AT_RBP) {
-        if (state.rbp_offset % 8 != 0 || state.rbp_offset / 8 < INT8_MIN
-            || state.rbp_offset / 8 > INT8_MAX)
-            return bad;
-        rule.rbp_offset8 = (int8_t)(state.rbp_offset / 8);
-    }
-    return rule;
+    return rule_of_state(&state, bad);
 }
 
 typedef struct rule_search {

@@ -16,7 +16,6 @@ STILL_LONG = {
     ("common/chart.c", "chart_print"), ("shim/reports/report_json.c", "write_body"),
     ("shim/reports/report_summary.c", "report_summary_print"),
     ("shim/reports/report_view.c", "report_view_gather"), ("shim/names/symbolize.c", "resolve"),
-    ("shim/stacks/unwind.c", "run_cfa"), ("shim/stacks/unwind.c", "rule_from_fde"),
 }
 
 
