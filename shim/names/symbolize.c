@@ -899,6 +899,125 @@ static void free_cu_indexes(void)
 
 /* ---- resolution ------------------------------------------------------- */
 
+/* What the lookups found of one address: the function and its offset, the
+ * source line, and the DWARF scopes around it (inlined calls innermost
+ * first, then the subprogram), which the caller frees. */
+typedef struct lookup {
+    const char *func, *file;
+    uintptr_t func_off;
+    int line;
+    Dwarf_Die *scopes;
+    int nscopes;
+    Dwarf_Addr bias;
+} lookup_t;
+
+/* The line of pc from the CU found by our own index, where the module has
+ * no .debug_aranges entry for it; sets lk->bias. */
+static Dwarf_Die *cu_without_aranges(Dwfl_Module *mod, uintptr_t pc, lookup_t *lk)
+{
+    struct dw_api *d = &libdw;
+    struct cu_index *x = cu_index_for(mod);
+    Dwarf_Die *cu = x ? cu_index_find(x, pc - x->bias) : NULL;
+    if (cu)
+        lk->bias = x->bias;
+    Dwarf_Line *dl = cu && !lk->file ? d->dwarf_getsrc_die(cu, pc - lk->bias) : NULL;
+    Dwarf_Word mtime, len;
+    if (dl && d->dwarf_lineno(dl, &lk->line) == 0)
+        lk->file = intern(d->dwarf_linesrc(dl, &mtime, &len));
+    if (!lk->file)
+        lk->line = 0;
+    return cu;
+}
+
+/* What libdw knows of pc (return address address): the symbol (.symtab
+ * too, also from separate debuginfo, which names static functions), the
+ * line, the scopes. */
+static void dwarf_lookup(uintptr_t pc, uintptr_t address, lookup_t *lk)
+{
+    struct dw_api *d = &libdw;
+    Dwfl_Module *mod = st.dwfl ? d->dwfl_addrmodule(st.dwfl, pc) : NULL;
+    if (!mod)
+        return;
+    GElf_Off off = 0;
+    GElf_Sym sym;
+    GElf_Word shndx;
+    Elf *elf;
+    Dwarf_Addr sbias;
+    const char *name = d->dwfl_module_addrinfo(mod, pc, &off, &sym, &shndx, &elf, &sbias);
+    if (name && *name && (lk->func = demangle(name)) != NULL)
+        lk->func_off = off + (address - pc);
+    Dwfl_Line *l = d->dwfl_module_getsrc(mod, pc);
+    if (l) {
+        Dwarf_Addr laddr;
+        int col;
+        Dwarf_Word mtime, len;
+        lk->file = intern(d->dwfl_lineinfo(l, &laddr, &lk->line, &col, &mtime, &len));
+        if (!lk->file)
+            lk->line = 0;
+    }
+    Dwarf_Die *cu = d->dwfl_module_addrdie(mod, pc, &lk->bias);
+    if (!cu)
+        cu = cu_without_aranges(mod, pc, lk);
+    if (cu)
+        lk->nscopes = d->dwarf_getscopes(cu, pc - lk->bias, &lk->scopes);
+    if (lk->nscopes < 0)
+        lk->nscopes = 0;
+}
+
+/* Without a name from libdw: the module's own symbol tables, then the
+ * dynamic loader's. */
+static void symbol_lookup(uintptr_t pc, uintptr_t address, const symbolized_frame_t *base,
+                          uintptr_t load_bias, int is_exe, int in_module, lookup_t *lk)
+{
+    if (!lk->func && in_module) {
+        const elfsyms_t *t = module_symbols(load_bias, base->module, is_exe);
+        uint64_t off;
+        const char *name = t ? elfsyms_lookup(t, pc - load_bias, &off) : NULL;
+        if (name && (lk->func = demangle(name)) != NULL)
+            lk->func_off = off + (address - pc);
+    }
+    if (!lk->func) {
+        Dl_info info;
+        if (dladdr((void *)pc, &info) && info.dli_sname && info.dli_saddr &&
+            (lk->func = demangle(info.dli_sname)) != NULL)
+            lk->func_off = address - (uintptr_t)info.dli_saddr;
+    }
+}
+
+/* The inlined frames of lk's scopes into out (at most cap - 1, the last
+ * slot kept for the real function), moving lk's file and line out to each
+ * call site. Returns how many were written; *sub is the subprogram's
+ * scope, or NULL. */
+static int inlined_frames(lookup_t *lk, const symbolized_frame_t *base, uintptr_t address,
+                          symbolized_frame_t *out, int cap, Dwarf_Die **sub)
+{
+    int n = 0;
+    *sub = NULL;
+    for (int i = 0; i < lk->nscopes; i++) {
+        int tag = libdw.dwarf_tag(&lk->scopes[i]);
+        if (tag == DW_TAG_subprogram) {
+            *sub = &lk->scopes[i];
+            break;
+        }
+        if (tag != DW_TAG_inlined_subroutine)
+            continue; /* lexical blocks */
+        /* Past the cap the outermost inlined frames are dropped, but the
+         * call-site chain still runs through them, so the real function's
+         * line stays right. */
+        if (n < cap - 1) {
+            symbolized_frame_t *fr = &out[n++];
+            *fr = *base;
+            fr->function = die_name(&lk->scopes[i]);
+            fr->function_offset = die_offset(&lk->scopes[i], lk->bias, address);
+            fr->file = lk->file;
+            fr->line = lk->line;
+            fr->inlined = 1;
+        }
+        call_site(&lk->scopes[i], &lk->file, &lk->line);
+    }
+    return n;
+}
+
 /* Resolves address into up to cap frames (inlined innermost first, then the
  * real function, which is always last and always present). Frame k's
  * file:line is the place executing in that function: the line table's for
@@ -913,111 +1032,22 @@ static int resolve(uintptr_t address, symbolized_frame_t *out, int cap)
     uintptr_t load_bias = 0;
     int is_exe = 0;
     int in_module = find_module(pc, &base, &load_bias, &is_exe);
+    lookup_t lk = { 0 };
+    dwarf_lookup(pc, address, &lk);
+    symbol_lookup(pc, address, &base, load_bias, is_exe, in_module, &lk);
 
-    const char *func = NULL, *file = NULL;
-    uintptr_t func_off = 0;
-    int line = 0;
-    Dwarf_Die *scopes = NULL;
-    int nscopes = 0;
-    Dwarf_Addr bias = 0;
-    struct dw_api *d = &libdw;
-
-    if (st.dwfl) {
-        Dwfl_Module *mod = d->dwfl_addrmodule(st.dwfl, pc);
-        if (mod) {
-            GElf_Off off = 0;
-            GElf_Sym sym;
-            GElf_Word shndx;
-            Elf *elf;
-            Dwarf_Addr sbias;
-            /* Reads .symtab (also from separate debuginfo) where present,
-             * which is what names static functions. */
-            const char *name = d->dwfl_module_addrinfo(mod, pc, &off, &sym,
-                                                       &shndx, &elf, &sbias);
-            if (name && *name && (func = demangle(name)) != NULL)
-                func_off = off + (address - pc);
-            Dwfl_Line *l = d->dwfl_module_getsrc(mod, pc);
-            if (l) {
-                Dwarf_Addr laddr;
-                int col;
-                Dwarf_Word mtime, len;
-                file = intern(d->dwfl_lineinfo(l, &laddr, &line, &col, &mtime,
-                                               &len));
-                if (!file)
-                    line = 0;
-            }
-            Dwarf_Die *cu = d->dwfl_module_addrdie(mod, pc, &bias);
-            if (!cu) {
-                /* No .debug_aranges entry: look the CU up ourselves. */
-                struct cu_index *x = cu_index_for(mod);
-                cu = x ? cu_index_find(x, pc - x->bias) : NULL;
-                if (cu)
-                    bias = x->bias;
-                Dwarf_Line *dl = cu && !file
-                                     ? d->dwarf_getsrc_die(cu, pc - bias)
-                                     : NULL;
-                Dwarf_Word mtime, len;
-                if (dl && d->dwarf_lineno(dl, &line) == 0)
-                    file = intern(d->dwarf_linesrc(dl, &mtime, &len));
-                if (!file)
-                    line = 0;
-            }
-            if (cu)
-                nscopes = d->dwarf_getscopes(cu, pc - bias, &scopes);
-            if (nscopes < 0)
-                nscopes = 0;
-        }
-    }
-
-    if (!func && in_module) {
-        const elfsyms_t *t = module_symbols(load_bias, base.module, is_exe);
-        uint64_t off;
-        const char *name = t ? elfsyms_lookup(t, pc - load_bias, &off) : NULL;
-        if (name && (func = demangle(name)) != NULL)
-            func_off = off + (address - pc);
-    }
-    if (!func) {
-        Dl_info info;
-        if (dladdr((void *)pc, &info) && info.dli_sname && info.dli_saddr &&
-            (func = demangle(info.dli_sname)) != NULL)
-            func_off = address - (uintptr_t)info.dli_saddr;
-    }
-
-    int n = 0;
-    Dwarf_Die *sub = NULL;
-    for (int i = 0; i < nscopes; i++) {
-        int tag = d->dwarf_tag(&scopes[i]);
-        if (tag == DW_TAG_subprogram) {
-            sub = &scopes[i];
-            break;
-        }
-        if (tag != DW_TAG_inlined_subroutine)
-            continue; /* lexical blocks */
-        /* Past the cap the outermost inlined frames are dropped, but the
-         * call-site chain still runs through them, so the real function's
-         * line stays right. */
-        if (n < cap - 1) {
-            symbolized_frame_t *fr = &out[n++];
-            *fr = base;
-            fr->function = die_name(&scopes[i]);
-            fr->function_offset = die_offset(&scopes[i], bias, address);
-            fr->file = file;
-            fr->line = line;
-            fr->inlined = 1;
-        }
-        call_site(&scopes[i], &file, &line);
-    }
-
+    Dwarf_Die *sub;
+    int n = inlined_frames(&lk, &base, address, out, cap, &sub);
     symbolized_frame_t *fr = &out[n++];
     *fr = base;
-    if (!func && sub && (func = die_name(sub)) != NULL)
-        func_off = die_offset(sub, bias, address);
-    fr->function = func;
-    fr->function_offset = func ? func_off : 0;
-    fr->file = file;
-    fr->line = file ? line : 0;
+    if (!lk.func && sub && (lk.func = die_name(sub)) != NULL)
+        lk.func_off = die_offset(sub, lk.bias, address);
+    fr->function = lk.func;
+    fr->function_offset = lk.func ? lk.func_off : 0;
+    fr->file = lk.file;
+    fr->line = lk.file ? lk.line : 0;
     fr->inlined = 0;
-    free(scopes); /* malloc'd by dwarf_getscopes */
+    free(lk.scopes); /* malloc'd by dwarf_getscopes */
     return n;
 }
 
