@@ -911,61 +911,63 @@ static int load_layout(ctx_t *ctx, json_t *root, load_report_t *r)
     return 0;
 }
 
-static int load_doc(ctx_t *ctx, json_t *root, load_report_t *r)
+/* "kinds": each kind's totals, by name. */
+static int load_kinds(ctx_t *ctx, json_t *root, load_report_t *r)
 {
-    if (check_identity(ctx, root) != 0 || load_stack_tables(ctx, root, r) != 0)
-        return -1;
-    load_status(ctx, root, r);
-    load_process(ctx, root, r);
-    json_t *totals = get_typed(ctx, root, "", "totals", 1, is_object, "an object");
-    if (ctx->error)
-        return -1;
-    load_totals(ctx, totals, "totals", &r->totals);
-    get_u64(ctx, totals, "totals", "peak_time_ns", 0, &r->peak_time_ns);
-    get_u64(ctx, totals, "totals", "unknown_frees", 0, &r->unknown_frees);
-
     json_t *kinds = get_typed(ctx, root, "", "kinds", 0, is_object, "an object");
-    if (kinds != NULL && !ctx->error) {
-        r->kinds = calloc(json_object_size(kinds) + 1, sizeof *r->kinds);
-        if (r->kinds == NULL)
-            return fail(ctx, "out of memory");
-        const char *name;
-        json_t *value;
-        char w[WHERE_MAX];
-        json_object_foreach(kinds, name, value) {
-            snprintf(w, sizeof w, "kinds.%.60s", name);
-            if (!json_is_object(value))
-                return fail(ctx, "invalid report: \"%s\" is not an object", w);
-            r->kinds[r->nkinds].name = name;
-            if (load_totals(ctx, value, w, &r->kinds[r->nkinds].totals) != 0)
-                return -1;
-            r->nkinds++;
-        }
+    if (kinds == NULL || ctx->error)
+        return ctx->error ? -1 : 0;
+    r->kinds = calloc(json_object_size(kinds) + 1, sizeof *r->kinds);
+    if (r->kinds == NULL)
+        return fail(ctx, "out of memory");
+    const char *name;
+    json_t *value;
+    char w[WHERE_MAX];
+    json_object_foreach(kinds, name, value) {
+        snprintf(w, sizeof w, "kinds.%.60s", name);
+        if (!json_is_object(value))
+            return fail(ctx, "invalid report: \"%s\" is not an object", w);
+        r->kinds[r->nkinds].name = name;
+        if (load_totals(ctx, value, w, &r->kinds[r->nkinds].totals) != 0)
+            return -1;
+        r->nkinds++;
     }
+    return 0;
+}
+
+/* "devices": each device's totals. */
+static int load_devices(ctx_t *ctx, json_t *root, load_report_t *r)
+{
     json_t *devices = get_typed(ctx, root, "", "devices", 0, is_array, "an array");
-    if (devices != NULL && !ctx->error) {
-        size_t n = json_array_size(devices);
-        r->devices = calloc(n + 1, sizeof *r->devices);
-        if (r->devices == NULL)
-            return fail(ctx, "out of memory");
-        char w[WHERE_MAX];
-        for (size_t i = 0; i < n && !ctx->error; i++) {
-            json_t *d = json_array_get(devices, i);
-            index_where(w, "", "devices", i);
-            if (!json_is_object(d))
-                return fail(ctx, "invalid report: \"%s\" is not an object", w);
-            long long dev;
-            get_int(ctx, d, w, "device", 1, 0, 1 << 20, &dev);
-            r->devices[i].device = (long)dev;
-            /* The shim nests the counters under "totals"; flat is accepted too. */
-            json_t *t = get_typed(ctx, d, w, "totals", 0, is_object, "an object");
-            char tw[WHERE_MAX];
-            child_where(tw, w, "totals");
-            if (!ctx->error)
-                load_totals(ctx, t ? t : d, t ? tw : w, &r->devices[i].totals);
-            r->ndevices++;
-        }
+    if (devices == NULL || ctx->error)
+        return ctx->error ? -1 : 0;
+    size_t n = json_array_size(devices);
+    r->devices = calloc(n + 1, sizeof *r->devices);
+    if (r->devices == NULL)
+        return fail(ctx, "out of memory");
+    char w[WHERE_MAX];
+    for (size_t i = 0; i < n && !ctx->error; i++) {
+        json_t *d = json_array_get(devices, i);
+        index_where(w, "", "devices", i);
+        if (!json_is_object(d))
+            return fail(ctx, "invalid report: \"%s\" is not an object", w);
+        long long dev;
+        get_int(ctx, d, w, "device", 1, 0, 1 << 20, &dev);
+        r->devices[i].device = (long)dev;
+        /* The shim nests the counters under "totals"; flat is accepted too. */
+        json_t *t = get_typed(ctx, d, w, "totals", 0, is_object, "an object");
+        char tw[WHERE_MAX];
+        child_where(tw, w, "totals");
+        if (!ctx->error)
+            load_totals(ctx, t ? t : d, t ? tw : w, &r->devices[i].totals);
+        r->ndevices++;
     }
+    return ctx->error ? -1 : 0;
+}
+
+/* The site lists: leaks and their neighbours, failures, every site. */
+static void load_lists(ctx_t *ctx, json_t *root, load_report_t *r)
+{
     static const struct {
         const char *key;
         int required;
@@ -985,6 +987,31 @@ static int load_doc(ctx_t *ctx, json_t *root, load_report_t *r)
             load_list(ctx, arr, lists[i].key, lists[i].kind,
                       (load_list_t *)((char *)r + lists[i].offset));
     }
+}
+
+/* "peak": what was live at the peak, the GPU's or the tensors'. */
+static void load_peak(ctx_t *ctx, json_t *root, load_report_t *r)
+{
+    json_t *peak = field(ctx, root, "", "peak", 0);
+    if (peak == NULL || ctx->error)
+        return;
+    r->has_peak = true;
+    load_section(ctx, peak, "peak", &r->peak_bytes, &r->peak_at_ns, &r->peak_sites);
+    r->peak_sites_bytes = r->peak_bytes;
+    const char *at = NULL;
+    if (json_is_object(peak) && !ctx->error)
+        get_str(ctx, peak, "peak", "sites_at", 0, &at);
+    if (at != NULL && strcmp(at, "tensors") == 0) {
+        r->peak_at_tensors = true;
+        get_u64(ctx, peak, "peak", "sites_at_bytes", 0, &r->peak_sites_bytes);
+        for (size_t i = 0; r->peak_sites_bytes == 0 && i < r->peak_sites.n; i++)
+            r->peak_sites_bytes = units_add(r->peak_sites_bytes, r->peak_sites.v[i].bytes);
+    }
+}
+
+/* "growth", and what Python held at its finish. */
+static void load_growth_and_held(ctx_t *ctx, json_t *root, load_report_t *r)
+{
     json_t *growth = field(ctx, root, "", "growth", 0);
     if (growth != NULL && !ctx->error) {
         r->has_growth = true;
@@ -996,21 +1023,25 @@ static int load_doc(ctx_t *ctx, json_t *root, load_report_t *r)
         load_section(ctx, held, "held_at_finish", &r->held_bytes, NULL, &r->held);
         load_search(json_object_get(held, "holders_search"), r);
     }
-    json_t *peak = field(ctx, root, "", "peak", 0);
-    if (peak != NULL && !ctx->error) {
-        r->has_peak = true;
-        load_section(ctx, peak, "peak", &r->peak_bytes, &r->peak_at_ns, &r->peak_sites);
-        r->peak_sites_bytes = r->peak_bytes;
-        const char *at = NULL;
-        if (json_is_object(peak) && !ctx->error)
-            get_str(ctx, peak, "peak", "sites_at", 0, &at);
-        if (at != NULL && strcmp(at, "tensors") == 0) {
-            r->peak_at_tensors = true;
-            get_u64(ctx, peak, "peak", "sites_at_bytes", 0, &r->peak_sites_bytes);
-            for (size_t i = 0; r->peak_sites_bytes == 0 && i < r->peak_sites.n; i++)
-                r->peak_sites_bytes = units_add(r->peak_sites_bytes, r->peak_sites.v[i].bytes);
-        }
-    }
+}
+
+static int load_doc(ctx_t *ctx, json_t *root, load_report_t *r)
+{
+    if (check_identity(ctx, root) != 0 || load_stack_tables(ctx, root, r) != 0)
+        return -1;
+    load_status(ctx, root, r);
+    load_process(ctx, root, r);
+    json_t *totals = get_typed(ctx, root, "", "totals", 1, is_object, "an object");
+    if (ctx->error)
+        return -1;
+    load_totals(ctx, totals, "totals", &r->totals);
+    get_u64(ctx, totals, "totals", "peak_time_ns", 0, &r->peak_time_ns);
+    get_u64(ctx, totals, "totals", "unknown_frees", 0, &r->unknown_frees);
+    if (load_kinds(ctx, root, r) != 0 || load_devices(ctx, root, r) != 0)
+        return -1;
+    load_lists(ctx, root, r);
+    load_growth_and_held(ctx, root, r);
+    load_peak(ctx, root, r);
     json_t *timeline = field(ctx, root, "", "timeline", 0);
     if (timeline != NULL && !ctx->error) {
         r->has_timeline = true;

@@ -252,9 +252,76 @@ static int set_environment(const run_options_t *o, const char *shim, const char 
     return rc;
 }
 
+/* The signals gpuleak takes while CMD runs, and what they did before. */
+typedef struct job_signals {
+    int dump;                      /* the shim's dump signal */
+    struct sigaction old_int, old_quit, old_term, old_hup, old_usr[2], old_dump;
+} job_signals_t;
+
+/* Like a shell waiting on a job: the terminal's ^C reaches CMD, which
+ * decides; gpuleak stays alive to judge its report. The shim's dump signal
+ * (GPULEAK_DUMP_SIGNAL, SIGUSR2 by default) sent to the pid a person sees,
+ * gpuleak's, is meant for CMD: passed on, it writes a report there instead
+ * of killing gpuleak and leaving CMD running unwatched. SIGUSR1 as well,
+ * the other one the shim takes. */
+static void job_signals_take(job_signals_t *js)
+{
+    struct sigaction ignore = { .sa_handler = SIG_IGN }, fwd = { .sa_handler = forward_signal };
+    sigaction(SIGINT, &ignore, &js->old_int);
+    sigaction(SIGQUIT, &ignore, &js->old_quit);
+    sigaction(SIGTERM, &fwd, &js->old_term);
+    sigaction(SIGHUP, &fwd, &js->old_hup);
+    js->dump = dump_signal();
+    sigaction(SIGUSR1, &fwd, &js->old_usr[0]);
+    sigaction(SIGUSR2, &fwd, &js->old_usr[1]);
+    if (js->dump != SIGUSR1 && js->dump != SIGUSR2)
+        sigaction(js->dump, &fwd, &js->old_dump);
+}
+
+/* Gives every signal back what it did before job_signals_take (in CMD's
+ * child before its exec, and in gpuleak once CMD is done). */
+static void job_signals_give_back(const job_signals_t *js)
+{
+    sigaction(SIGINT, &js->old_int, NULL);
+    sigaction(SIGQUIT, &js->old_quit, NULL);
+    sigaction(SIGTERM, &js->old_term, NULL);
+    sigaction(SIGHUP, &js->old_hup, NULL);
+    sigaction(SIGUSR1, &js->old_usr[0], NULL);
+    sigaction(SIGUSR2, &js->old_usr[1], NULL);
+    if (js->dump != SIGUSR1 && js->dump != SIGUSR2)
+        sigaction(js->dump, &js->old_dump, NULL);
+}
+
+/* CMD's wait status as a shell reports it: its exit code, or 128+N for
+ * death by signal N, which one line of stderr says (128+N alone reads as
+ * an exit code CMD chose: the OOM killer's SIGKILL, a crash). */
+static int shell_status(const char *cmd, int status)
+{
+    if (WIFSIGNALED(status)) {
+        const char *name = text_signal_name(WTERMSIG(status));
+        fputs("gpuleak: ", stderr);
+        frame_text_put(stderr, cmd);
+        fprintf(stderr, " killed by signal %d%s%s%s\n", WTERMSIG(status), name ? " (" : "",
+                name ? name : "", name ? ")" : "");
+        return 128 + WTERMSIG(status);
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : RUN_EXIT_INTERNAL;
+}
+
+/* In CMD's child: its exec, or the reason it failed on the pipe. */
+static _Noreturn void exec_child(char **cmd, const job_signals_t *js, const int pipefd[2])
+{
+    job_signals_give_back(js);
+    close(pipefd[0]);
+    execvp(cmd[0], cmd);
+    int err = errno;
+    if (write(pipefd[1], &err, sizeof err) < 0)
+        _exit(RUN_EXIT_INTERNAL);
+    _exit(err == ENOENT ? RUN_EXIT_NOTFOUND : RUN_EXIT_NOEXEC);
+}
+
 /* Forks and execs CMD; returns its exit status as a shell reports it
- * (128+N for death by signal N, said on one line of stderr too; 126/127
- * when it could not be executed). */
+ * (shell_status; 126/127 when it could not be executed). */
 static int exec_and_wait(char **cmd)
 {
     int pipefd[2];
@@ -262,44 +329,16 @@ static int exec_and_wait(char **cmd)
         fprintf(stderr, "gpuleak run: pipe: %s\n", strerror(errno));
         return RUN_EXIT_INTERNAL;
     }
-    struct sigaction ignore = { .sa_handler = SIG_IGN }, fwd = { .sa_handler = forward_signal };
-    struct sigaction old_int, old_quit, old_term, old_hup, old_usr[2], old_dump;
-    /* Like a shell waiting on a job: the terminal's ^C reaches CMD, which
-     * decides; gpuleak stays alive to judge its report. */
-    sigaction(SIGINT, &ignore, &old_int);
-    sigaction(SIGQUIT, &ignore, &old_quit);
-    sigaction(SIGTERM, &fwd, &old_term);
-    sigaction(SIGHUP, &fwd, &old_hup);
-    /* The shim's dump signal (GPULEAK_DUMP_SIGNAL, SIGUSR2 by default) sent
-     * to the pid a person sees, gpuleak's, is meant for CMD: passed on, it
-     * writes a report there instead of killing gpuleak and leaving CMD
-     * running unwatched. SIGUSR1 as well, the other one the shim takes. */
-    int dump = dump_signal();
-    sigaction(SIGUSR1, &fwd, &old_usr[0]);
-    sigaction(SIGUSR2, &fwd, &old_usr[1]);
-    if (dump != SIGUSR1 && dump != SIGUSR2)
-        sigaction(dump, &fwd, &old_dump);
+    job_signals_t js;
+    job_signals_take(&js);
     pid_t pid = fork();
     if (pid < 0) {
         fprintf(stderr, "gpuleak run: fork: %s\n", strerror(errno));
+        job_signals_give_back(&js);
         return RUN_EXIT_INTERNAL;
     }
-    if (pid == 0) {
-        sigaction(SIGINT, &old_int, NULL);
-        sigaction(SIGQUIT, &old_quit, NULL);
-        sigaction(SIGTERM, &old_term, NULL);
-        sigaction(SIGHUP, &old_hup, NULL);
-        sigaction(SIGUSR1, &old_usr[0], NULL);
-        sigaction(SIGUSR2, &old_usr[1], NULL);
-        if (dump != SIGUSR1 && dump != SIGUSR2)
-            sigaction(dump, &old_dump, NULL);
-        close(pipefd[0]);
-        execvp(cmd[0], cmd);
-        int err = errno;
-        if (write(pipefd[1], &err, sizeof err) < 0)
-            _exit(RUN_EXIT_INTERNAL);
-        _exit(err == ENOENT ? RUN_EXIT_NOTFOUND : RUN_EXIT_NOEXEC);
-    }
+    if (pid == 0)
+        exec_child(cmd, &js, pipefd);
     child_pid = pid;
     close(pipefd[1]);
     int err = 0;
@@ -315,29 +354,12 @@ static int exec_and_wait(char **cmd)
         }
     }
     child_pid = 0;
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGQUIT, &old_quit, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
-    sigaction(SIGHUP, &old_hup, NULL);
-    sigaction(SIGUSR1, &old_usr[0], NULL);
-    sigaction(SIGUSR2, &old_usr[1], NULL);
-    if (dump != SIGUSR1 && dump != SIGUSR2)
-        sigaction(dump, &old_dump, NULL);
+    job_signals_give_back(&js);
     if (got == (ssize_t)sizeof err) {
         fprintf(stderr, "gpuleak run: %s: %s\n", cmd[0], strerror(err));
         return err == ENOENT ? RUN_EXIT_NOTFOUND : RUN_EXIT_NOEXEC;
     }
-    if (WIFSIGNALED(status)) {
-        /* 128+N alone reads as an exit code CMD chose: one line says a
-         * signal ended it (the OOM killer's SIGKILL, a crash). */
-        const char *name = text_signal_name(WTERMSIG(status));
-        fputs("gpuleak: ", stderr);
-        frame_text_put(stderr, cmd[0]);
-        fprintf(stderr, " killed by signal %d%s%s%s\n", WTERMSIG(status), name ? " (" : "",
-                name ? name : "", name ? ")" : "");
-        return 128 + WTERMSIG(status);
-    }
-    return WIFEXITED(status) ? WEXITSTATUS(status) : RUN_EXIT_INTERNAL;
+    return shell_status(cmd[0], status);
 }
 
 /* Removes the temporary report directory run made (and only that). */
@@ -430,6 +452,64 @@ static bool output_dir_unusable(const char *pattern)
     return unusable;
 }
 
+/* Where the reports go when gates judge a run that named no output: a
+ * new folder in $TMPDIR (or /tmp), whose pattern is put in *tmp_output and
+ * the folder's own path in dir (size bytes). Returns 0, or -1 said on
+ * stderr. */
+static int make_report_folder(char **tmp_output, char *dir, size_t size)
+{
+    const char *base = getenv("TMPDIR");
+    int made = 0;
+    if (base != NULL && *base != '\0' && (size_t)snprintf(dir, size, "%s/gpuleak-run.XXXXXX", base) < size)
+        made = mkdtemp(dir) != NULL;
+    if (!made) {
+        snprintf(dir, size, "/tmp/gpuleak-run.XXXXXX");
+        made = mkdtemp(dir) != NULL;
+    }
+    if (!made || asprintf(tmp_output, "%s/gpuleak-%%p.json", dir) < 0) {
+        fprintf(stderr, "gpuleak run: cannot make a temporary directory: %s\n", strerror(errno));
+        if (made)
+            rmdir(dir);
+        *tmp_output = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+/* Runs CMD with the shim and, when gates are set, judges the reports it
+ * wrote at output (new since the run began). Returns the exit code; *failed
+ * says a gate failed. */
+static int run_and_judge(run_options_t *o, supp_set_t *supp, const char *shim, const char *output,
+                         bool gates, bool *failed)
+{
+    char *glob_pattern = NULL;
+    seen_list_t before = { NULL, 0 };
+    if (gates) {
+        glob_pattern = pattern_glob(output);
+        if (glob_pattern != NULL)
+            snapshot(glob_pattern, &before);
+    }
+    int code;
+    if (set_environment(o, shim, output) != 0) {
+        fprintf(stderr, "gpuleak run: cannot set the environment: %s\n", strerror(errno));
+        code = RUN_EXIT_INTERNAL;
+    } else {
+        code = exec_and_wait(o->opts->operands);
+        if (gates && glob_pattern != NULL && code != RUN_EXIT_NOTFOUND && code != RUN_EXIT_NOEXEC) {
+            int verdict = judge(o, supp, glob_pattern, &before, failed);
+            if (code == 0 && verdict == CHECK_FAIL)
+                code = RUN_EXIT_GATE;
+            else if (code == 0 && verdict == CHECK_ERROR)
+                code = RUN_EXIT_INTERNAL;
+        } else if (gates && glob_pattern == NULL && code == 0) {
+            code = RUN_EXIT_INTERNAL;
+        }
+    }
+    free(glob_pattern);
+    seen_free(&before);
+    return code;
+}
+
 /* Everything that can be refused is refused before CMD starts (a usage
  * error costs no run); then CMD runs, and the gates judge its reports. */
 static int run_main(const opts_t *opts)
@@ -451,81 +531,31 @@ static int run_main(const opts_t *opts)
         return RUN_EXIT_INTERNAL;
     }
     const char *output = opts->v[O_OUTPUT].text;
-    char tmpdir[] = "/tmp/gpuleak-run.XXXXXX";
+    const char *env = getenv("GPULEAK_OUTPUT");
+    char folder[4096] = "";
     char *tmp_output = NULL;
-    bool made_tmpdir = false;
-    if (output == NULL && gates) {
-        const char *env = getenv("GPULEAK_OUTPUT");
-        if (env != NULL && *env != '\0') {
-            output = env;
-        } else {
-            const char *base = getenv("TMPDIR");
-            char *templ = NULL;
-            if (base != NULL && *base != '\0' && asprintf(&templ, "%s/gpuleak-run.XXXXXX", base) >= 0 &&
-                mkdtemp(templ) != NULL) {
-                made_tmpdir = true;
-            } else {
-                free(templ);
-                templ = strdup(tmpdir);
-                if (templ != NULL && mkdtemp(templ) != NULL)
-                    made_tmpdir = true;
-            }
-            if (!made_tmpdir || asprintf(&tmp_output, "%s/gpuleak-%%p.json", templ) < 0) {
-                fprintf(stderr, "gpuleak run: cannot make a temporary directory: %s\n", strerror(errno));
-                if (made_tmpdir)
-                    rmdir(templ);
-                free(templ);
-                free(shim);
-                supp_free(supp);
-                return RUN_EXIT_INTERNAL;
-            }
-            output = tmp_output;
-            free(templ);
+    if (output == NULL && gates && env != NULL && *env != '\0') {
+        output = env;
+    } else if (output == NULL && gates) {
+        if (make_report_folder(&tmp_output, folder, sizeof folder) != 0) {
+            free(shim);
+            supp_free(supp);
+            return RUN_EXIT_INTERNAL;
         }
+        output = tmp_output;
     }
-    char *glob_pattern = NULL;
-    seen_list_t before = { NULL, 0 };
-    if (gates) {
-        glob_pattern = pattern_glob(output);
-        if (glob_pattern != NULL)
-            snapshot(glob_pattern, &before);
-    }
-    int code;
     bool failed = false;
-    if (set_environment(&o, shim, output) != 0) {
-        fprintf(stderr, "gpuleak run: cannot set the environment: %s\n", strerror(errno));
-        code = RUN_EXIT_INTERNAL;
-    } else {
-        code = exec_and_wait(opts->operands);
-        if (gates && glob_pattern != NULL && code != RUN_EXIT_NOTFOUND && code != RUN_EXIT_NOEXEC) {
-            int verdict = judge(&o, supp, glob_pattern, &before, &failed);
-            if (code == 0 && verdict == CHECK_FAIL)
-                code = RUN_EXIT_GATE;
-            else if (code == 0 && verdict == CHECK_ERROR)
-                code = RUN_EXIT_INTERNAL;
-        } else if (gates && glob_pattern == NULL && code == 0) {
-            code = RUN_EXIT_INTERNAL;
-        }
-    }
+    int code = run_and_judge(&o, supp, shim, output, gates, &failed);
     free(shim);
     supp_free(supp);
     /* The temporary reports go once judged, unless a gate failed (whatever
      * the exit code says first): the paths in the FAIL lines must still
      * lead somewhere. */
-    if (made_tmpdir) {
-        char *dir = strdup(tmp_output);
-        if (dir != NULL && strrchr(dir, '/') != NULL) {
-            *strrchr(dir, '/') = '\0';
-            if (failed)
-                fprintf(stderr, "gpuleak run: the report(s) are kept in %s\n", dir);
-            else
-                remove_tmpdir(dir);
-        }
-        free(dir);
-    }
+    if (tmp_output != NULL && failed)
+        fprintf(stderr, "gpuleak run: the report(s) are kept in %s\n", folder);
+    else if (tmp_output != NULL)
+        remove_tmpdir(folder);
     free(tmp_output);
-    free(glob_pattern);
-    seen_free(&before);
     return code;
 }
 
