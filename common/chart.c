@@ -25,76 +25,59 @@ static int column_of(uint64_t t_ns, uint64_t span, int width)
     return c < 0 || c >= width ? width - 1 : c;
 }
 
-void chart_print(FILE *f, const chart_t *chart, int width, int height)
+/* The columns of a chart: the highest bytes each held, and the '#'
+ * column of the peak. */
+typedef struct columns {
+    uint64_t *top;
+    uint64_t max;
+    int peak_col;
+} columns_t;
+
+/* Fills cols->top from the points (a slice with no sample holds what the
+ * slice before it ended with; left blank it would read as 0 B) and the
+ * exact peak, where it is known, as the chart's top and its '#'. Returns
+ * 0, or -1 when memory is lacking. */
+static int fill_columns(const chart_t *chart, uint64_t span, int width, columns_t *cols)
 {
-    if (chart->npoints == 0 || width < 8 || height < 2)
-        return;
-    uint64_t span = chart->points[chart->npoints - 1].t_ns;
-    uint64_t *top = calloc((size_t)width, sizeof *top), *last = calloc((size_t)width, sizeof *last);
+    uint64_t *last = calloc((size_t)width, sizeof *last);
     char *seen = calloc((size_t)width, 1);
-    if (top == NULL || last == NULL || seen == NULL) {
-        free(top);
-        free(last);
-        free(seen);
-        return;
-    }
-    uint64_t max = 0;
-    int peak_col = -1;
-    for (size_t i = 0; i < chart->npoints; i++) {
+    cols->top = calloc((size_t)width, sizeof *cols->top);
+    cols->max = 0;
+    cols->peak_col = -1;
+    int ok = cols->top != NULL && last != NULL && seen != NULL;
+    for (size_t i = 0; ok && i < chart->npoints; i++) {
         const chart_point_t *p = &chart->points[i];
         int c = column_of(p->t_ns, span, width);
         uint64_t high = p->max_bytes > p->bytes ? p->max_bytes : p->bytes;
-        if (high > top[c])
-            top[c] = high;
+        if (high > cols->top[c])
+            cols->top[c] = high;
         last[c] = p->bytes;
         seen[c] = 1;
-        if (high > max) {
-            max = high;
-            peak_col = c;
+        if (high > cols->max) {
+            cols->max = high;
+            cols->peak_col = c;
         }
     }
-    /* A slice with no sample held what the slice before it ended with; left
-     * blank it would read as 0 B. */
-    for (int c = 1; c < width; c++)
+    for (int c = 1; ok && c < width; c++)
         if (!seen[c])
-            top[c] = last[c] = last[c - 1];
-    /* The exact peak, where it is known, is the chart's top and its '#'. */
-    if (chart->peak_bytes > max)
-        max = chart->peak_bytes;
+            cols->top[c] = last[c] = last[c - 1];
+    free(last);
+    free(seen);
+    if (!ok)
+        return -1;
+    if (chart->peak_bytes > cols->max)
+        cols->max = chart->peak_bytes;
     if (chart->peak_t_ns >= 0 && (uint64_t)chart->peak_t_ns <= span && chart->peak_bytes > 0) {
-        peak_col = column_of((uint64_t)chart->peak_t_ns, span, width);
-        if (top[peak_col] < chart->peak_bytes)
-            top[peak_col] = chart->peak_bytes;
+        cols->peak_col = column_of((uint64_t)chart->peak_t_ns, span, width);
+        if (cols->top[cols->peak_col] < chart->peak_bytes)
+            cols->top[cols->peak_col] = chart->peak_bytes;
     }
-    if (max == 0) {
-        free(top);
-        free(last);
-        free(seen);
-        return;
-    }
-    const char *unit;
-    double scale;
-    axis_unit(max, &unit, &scale);
-    char size[UNITS_SIZE_BUF];
-    double peak_s = chart->peak_t_ns >= 0 ? (double)chart->peak_t_ns / 1e9
-                  : (double)span / (width - 1) * peak_col / 1e9;
-    fprintf(f, "\nGPU memory over time: peak %s at %.2f s ('#' marks it)\n",
-            units_format_size(max, size), peak_s);
-    fprintf(f, "    %s\n", unit);
-    for (int row = height; row >= 1; row--) {
-        if (row == height)
-            fprintf(f, "%7.2f^", (double)max / scale);
-        else if (row == (height + 1) / 2)
-            fprintf(f, "%7.2f|", (double)max / scale * row / height);
-        else
-            fputs("       |", f);
-        for (int c = 0; c < width; c++) {
-            /* A column reaches row k when it holds at least k/height of the max. */
-            int filled = (double)top[c] * height >= (double)max * row - (double)max / 2;
-            fputc(filled ? (c == peak_col ? '#' : ':') : ' ', f);
-        }
-        fputc('\n', f);
-    }
+    return 0;
+}
+
+/* The time axis, with a '|' at each mark. */
+static void print_axis(FILE *f, const chart_t *chart, uint64_t span, int width)
+{
     fputs("      0 +", f);
     for (int c = 0; c < width; c++) {
         int marked = 0;
@@ -104,7 +87,41 @@ void chart_print(FILE *f, const chart_t *chart, int width, int height)
     }
     fputs(">s\n", f);
     fprintf(f, "        0%*.*f\n", width - 1, 2, (double)span / 1e9);
-    free(top);
-    free(last);
-    free(seen);
+}
+
+void chart_print(FILE *f, const chart_t *chart, int width, int height)
+{
+    if (chart->npoints == 0 || width < 8 || height < 2)
+        return;
+    uint64_t span = chart->points[chart->npoints - 1].t_ns;
+    columns_t cols;
+    if (fill_columns(chart, span, width, &cols) != 0 || cols.max == 0) {
+        free(cols.top);
+        return;
+    }
+    const char *unit;
+    double scale;
+    axis_unit(cols.max, &unit, &scale);
+    char size[UNITS_SIZE_BUF];
+    double peak_s = chart->peak_t_ns >= 0 ? (double)chart->peak_t_ns / 1e9
+                  : (double)span / (width - 1) * cols.peak_col / 1e9;
+    fprintf(f, "\nGPU memory over time: peak %s at %.2f s ('#' marks it)\n",
+            units_format_size(cols.max, size), peak_s);
+    fprintf(f, "    %s\n", unit);
+    for (int row = height; row >= 1; row--) {
+        if (row == height)
+            fprintf(f, "%7.2f^", (double)cols.max / scale);
+        else if (row == (height + 1) / 2)
+            fprintf(f, "%7.2f|", (double)cols.max / scale * row / height);
+        else
+            fputs("       |", f);
+        for (int c = 0; c < width; c++) {
+            /* A column reaches row k when it holds at least k/height of the max. */
+            int filled = (double)cols.top[c] * height >= (double)cols.max * row - (double)cols.max / 2;
+            fputc(filled ? (c == cols.peak_col ? '#' : ':') : ' ', f);
+        }
+        fputc('\n', f);
+    }
+    print_axis(f, chart, span, width);
+    free(cols.top);
 }

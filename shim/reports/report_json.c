@@ -700,17 +700,16 @@ static void put_oom(FILE *f, frame_tables_t *tables, const report_view_t *view)
     fputs_unlocked("},\n", f);
 }
 
-static void write_body(FILE *f, const report_view_t *view)
+/* An epoch time of the coarse clock's t, or 0 for none. */
+static uint64_t epoch_ns(uint64_t t)
 {
-    const totals_t *t = &view->totals;
-    frame_tables_t tables = { 0 };
-    tables.listed_high = tracker_site_count();
-    tables.view = view;
-    tables.listed = calloc((size_t)tables.listed_high + 1, 1); /* NULL: no stacks written */
-    tables.origins = calloc((size_t)tables.listed_high + 1, sizeof *tables.origins);
-    fprintf(f, "{\"format\":\"%s\",\"version\":%d,\n", REPORT_FORMAT_NAME, REPORT_FORMAT_VERSION);
-    fprintf(f, "\"tool\":{\"name\":\"gpuleak\",\"version\":\"%s\"},\n", GPULEAK_VERSION);
-    put_process(f);
+    return t ? t + lifecycle_epoch_offset_ns() : 0;
+}
+
+/* "status": the report's moment, whether tracking ran to it, what was
+ * skipped or dropped, and whether growth was judged. */
+static void put_status(FILE *f, const report_view_t *view)
+{
     const char *reason = lifecycle_stop_reason();
     static const char *const moments[] = { "exit", "signal", "request", "snapshot" };
     fprintf(f, "\"status\":{\"moment\":\"%s\",\"complete\":%s,\"tracking\":\"%s\",\"reason\":",
@@ -728,11 +727,36 @@ static void write_body(FILE *f, const report_view_t *view)
     /* Without it an empty growth list of a short run read as "nothing grew". */
     fprintf(f, ",\"growth_samples\":%zu,\"growth_judged\":%s},\n", view->growth_samples,
             view->growth_judged ? "true" : "false");
+}
 
-    /* Totals count every kind the driver handed out (host included, tensors
-     * not: they live inside segments already counted, and have their own
-     * entry under kinds); peak_bytes is GPU memory; the leaked fields are
-     * the leaks section's, where PyTorch's cache is not a leak. */
+/* The shim's own time, when it was timed (GPULEAK_SELF_TIME), after the
+ * totals' last field. */
+static void put_self_time(FILE *f)
+{
+    selftime_totals_t own;
+    selftime_read(&own);
+    if (own.calls == 0)
+        return;
+    fputc_unlocked(',', f);
+    put_u64(f, "shim_time_ns", own.ns, 1);
+    put_u64(f, "shim_timed_calls", own.calls, 1);
+    put_u64(f, "shim_clock_read_ns", (uint64_t)(own.clock_ns + 0.5), 1);
+    put_u64(f, "shim_captures", own.captures, 1);
+    put_u64(f, "shim_native_stack_ns", own.native_ns, 1);
+    put_u64(f, "shim_python_frames_ns", own.python_ns, 1);
+    put_u64(f, "shim_intern_ns", own.intern_ns, 1);
+    put_u64(f, "shim_native_frames", own.native_frames, 1);
+    put_u64(f, "shim_unwound_frames", own.unwound_frames, 1);
+    put_u64(f, "shim_reused_frames", own.reused_frames, 0);
+}
+
+/* "totals": every kind the driver handed out (host included, tensors not:
+ * they live inside segments already counted, and have their own entry
+ * under kinds); peak_bytes is GPU memory; the leaked fields are the leaks
+ * section's, where PyTorch's cache is not a leak. */
+static void put_totals_section(FILE *f, const report_view_t *view)
+{
+    const totals_t *t = &view->totals;
     totals_t all = { 0 };
     for (int k = 0; k < REPORT_KIND_COUNT; k++) {
         const totals_t kt = view->kinds[k];
@@ -755,7 +779,7 @@ static void write_body(FILE *f, const report_view_t *view)
     put_u64(f, "bytes_allocated", all.bytes_allocated, 1);
     put_u64(f, "live_bytes", all.live_bytes, 1);
     put_u64(f, "peak_bytes", t->peak_bytes, 1);
-    put_u64(f, "peak_time_ns", t->peak_time_ns ? t->peak_time_ns + lifecycle_epoch_offset_ns() : 0, 1);
+    put_u64(f, "peak_time_ns", epoch_ns(t->peak_time_ns), 1);
     put_u64(f, "leaked_bytes", view->leaked_bytes, 1);
     put_u64(f, "leaked_allocations", view->leaked_allocations, 1);
     put_u64(f, "kept_bytes", view->kept_bytes, 1);
@@ -769,22 +793,14 @@ static void write_body(FILE *f, const report_view_t *view)
     put_u64(f, "sites", view->sites.count, 1);
     put_u64(f, "stacks", stacks_count(), 1);
     put_u64(f, "shim_bytes", view->shim_bytes, 0);
-    selftime_totals_t own;
-    selftime_read(&own);
-    if (own.calls > 0) {
-        fputc_unlocked(',', f);
-        put_u64(f, "shim_time_ns", own.ns, 1);
-        put_u64(f, "shim_timed_calls", own.calls, 1);
-        put_u64(f, "shim_clock_read_ns", (uint64_t)(own.clock_ns + 0.5), 1);
-        put_u64(f, "shim_captures", own.captures, 1);
-        put_u64(f, "shim_native_stack_ns", own.native_ns, 1);
-        put_u64(f, "shim_python_frames_ns", own.python_ns, 1);
-        put_u64(f, "shim_intern_ns", own.intern_ns, 1);
-        put_u64(f, "shim_native_frames", own.native_frames, 1);
-        put_u64(f, "shim_unwound_frames", own.unwound_frames, 1);
-        put_u64(f, "shim_reused_frames", own.reused_frames, 0);
-    }
-    fputs_unlocked("},\n\"kinds\":{", f);
+    put_self_time(f);
+    fputs_unlocked("},\n", f);
+}
+
+/* "kinds" and "devices": the totals of each. */
+static void put_kinds_and_devices(FILE *f, const report_view_t *view)
+{
+    fputs_unlocked("\"kinds\":{", f);
     for (int k = 0; k < REPORT_KIND_COUNT; k++) {
         fputs_unlocked(k ? "," : "", f);
         put_key(f, tracker_kind_name((alloc_kind_t)k));
@@ -801,50 +817,87 @@ static void write_body(FILE *f, const report_view_t *view)
         first = 0;
     }
     fputs_unlocked("],\n", f);
-    put_list(f, &tables, "leaks", &view->leaks, SECTION_LEAKS);
+}
+
+/* The lists of sites at exit: leaks; live at exit as the leaks are but a
+ * library's for the process; live at exit too but held by the program's
+ * names as Python finished (its shutdown, not the program, left it);
+ * teardown leaks; failures; every site. */
+static void put_exit_lists(FILE *f, frame_tables_t *tables, const report_view_t *view)
+{
+    put_list(f, tables, "leaks", &view->leaks, SECTION_LEAKS);
     fputs_unlocked(",\n", f);
-    /* Live at exit as the leaks are, but a library's for the process. */
-    put_list(f, &tables, "kept_by_libraries", &view->kept, SECTION_LEAKS);
+    put_list(f, tables, "kept_by_libraries", &view->kept, SECTION_LEAKS);
     fputs_unlocked(",\n", f);
-    /* Live at exit too, but the program's names held it as Python finished:
-     * its shutdown, not the program, left it. */
-    put_list(f, &tables, "reachable_at_exit", &view->reachable, SECTION_LEAKS);
+    put_list(f, tables, "reachable_at_exit", &view->reachable, SECTION_LEAKS);
     fputs_unlocked(",\n", f);
-    put_list(f, &tables, "teardown_leaks", &view->teardown, SECTION_TEARDOWN);
+    put_list(f, tables, "teardown_leaks", &view->teardown, SECTION_TEARDOWN);
     fputs_unlocked(",\n", f);
-    put_list(f, &tables, "failures", &view->failures, SECTION_FAILURES);
+    put_list(f, tables, "failures", &view->failures, SECTION_FAILURES);
     fputs_unlocked(",\n", f);
-    put_list(f, &tables, "sites", &view->sites, SECTION_SITES);
+    put_list(f, tables, "sites", &view->sites, SECTION_SITES);
     fputs_unlocked(",\n", f);
-    put_timeline(f, view);
-    fprintf(f, "\"peak\":{\"bytes\":%llu,\"time_ns\":%llu,",
-            (unsigned long long)t->peak_bytes,
-            (unsigned long long)(t->peak_time_ns ? t->peak_time_ns + lifecycle_epoch_offset_ns() : 0));
+}
+
+/* "peak": the GPU's peak, and what each site held at the peak the sites
+ * are taken at (the tensors' where PyTorch's events are followed). */
+static void put_peak(FILE *f, frame_tables_t *tables, const report_view_t *view)
+{
+    const totals_t *t = &view->totals;
+    fprintf(f, "\"peak\":{\"bytes\":%llu,\"time_ns\":%llu,", (unsigned long long)t->peak_bytes,
+            (unsigned long long)epoch_ns(t->peak_time_ns));
     const totals_t *at = view->peak_is_tensors ? &view->tensors : t;
     fprintf(f, "\"sites_at\":\"%s\",\"sites_at_bytes\":%llu,\"sites_at_time_ns\":%llu,",
             view->peak_is_tensors ? "tensors" : "gpu", (unsigned long long)at->peak_bytes,
-            (unsigned long long)(at->peak_time_ns ? at->peak_time_ns + lifecycle_epoch_offset_ns() : 0));
-    put_list(f, &tables, "sites", &view->peak, SECTION_PEAK);
+            (unsigned long long)epoch_ns(at->peak_time_ns));
+    put_list(f, tables, "sites", &view->peak, SECTION_PEAK);
     fputs_unlocked("},\n", f);
-    put_list(f, &tables, "growth", &view->growth, SECTION_GROWTH);
-    fputs_unlocked(",\n\"held_at_finish\":", f);
+}
+
+/* "held_at_finish" (null before Python finished, or without Python), and
+ * the holder search of a report on request or a snapshot. */
+static void put_held(FILE *f, frame_tables_t *tables, const report_view_t *view)
+{
+    fputs_unlocked("\"held_at_finish\":", f);
     if (view->held_time_ns == 0) {
         fputs_unlocked("null", f);
     } else {
         fprintf(f, "{\"time_ns\":%llu,\"gpu_bytes\":%llu,\"tensor_bytes\":%llu,",
-                (unsigned long long)(view->held_time_ns + lifecycle_epoch_offset_ns()),
+                (unsigned long long)epoch_ns(view->held_time_ns),
                 (unsigned long long)view->held_gpu_bytes, (unsigned long long)view->held_tensor_bytes);
-        put_list(f, &tables, "sites", &view->held, SECTION_HELD);
+        put_list(f, tables, "sites", &view->held, SECTION_HELD);
         if (view->holder_set != NULL && view->holders_at_finish)
             put_search(f, ",\n", &view->holders);
         fputc_unlocked('}', f);
     }
     fputs_unlocked(",\n", f);
-    /* A report on request or a snapshot: the search made for it. */
     if (view->holder_set != NULL && !view->holders_at_finish) {
         put_search(f, "", &view->holders);
         fputs_unlocked(",\n", f);
     }
+}
+
+/* The whole report, section by section, in the format's order
+ * (docs/report-format.md). */
+static void write_body(FILE *f, const report_view_t *view)
+{
+    frame_tables_t tables = { 0 };
+    tables.listed_high = tracker_site_count();
+    tables.view = view;
+    tables.listed = calloc((size_t)tables.listed_high + 1, 1); /* NULL: no stacks written */
+    tables.origins = calloc((size_t)tables.listed_high + 1, sizeof *tables.origins);
+    fprintf(f, "{\"format\":\"%s\",\"version\":%d,\n", REPORT_FORMAT_NAME, REPORT_FORMAT_VERSION);
+    fprintf(f, "\"tool\":{\"name\":\"gpuleak\",\"version\":\"%s\"},\n", GPULEAK_VERSION);
+    put_process(f);
+    put_status(f, view);
+    put_totals_section(f, view);
+    put_kinds_and_devices(f, view);
+    put_exit_lists(f, &tables, view);
+    put_timeline(f, view);
+    put_peak(f, &tables, view);
+    put_list(f, &tables, "growth", &view->growth, SECTION_GROWTH);
+    fputs_unlocked(",\n", f);
+    put_held(f, &tables, view);
     put_python_layout(f);
     put_oom(f, &tables, view);
     put_frame_tables(f, &tables);

@@ -404,10 +404,10 @@ static void print_kept(FILE *f, const report_view_t *view)
     }
 }
 
-void report_summary_print(FILE *f, const report_view_t *view, const char *path)
+/* The leaking lines, the largest first, each with its frames, origin and
+ * holders, as LeakSanitizer words a leak. */
+static void print_leaks(FILE *f, const report_view_t *view)
 {
-    char a[UNITS_SIZE_BUF], b[UNITS_SIZE_BUF];
-    uint64_t leaked = view->leaked_bytes, leaked_allocations = view->leaked_allocations;
     int pid = (int)getpid();
     size_t lines = group_by_line(view, &view->leaks, live_of, groups);
     size_t shown = lines < (size_t)config.summary_sites ? lines : (size_t)config.summary_sites;
@@ -446,7 +446,13 @@ void report_summary_print(FILE *f, const report_view_t *view, const char *path)
     if (view->leaks.count > shown_sites)
         fprintf(f, "\nOmitting %zu more leaking site(s); the report lists them all.\n",
                 view->leaks.count - shown_sites);
-    print_held(f, view);
+}
+
+/* What was live but not leaked (still reachable, a library's, PyTorch's
+ * cache), torn down with its context, or refused. */
+static void print_not_leaked(FILE *f, const report_view_t *view)
+{
+    char a[UNITS_SIZE_BUF];
     if (view->reachable.count > 0)
         fprintf(f, "\nOf it, %s in %llu allocation(s) was still live at exit: Python's shutdown did "
                    "not free it. Still reachable from those names, not counted as leaked.\n",
@@ -474,14 +480,18 @@ void report_summary_print(FILE *f, const report_view_t *view, const char *path)
                 (unsigned long long)s->stats.failures, why ? why : "result", s->stats.last_failure);
         print_frames(f, s->id, config.summary_frames);
     }
-    print_oom(f, view);
-    print_growth_and_peak(f, view);
-    print_chart(f, view);
+}
+
+/* The closing line: what leaked (or was held when Python finished), the
+ * peak, the tensors' peak, and where the report is. */
+static void print_closing_line(FILE *f, const report_view_t *view, const char *path)
+{
+    char a[UNITS_SIZE_BUF], b[UNITS_SIZE_BUF];
     double peak_s = seconds_since_start(view->totals.peak_time_ns);
     if (view->leaks.count > 0)
         fprintf(f, "\nSUMMARY: gpuleak: %llu byte(s) leaked in %llu allocation(s); "
                 "peak GPU memory %s at %.2f s.",
-                (unsigned long long)leaked, (unsigned long long)leaked_allocations,
+                (unsigned long long)view->leaked_bytes, (unsigned long long)view->leaked_allocations,
                 units_format_size(view->totals.peak_bytes, b), peak_s);
     else if (view->held_bytes > 0)
         /* Nothing live at exit because Python's shutdown freed it: what the
@@ -503,6 +513,12 @@ void report_summary_print(FILE *f, const report_view_t *view, const char *path)
         fprintf(f, " Report: %s\n", path);
     else
         fprintf(f, " No report could be written.\n");
+}
+
+/* Why the counts may fall short, and the shim's own time when it was
+ * timed. */
+static void print_caveats(FILE *f, const report_view_t *view)
+{
     if (lifecycle_stop_reason() != NULL)
         fprintf(f, "gpuleak: tracking stopped early (%s); counts cover the run until then.\n",
                 lifecycle_stop_reason());
@@ -529,4 +545,16 @@ void report_summary_print(FILE *f, const report_view_t *view, const char *path)
                 own.unwound_frames > 0 ? 100.0 * (double)own.reused_frames / (double)own.unwound_frames : 0.0,
                 (double)own.python_ns / captures, (double)own.intern_ns / captures);
     }
+}
+
+void report_summary_print(FILE *f, const report_view_t *view, const char *path)
+{
+    print_leaks(f, view);
+    print_held(f, view);
+    print_not_leaked(f, view);
+    print_oom(f, view);
+    print_growth_and_peak(f, view);
+    print_chart(f, view);
+    print_closing_line(f, view, path);
+    print_caveats(f, view);
 }

@@ -344,16 +344,10 @@ static void choose_holders(report_view_t *view, report_moment_t moment)
         view->oom_set = finish_acquire(FINISH_AT_OOM, &view->oom_ticket);
 }
 
-/* Gathers every site's counters and the sections of the report: every
- * read that takes a lock is made here, so that the writers know how many
- * locks were given up. Call between origin_init and origin_end (owners
- * decide the reserve). */
-int report_view_gather(report_view_t *view, report_moment_t moment, int signal)
+/* The totals, the out-of-memory record, the holders, the timeline and the
+ * marks. */
+static void gather_totals(report_view_t *view, report_moment_t moment)
 {
-    memset(view, 0, sizeof *view);
-    view->moment = moment;
-    view->signal = signal;
-    view->now_ns = clock_coarse_ns();
     tracker_totals(&view->totals);
     for (int k = 0; k < REPORT_KIND_COUNT; k++)
         tracker_kind_totals((alloc_kind_t)k, &view->kinds[k]);
@@ -368,16 +362,28 @@ int report_view_gather(report_view_t *view, report_moment_t moment, int signal)
         view->oom_holder_count = oom_holders(&view->oom, view->oom_holders);
     choose_holders(view, moment);
     holder_set_search(view->holder_set, &view->holders);
-    int followed = torch_events_followed() && view->tensors.allocations > 0;
     view->timeline = malloc(sizeof *view->timeline * TIMELINE_POINTS);
     if (view->timeline != NULL)
         view->timeline_count = timeline_points(view->now_ns, view->timeline, TIMELINE_POINTS);
     view->marks = marks_copy(&view->mark_count, &view->marks_dropped);
     view->timeline_interval_ns = timeline_interval_ns();
-    uint64_t allocations = tracker_allocation_count();
-    uint32_t high = tracker_site_count();
-    /* Where Python finished, its moment is the growth rule's last sample:
-     * its shutdown then freed what the script kept. */
+}
+
+/* What every site is judged with: the tensors' events followed, what each
+ * site held as Python finished, what the search found reachable, and the
+ * growth rule's last sample. */
+typedef struct site_context {
+    int followed;
+    uint64_t *held_by_site;              /* NULL: Python did not finish (or its end was not the program's) */
+    uint64_t *reach_bytes, *reach_count; /* NULL: reachability not judged */
+    uint64_t last_ns, allocations;
+} site_context_t;
+
+/* What each site held where Python finished, by site id up to high, into
+ * memory the caller frees; NULL when it did not (or its moment was not the
+ * program's end). */
+static uint64_t *gather_held(report_view_t *view, uint32_t high)
+{
     tracker_held_t held;
     int has_held = tracker_held_copy(&held);
     /* A program that embeds Python and goes on allocating after finalizing
@@ -395,68 +401,58 @@ int report_view_gather(report_view_t *view, report_moment_t moment, int signal)
         view->held_tensor_bytes = held.tensor_bytes;
     }
     free(held.sites);
-    uint64_t last_ns = held_by_site != NULL ? view->held_time_ns : view->now_ns;
-    view->growth_judged = growth_run(last_ns, allocations, &view->growth_samples);
-    /* What the program's names held as Python finished and its shutdown
-     * did not free (PyTorch leaves such tensors, a model's parameters among
-     * them, live at exit): still reachable, not leaked. */
-    uint64_t *reach_bytes = NULL, *reach_count = NULL;
-    if (held_by_site != NULL && moment != REPORT_SNAPSHOT && moment != REPORT_ON_REQUEST)
-        reachable_by_site(view->holder_set, high, &reach_bytes, &reach_count);
-    report_site_t *all = malloc(sizeof *all * ((size_t)high + 1));
-    if (all == NULL) {
-        free(held_by_site);
-        free(reach_bytes);
-        free(reach_count);
-        return -1;
+    return held_by_site;
+}
+
+/* Fills the parts of site (its stats read) that the lists are chosen by. */
+static void judge_site(report_view_t *view, const site_context_t *ctx, report_site_t *site)
+{
+    uint32_t id = site->id;
+    site->aside = 0;
+    set_aside_cache(view, site, ctx->followed);
+    site->held_bytes = ctx->held_by_site != NULL ? ctx->held_by_site[id] : 0;
+    site->kept = 0;
+    if ((site->stats.live_allocations > 0 || site->held_bytes > 0) && !site->aside) {
+        origin_site_t o;
+        origin_site(id, site->stats.kind, &o);
+        site->kept = origin_owner_keeps(o.owner);
     }
-    size_t count = 0;
-    for (uint32_t id = 0; id <= high; id++) {
-        report_site_t *site = &all[count];
-        site->id = id;
-        if (tracker_site(id, &site->stats) != 0 || !is_used(site))
-            continue;
-        site->aside = 0;
-        set_aside_cache(view, site, followed);
-        site->held_bytes = held_by_site != NULL ? held_by_site[id] : 0;
-        site->kept = 0;
-        if ((site->stats.live_allocations > 0 || site->held_bytes > 0) && !site->aside) {
-            origin_site_t o;
-            origin_site(id, site->stats.kind, &o);
-            site->kept = origin_owner_keeps(o.owner);
-        }
-        site->reachable_bytes = 0;
-        site->reachable_allocations = 0;
-        if (reach_bytes != NULL && !site->aside) {
-            site->reachable_allocations = reach_count[id] < site->stats.live_allocations
-                                        ? reach_count[id] : site->stats.live_allocations;
-            site->reachable_bytes = reach_bytes[id] < site->stats.live_bytes ? reach_bytes[id]
-                                                                              : site->stats.live_bytes;
-        }
-        site->holder_count = holder_set_site(view->holder_set, id, &site->holders);
-        uint64_t last_bytes = held_by_site != NULL ? site->held_bytes : site->stats.live_bytes;
-        if (site->stats.kind == REPORT_KIND_host
-            || growth_site(id, last_ns, last_bytes, allocations, &site->growth) != 0)
-            memset(&site->growth, 0, sizeof site->growth);
-        count++;
+    site->reachable_bytes = 0;
+    site->reachable_allocations = 0;
+    if (ctx->reach_bytes != NULL && !site->aside) {
+        site->reachable_allocations = ctx->reach_count[id] < site->stats.live_allocations
+                                    ? ctx->reach_count[id] : site->stats.live_allocations;
+        site->reachable_bytes = ctx->reach_bytes[id] < site->stats.live_bytes
+                              ? ctx->reach_bytes[id] : site->stats.live_bytes;
     }
-    int rc = select_sites(all, count, is_leak, by_live_bytes, &view->leaks)
-           | select_sites(all, count, is_kept, by_live_bytes, &view->kept)
-           | select_sites(all, count, is_reachable, by_reachable_bytes, &view->reachable)
-           | select_sites(all, count, is_teardown, by_teardown_bytes, &view->teardown)
-           | select_sites(all, count, is_failure, by_failed_bytes, &view->failures)
-           | select_sites(all, count, is_used, by_peak_bytes, &view->sites)
-           | select_sites(all, count, is_at_peak, by_at_peak_bytes, &view->peak)
-           | select_sites(all, count, is_growing, by_bytes_gained, &view->growth)
-           | select_sites(all, count, is_held, by_held_bytes, &view->held);
-    free(all);
-    int reach_known = reach_bytes != NULL;
-    free(reach_bytes);
-    free(reach_count);
-    /* Each list's copy counts its own part of a site's live memory. Where
-     * reachability was judged, a tensor site's leak is only what the search
-     * did not name: its holders held the reachable part or memory freed
-     * since, never the leak, so the leak's copy names none. */
+    site->holder_count = holder_set_site(view->holder_set, id, &site->holders);
+    uint64_t last_bytes = ctx->held_by_site != NULL ? site->held_bytes : site->stats.live_bytes;
+    if (site->stats.kind == REPORT_KIND_host
+        || growth_site(id, ctx->last_ns, last_bytes, ctx->allocations, &site->growth) != 0)
+        memset(&site->growth, 0, sizeof site->growth);
+}
+
+/* Every list of the report, chosen from the used sites all[0..count).
+ * Returns 0, or nonzero when memory for one was lacking. */
+static int select_lists(report_view_t *view, report_site_t *all, size_t count)
+{
+    return select_sites(all, count, is_leak, by_live_bytes, &view->leaks)
+         | select_sites(all, count, is_kept, by_live_bytes, &view->kept)
+         | select_sites(all, count, is_reachable, by_reachable_bytes, &view->reachable)
+         | select_sites(all, count, is_teardown, by_teardown_bytes, &view->teardown)
+         | select_sites(all, count, is_failure, by_failed_bytes, &view->failures)
+         | select_sites(all, count, is_used, by_peak_bytes, &view->sites)
+         | select_sites(all, count, is_at_peak, by_at_peak_bytes, &view->peak)
+         | select_sites(all, count, is_growing, by_bytes_gained, &view->growth)
+         | select_sites(all, count, is_held, by_held_bytes, &view->held);
+}
+
+/* Each list's copy counts its own part of a site's live memory. Where
+ * reachability was judged, a tensor site's leak is only what the search
+ * did not name: its holders held the reachable part or memory freed since,
+ * never the leak, so the leak's copy names none. Then each list's sums. */
+static void settle_lists(report_view_t *view, int reach_known)
+{
     for (size_t i = 0; i < view->leaks.count; i++) {
         report_site_t *leak = &view->leaks.sites[i];
         leak->stats.live_bytes -= leak->reachable_bytes;
@@ -480,12 +476,55 @@ int report_view_gather(report_view_t *view, report_moment_t moment, int signal)
         view->kept_bytes += view->kept.sites[i].stats.live_bytes;
         view->kept_allocations += view->kept.sites[i].stats.live_allocations;
     }
-    free(held_by_site);
     view->held_sites = view->held.count;
     for (size_t i = 0; i < view->held.count; i++)
         view->held_bytes += view->held.sites[i].held_bytes;
     if (view->held.count > HELD_SITES)
         view->held.count = HELD_SITES;
+}
+
+/* Gathers every site's counters and the sections of the report: every
+ * read that takes a lock is made here, so that the writers know how many
+ * locks were given up. Call between origin_init and origin_end (owners
+ * decide the reserve). */
+int report_view_gather(report_view_t *view, report_moment_t moment, int signal)
+{
+    memset(view, 0, sizeof *view);
+    view->moment = moment;
+    view->signal = signal;
+    view->now_ns = clock_coarse_ns();
+    gather_totals(view, moment);
+    site_context_t ctx = { .followed = torch_events_followed() && view->tensors.allocations > 0 };
+    ctx.allocations = tracker_allocation_count();
+    uint32_t high = tracker_site_count();
+    /* Where Python finished, its moment is the growth rule's last sample:
+     * its shutdown then freed what the script kept. */
+    ctx.held_by_site = gather_held(view, high);
+    ctx.last_ns = ctx.held_by_site != NULL ? view->held_time_ns : view->now_ns;
+    view->growth_judged = growth_run(ctx.last_ns, ctx.allocations, &view->growth_samples);
+    /* What the program's names held as Python finished and its shutdown
+     * did not free (PyTorch leaves such tensors, a model's parameters among
+     * them, live at exit): still reachable, not leaked. */
+    if (ctx.held_by_site != NULL && moment != REPORT_SNAPSHOT && moment != REPORT_ON_REQUEST)
+        reachable_by_site(view->holder_set, high, &ctx.reach_bytes, &ctx.reach_count);
+    report_site_t *all = malloc(sizeof *all * ((size_t)high + 1));
+    int rc = -1;
+    if (all != NULL) {
+        size_t count = 0;
+        for (uint32_t id = 0; id <= high; id++) {
+            all[count].id = id;
+            if (tracker_site(id, &all[count].stats) != 0 || !is_used(&all[count]))
+                continue;
+            judge_site(view, &ctx, &all[count]);
+            count++;
+        }
+        rc = select_lists(view, all, count);
+        free(all);
+        settle_lists(view, ctx.reach_bytes != NULL);
+    }
+    free(ctx.held_by_site);
+    free(ctx.reach_bytes);
+    free(ctx.reach_count);
     if (rc == 0) {
         find_helpers(view, &view->leaks, 0);
         find_helpers(view, &view->held, 1);
