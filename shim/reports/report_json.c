@@ -1,15 +1,11 @@
 #define _GNU_SOURCE
 #include "report_json.h"
-#include "clock.h"
 #include "config.h"
-#include "lifecycle.h"
 #include "origin.h"
 #include "python.h"
 #include "report_format.h"
-#include "selftime.h"
 #include "stacks.h"
 #include "timeline.h"
-#include "torch_events.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -519,7 +515,7 @@ static void put_list(FILE *f, frame_tables_t *tables, const char *key,
     fputs_unlocked("]", f);
 }
 
-static void put_process(FILE *f)
+static void put_process(FILE *f, const report_view_t *view)
 {
     char host[256] = "";
     if (gethostname(host, sizeof host) != 0)
@@ -559,10 +555,9 @@ static void put_process(FILE *f)
         fclose(cmdline);
     }
     fputs_unlocked("],", f);
-    uint64_t offset = lifecycle_epoch_offset_ns();
-    put_u64(f, "end_time_ns", clock_coarse_ns() + offset, 1);
+    put_u64(f, "end_time_ns", view->now_ns + view->run.epoch_offset_ns, 1);
     put_key(f, "python");
-    put_string(f, python_version());
+    put_string(f, view->run.python_version);
     fputs_unlocked("},\n", f);
 }
 
@@ -570,9 +565,9 @@ static void put_process(FILE *f)
  * epoch, so points stay small and charts need no subtraction. */
 static void put_timeline(FILE *f, const report_view_t *view)
 {
-    uint64_t start = lifecycle_started_ns();
+    uint64_t start = view->run.started_ns;
     fprintf(f, "\"timeline\":{\"start_ns\":%llu,\"interval_ns\":%llu,\"points\":[",
-            (unsigned long long)(start + lifecycle_epoch_offset_ns()),
+            (unsigned long long)(start + view->run.epoch_offset_ns),
             (unsigned long long)view->timeline_interval_ns);
     for (size_t i = 0; i < view->timeline_count; i++) {
         const timeline_point_t *p = &view->timeline[i];
@@ -611,17 +606,15 @@ static void put_timeline(FILE *f, const report_view_t *view)
  * arrived, and what its cache held at the end (reserve sites' bytes). */
 static void put_torch_mode(FILE *f, const report_view_t *view)
 {
-    uint64_t counts[TORCH_ACTIONS];
-    torch_events_counts(counts);
     fputs_unlocked("\"torch_allocator\":{\"mode\":", f);
-    put_string(f, lifecycle_torch_mode());
+    put_string(f, view->run.torch_mode);
     fputs_unlocked(",\"PYTORCH_CUDA_ALLOC_CONF\":", f);
-    put_string(f, config_getenv("PYTORCH_CUDA_ALLOC_CONF"));
+    put_string(f, view->run.torch_alloc_conf);
     fputs_unlocked(",\"tensors\":", f);
-    put_string(f, torch_events_status());
+    put_string(f, view->run.torch_status);
     fputs_unlocked(",\"events\":{", f);
     for (int a = 0; a < TORCH_ACTIONS; a++)
-        put_u64(f, torch_events_action_name(a), counts[a], a + 1 < TORCH_ACTIONS);
+        put_u64(f, torch_events_action_name(a), view->run.torch_events[a], a + 1 < TORCH_ACTIONS);
     fputs_unlocked("},", f);
     put_u64(f, "reserve_bytes", view->reserve_bytes, 0);
     fputs_unlocked("}\n", f);
@@ -679,7 +672,7 @@ static void put_oom(FILE *f, frame_tables_t *tables, const report_view_t *view)
     fprintf(f, "{\"count\":%llu,\"time_ns\":%llu,\"bytes\":%llu,\"kind\":\"%s\",\"device\":%d,"
                "\"live_bytes\":%llu,\"site\":%u,\"sites\":[",
             (unsigned long long)oom->count,
-            (unsigned long long)(oom->time_ns + lifecycle_epoch_offset_ns()),
+            (unsigned long long)(oom->time_ns + view->run.epoch_offset_ns),
             (unsigned long long)oom->bytes_asked, tracker_kind_name((alloc_kind_t)oom->kind),
             oom->device, (unsigned long long)oom->live_bytes, oom->site);
     list_site(tables, oom->site);
@@ -701,16 +694,16 @@ static void put_oom(FILE *f, frame_tables_t *tables, const report_view_t *view)
 }
 
 /* An epoch time of the coarse clock's t, or 0 for none. */
-static uint64_t epoch_ns(uint64_t t)
+static uint64_t epoch_ns(const report_view_t *view, uint64_t t)
 {
-    return t ? t + lifecycle_epoch_offset_ns() : 0;
+    return t ? t + view->run.epoch_offset_ns : 0;
 }
 
 /* "status": the report's moment, whether tracking ran to it, what was
  * skipped or dropped, and whether growth was judged. */
 static void put_status(FILE *f, const report_view_t *view)
 {
-    const char *reason = lifecycle_stop_reason();
+    const char *reason = view->run.stop_reason;
     static const char *const moments[] = { "exit", "signal", "request", "snapshot" };
     fprintf(f, "\"status\":{\"moment\":\"%s\",\"complete\":%s,\"tracking\":\"%s\",\"reason\":",
             moments[view->moment], view->moment <= REPORT_ON_SIGNAL ? "true" : "false",
@@ -723,7 +716,8 @@ static void put_status(FILE *f, const report_view_t *view)
         fputs_unlocked("null", f);
     fprintf(f, ",\"locks_skipped\":%u", view->locks_skipped);
     fprintf(f, ",\"stacks_dropped\":%llu,\"growth_sites_unfollowed\":%llu",
-            (unsigned long long)stacks_overflowed(), (unsigned long long)growth_sites_unfollowed());
+            (unsigned long long)view->run.stacks_dropped,
+            (unsigned long long)view->run.growth_sites_unfollowed);
     /* Without it an empty growth list of a short run read as "nothing grew". */
     fprintf(f, ",\"growth_samples\":%zu,\"growth_judged\":%s},\n", view->growth_samples,
             view->growth_judged ? "true" : "false");
@@ -731,10 +725,9 @@ static void put_status(FILE *f, const report_view_t *view)
 
 /* The shim's own time, when it was timed (GPULEAK_SELF_TIME), after the
  * totals' last field. */
-static void put_self_time(FILE *f)
+static void put_self_time(FILE *f, const selftime_totals_t *self_time)
 {
-    selftime_totals_t own;
-    selftime_read(&own);
+    const selftime_totals_t own = *self_time;
     if (own.calls == 0)
         return;
     fputc_unlocked(',', f);
@@ -775,11 +768,11 @@ static void put_totals_section(FILE *f, const report_view_t *view)
     put_u64(f, "allocations", all.allocations, 1);
     put_u64(f, "frees", all.frees, 1);
     put_u64(f, "failed_allocations", all.failures, 1);
-    put_u64(f, "unknown_frees", tracker_unknown_frees(), 1);
+    put_u64(f, "unknown_frees", view->run.unknown_frees, 1);
     put_u64(f, "bytes_allocated", all.bytes_allocated, 1);
     put_u64(f, "live_bytes", all.live_bytes, 1);
     put_u64(f, "peak_bytes", t->peak_bytes, 1);
-    put_u64(f, "peak_time_ns", epoch_ns(t->peak_time_ns), 1);
+    put_u64(f, "peak_time_ns", epoch_ns(view, t->peak_time_ns), 1);
     put_u64(f, "leaked_bytes", view->leaked_bytes, 1);
     put_u64(f, "leaked_allocations", view->leaked_allocations, 1);
     put_u64(f, "kept_bytes", view->kept_bytes, 1);
@@ -788,12 +781,12 @@ static void put_totals_section(FILE *f, const report_view_t *view)
     put_u64(f, "reachable_allocations", view->reachable_allocations, 1);
     put_u64(f, "teardown_leaked_bytes", all.teardown_bytes, 1);
     put_u64(f, "teardown_leaked_allocations", all.teardown_allocations, 1);
-    put_u64(f, "maps", tracker_maps(0), 1);
-    put_u64(f, "unmaps", tracker_maps(1), 1);
+    put_u64(f, "maps", view->run.maps, 1);
+    put_u64(f, "unmaps", view->run.unmaps, 1);
     put_u64(f, "sites", view->sites.count, 1);
-    put_u64(f, "stacks", stacks_count(), 1);
+    put_u64(f, "stacks", view->run.stacks, 1);
     put_u64(f, "shim_bytes", view->shim_bytes, 0);
-    put_self_time(f);
+    put_self_time(f, &view->run.self_time);
     fputs_unlocked("},\n", f);
 }
 
@@ -845,11 +838,11 @@ static void put_peak(FILE *f, frame_tables_t *tables, const report_view_t *view)
 {
     const totals_t *t = &view->totals;
     fprintf(f, "\"peak\":{\"bytes\":%llu,\"time_ns\":%llu,", (unsigned long long)t->peak_bytes,
-            (unsigned long long)epoch_ns(t->peak_time_ns));
+            (unsigned long long)epoch_ns(view, t->peak_time_ns));
     const totals_t *at = view->peak_is_tensors ? &view->tensors : t;
     fprintf(f, "\"sites_at\":\"%s\",\"sites_at_bytes\":%llu,\"sites_at_time_ns\":%llu,",
             view->peak_is_tensors ? "tensors" : "gpu", (unsigned long long)at->peak_bytes,
-            (unsigned long long)epoch_ns(at->peak_time_ns));
+            (unsigned long long)epoch_ns(view, at->peak_time_ns));
     put_list(f, tables, "sites", &view->peak, SECTION_PEAK);
     fputs_unlocked("},\n", f);
 }
@@ -863,7 +856,7 @@ static void put_held(FILE *f, frame_tables_t *tables, const report_view_t *view)
         fputs_unlocked("null", f);
     } else {
         fprintf(f, "{\"time_ns\":%llu,\"gpu_bytes\":%llu,\"tensor_bytes\":%llu,",
-                (unsigned long long)epoch_ns(view->held_time_ns),
+                (unsigned long long)epoch_ns(view, view->held_time_ns),
                 (unsigned long long)view->held_gpu_bytes, (unsigned long long)view->held_tensor_bytes);
         put_list(f, tables, "sites", &view->held, SECTION_HELD);
         if (view->holder_set != NULL && view->holders_at_finish)
@@ -888,7 +881,7 @@ static void write_body(FILE *f, const report_view_t *view)
     tables.origins = calloc((size_t)tables.listed_high + 1, sizeof *tables.origins);
     fprintf(f, "{\"format\":\"%s\",\"version\":%d,\n", REPORT_FORMAT_NAME, REPORT_FORMAT_VERSION);
     fprintf(f, "\"tool\":{\"name\":\"gpuleak\",\"version\":\"%s\"},\n", GPULEAK_VERSION);
-    put_process(f);
+    put_process(f, view);
     put_status(f, view);
     put_totals_section(f, view);
     put_kinds_and_devices(f, view);

@@ -5,11 +5,9 @@
 #include "frame_text.h"
 #include "units.h"
 #include "cuda_errors.h"
-#include "lifecycle.h"
 #include "origin.h"
 #include "python.h"
 #include "report_format.h"
-#include "selftime.h"
 #include "stacks.h"
 
 #include <stdio.h>
@@ -278,7 +276,7 @@ static void print_held(FILE *f, const report_view_t *view)
  * then the program's marks in one line. */
 static void print_chart(FILE *f, const report_view_t *view)
 {
-    uint64_t start = lifecycle_started_ns();
+    uint64_t start = view->run.started_ns;
     chart_point_t *points = calloc(view->timeline_count ? view->timeline_count : 1, sizeof *points);
     uint64_t *marks = calloc(view->mark_count ? view->mark_count : 1, sizeof *marks);
     if (points != NULL && marks != NULL) {
@@ -302,9 +300,9 @@ static void print_chart(FILE *f, const report_view_t *view)
 }
 
 /* Seconds from the start of tracking to a tracker time (0 before it). */
-static double seconds_since_start(uint64_t time_ns)
+static double seconds_since_start(const report_view_t *view, uint64_t time_ns)
 {
-    uint64_t start = lifecycle_started_ns();
+    uint64_t start = view->run.started_ns;
     return time_ns > start ? (double)(time_ns - start) / 1e9 : 0.0;
 }
 
@@ -318,7 +316,7 @@ static void print_oom(FILE *f, const report_view_t *view)
     char a[UNITS_SIZE_BUF], b[UNITS_SIZE_BUF];
     const tracker_oom_t *oom = &view->oom;
     fprintf(f, "\nOut of memory at %.2f s: %s of %s asked on device %d, from %s",
-            seconds_since_start(oom->time_ns), units_format_size(oom->bytes_asked, a),
+            seconds_since_start(view, oom->time_ns), units_format_size(oom->bytes_asked, a),
             kind_phrase(oom->kind), oom->device, origin_phrase(view, oom->site, oom->kind));
     if (oom->count > 1)
         fprintf(f, " (%llu out-of-memory failures in all)", (unsigned long long)oom->count);
@@ -369,7 +367,7 @@ static void print_growth_and_peak(FILE *f, const report_view_t *view)
     if (view->peak.count > 0 && view->peak_is_tensors)
         fprintf(f, "\nLive at the tensors' peak (%s allocated at %.2f s):\n",
                 units_format_size(view->tensors.peak_bytes, a),
-                seconds_since_start(view->tensors.peak_time_ns));
+                seconds_since_start(view, view->tensors.peak_time_ns));
     else if (view->peak.count > 0)
         fprintf(f, "\nLive at the peak (%s):\n", units_format_size(view->totals.peak_bytes, a));
     n = group_by_line(view, &view->peak, at_peak_of, groups);
@@ -487,7 +485,7 @@ static void print_not_leaked(FILE *f, const report_view_t *view)
 static void print_closing_line(FILE *f, const report_view_t *view, const char *path)
 {
     char a[UNITS_SIZE_BUF], b[UNITS_SIZE_BUF];
-    double peak_s = seconds_since_start(view->totals.peak_time_ns);
+    double peak_s = seconds_since_start(view, view->totals.peak_time_ns);
     if (view->leaks.count > 0)
         fprintf(f, "\nSUMMARY: gpuleak: %llu byte(s) leaked in %llu allocation(s); "
                 "peak GPU memory %s at %.2f s.",
@@ -508,7 +506,7 @@ static void print_closing_line(FILE *f, const report_view_t *view, const char *p
         fprintf(f, " PyTorch tensors: %llu allocation(s), peak %s at %.2f s.",
                 (unsigned long long)view->tensors.allocations,
                 units_format_size(view->tensors.peak_bytes, b),
-                seconds_since_start(view->tensors.peak_time_ns));
+                seconds_since_start(view, view->tensors.peak_time_ns));
     if (path != NULL)
         fprintf(f, " Report: %s\n", path);
     else
@@ -519,16 +517,15 @@ static void print_closing_line(FILE *f, const report_view_t *view, const char *p
  * timed. */
 static void print_caveats(FILE *f, const report_view_t *view)
 {
-    if (lifecycle_stop_reason() != NULL)
+    if (view->run.stop_reason != NULL)
         fprintf(f, "gpuleak: tracking stopped early (%s); counts cover the run until then.\n",
-                lifecycle_stop_reason());
+                view->run.stop_reason);
     if (view->locks_skipped > 0)
         fprintf(f, "gpuleak: the report gave up %u lock(s) a thread interrupted by a signal "
                 "held; some counts may be off (status.locks_skipped).\n", view->locks_skipped);
-    selftime_totals_t own;
-    selftime_read(&own);
+    const selftime_totals_t own = view->run.self_time;
     if (own.calls > 0) {
-        double run_s = (double)(view->now_ns - lifecycle_started_ns()) / 1e9;
+        double run_s = (double)(view->now_ns - view->run.started_ns) / 1e9;
         fprintf(f, "gpuleak: its own time was %.3f ms over %llu call(s), %.0f ns a call, "
                 "%.2f%% of the %.2f s it tracked (the clock's %.0f ns a read left out).\n",
                 (double)own.ns / 1e6, (unsigned long long)own.calls,

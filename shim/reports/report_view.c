@@ -7,9 +7,11 @@
 #include "clock.h"
 #include "config.h"
 #include "finish.h"
+#include "lifecycle.h"
 #include "log.h"
 #include "origin.h"
 #include "patience.h"
+#include "python.h"
 #include "stacks.h"
 #include "torch_events.h"
 
@@ -344,6 +346,26 @@ static void choose_holders(report_view_t *view, report_moment_t moment)
         view->oom_set = finish_acquire(FINISH_AT_OOM, &view->oom_ticket);
 }
 
+/* The run's own facts (report_run_t). */
+static void gather_run(report_run_t *run)
+{
+    run->stop_reason = lifecycle_stop_reason();
+    run->epoch_offset_ns = lifecycle_epoch_offset_ns();
+    run->started_ns = lifecycle_started_ns();
+    run->unknown_frees = tracker_unknown_frees();
+    run->maps = tracker_maps(0);
+    run->unmaps = tracker_maps(1);
+    run->stacks = stacks_count();
+    run->stacks_dropped = stacks_overflowed();
+    run->growth_sites_unfollowed = growth_sites_unfollowed();
+    selftime_read(&run->self_time);
+    run->torch_mode = lifecycle_torch_mode();
+    run->torch_alloc_conf = config_getenv("PYTORCH_CUDA_ALLOC_CONF");
+    run->torch_status = torch_events_status();
+    torch_events_counts(run->torch_events);
+    run->python_version = python_version();
+}
+
 /* The totals, the out-of-memory record, the holders, the timeline and the
  * marks. */
 static void gather_totals(report_view_t *view, report_moment_t moment)
@@ -493,6 +515,7 @@ int report_view_gather(report_view_t *view, report_moment_t moment, int signal)
     view->moment = moment;
     view->signal = signal;
     view->now_ns = clock_coarse_ns();
+    gather_run(&view->run);
     gather_totals(view, moment);
     site_context_t ctx = { .followed = torch_events_followed() && view->tensors.allocations > 0 };
     ctx.allocations = tracker_allocation_count();

@@ -11,7 +11,9 @@
 #include "finish.h"
 #include "growth.h"
 #include "marks.h"
+#include "selftime.h"
 #include "timeline.h"
+#include "torch_events.h"
 #include "tracker.h"
 
 /* A site with its counters, as the report lists it. */
@@ -54,12 +56,30 @@ typedef enum report_moment {
     REPORT_SNAPSHOT,       /* every GPULEAK_FLUSH_INTERVAL seconds */
 } report_moment_t;
 
+/* The run as a whole, read once: why tracking stopped, its clocks, the
+ * counts no list carries, the shim's own time, what PyTorch's allocator
+ * events said, and the interpreter. */
+typedef struct report_run {
+    const char *stop_reason;       /* NULL: tracking ran to the report */
+    uint64_t epoch_offset_ns;      /* the coarse clock's time + this = the epoch's */
+    uint64_t started_ns;           /* tracking's start, on the coarse clock */
+    uint64_t unknown_frees, maps, unmaps;
+    uint64_t stacks, stacks_dropped, growth_sites_unfollowed;
+    selftime_totals_t self_time;   /* calls 0: not timed */
+    const char *torch_mode;        /* lifecycle_torch_mode() */
+    const char *torch_alloc_conf;  /* PYTORCH_CUDA_ALLOC_CONF, or NULL */
+    const char *torch_status;      /* torch_events_status() */
+    uint64_t torch_events[TORCH_ACTIONS];
+    const char *python_version;    /* NULL: no interpreter */
+} report_run_t;
+
 /* The holders an out-of-memory record lists. */
 #define OOM_HOLDERS 20
 
 /* Everything the writers show, gathered once at exit. */
 typedef struct report_view {
     report_moment_t moment;
+    report_run_t run;
     report_list_t leaks;      /* live at exit, by live bytes */
     report_list_t kept;       /* live at exit, kept for the process by a
                                  library (cuBLAS's workspaces, NCCL's
