@@ -7,6 +7,7 @@
 #include "commands.h"
 #include "frames.h"
 #include "report_format.h"
+#include "shim_options.h"
 #include "units.h"
 
 #include <string.h>
@@ -234,6 +235,38 @@ static void man_command(FILE *f, const cmd_spec_t *cmd)
     fputs(".RE\n", f);
 }
 
+/* One variable of the shim's in ENVIRONMENT: its name, its default, what
+ * it does. */
+static void man_variable(FILE *f, const char *name, const char *default_text, const char *help)
+{
+    fputs(".TP\n.B ", f);
+    man_put(f, name);
+    fputs("\n", f);
+    man_put(f, help);
+    fputs(" Default: ", f);
+    man_put(f, default_text[0] != '\0' ? default_text : "(empty)");
+    fputs(".\n", f);
+}
+
+/* The shim's variables, from the rows its parser is made of. */
+static void man_environment(FILE *f)
+{
+    fputs("\n.SH ENVIRONMENT\n", f);
+    man_put(f, "libgpuleak.so reads these variables when tracking starts (gpuleak run sets "
+               "some of them from its options); a value it cannot take is named on stderr and "
+               "the default used.");
+    fputc('\n', f);
+#define MAN_INT(field, name, def, lo, hi, help) man_variable(f, name, #def, help);
+#define MAN_TEXT(field, name, def, help) man_variable(f, name, def, help);
+#define MAN_WORD(field, name, def, words, help) man_variable(f, name, def, help);
+#define MAN_SIGNAL(field, name, def, help) man_variable(f, name, #def, help);
+    SHIM_OPTIONS(MAN_INT, MAN_TEXT, MAN_WORD, MAN_SIGNAL)
+#undef MAN_INT
+#undef MAN_TEXT
+#undef MAN_WORD
+#undef MAN_SIGNAL
+}
+
 void help_print_man(FILE *f, const cmd_spec_t *const *commands)
 {
     fputs(".TH GPULEAK 1 \"\" \"gpuleak " GPULEAK_VERSION "\" \"User Commands\"\n"
@@ -260,9 +293,7 @@ void help_print_man(FILE *f, const cmd_spec_t *const *commands)
         man_command(f, commands[i]);
     fputs(".SH SIZES\n", f);
     man_put(f, UNITS_SIZE_FORMS ".");
-    fputs("\n.SH ENVIRONMENT\n", f);
-    man_put(f, "The shim reads GPULEAK_OUTPUT, GPULEAK_STACK_DEPTH, GPULEAK_PYTHON, "
-               "GPULEAK_SUMMARY and the other GPULEAK_ variables that README.md lists.");
+    man_environment(f);
     fputs("\n.SH SEE ALSO\n", f);
     man_put(f, "README.md, docs/report-format.md, docs/suppressions.md, docs/origin-rules.md "
                "and docs/growth.md in gpuleak's sources.");

@@ -1,28 +1,31 @@
-/* config.h: the GPULEAK_* variables, read once from one table.
+/* config.h: the GPULEAK_* variables, declared once (SHIM_OPTIONS), read
+ * once when tracking starts.
  *
- * The same table feeds the parser and `gpuleak options` (which prints the
- * README's list), so a variable cannot be documented and parsed differently. */
+ * The same rows make the struct, the parser and `gpuleak options` (which
+ * prints the README's list), so a variable cannot be documented and parsed
+ * differently, and none is read anywhere else. */
 #ifndef GPULEAK_CONFIG_H
 #define GPULEAK_CONFIG_H
 
 #include <stddef.h>
 
+#include "shim_options.h"
+
+#define CONFIG_INT_FIELD(field, name, def, lo, hi, help) int field;
+#define CONFIG_TEXT_FIELD(field, name, def, help) const char *field;
+#define CONFIG_WORD_FIELD(field, name, def, words, help) int field;
+#define CONFIG_SIGNAL_FIELD(field, name, def, help) int field;
 typedef struct config {
-    const char *output;   /* report path pattern: %p pid, %h host, %r rank */
-    int stack_depth;      /* native frames per stack; 0 turns stacks off */
-    int python_frames;    /* 1: record Python frames of the allocating thread */
-    int python_depth;     /* Python frames per stack */
-    int summary;          /* 1: print the exit summary on stderr */
-    int summary_sites;    /* sites shown in the exit summary */
-    int summary_frames;   /* frames shown per site in the summary */
-    int enabled;          /* 0: forward every call untouched, write nothing */
-    int redact_argv;      /* 1: the report keeps argv[0] only */
-    int flush_interval_s; /* seconds between snapshot reports; 0: none */
-    int dump_signal;      /* signal that writes a report now; 0: none */
-    int self_time;        /* 1: time the shim's own work in each call (selftime.h) */
-    int fast_unwind;      /* 1: step frames by cached rules (unwind.h) before libunwind */
-    int holders_ms;       /* time Python may spend naming holders at its finish (finish.h) */
+    SHIM_OPTIONS(CONFIG_INT_FIELD, CONFIG_TEXT_FIELD, CONFIG_WORD_FIELD, CONFIG_SIGNAL_FIELD)
 } config_t;
+#undef CONFIG_INT_FIELD
+#undef CONFIG_TEXT_FIELD
+#undef CONFIG_WORD_FIELD
+#undef CONFIG_SIGNAL_FIELD
+
+/* GPULEAK_TORCH_ALLOCATOR's and GPULEAK_ORIGIN_RULES' words, by index. */
+enum { CONFIG_TORCH_NATIVE, CONFIG_TORCH_ASYNC };
+enum { CONFIG_RULES_DEFAULT, CONFIG_RULES_NONE };
 
 /* The value of the environment variable name, or NULL when it is unset or
  * the process runs in secure-execution mode (setuid, setgid, file

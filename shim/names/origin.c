@@ -15,20 +15,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-static _Atomic int warned_rules;  /* origin_init runs at every report: warn once */
 static const origin_layout_t *judged_by;  /* the layout origin_init took */
 
 void origin_init(void)
 {
-    const char *mode = config_getenv("GPULEAK_ORIGIN_RULES");
-    int builtin = 1;
-    if (mode != NULL && strcmp(mode, "none") == 0)
-        builtin = 0;
-    else if (mode != NULL && *mode != '\0' && strcmp(mode, "default") != 0 && !atomic_exchange(&warned_rules, 1))
-        log_line("GPULEAK_ORIGIN_RULES=%s is not \"none\" or \"default\"; using the default", mode);
     /* Read once: the reporter's thread may write while Python finishes. */
     judged_by = pylayout_get();
-    origin_rules_init(config_getenv("GPULEAK_ORIGIN_SKIP"), builtin, judged_by);
+    origin_rules_init(config.origin_skip, config.origin_rules != CONFIG_RULES_NONE, judged_by);
 }
 
 const origin_layout_t *origin_layout(void)

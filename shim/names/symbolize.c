@@ -18,8 +18,8 @@
  *                    cannot be read (replaced on disk, say)
  *   __cxa_demangle   C++ names, only when the process already has it
  *
- * GPULEAK_NO_LIBDW=1 (read by symbolize_begin) makes the batch behave as if
- * libdw.so.1 were absent; the tests use it, and a user can too if libdw
+ * GPULEAK_NO_LIBDW=1 (config.no_libdw) makes every batch behave as if
+ * libdw.so.1 were absent, as does an address-space limit with little room; the tests use it, and a user can too if libdw
  * misbehaves on some binary. The symbol tables are read per batch, up to
  * SYMBOL_BUDGET functions in all, and dropped at symbolize_end.
  *
@@ -529,22 +529,6 @@ static void free_module_syms(void)
 
 /* ---- libdw ------------------------------------------------------------ */
 
-/* True when the user asked for the dladdr-only path (see top of file). A
- * value other than 0 or 1 is named once and the default (0) used, as for
- * every GPULEAK_ variable. */
-static int libdw_disabled(void)
-{
-    static _Atomic int warned;
-    const char *e = config_getenv("GPULEAK_NO_LIBDW");
-    if (e == NULL || *e == '\0' || strcmp(e, "0") == 0)
-        return 0;
-    if (strcmp(e, "1") == 0)
-        return 1;
-    if (!atomic_exchange(&warned, 1))
-        log_line("GPULEAK_NO_LIBDW=%s is not 0 or 1; using the default 0", e);
-    return 0;
-}
-
 /* The address space libdw is given room for: it maps the debug files it
  * reads (a framework's run to gigabytes), and where a mapping or its
  * malloc fails it ends the process (elfutils' out-of-memory handler calls
@@ -576,7 +560,7 @@ static int address_space_tight(void)
  * 0 when libdw is usable for this batch, else -1. */
 static int load_libdw(void)
 {
-    if (libdw_disabled() || address_space_tight())
+    if (config.no_libdw || address_space_tight())
         return -1;
     if (dw_tried)
         return dw_handle ? 0 : -1;
@@ -1162,7 +1146,7 @@ int symbolize_address(uintptr_t address, symbolized_frame_t *out, int max)
 }
 
 /* See symbolize.h. libdw and the demangler stay loaded (see dw_tried); a
- * later batch still reads GPULEAK_NO_LIBDW and the module map afresh. */
+ * later batch still weighs libdw's room and reads the module map afresh. */
 void symbolize_end(void)
 {
     pthread_mutex_lock(&lock);

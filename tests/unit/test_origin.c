@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "origin.h"
 #include "pylayout.h"
 #include "stacks.h"
@@ -30,12 +31,20 @@
 #define PY(fn, file, line) { (fn), (file), NULL, (line), 1 }
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
+/* The variables as the shim reads them when tracking starts, then the
+ * rules as a report takes them. */
+static void reload(void)
+{
+    config_load();
+    origin_init();
+}
+
 /* Starts a test from the documented defaults. */
 static void defaults(void)
 {
     unsetenv("GPULEAK_ORIGIN_SKIP");
     unsetenv("GPULEAK_ORIGIN_RULES");
-    origin_init();
+    reload();
 }
 
 /* A C program linked with -lcuda: the shim and the driver are skipped, the
@@ -419,14 +428,14 @@ START_TEST(test_edges)
 END_TEST
 
 /* Runs origin_init with stderr captured into buf. */
-static void init_capturing(char *buf, size_t size)
+static void capturing(void (*run)(void), char *buf, size_t size)
 {
     int pipefd[2];
     ck_assert_int_eq(pipe(pipefd), 0);
     fflush(stderr);
     int saved = dup(STDERR_FILENO);
     dup2(pipefd[1], STDERR_FILENO);
-    origin_init();
+    run();
     dup2(saved, STDERR_FILENO);
     close(saved);
     close(pipefd[1]);
@@ -454,14 +463,14 @@ START_TEST(test_overrides)
     ck_assert_int_eq(origin_find(frames, n), 2);
 
     setenv("GPULEAK_ORIGIN_SKIP", "*/mylib/*:my_alloc_wrapper", 1);
-    init_capturing(err, sizeof err);
+    capturing(reload, err, sizeof err);
     ck_assert_str_eq(err, "");
     ck_assert_int_eq(origin_find(frames, n), 4);
     ck_assert_str_eq(origin_owner(frames, n, REPORT_KIND_device), "user");
 
     /* Empty entries are ignored; a glob on files reaches Python frames. */
     setenv("GPULEAK_ORIGIN_SKIP", "::*/proj/helpers.py::", 1);
-    origin_init();
+    reload();
     const origin_frame_t py[] = {
         PY("alloc", "/home/u/proj/helpers.py", 3),
         PY("step", "/home/u/proj/train.py", 42),
@@ -471,7 +480,7 @@ START_TEST(test_overrides)
 
     /* '!' keeps what the built-in table skips. */
     setenv("GPULEAK_ORIGIN_SKIP", "!*/libnccl*", 1);
-    origin_init();
+    reload();
     const origin_frame_t nccl[] = {
         NAT(LIBCUDA, NULL),
         NAT("/usr/lib/libnccl.so.2", "ncclCommInitRank"),
@@ -483,7 +492,7 @@ START_TEST(test_overrides)
     /* No built-in table: the innermost frame is the origin... */
     unsetenv("GPULEAK_ORIGIN_SKIP");
     setenv("GPULEAK_ORIGIN_RULES", "none", 1);
-    origin_init();
+    reload();
     ck_assert_int_eq(origin_find(frames, n), 0);
     /* ...while owners still see the libraries and the runtime. */
     ck_assert_str_eq(origin_owner(nccl, COUNT(nccl), REPORT_KIND_device), "nccl");
@@ -493,13 +502,13 @@ START_TEST(test_overrides)
 
     /* ...and only the user's globs apply. */
     setenv("GPULEAK_ORIGIN_SKIP", "*/libgpuleak.so:*/libcuda.so.1", 1);
-    origin_init();
+    reload();
     ck_assert_int_eq(origin_find(frames, n), 2);
 
     /* An invalid value: one line naming it, the default used. */
     unsetenv("GPULEAK_ORIGIN_SKIP");
     setenv("GPULEAK_ORIGIN_RULES", "nope", 1);
-    init_capturing(err, sizeof err);
+    capturing(reload, err, sizeof err);
     ck_assert_ptr_nonnull(strstr(err, "GPULEAK_ORIGIN_RULES=nope"));
     ck_assert_ptr_nonnull(strstr(err, "default"));
     int lines = 0;
@@ -508,11 +517,11 @@ START_TEST(test_overrides)
     ck_assert_int_eq(lines, 1);
     ck_assert_int_eq(origin_find(frames, n), 2);
     /* origin_init runs at every report: the line is not repeated. */
-    init_capturing(err, sizeof err);
+    capturing(origin_init, err, sizeof err);
     ck_assert_str_eq(err, "");
 
     setenv("GPULEAK_ORIGIN_RULES", "default", 1);
-    init_capturing(err, sizeof err);
+    capturing(reload, err, sizeof err);
     ck_assert_str_eq(err, "");
     ck_assert_int_eq(origin_find(frames, n), 2);
     unsetenv("GPULEAK_ORIGIN_RULES");
@@ -612,7 +621,7 @@ START_TEST(test_layout_answer)
                                   "packages\t/srv/deps\nstdlib\n"), 0);
     ck_assert_int_eq(pylayout_set("stdlib\t/other\n"), -1);  /* once */
     ck_assert_ptr_null(origin_layout());  /* until the next origin_init */
-    origin_init();
+    reload();
     const origin_layout_t *l = origin_layout();
     ck_assert_ptr_eq(l, pylayout_get());
     ck_assert_uint_eq(l->nstdlib, 1);

@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "symbolize.h"
 
 /* ---- allocation failure injection ------------------------------------ */
@@ -198,17 +199,17 @@ static int cmp_capture(const void *a, const void *b)
     return *(const int *)a - *(const int *)b;
 }
 
-/* Each test sets the libdw switch itself: under CK_FORK=no the tests share
- * one environment. */
+/* Each test sets the libdw switch itself (GPULEAK_NO_LIBDW, as the shim
+ * read it): under CK_FORK=no the tests share one configuration. */
 static void use_libdw(void)
 {
-    unsetenv("GPULEAK_NO_LIBDW");
+    config.no_libdw = 0;
 }
 
 /* Makes the next symbolize_begin behave as if libdw.so.1 were absent. */
 static void no_libdw(void)
 {
-    setenv("GPULEAK_NO_LIBDW", "1", 1);
+    config.no_libdw = 1;
 }
 
 /* ---- tests ------------------------------------------------------------ */
@@ -252,6 +253,8 @@ START_TEST(test_no_libdw_invalid_value)
     ck_assert_int_eq(pipe(pipefd), 0);
     int saved = dup(STDERR_FILENO);
     dup2(pipefd[1], STDERR_FILENO);
+    config_load();
+    unsetenv("GPULEAK_NO_LIBDW");
     ck_assert_int_eq(symbolize_begin(), 0);
     symbolized_frame_t f[8];
     int n = symbolize_address(ra, f, 8);
@@ -448,7 +451,7 @@ START_TEST(test_without_libdw)
     ck_assert_ptr_nonnull(strstr(f[0].function, "qsort"));
     ck_assert_uint_eq(f[0].function_offset, 1);
     symbolize_end();
-    unsetenv("GPULEAK_NO_LIBDW");
+    use_libdw();
 }
 END_TEST
 
@@ -553,7 +556,7 @@ START_TEST(test_fork_during_lookups)
     } while (now.tv_sec - start.tv_sec < 2 && hung == 0);
     atomic_store(&lookups_stop, 1);
     pthread_join(t, NULL);
-    unsetenv("GPULEAK_NO_LIBDW");
+    use_libdw();
     ck_assert_msg(hung == 0, "%d of %d children hung", hung, forks);
 }
 END_TEST
@@ -602,7 +605,7 @@ START_TEST(test_alloc_failure_no_libdw)
         failing_cycle(k, 0);
         failing_cycle(k, 1);
     }
-    unsetenv("GPULEAK_NO_LIBDW");
+    use_libdw();
 }
 END_TEST
 
