@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "report.h"
+#include "rank.h"
 #include "report_json.h"
 #include "report_summary.h"
 #include "config.h"
@@ -38,7 +39,7 @@ int report_expand_path(const char *pattern, char *out, size_t size)
                     snprintf(piece, sizeof piece, "unknown-host");
                 piece[sizeof piece - 1] = '\0';
             } else if (*p == 'r') {
-                const char *rank = report_rank();
+                const char *rank = rank_of_process();
                 text = rank != NULL ? rank : "0";
             } else if (*p == '%') {
                 text = "%";

@@ -366,7 +366,7 @@ static void put_origin(FILE *f, frame_tables_t *t, uint32_t site, int kind)
             fputc_unlocked('}', f);
         }
         origin_frame_t callers[UINT8_MAX];
-        int n = report_origin_callers(t->view, site, callers);
+        int n = report_view_origin_callers(t->view, site, callers);
         if (n > 0) {
             fputs_unlocked(",\"callers\":[", f);
             for (int i = 0; i < n; i++) {
@@ -521,7 +521,7 @@ static void put_process(FILE *f, const report_view_t *view)
     if (gethostname(host, sizeof host) != 0)
         host[0] = '\0';
     host[sizeof host - 1] = '\0';
-    const char *rank = report_rank();
+    const char *rank = view->run.rank;
     fprintf(f, "\"process\":{\"pid\":%d,", (int)getpid());
     put_key(f, "host");
     put_string(f, host);

@@ -49,7 +49,7 @@ static const char *origin_phrase(const report_view_t *view, uint32_t site, int k
     origin_site(site, kind, &o);
     origin_frame_t callers[UINT8_MAX];
     frame_text_place_t places[UINT8_MAX], via;
-    int n = o.found ? report_origin_callers(view, site, callers) : 0;
+    int n = o.found ? report_view_origin_callers(view, site, callers) : 0;
     for (int i = 0; i < n; i++)
         places[i] = (frame_text_place_t){ callers[i].function, callers[i].file, callers[i].line };
     if (o.has_via)
@@ -115,7 +115,7 @@ static size_t group_by_line(const report_view_t *view, const report_list_t *list
                              o.frame.module ? o.frame.module : "?", (unsigned long long)o.offset);
         /* A helper's leaking path is a line of its own. */
         origin_frame_t callers[UINT8_MAX];
-        int c = report_origin_callers(view, s->id, callers);
+        int c = report_view_origin_callers(view, s->id, callers);
         for (int k = 0; k < c && (size_t)used < sizeof key; k++)
             used += snprintf(key + used, sizeof key - (size_t)used, "<%s:%d",
                              callers[k].file ? callers[k].file : "?", callers[k].line);

@@ -12,41 +12,12 @@
 #include "origin.h"
 #include "patience.h"
 #include "python.h"
+#include "rank.h"
 #include "stacks.h"
 #include "torch_events.h"
 
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* A rank variable's value when it is 1 to 9 decimal digits, else NULL,
- * naming a set but refused value once. */
-static const char *rank_from(const char *name, _Atomic int *warned)
-{
-    const char *value = config_getenv(name);
-    if (value == NULL || *value == '\0')
-        return NULL;
-    size_t digits = strspn(value, "0123456789");
-    if (digits > 0 && digits <= 9 && value[digits] == '\0')
-        return value;
-    if (!atomic_exchange(warned, 1)) {
-        /* One line, whatever the value holds (a newline would split it). */
-        char shown[64];
-        size_t n = 0;
-        for (; value[n] != '\0' && n < sizeof shown - 1; n++)
-            shown[n] = (unsigned char)value[n] < 0x20 || value[n] == 0x7f ? '?' : value[n];
-        shown[n] = '\0';
-        log_line("%s=%s is not a whole number; it is not used as the rank", name, shown);
-    }
-    return NULL;
-}
-
-const char *report_rank(void)
-{
-    static _Atomic int warned_rank, warned_local;
-    const char *rank = rank_from("RANK", &warned_rank);
-    return rank != NULL ? rank : rank_from("LOCAL_RANK", &warned_local);
-}
 
 static int by_live_bytes(const void *a, const void *b)
 {
@@ -276,7 +247,7 @@ static void find_helpers(report_view_t *view, const report_list_t *kept, int kep
     }
 }
 
-int report_origin_callers(const report_view_t *view, uint32_t site, origin_frame_t *out)
+int report_view_origin_callers(const report_view_t *view, uint32_t site, origin_frame_t *out)
 {
     if (view == NULL || view->callers == NULL || site > view->callers_high
         || view->callers[site] == 0)
@@ -364,6 +335,7 @@ static void gather_run(report_run_t *run)
     run->torch_status = torch_events_status();
     torch_events_counts(run->torch_events);
     run->python_version = python_version();
+    run->rank = rank_of_process();
 }
 
 /* The totals, the out-of-memory record, the holders, the timeline and the

@@ -71,6 +71,7 @@ typedef struct report_run {
     const char *torch_status;      /* torch_events_status() */
     uint64_t torch_events[TORCH_ACTIONS];
     const char *python_version;    /* NULL: no interpreter */
+    const char *rank;              /* rank_of_process(), or NULL */
 } report_run_t;
 
 /* The holders an out-of-memory record lists. */
@@ -155,17 +156,11 @@ int report_view_gather(report_view_t *view, report_moment_t moment, int signal);
 /* Frees what report_view_gather allocated. */
 void report_view_release(report_view_t *view);
 
-/* The process's rank: RANK, else LOCAL_RANK, whichever is 1 to 9 decimal
- * digits; NULL when neither is. A value that is set but not a number (a
- * path, say: it goes into the report's path) is ignored, with one line on
- * stderr the first time. The string is the environment's. */
-const char *report_rank(void);
-
 struct origin_frame;
 
 /* The callers view->callers says to show after site's origin (a helper's
  * leaking path), into out (room for 255). Returns how many, 0 for most
  * sites. Between origin_init and origin_end. */
-int report_origin_callers(const report_view_t *view, uint32_t site, struct origin_frame *out);
+int report_view_origin_callers(const report_view_t *view, uint32_t site, struct origin_frame *out);
 
 #endif

@@ -8,6 +8,7 @@
  * exactly one of their allocations fail. */
 #define _GNU_SOURCE
 #include "suite.h"
+#include "rank.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
@@ -207,7 +208,7 @@ START_TEST(rank_in_the_path_is_digits_only)
     setenv("RANK", "../../x", 1);
     ck_assert_int_eq(report_expand_path("/d/r-%r.json", out, sizeof out), 0);
     ck_assert_str_eq(out, "/d/r-0.json");
-    ck_assert_ptr_null(report_rank());
+    ck_assert_ptr_null(rank_of_process());
     setenv("LOCAL_RANK", "3", 1);
     ck_assert_int_eq(report_expand_path("/d/r-%r.json", out, sizeof out), 0);
     ck_assert_str_eq(out, "/d/r-3.json");
