@@ -9,6 +9,7 @@ the order FLOORS lists them), and the functions longer than the limit.
     scripts/house.py --graph    prints every module's arrows too
 
 tests/integration/test_house.py runs it with `make test`."""
+import ast
 import os
 import re
 import sys
@@ -143,6 +144,29 @@ def long_functions(files):
     return found
 
 
+PYTHON_TREES = ["shim", "python", "scripts", "cli"]
+
+
+def long_python_functions():
+    """(path, function, lines) of every Python function (outside tests)
+    longer than LONGEST."""
+    found = []
+    for tree in PYTHON_TREES:
+        for folder, _, names in os.walk(os.path.join(ROOT, tree)):
+            for name in sorted(names):
+                if not name.endswith(".py"):
+                    continue
+                path = os.path.join(folder, name)
+                with open(path) as fh:
+                    module = ast.parse(fh.read(), path)
+                for node in ast.walk(module):
+                    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        lines = node.end_lineno - node.lineno + 1
+                        if lines > LONGEST:
+                            found.append((os.path.relpath(path, ROOT), node.name, lines))
+    return found
+
+
 def main(argv):
     files = sources()
     arrows = graph(files)
@@ -157,7 +181,7 @@ def main(argv):
     for low, high in arrows_up(arrows):
         print("arrow up: %s includes %s" % (low, high))
         bad += 1
-    for path, name, lines in long_functions(files):
+    for path, name, lines in long_functions(files) + long_python_functions():
         print("long function: %s %s, %d lines (the limit is %d)" % (path, name, lines, LONGEST))
         bad += 1
     print("%d finding(s)" % bad)

@@ -47,106 +47,124 @@ import sys
 SCAN_MAX = 256
 
 
+def _posix():
+    return sys.modules["posix"]
+
+
+def _exists(path):
+    try:
+        _posix().stat(path)
+        return True
+    except OSError:
+        return False
+
+
+def _clean(path):
+    """path as one line of the answer: absolute, no trailing "/" (the root
+    itself is no one folder's), else None."""
+    if type(path) is not str or not path.startswith("/") or "\t" in path or "\n" in path:
+        return None
+    return path.rstrip("/") or None
+
+
+def _under(path, folders):
+    return any(path == f or path.startswith(f + "/") for f in folders)
+
+
+def _existing(paths, known=()):
+    """The clean paths that exist, each once, in order, none already known."""
+    out = []
+    for path in paths:
+        path = _clean(path)
+        if path is not None and path not in out and path not in known and _exists(path):
+            out.append(path)
+    return out
+
+
+def _module_file(name):
+    module = sys.modules.get(name)
+    if type(module) is not type(sys):
+        return None
+    path = module.__dict__.get("__file__")
+    return path if type(path) is str else None
+
+
+def _standard(name, stdlib):
+    """The module name, when it is imported and the standard library's own
+    file; else None."""
+    path = _module_file(name)
+    return sys.modules[name] if path is not None and _under(path, stdlib) else None
+
+
+def _ask(function):
+    """What the standard library's function answers, or None: one source
+    failing loses only its own folders."""
+    try:
+        return function()
+    except Exception:
+        return None
+
+
+def _holds_distributions(folder):
+    """Whether folder holds an installed distribution's metadata."""
+    try:
+        with _posix().scandir(folder) as entries:
+            for count, entry in enumerate(entries):
+                if count >= SCAN_MAX:
+                    break
+                if entry.name.endswith(".dist-info"):
+                    return True
+    except OSError:
+        pass  # not a folder (a zip), gone, or not readable
+    return False
+
+
+def _stdlib():
+    """The standard library's folders, and sysconfig's paths (or {})."""
+    version = "%d.%d" % sys.version_info[:2]
+    os_file = _module_file("os")
+    stdlib = _existing(
+        [getattr(sys, "_stdlib_dir", None), os_file and os_file.rpartition("/")[0]]
+        + ["%s/%s/python%s" % (prefix, getattr(sys, "platlibdir", "lib"), version)
+           for prefix in (sys.base_prefix, sys.base_exec_prefix)]
+        + [p for p in sys.path if type(p) is str
+           and p.endswith("/python%d%d.zip" % sys.version_info[:2])])
+    sysconfig = _standard("sysconfig", stdlib)
+    paths = None
+    if sysconfig is not None and any(n.startswith("_sysconfigdata") for n in list(sys.modules)):
+        paths = _ask(sysconfig.get_paths)
+    if type(paths) is not dict:
+        paths = {}
+    stdlib += _existing([paths.get("stdlib"), paths.get("platstdlib")], stdlib)
+    return stdlib, paths
+
+
+def _packages(stdlib, paths):
+    """The folders installed packages are imported from."""
+    site = _standard("site", stdlib)
+    candidates = [paths.get("purelib"), paths.get("platlib")]
+    if site is not None:
+        sitepackages = _ask(site.getsitepackages)
+        candidates += (sitepackages if type(sitepackages) is list else []) + [
+            site.__dict__.get("USER_SITE")]
+    packages = _existing(candidates, stdlib)
+    for entry in list(sys.path):
+        entry = _clean(entry)
+        if entry is None or _under(entry, packages):
+            continue
+        if entry.endswith(("/site-packages", "/dist-packages")):
+            if _exists(entry):
+                packages.append(entry)
+        elif not _under(entry, stdlib) and _holds_distributions(entry):
+            packages.append(entry)
+    return packages
+
+
 def layout():
     """The lines above; "" when anything failed."""
     try:
-        posix = sys.modules["posix"]
-        module_type = type(sys)
-
-        def exists(path):
-            try:
-                posix.stat(path)
-                return True
-            except OSError:
-                return False
-
-        def clean(path):
-            """path as one line of the answer: absolute, no trailing "/"
-            (the root itself is no one folder's), else None."""
-            if type(path) is not str or not path.startswith("/") or "\t" in path or "\n" in path:
-                return None
-            return path.rstrip("/") or None
-
-        def under(path, folders):
-            return any(path == f or path.startswith(f + "/") for f in folders)
-
-        def existing(paths, known=()):
-            """The clean paths that exist, each once, in order, none
-            already known."""
-            out = []
-            for path in paths:
-                path = clean(path)
-                if path is not None and path not in out and path not in known and exists(path):
-                    out.append(path)
-            return out
-
-        def module_file(name):
-            module = sys.modules.get(name)
-            if type(module) is not module_type:
-                return None
-            path = module.__dict__.get("__file__")
-            return path if type(path) is str else None
-
-        def standard(name, stdlib):
-            """The module name, when it is imported and the standard
-            library's own file; else None."""
-            path = module_file(name)
-            return sys.modules[name] if path is not None and under(path, stdlib) else None
-
-        def ask(function):
-            """What the standard library's function answers, or None: one
-            source failing loses only its own folders."""
-            try:
-                return function()
-            except Exception:
-                return None
-
-        def holds_distributions(folder):
-            """Whether folder holds an installed distribution's metadata."""
-            try:
-                with posix.scandir(folder) as entries:
-                    for count, entry in enumerate(entries):
-                        if count >= SCAN_MAX:
-                            break
-                        if entry.name.endswith(".dist-info"):
-                            return True
-            except OSError:
-                pass  # not a folder (a zip), gone, or not readable
-            return False
-
-        version = "%d.%d" % sys.version_info[:2]
-        os_file = module_file("os")
-        stdlib = existing(
-            [getattr(sys, "_stdlib_dir", None), os_file and os_file.rpartition("/")[0]]
-            + ["%s/%s/python%s" % (prefix, getattr(sys, "platlibdir", "lib"), version)
-               for prefix in (sys.base_prefix, sys.base_exec_prefix)]
-            + [p for p in sys.path if type(p) is str
-               and p.endswith("/python%d%d.zip" % sys.version_info[:2])])
-
-        sysconfig = standard("sysconfig", stdlib)
-        paths = None
-        if sysconfig is not None and any(n.startswith("_sysconfigdata") for n in list(sys.modules)):
-            paths = ask(sysconfig.get_paths)
-        if type(paths) is not dict:
-            paths = {}
-        stdlib += existing([paths.get("stdlib"), paths.get("platstdlib")], stdlib)
-
-        site = standard("site", stdlib)
-        candidates = [paths.get("purelib"), paths.get("platlib")]
-        if site is not None:
-            sitepackages = ask(site.getsitepackages)
-            candidates += (sitepackages if type(sitepackages) is list else []) + [
-                site.__dict__.get("USER_SITE")]
-        packages = existing(candidates, stdlib)
-        for entry in list(sys.path):
-            entry = clean(entry)
-            if entry is None or under(entry, packages):
-                continue
-            if entry.endswith(("/site-packages", "/dist-packages")):
-                if exists(entry):
-                    packages.append(entry)
-            elif not under(entry, stdlib) and holds_distributions(entry):
-                packages.append(entry)
+        stdlib, paths = _stdlib()
+        packages = _packages(stdlib, paths)
         return "".join(["stdlib\t%s\n" % f for f in stdlib]
                        + ["packages\t%s\n" % f for f in packages])
     except Exception:
