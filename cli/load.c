@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,28 +92,10 @@ static json_t *field(ctx_t *ctx, json_t *obj, const char *where, const char *key
     return json_is_null(v) ? NULL : v;
 }
 
-/* A size, count or time: a JSON integer from 0 to 2^63-1. Reals, strings
- * and negative values are refused rather than converted. */
-static int get_u64(ctx_t *ctx, json_t *obj, const char *where, const char *key, int required,
-                   uint64_t *out)
-{
-    json_t *v = field(ctx, obj, where, key, required);
-    *out = 0;
-    if (v == NULL)
-        return required ? -1 : 0;
-    char w[WHERE_MAX];
-    child_where(w, where, key);
-    if (!json_is_integer(v))
-        return fail(ctx, "invalid report: \"%s\" is not an integer", w);
-    json_int_t n = json_integer_value(v);
-    if (n < 0)
-        return fail(ctx, "invalid report: \"%s\" is negative (%lld)", w, (long long)n);
-    *out = (uint64_t)n;
-    return 0;
-}
-
-static int get_int(ctx_t *ctx, json_t *obj, const char *where, const char *key, int required,
-                   long long lo, long long hi, long long *out)
+/* An integer from lo to hi (a JSON integer: reals and strings are refused
+ * rather than converted); below says what one under lo is. */
+static int read_int(ctx_t *ctx, json_t *obj, const char *where, const char *key, int required,
+                    long long lo, long long hi, const char *below, long long *out)
 {
     json_t *v = field(ctx, obj, where, key, required);
     *out = 0;
@@ -124,9 +107,26 @@ static int get_int(ctx_t *ctx, json_t *obj, const char *where, const char *key, 
         return fail(ctx, "invalid report: \"%s\" is not an integer", w);
     json_int_t n = json_integer_value(v);
     if (n < lo || n > hi)
-        return fail(ctx, "invalid report: \"%s\" is out of range (%lld)", w, (long long)n);
+        return fail(ctx, "invalid report: \"%s\" is %s (%lld)", w, n < lo ? below : "out of range",
+                    (long long)n);
     *out = n;
     return 0;
+}
+
+static int get_int(ctx_t *ctx, json_t *obj, const char *where, const char *key, int required,
+                   long long lo, long long hi, long long *out)
+{
+    return read_int(ctx, obj, where, key, required, lo, hi, "out of range", out);
+}
+
+/* A size, count or time: a JSON integer from 0 to 2^63-1. */
+static int get_u64(ctx_t *ctx, json_t *obj, const char *where, const char *key, int required,
+                   uint64_t *out)
+{
+    long long n = 0;
+    int rc = read_int(ctx, obj, where, key, required, 0, LLONG_MAX, "negative", &n);
+    *out = (uint64_t)n;
+    return rc;
 }
 
 static int get_str(ctx_t *ctx, json_t *obj, const char *where, const char *key, int required,

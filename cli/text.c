@@ -177,14 +177,21 @@ static void print_kinds(FILE *f, const load_report_t *r)
     }
 }
 
+/* How many of list's sites the options select. */
+static size_t count_selected(const load_list_t *list, const text_options_t *o)
+{
+    size_t selected = 0;
+    for (size_t i = 0; i < list->n; i++)
+        selected += site_selected(&list->v[i], o);
+    return selected;
+}
+
 /* Leak-style blocks for a list (leaks, teardown leaks or failures): the
  * sentence changes with what the list is about, the frames do not. */
 static void print_blocks(FILE *f, const load_list_t *list, const char *title, const char *what,
                          const text_options_t *o)
 {
-    size_t selected = 0, shown = 0;
-    for (size_t i = 0; i < list->n; i++)
-        selected += site_selected(&list->v[i], o);
+    size_t selected = count_selected(list, o), shown = 0;
     if (selected == 0)
         return;
     fprintf(f, "\n%s: %zu site(s)\n", title, selected);
@@ -295,9 +302,7 @@ static void print_oom(FILE *f, const load_report_t *r, const text_options_t *o)
 static void print_table(FILE *f, const load_list_t *list, const char *title, const char *bytes_label,
                         uint64_t percent_of, int lifetime, const text_options_t *o)
 {
-    size_t selected = 0, shown = 0;
-    for (size_t i = 0; i < list->n; i++)
-        selected += site_selected(&list->v[i], o);
+    size_t selected = count_selected(list, o), shown = 0;
     if (selected == 0)
         return;
     char a[UNITS_SIZE_BUF], b[UNITS_SIZE_BUF], c[UNITS_SIZE_BUF];

@@ -2,10 +2,12 @@
 """The house's shape, as a stranger would check it: the modules each
 module includes (a module is x.c with its x.h), the circles among them,
 the arrows that point up a floor (the floors are the shim's folders, in
-the order FLOORS lists them), and the functions longer than the limit.
+the order FLOORS lists them), the functions longer than the limit and the
+blocks of code written twice.
 
     scripts/house.py            prints what it finds; exits 1 on a circle,
-                                an arrow up or a long function
+                                an arrow up, a long function or a
+                                repeated block
     scripts/house.py --graph    prints every module's arrows too
 
 tests/integration/test_house.py runs it with `make test`."""
@@ -167,6 +169,38 @@ def long_python_functions():
     return found
 
 
+BLOCK = 6  # lines of a repeated block
+BOILERPLATE = ("{", "}", "};", ")", "});", "*/", "/*", "else", "break;", "return 0;", "return -1;")
+
+
+def repeated_blocks():
+    """Runs of BLOCK lines found twice or more (outside tests and
+    scripts), as lists of (path, first line); lines of braces, comments and
+    preprocessor lines are not counted, nor blocks of short lines."""
+    seen = {}
+    for tree in ("shim", "cli", "common", "python", "include"):
+        for folder, _, names in os.walk(os.path.join(ROOT, tree)):
+            for name in sorted(names):
+                if not name.endswith((".c", ".h", ".py", ".js")):
+                    continue
+                path = os.path.join(folder, name)
+                with open(path, errors="replace") as fh:
+                    lines = [line.strip() for line in fh.read().split("\n")]
+                for i in range(len(lines) - BLOCK + 1):
+                    window = tuple(lines[i:i + BLOCK])
+                    content = [line for line in window if line and line not in BOILERPLATE
+                               and not line.startswith(("//", "#", "* ", "/*"))]
+                    if len(content) >= BLOCK - 1 and sum(map(len, content)) >= 120:
+                        seen.setdefault(window, []).append((os.path.relpath(path, ROOT), i + 1))
+    found, reported = [], set()
+    for places in sorted(v for v in seen.values() if len(v) > 1):
+        overlaps = any((path, line - 1) in reported for path, line in places)
+        reported.update(places)
+        if not overlaps:
+            found.append(places)
+    return found
+
+
 def main(argv):
     files = sources()
     arrows = graph(files)
@@ -183,6 +217,9 @@ def main(argv):
         bad += 1
     for path, name, lines in long_functions(files) + long_python_functions():
         print("long function: %s %s, %d lines (the limit is %d)" % (path, name, lines, LONGEST))
+        bad += 1
+    for places in repeated_blocks():
+        print("repeated block: " + ", ".join("%s:%d" % place for place in places))
         bad += 1
     print("%d finding(s)" % bad)
     return 1 if bad else 0

@@ -1,6 +1,6 @@
 """The house's shape (scripts/house.py): no circle among the modules, no
-module of the shim including one on a floor above its own, and no function
-over the limit outside tests."""
+module of the shim including one on a floor above its own, no function
+over the limit and no block of six lines written twice, outside tests."""
 import os
 import sys
 import unittest
@@ -37,6 +37,9 @@ class HouseTest(unittest.TestCase):
         arrows = {base: {entry}, entry: {base}}
         self.assertEqual(len(house.circles(arrows)), 1)
         self.assertEqual(house.arrows_up(arrows), [("base/log", "entry/api")])
+
+    def test_no_block_written_twice(self):
+        self.assertEqual(house.repeated_blocks(), [])
 
     def test_no_long_function(self):
         found = {(path, name) for path, name, _ in
