@@ -30,6 +30,13 @@
 /* The kinds' ids: the shim's alloc_kind_t, for code both sides share. */
 enum report_kind { REPORT_KINDS(REPORT_KIND_ENUM) };
 
+/* The report's name of kind, "unknown" for none of them. */
+static inline const char *report_kind_name(int kind)
+{
+    static const char *const names[] = { REPORT_KINDS(REPORT_KIND_NAME) };
+    return kind >= 0 && kind < REPORT_KIND_COUNT ? names[kind] : "unknown";
+}
+
 /* How every view names an object that held memory at Python's finish (a
  * site's "held_by" entry): `history[...]` (list in train.py), `net.kept`
  * (list, attribute of a Net, in train.py), the autograd graph of

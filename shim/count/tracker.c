@@ -82,8 +82,6 @@ _Static_assert(STACKS_CAPACITY + 1 <= LIVE_SITES, "a live row per site id");
 static pthread_mutex_t oom_lock = PTHREAD_MUTEX_INITIALIZER;
 static tracker_oom_t oom;
 
-static const char *const kind_names[REPORT_KIND_COUNT] = { REPORT_KINDS(REPORT_KIND_NAME) };
-
 static const key_space_t kind_space[REPORT_KIND_COUNT] = {
     SPACE_DEVICE, SPACE_DEVICE, SPACE_VMM, SPACE_DEVICE, SPACE_HOST, SPACE_ARRAY, SPACE_TENSOR,
 };
@@ -92,7 +90,7 @@ static uint64_t site_live_bytes(uint32_t site);
 
 const char *tracker_kind_name(alloc_kind_t kind)
 {
-    return (unsigned)kind < REPORT_KIND_COUNT ? kind_names[kind] : "unknown";
+    return report_kind_name((int)kind);
 }
 
 int tracker_init(void (*sampler)(struct timeline_point *point))

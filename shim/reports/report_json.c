@@ -1,11 +1,6 @@
 #define _GNU_SOURCE
 #include "report_json.h"
-#include "config.h"
-#include "origin.h"
-#include "python.h"
 #include "report_format.h"
-#include "stacks.h"
-#include "timeline.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -200,7 +195,7 @@ static frame_slot_t *native_slot(frame_tables_t *t, uintptr_t address)
     if (slot != NULL)
         return slot;
     symbolized_frame_t found[64];
-    int n = symbolize_address(address, found, 64);
+    int n = report_view_native_frames(address, found, 64);
     slot = calloc(1, sizeof *slot);
     if (slot == NULL)
         return NULL;
@@ -230,7 +225,7 @@ static frame_slot_t *python_slot(frame_tables_t *t, uint64_t packed)
     slot->key = packed;
     slot->first = (uint32_t)t->python_count;
     python_entry_t e;
-    if (python_describe(packed, &e.function, &e.file, &e.line) == 0
+    if (report_view_python_frame(packed, &e.function, &e.file, &e.line) == 0
         && reserve((void **)&t->python, &t->python_cap, t->python_count, sizeof *t->python) == 0) {
         t->python[t->python_count++] = e;
         slot->count = 1;
@@ -254,7 +249,7 @@ static void put_indices(FILE *f, const frame_slot_t *slot, int *first, int *budg
  * and its Python frames, as indices into the frame tables. */
 static void put_stack_entry(FILE *f, frame_tables_t *t, uint32_t site)
 {
-    const stack_record_t *stack = stacks_get(site);
+    const stack_record_t *stack = report_view_stack(site);
     fputc_unlocked('"', f);
     put_uint(f, site);
     fputs_unlocked("\":{\"stack\":[", f);
@@ -338,7 +333,7 @@ static origin_site_t site_origin(frame_tables_t *t, uint32_t site, int kind)
     site_origin_t *memo = t->origins != NULL && site <= t->listed_high ? &t->origins[site] : NULL;
     if (memo != NULL && memo->origin.owner != NULL && memo->kind == kind)
         return memo->origin;
-    origin_site(site, kind, &o);
+    report_view_origin(site, kind, &o);
     if (memo != NULL)
         *memo = (site_origin_t){ o, kind };
     return o;
@@ -464,7 +459,7 @@ static void put_site(FILE *f, frame_tables_t *tables, const report_site_t *site,
     fputc_unlocked('{', f);
     put_u64(f, "site", site->id, 1);
     put_key(f, "kind");
-    put_string(f, tracker_kind_name((alloc_kind_t)s->kind));
+    put_string(f, report_kind_name(s->kind));
     fprintf(f, ",\"device\":%d,", s->device);
     put_u64(f, "bytes", bytes, 1);
     put_u64(f, section == SECTION_FAILURES ? "count" : "allocations", count, 1);
@@ -534,7 +529,7 @@ static void put_process(FILE *f, const report_view_t *view)
     /* This thread's: the process's (main's) is empty once main has left
      * through pthread_exit. */
     FILE *cmdline = fopen("/proc/thread-self/cmdline", "r");
-    int redact = config.redact_argv;
+    int redact = view->run.redact_argv;
     if (cmdline != NULL) {
         char arg[4096];
         size_t len = 0;
@@ -575,7 +570,7 @@ static void put_timeline(FILE *f, const report_view_t *view)
                 i ? "," : "", (unsigned long long)(p->time_ns - start),
                 (unsigned long long)p->bytes, (unsigned long long)p->max_bytes);
         for (int k = 0; k < REPORT_KIND_COUNT; k++)
-            fprintf(f, "%s\"%s\":%llu", k ? "," : "", tracker_kind_name((alloc_kind_t)k),
+            fprintf(f, "%s\"%s\":%llu", k ? "," : "", report_kind_name(k),
                     (unsigned long long)p->kind_bytes[k]);
         fputs_unlocked("},\"devices\":{", f);
         int first = 1;
@@ -626,7 +621,7 @@ static void put_torch_mode(FILE *f, const report_view_t *view)
  * `gpuleak report --origin-skip` judges them again the same way. */
 static void put_python_layout(FILE *f)
 {
-    const origin_layout_t *layout = origin_layout();
+    const origin_layout_t *layout = report_view_layout();
     fputs_unlocked("\"python_layout\":", f);
     if (layout == NULL) {
         fputs_unlocked("null,\n", f);
@@ -673,23 +668,21 @@ static void put_oom(FILE *f, frame_tables_t *tables, const report_view_t *view)
                "\"live_bytes\":%llu,\"site\":%u,\"sites\":[",
             (unsigned long long)oom->count,
             (unsigned long long)(oom->time_ns + view->run.epoch_offset_ns),
-            (unsigned long long)oom->bytes_asked, tracker_kind_name((alloc_kind_t)oom->kind),
+            (unsigned long long)oom->bytes_asked, report_kind_name(oom->kind),
             oom->device, (unsigned long long)oom->live_bytes, oom->site);
     list_site(tables, oom->site);
     for (size_t i = 0; i < view->oom_holder_count; i++) {
         const tracker_site_bytes_t *h = &oom->sites[view->oom_holders[i]];
         fprintf(f, "%s{\"site\":%u,\"kind\":\"%s\",\"bytes\":%llu", i ? "," : "", h->site,
-                tracker_kind_name((alloc_kind_t)tracker_site_kind(h->site)),
+                report_kind_name(report_view_site_kind(h->site)),
                 (unsigned long long)h->bytes);
         const holder_t *held;
-        put_holder_list(f, held, holder_set_site(view->oom_set, h->site, &held));
+        put_holder_list(f, held, report_view_holders(view->oom_set, h->site, &held));
         fputc_unlocked('}', f);
         list_site(tables, h->site);
     }
     fputc_unlocked(']', f);
-    holder_search_t search;
-    holder_set_search(view->oom_set, &search);
-    put_search(f, ",", &search);
+    put_search(f, ",", &view->oom_search);
     fputs_unlocked("},\n", f);
 }
 
@@ -796,7 +789,7 @@ static void put_kinds_and_devices(FILE *f, const report_view_t *view)
     fputs_unlocked("\"kinds\":{", f);
     for (int k = 0; k < REPORT_KIND_COUNT; k++) {
         fputs_unlocked(k ? "," : "", f);
-        put_key(f, tracker_kind_name((alloc_kind_t)k));
+        put_key(f, report_kind_name(k));
         put_totals(f, &view->kinds[k]);
     }
     fputs_unlocked("},\n\"devices\":[", f);
@@ -875,7 +868,7 @@ static void put_held(FILE *f, frame_tables_t *tables, const report_view_t *view)
 static void write_body(FILE *f, const report_view_t *view)
 {
     frame_tables_t tables = { 0 };
-    tables.listed_high = tracker_site_count();
+    tables.listed_high = view->run.site_count;
     tables.view = view;
     tables.listed = calloc((size_t)tables.listed_high + 1, 1); /* NULL: no stacks written */
     tables.origins = calloc((size_t)tables.listed_high + 1, sizeof *tables.origins);

@@ -1,14 +1,10 @@
 #define _GNU_SOURCE
 #include "report_summary.h"
 #include "chart.h"
-#include "config.h"
 #include "frame_text.h"
 #include "units.h"
 #include "cuda_errors.h"
-#include "origin.h"
-#include "python.h"
 #include "report_format.h"
-#include "stacks.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,15 +18,15 @@
 static void print_frames(FILE *f, uint32_t site, int limit)
 {
     static symbolized_frame_t frames[SUMMARY_FRAMES_MAX];
-    const stack_record_t *stack = stacks_get(site);
+    const stack_record_t *stack = report_view_stack(site);
     int shown = 0;
     for (int i = 0; stack != NULL && i < stack->python_count && shown < limit; i++) {
         const char *function, *file;
         int line;
-        if (python_describe(stack->frames[stack->native_count + i], &function, &file, &line) == 0)
+        if (report_view_python_frame(stack->frames[stack->native_count + i], &function, &file, &line) == 0)
             frame_text_python(f, shown++, function, file, line);
     }
-    int n = origin_site_frames(site, frames, SUMMARY_FRAMES_MAX);
+    int n = report_view_origin_frames(site, frames, SUMMARY_FRAMES_MAX);
     for (int i = 0; i < n && shown < limit; i++, shown++) {
         const symbolized_frame_t *fr = &frames[i];
         frame_text_native(f, shown, fr->address, fr->function, fr->file, fr->line, fr->module,
@@ -46,7 +42,7 @@ static const char *origin_phrase(const report_view_t *view, uint32_t site, int k
 {
     static char phrase[4096];
     origin_site_t o;
-    origin_site(site, kind, &o);
+    report_view_origin(site, kind, &o);
     origin_frame_t callers[UINT8_MAX];
     frame_text_place_t places[UINT8_MAX], via;
     int n = o.found ? report_view_origin_callers(view, site, callers) : 0;
@@ -103,7 +99,7 @@ static size_t group_by_line(const report_view_t *view, const report_list_t *list
     for (size_t i = 0; i < list->count && i < GROUPED_SITES; i++) {
         const report_site_t *s = &list->sites[i];
         origin_site_t o;
-        origin_site(s->id, s->stats.kind, &o);
+        report_view_origin(s->id, s->stats.kind, &o);
         /* One kind on one device a line: the entry names them. */
         int used = snprintf(key, sizeof key, "%d/%d/", s->stats.kind, s->stats.device);
         if (!o.found)
@@ -251,7 +247,7 @@ static void print_held(FILE *f, const report_view_t *view)
     fprintf(f, "\nStill held when Python finished, before its shutdown freed it (%s in %zu site(s); "
             "%s:\n", units_format_size(view->held_bytes, a), view->held_sites,
             view->held_sites > GROUPED_SITES ? "the largest sites by line)" : "by line)");
-    for (size_t i = 0; i < n && i < (size_t)config.summary_sites; i++) {
+    for (size_t i = 0; i < n && i < (size_t)view->run.summary_sites; i++) {
         const report_site_t *s = &view->held.sites[groups[i].top];
         fprintf(f, "  %10s %s from %s%s", units_format_size(groups[i].bytes, b),
                 kind_phrase(s->stats.kind), origin_phrase(view, s->id, s->stats.kind),
@@ -321,14 +317,14 @@ static void print_oom(FILE *f, const report_view_t *view)
     if (oom->count > 1)
         fprintf(f, " (%llu out-of-memory failures in all)", (unsigned long long)oom->count);
     fprintf(f, ".\n%s was live then; the largest holders:\n", units_format_size(oom->live_bytes, b));
-    for (size_t i = 0; i < view->oom_holder_count && i < (size_t)config.summary_sites; i++) {
+    for (size_t i = 0; i < view->oom_holder_count && i < (size_t)view->run.summary_sites; i++) {
         const tracker_site_bytes_t *h = &oom->sites[view->oom_holders[i]];
-        int kind = tracker_site_kind(h->site);
+        int kind = report_view_site_kind(h->site);
         fprintf(f, "  %10s %s from %s\n", units_format_size(h->bytes, a), kind_phrase(kind),
                 origin_phrase(view, h->site, kind));
         /* Who held it, as Python said just after the failure. */
         const holder_t *held;
-        size_t n = holder_set_site(view->oom_set, h->site, &held);
+        size_t n = report_view_holders(view->oom_set, h->site, &held);
         char phrase[1024];
         for (size_t k = 0; k < n && k < 2; k++) {
             report_holder_phrase(phrase, sizeof phrase, held[k].name, held[k].type, held[k].owner,
@@ -342,7 +338,7 @@ static void print_oom(FILE *f, const report_view_t *view)
 static void print_growth_and_peak(FILE *f, const report_view_t *view)
 {
     char a[UNITS_SIZE_BUF], b[UNITS_SIZE_BUF];
-    size_t limit = (size_t)config.summary_sites;
+    size_t limit = (size_t)view->run.summary_sites;
     size_t n;
     n = group_by_line(view, &view->growth, gained_of, groups);
     if (view->growth.count > 0)
@@ -408,7 +404,7 @@ static void print_leaks(FILE *f, const report_view_t *view)
 {
     int pid = (int)getpid();
     size_t lines = group_by_line(view, &view->leaks, live_of, groups);
-    size_t shown = lines < (size_t)config.summary_sites ? lines : (size_t)config.summary_sites;
+    size_t shown = lines < (size_t)view->run.summary_sites ? lines : (size_t)view->run.summary_sites;
     /* A signal that kills the program comes before its own frees: what is
      * live then is in use, not leaked (gpuleak check does not judge it). */
     char when[128] = "at exit";
@@ -436,7 +432,7 @@ static void print_leaks(FILE *f, const report_view_t *view)
             fprintf(f, " at %zu sites of one line; the largest allocated from:\n", g->sites);
         else
             fputs(", allocated from:\n", f);
-        print_frames(f, s->id, config.summary_frames);
+        print_frames(f, s->id, view->run.summary_frames);
         fprintf(f, "  origin: %s\n", origin_phrase(view, s->id, s->stats.kind));
         print_holders(f, view, &view->leaks, g, "  ");
         shown_sites += g->sites;
@@ -476,7 +472,7 @@ static void print_not_leaked(FILE *f, const report_view_t *view)
                    "(last %s, %d), from:\n",
                 view->failures.count, units_format_size(s->stats.failed_bytes, a),
                 (unsigned long long)s->stats.failures, why ? why : "result", s->stats.last_failure);
-        print_frames(f, s->id, config.summary_frames);
+        print_frames(f, s->id, view->run.summary_frames);
     }
 }
 

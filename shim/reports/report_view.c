@@ -315,6 +315,7 @@ static void choose_holders(report_view_t *view, report_moment_t moment)
     }
     if (view->has_oom)
         view->oom_set = finish_acquire(FINISH_AT_OOM, &view->oom_ticket);
+    holder_set_search(view->oom_set, &view->oom_search);
 }
 
 /* The run's own facts (report_run_t). */
@@ -336,6 +337,10 @@ static void gather_run(report_run_t *run)
     torch_events_counts(run->torch_events);
     run->python_version = python_version();
     run->rank = rank_of_process();
+    run->site_count = tracker_site_count();
+    run->redact_argv = config.redact_argv;
+    run->summary_sites = config.summary_sites;
+    run->summary_frames = config.summary_frames;
 }
 
 /* The totals, the out-of-memory record, the holders, the timeline and the
@@ -549,3 +554,43 @@ void report_view_release(report_view_t *view)
 
 /* One report at a time: the reporter thread's snapshots, a dump on request,
  * a fatal signal and the exit all write the same file. */
+
+const stack_record_t *report_view_stack(uint32_t site)
+{
+    return stacks_get(site);
+}
+
+int report_view_native_frames(uint64_t address, symbolized_frame_t *out, int max)
+{
+    return symbolize_address((uintptr_t)address, out, max);
+}
+
+int report_view_python_frame(uint64_t packed, const char **function, const char **file, int *line)
+{
+    return python_describe(packed, function, file, line);
+}
+
+void report_view_origin(uint32_t site, int kind, origin_site_t *out)
+{
+    origin_site(site, kind, out);
+}
+
+int report_view_origin_frames(uint32_t site, symbolized_frame_t *out, int max)
+{
+    return origin_site_frames(site, out, max);
+}
+
+const origin_layout_t *report_view_layout(void)
+{
+    return origin_layout();
+}
+
+int report_view_site_kind(uint32_t site)
+{
+    return tracker_site_kind(site);
+}
+
+size_t report_view_holders(const holder_set_t *set, uint32_t site, const holder_t **out)
+{
+    return holder_set_site(set, site, out);
+}

@@ -11,7 +11,10 @@
 #include "finish.h"
 #include "growth.h"
 #include "marks.h"
+#include "origin.h"
 #include "selftime.h"
+#include "stacks.h"
+#include "symbolize.h"
 #include "timeline.h"
 #include "torch_events.h"
 #include "tracker.h"
@@ -72,6 +75,9 @@ typedef struct report_run {
     uint64_t torch_events[TORCH_ACTIONS];
     const char *python_version;    /* NULL: no interpreter */
     const char *rank;              /* rank_of_process(), or NULL */
+    uint32_t site_count;           /* the largest site id */
+    int redact_argv;               /* GPULEAK_REDACT_ARGV */
+    int summary_sites, summary_frames;  /* GPULEAK_SUMMARY_SITES, _FRAMES */
 } report_run_t;
 
 /* The holders an out-of-memory record lists. */
@@ -123,6 +129,7 @@ typedef struct report_view {
                                  Python's finish, or one made for this report */
     int holders_at_finish;    /* 1: holder_set is Python's finish's */
     const holder_set_t *oom_set;     /* the search made at the first OOM */
+    holder_search_t oom_search;      /* how that search went */
     void *holder_ticket, *oom_ticket;  /* finish_release's */
     tracker_oom_t oom;        /* the out-of-memory record, when has_oom */
     int has_oom;
@@ -162,5 +169,34 @@ struct origin_frame;
  * leaking path), into out (room for 255). Returns how many, 0 for most
  * sites. Between origin_init and origin_end. */
 int report_view_origin_callers(const report_view_t *view, uint32_t site, struct origin_frame *out);
+
+/* What the writers read of a site beyond its counters, through the view
+ * alone (the view module is the one reader of the floors below for them):
+ * names are resolved late, for the sites a report lists. Between
+ * origin_init and origin_end, symbolize_begin before. */
+
+/* The site's stack as the depot keeps it (NULL for an unknown id). */
+const stack_record_t *report_view_stack(uint32_t site);
+
+/* The frames of one native return address (inlined first), up to max. */
+int report_view_native_frames(uint64_t address, symbolized_frame_t *out, int max);
+
+/* A packed Python frame's function, file and line; 0, or -1 when unknown. */
+int report_view_python_frame(uint64_t packed, const char **function, const char **file, int *line);
+
+/* The site's origin and owner (origin_site). */
+void report_view_origin(uint32_t site, int kind, origin_site_t *out);
+
+/* The site's frames as the origin rules see them, up to max. */
+int report_view_origin_frames(uint32_t site, symbolized_frame_t *out, int max);
+
+/* The interpreter's layout the origin rules judged by, or NULL. */
+const origin_layout_t *report_view_layout(void);
+
+/* The kind of site's last event. */
+int report_view_site_kind(uint32_t site);
+
+/* The holders set names for site, largest first, into *out; how many. */
+size_t report_view_holders(const holder_set_t *set, uint32_t site, const holder_t **out);
 
 #endif

@@ -38,6 +38,18 @@ class HouseTest(unittest.TestCase):
         self.assertEqual(len(house.circles(arrows)), 1)
         self.assertEqual(house.arrows_up(arrows), [("base/log", "entry/api")])
 
+    def test_the_writers_read_the_view_alone(self):
+        """The JSON writer and the exit summary include their own header,
+        the view's and common/'s: what they print is gathered (or read)
+        through the view, never from the floors below it."""
+        common = {name for name in os.listdir(os.path.join(ROOT, "common")) if name.endswith(".h")}
+        for writer in ("report_json", "report_summary"):
+            with open(os.path.join(ROOT, "shim", "reports", writer + ".c")) as fh:
+                included = set(house.INCLUDE.findall(fh.read()))
+            self.assertEqual(included - common - {writer + ".h", "report_view.h"}, set(), writer)
+            with open(os.path.join(ROOT, "shim", "reports", writer + ".h")) as fh:
+                self.assertEqual(set(house.INCLUDE.findall(fh.read())) - common, {"report_view.h"})
+
     def test_no_block_written_twice(self):
         self.assertEqual(house.repeated_blocks(), [])
 
