@@ -23,11 +23,11 @@ SHIM_H := $(wildcard shim/*/*.h)
 COMMON_SRC := $(wildcard common/*.c)
 COMMON_H := $(wildcard common/*.h)
 # embedded_py.S carries shim/python/holders.py and layout.py into the
-# library (finish.c runs them).
+# library (search.c runs them).
 SHIM_OBJ := $(patsubst shim/%.c,$(BUILD)/shim/%.o,$(SHIM_SRC)) \
             $(patsubst common/%.c,$(BUILD)/shim/common/%.o,$(COMMON_SRC)) $(BUILD)/shim/python/embedded_py.o
 # Objects that interpose on the process (dlsym, cu*, exit) stay out of unit tests.
-DOOR_OBJ := $(addprefix $(BUILD)/shim/entry/,doors.o wrappers.o exits.o)
+DOOR_OBJ := $(addprefix $(BUILD)/shim/entry/,interpose.o wrappers.o exits.o)
 CORE_OBJ := $(filter-out $(DOOR_OBJ),$(SHIM_OBJ))
 
 CLI_SRC := $(wildcard cli/*.c)
@@ -113,7 +113,7 @@ $(BUILD)/tests/test_python: TEST_LIBS = $(shell $(PYTHON_CONFIG) --embed --ldfla
 # The report writer's test fails chosen allocations of the shim's objects.
 $(BUILD)/tests/test_report: TEST_LIBS = -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc
 # live.c's test makes a GPU peak at the moment a fold starts its walk.
-$(BUILD)/tests/test_live: TEST_LIBS = -Wl,--wrap=tally_each
+$(BUILD)/tests/test_live: TEST_LIBS = -Wl,--wrap=counts_each
 
 # Integration programs link the fake driver directly (-lcuda) or dlopen it.
 $(BUILD)/tests/prog_%: tests/integration/prog_%.c $(FAKECUDA) | $(BUILD)/tests

@@ -1,6 +1,6 @@
 /* real_dl.h: glibc's own dlsym and dlclose.
  *
- * The shim exports a dlsym and a dlclose of its own (doors.c); a call to
+ * The shim exports a dlsym and a dlclose of its own (interpose.c); a call to
  * dlsym from inside the shim would reach that export, a floor above. Every
  * module that looks up a symbol for itself (the interpreter's functions,
  * libdw's, the driver's) asks glibc's through here. */

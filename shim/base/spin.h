@@ -14,7 +14,7 @@
 #include <time.h>
 
 /* One step of waiting for a held lock, the spins-th: pause, then yield,
- * then sleep (patience.c waits the same way, with a clock). */
+ * then sleep (bounded.c waits the same way, with a clock). */
 static inline void spin_backoff(unsigned spins)
 {
     if (spins < 100) {

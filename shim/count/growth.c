@@ -1,6 +1,6 @@
 #include "growth.h"
 #include "clock.h"
-#include "patience.h"
+#include "bounded.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -285,13 +285,13 @@ void growth_evaluate(const uint64_t *values, const uint64_t *times_ns,
  * and that were taken by then, and a last sample, live_now at now_ns; and
  * where the run began into *run (the first checkpoint, else the last
  * sample). Returns its length, or 0 for a site not followed (or when a
- * report's bounded wait for the checkpoints' lock ended: patience.h). */
+ * report's bounded wait for the checkpoints' lock ended: bounded.h). */
 static size_t series_of(uint32_t site, uint64_t now_ns, uint64_t live_now, uint64_t allocations_now,
                         uint64_t *values, uint64_t *times, uint64_t *allocs, run_start_t *run)
 {
     if (site >= GROWTH_SITES || series == NULL)
         return 0;
-    if (!patience_mutex_lock(&growth_lock))
+    if (!bounded_mutex_lock(&growth_lock))
         return 0;
     *run = (run_start_t){ now_ns, allocations_now };
     if (checkpoint_count > 0 && checkpoint_time[0] <= now_ns)

@@ -77,7 +77,7 @@ int growth_judgeable(const uint64_t *times_ns, const uint64_t *allocations, size
  * (live_now at now_ns) appended: checkpoints taken after now_ns are left
  * out, so an earlier moment (Python's finish) can end the series. Returns
  * 0, or -1 for a site not followed (or when a report's bounded wait for
- * the checkpoints' lock ended: patience.h). */
+ * the checkpoints' lock ended: bounded.h). */
 int growth_site(uint32_t site, uint64_t now_ns, uint64_t live_now, uint64_t allocations_now,
                 growth_finding_t *out);
 

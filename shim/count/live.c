@@ -1,6 +1,6 @@
 #include "live.h"
-#include "patience.h"
-#include "tally.h"
+#include "bounded.h"
+#include "counts.h"
 
 #include <stddef.h>
 #include <sys/mman.h>
@@ -64,11 +64,11 @@ static live_row_t *row_of(uint32_t id)
 /* Block b's share of row id; for a site, made on first use when b is this
  * thread's block. NULL when it has none (the row's moves are then made
  * under the row's lock). */
-static inline live_share_t *share_of(tally_block_t *b, uint32_t id, int make)
+static inline live_share_t *share_of(counts_block_t *b, uint32_t id, int make)
 {
     if (id < LIVE_ROWS)
         return &b->live.rows[id];
-    return tally_site_share(b, id - LIVE_ROWS, make);
+    return counts_site_share(b, id - LIVE_ROWS, make);
 }
 
 /* Saves a part's value as it was at the last peak, before its first change
@@ -148,7 +148,7 @@ typedef struct fold {
  * headroom. Both parts are stamped with one reading of the epoch: a GPU
  * peak made while the fold walks must find the delta in exactly one of
  * them. Caller holds the row's lock. */
-static void fold_block(tally_block_t *tb, void *arg)
+static void fold_block(counts_block_t *tb, void *arg)
 {
     const fold_t *f = arg;
     live_share_t *share = share_of(tb, f->id, 0);
@@ -174,7 +174,7 @@ static void fold_block(tally_block_t *tb, void *arg)
 static void fold(live_row_t *row, uint32_t id, int keep)
 {
     fold_t f = { row, id, keep };
-    tally_each(fold_block, &f);
+    counts_each(fold_block, &f);
 }
 
 /* Adds size to the committed bytes (stamped first); returns the new value.
@@ -229,7 +229,7 @@ static inline void count_event(_Atomic uint64_t *counts, live_event_t event, uin
  * row's exact live bytes; or down with no share. The event is counted here
  * when uncounted (a site's first move in this thread, its share made just
  * now, or a thread with no share of the row). */
-static void move_locked(uint32_t id, tally_block_t *tb, live_share_t *share, live_event_t event,
+static void move_locked(uint32_t id, counts_block_t *tb, live_share_t *share, live_event_t event,
                         uint64_t size, int uncounted, uint64_t now_ns)
 {
     live_row_t *row = row_of(id);
@@ -266,7 +266,7 @@ static void move_locked(uint32_t id, tally_block_t *tb, live_share_t *share, liv
 uint64_t live_move(const uint32_t *ids, unsigned n, uint64_t size, live_event_t event,
                    uint64_t now_ns)
 {
-    tally_block_t *tb = tally_block();
+    counts_block_t *tb = counts_block();
     live_block_t *b = &tb->live;
     int up = event == LIVE_ALLOC;
     int64_t bytes = up ? (int64_t)size : -(int64_t)size;
@@ -315,7 +315,7 @@ static int64_t part(_Atomic int64_t *value, _Atomic int64_t *at_peak, _Atomic ui
     return load(value);
 }
 
-static void add_share(tally_block_t *tb, void *arg)
+static void add_share(counts_block_t *tb, void *arg)
 {
     sum_t *s = arg;
     live_share_t *share = share_of(tb, s->id, 0);
@@ -325,16 +325,16 @@ static void add_share(tally_block_t *tb, void *arg)
 
 /* Under the row's lock so that no fold moves a delta into the committed
  * bytes while it is summed (it would count twice or not at all). A report
- * whose wait for the lock ended (patience.h) sums without it: the parts are
+ * whose wait for the lock ended (bounded.h) sums without it: the parts are
  * atomics, and only a fold under way could be seen half done. */
 static uint64_t sum_parts(uint32_t id, int at_peak)
 {
     live_row_t *row = row_of(id);
     sum_t s = { id, at_peak, 0, 0 };
-    int locked = patience_spin_lock(&row->lock);
+    int locked = bounded_spin_lock(&row->lock);
     s.now_epoch = epoch_now();
     s.total = part(&row->committed, &row->at_peak, &row->epoch, &s);
-    tally_each(add_share, &s);
+    counts_each(add_share, &s);
     if (locked)
         spin_unlock(&row->lock);
     return s.total > 0 ? (uint64_t)s.total : 0;
@@ -356,7 +356,7 @@ typedef struct count_sum {
     uint64_t total;
 } count_sum_t;
 
-static void add_count(tally_block_t *tb, void *arg)
+static void add_count(counts_block_t *tb, void *arg)
 {
     count_sum_t *c = arg;
     live_share_t *share = share_of(tb, c->id, 0);
@@ -368,7 +368,7 @@ uint64_t live_count(uint32_t id, live_count_t field)
 {
     count_sum_t c = { id, field, 0 };
     c.total = atomic_load_explicit(&row_of(id)->counts[field], memory_order_relaxed);
-    tally_each(add_count, &c);
+    counts_each(add_count, &c);
     return c.total;
 }
 
@@ -377,7 +377,7 @@ uint64_t live_count(uint32_t id, live_count_t field)
 uint64_t live_peak(uint32_t id, uint64_t *time_ns)
 {
     live_row_t *row = row_of(id);
-    int locked = patience_spin_lock(&row->lock);
+    int locked = bounded_spin_lock(&row->lock);
     uint64_t peak = atomic_load_explicit(&row->peak, memory_order_relaxed);
     if (time_ns != NULL)
         *time_ns = atomic_load_explicit(&row->peak_time_ns, memory_order_relaxed);

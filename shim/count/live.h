@@ -69,7 +69,7 @@ uint64_t live_move(const uint32_t *ids, unsigned n, uint64_t size, live_event_t 
 
 /* The row's live bytes: its committed bytes and every thread's share. Exact
  * when no thread moves it meanwhile; otherwise some moment's value. A
- * report that gave up the row's lock (patience.h) sums without it, and a
+ * report that gave up the row's lock (bounded.h) sums without it, and a
  * fold under way may then count a share twice or not at all. */
 uint64_t live_bytes(uint32_t id);
 
@@ -78,7 +78,7 @@ uint64_t live_bytes(uint32_t id);
 uint64_t live_count(uint32_t id, live_count_t field);
 
 /* The row's peak, and in *time_ns (when not NULL) when it was reached;
- * read without the row's lock when a report gave it up (patience.h). */
+ * read without the row's lock when a report gave it up (bounded.h). */
 uint64_t live_peak(uint32_t id, uint64_t *time_ns);
 
 /* A site's live bytes at the epoch row's last peak (0 before its first);

@@ -1,6 +1,6 @@
 /* live_share.h: a thread's share of a row of live bytes (live.h), the
- * type that each thread's tally block (tally.h) holds, apart so that tally.h
- * needs nothing of live.h's functions, which use tally.h. */
+ * type that each thread's block of counts (counts.h) holds, apart so that counts.h
+ * needs nothing of live.h's functions, which use counts.h. */
 #ifndef GPULEAK_LIVE_SHARE_H
 #define GPULEAK_LIVE_SHARE_H
 
@@ -31,8 +31,8 @@ typedef struct live_share {
 
 _Static_assert(sizeof(live_share_t) == 64, "a share is one cache line");
 
-/* A thread's lock and its shares of the fixed rows (inside its tally
- * block, tally.h; its shares of sites are in its tally pages). */
+/* A thread's lock and its shares of the fixed rows (inside its block
+ * of counts, counts.h; its shares of sites are in its pages). */
 typedef struct live_block {
     _Atomic int lock;  /* the owner's moves, a fold's visit */
     live_share_t rows[LIVE_ROWS];

@@ -1,5 +1,5 @@
 #include "marks.h"
-#include "patience.h"
+#include "bounded.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -83,7 +83,7 @@ mark_t *marks_copy(size_t *count, uint64_t *dropped)
     *dropped = 0;
     /* A report's wait is bounded: a thread a signal stopped inside
      * gpuleak_mark may hold the lock for good; the marks are left out. */
-    if (!patience_mutex_lock(&marks_lock))
+    if (!bounded_mutex_lock(&marks_lock))
         return NULL;
     size_t kept = mark_count < MARKS_MAX ? (size_t)mark_count : MARKS_MAX;
     mark_t *out = kept && marks != NULL ? malloc(kept * sizeof *out) : NULL;

@@ -39,7 +39,7 @@ mark_gain_t *marks_gains_since(uint64_t id, size_t *count);
 
 /* A copy of the marks kept, oldest first, in memory the caller frees, their
  * number in *count; *dropped says how many came after MARKS_MAX. Waits for
- * the lock as patience.h allows (none: NULL). */
+ * the lock as bounded.h allows (none: NULL). */
 mark_t *marks_copy(size_t *count, uint64_t *dropped);
 
 #endif

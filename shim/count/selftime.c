@@ -61,18 +61,18 @@ void selftime_read(selftime_totals_t *out)
     *out = (selftime_totals_t){ 0 };
     if (!selftime_on)
         return;
-    uint64_t sums[TALLY_TIME_FIELDS];
-    for (int i = 0; i < TALLY_TIME_FIELDS; i++)
-        sums[i] = tally_time_sum((tally_time_t)i);
-    uint64_t captures = sums[TALLY_TIME_CAPTURES];
-    out->ns = clock_free_ns(sums[TALLY_TIME_TICKS], sums[TALLY_TIME_INTERVALS] + 4 * captures);
-    out->calls = sums[TALLY_TIME_CALLS];
+    uint64_t sums[COUNTS_TIME_FIELDS];
+    for (int i = 0; i < COUNTS_TIME_FIELDS; i++)
+        sums[i] = counts_time_sum((counts_time_t)i);
+    uint64_t captures = sums[COUNTS_TIME_CAPTURES];
+    out->ns = clock_free_ns(sums[COUNTS_TIME_TICKS], sums[COUNTS_TIME_INTERVALS] + 4 * captures);
+    out->calls = sums[COUNTS_TIME_CALLS];
     out->captures = captures;
-    out->native_ns = clock_free_ns(sums[TALLY_TIME_NATIVE_TICKS], captures);
-    out->python_ns = clock_free_ns(sums[TALLY_TIME_PYTHON_TICKS], captures);
-    out->intern_ns = clock_free_ns(sums[TALLY_TIME_INTERN_TICKS], captures);
-    out->native_frames = sums[TALLY_TIME_NATIVE_FRAMES];
-    out->unwound_frames = sums[TALLY_TIME_UNWOUND_FRAMES];
-    out->reused_frames = sums[TALLY_TIME_REUSED_FRAMES];
+    out->native_ns = clock_free_ns(sums[COUNTS_TIME_NATIVE_TICKS], captures);
+    out->python_ns = clock_free_ns(sums[COUNTS_TIME_PYTHON_TICKS], captures);
+    out->intern_ns = clock_free_ns(sums[COUNTS_TIME_INTERN_TICKS], captures);
+    out->native_frames = sums[COUNTS_TIME_NATIVE_FRAMES];
+    out->unwound_frames = sums[COUNTS_TIME_UNWOUND_FRAMES];
+    out->reused_frames = sums[COUNTS_TIME_REUSED_FRAMES];
     out->clock_ns = (double)ticks_to_ns((long double)read_ticks);
 }

@@ -27,7 +27,7 @@
 #include <x86intrin.h>
 #endif
 
-#include "tally.h"
+#include "counts.h"
 #include "unwind.h"
 
 extern int selftime_on;
@@ -62,12 +62,12 @@ static inline void selftime_pause(uint64_t calls)
 {
     if (__builtin_expect(selftime_on, 0)) {
         int saved = errno;  /* a thread's first count may allocate its block */
-        const uint64_t add[TALLY_TIME_FIELDS] = {
-            [TALLY_TIME_TICKS] = selftime_ticks() - selftime_mark,
-            [TALLY_TIME_CALLS] = calls,
-            [TALLY_TIME_INTERVALS] = 1,
+        const uint64_t add[COUNTS_TIME_FIELDS] = {
+            [COUNTS_TIME_TICKS] = selftime_ticks() - selftime_mark,
+            [COUNTS_TIME_CALLS] = calls,
+            [COUNTS_TIME_INTERVALS] = 1,
         };
-        tally_time_add(add);
+        counts_time_add(add);
         errno = saved;
     }
 }
@@ -104,16 +104,16 @@ static inline void selftime_capture_end(const selftime_capture_t *c, int native_
         uint64_t end = selftime_ticks();
         unwind_counts_t after = unwind_counts();
         int saved = errno;
-        const uint64_t add[TALLY_TIME_FIELDS] = {
-            [TALLY_TIME_CAPTURES] = 1,
-            [TALLY_TIME_NATIVE_TICKS] = c->native_end - c->start,
-            [TALLY_TIME_PYTHON_TICKS] = c->python_end - c->native_end,
-            [TALLY_TIME_INTERN_TICKS] = end - c->python_end,
-            [TALLY_TIME_NATIVE_FRAMES] = native_frames > 0 ? (uint64_t)native_frames : 0,
-            [TALLY_TIME_UNWOUND_FRAMES] = after.frames - c->before.frames,
-            [TALLY_TIME_REUSED_FRAMES] = after.reused - c->before.reused,
+        const uint64_t add[COUNTS_TIME_FIELDS] = {
+            [COUNTS_TIME_CAPTURES] = 1,
+            [COUNTS_TIME_NATIVE_TICKS] = c->native_end - c->start,
+            [COUNTS_TIME_PYTHON_TICKS] = c->python_end - c->native_end,
+            [COUNTS_TIME_INTERN_TICKS] = end - c->python_end,
+            [COUNTS_TIME_NATIVE_FRAMES] = native_frames > 0 ? (uint64_t)native_frames : 0,
+            [COUNTS_TIME_UNWOUND_FRAMES] = after.frames - c->before.frames,
+            [COUNTS_TIME_REUSED_FRAMES] = after.reused - c->before.reused,
         };
-        tally_time_add(add);
+        counts_time_add(add);
         errno = saved;
     }
 }

@@ -1,5 +1,5 @@
 #include "timeline.h"
-#include "patience.h"
+#include "bounded.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -8,7 +8,7 @@
 static timeline_point_t points[TIMELINE_POINTS];
 static size_t point_count;
 /* Written under timeline_lock; read without it by timeline_interval_ns,
- * which a report calls (patience.h: a report never waits on this lock for
+ * which a report calls (bounded.h: a report never waits on this lock for
  * what one load can tell). */
 static _Atomic uint64_t interval_ns = 1000000;
 static _Atomic uint64_t next_due_ns = UINT64_MAX; /* UINT64_MAX until init */
@@ -93,7 +93,7 @@ uint64_t timeline_interval_high(void)
 
 size_t timeline_points(uint64_t now_ns, timeline_point_t *out, size_t max)
 {
-    if (!patience_mutex_lock(&timeline_lock))
+    if (!bounded_mutex_lock(&timeline_lock))
         return 0;
     if (atomic_load(&next_due_ns) != UINT64_MAX)
         take_point(now_ns, point_count ? points[point_count - 1].bytes : 0);

@@ -43,7 +43,7 @@ uint64_t timeline_interval_high(void);
 
 /* Copies the points, oldest first, into out (up to max), taking a last
  * point at now_ns first. Returns how many were written: none when a
- * report's bounded wait for the points' lock ended (patience.h). */
+ * report's bounded wait for the points' lock ended (bounded.h). */
 size_t timeline_points(uint64_t now_ns, timeline_point_t *out, size_t max);
 
 /* The interval between points now, in ns (it doubles as the run goes).

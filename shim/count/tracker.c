@@ -3,10 +3,10 @@
 #include "clock.h"
 #include "growth.h"
 #include "live.h"
-#include "patience.h"
+#include "bounded.h"
 #include "report_format.h"
 #include "stacks.h"
-#include "tally.h"
+#include "counts.h"
 #include "timeline.h"
 
 #include <pthread.h>
@@ -61,7 +61,7 @@ typedef struct atomic_site {
 static shard_t shards[SPACE_COUNT][SHARDS];
 /* The bytes of every shard's records (live or spare) and buckets, added to
  * as they grow (every 128 records, or a doubling): read without a shard's
- * lock, which a report must not wait for (patience.h). */
+ * lock, which a report must not wait for (bounded.h). */
 static _Atomic size_t table_bytes;
 static atomic_site_t *sites;          /* indexed by stack id, 0 = no stack */
 static _Atomic uint32_t site_high;
@@ -680,7 +680,7 @@ uint64_t tracker_maps(int unmaps)
 
 size_t tracker_memory_bytes(void)
 {
-    return atomic_load_explicit(&table_bytes, memory_order_relaxed) + tally_memory_bytes();
+    return atomic_load_explicit(&table_bytes, memory_order_relaxed) + counts_memory_bytes();
 }
 
 /* A copy of count (site, bytes) pairs the caller frees, or NULL with
@@ -719,7 +719,7 @@ void tracker_take_held(void)
 int tracker_held_copy(tracker_held_t *out)
 {
     memset(out, 0, sizeof *out);
-    if (!patience_mutex_lock(&held_lock))
+    if (!bounded_mutex_lock(&held_lock))
         return 0;
     int taken = atomic_load_explicit(&held_taken, memory_order_relaxed);
     if (taken) {
@@ -783,7 +783,7 @@ int tracker_peak_is_tensors(void)
 int tracker_oom_copy(tracker_oom_t *out)
 {
     memset(out, 0, sizeof *out);
-    if (!patience_mutex_lock(&oom_lock))
+    if (!bounded_mutex_lock(&oom_lock))
         return 0;
     int taken = oom.count != 0;
     if (taken) {

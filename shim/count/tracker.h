@@ -189,7 +189,7 @@ int tracker_device_totals(int device, totals_t *out); /* -1: never seen */
 /* Copies the out-of-memory record into *out, its sites into memory the
  * caller frees (out->sites, NULL when none could be had). Returns 1, or 0
  * when no allocation ran out of memory (then *out is zeroed), or when a
- * report's bounded wait for its lock ended (patience.h). A copy, since
+ * report's bounded wait for its lock ended (bounded.h). A copy, since
  * PyTorch's OOM event may replace the record while a report reads. */
 int tracker_oom_copy(tracker_oom_t *out);
 

@@ -5,7 +5,7 @@
 #define _GNU_SOURCE
 #include "gpuleak.h"
 #include "clock.h"
-#include "finish.h"
+#include "search.h"
 #include "refwalk.h"
 #include "guard.h"
 #include "lifecycle.h"
@@ -231,7 +231,7 @@ EXPORT size_t gpuleak_site_records(uint32_t site, uint64_t *addresses, uint64_t 
 
 EXPORT const char *gpuleak_holders_source(void)
 {
-    return finish_holders_py;
+    return search_holders_py;
 }
 
 /* A new reference, for ctypes.PyDLL (the GIL held): refwalk.h. */
@@ -249,7 +249,7 @@ EXPORT int gpuleak_holder_phrase(const char *name, const char *type, const char 
 
 EXPORT const char *gpuleak_layout_source(void)
 {
-    return finish_layout_py;
+    return search_layout_py;
 }
 
 EXPORT int gpuleak_snapshot(void)

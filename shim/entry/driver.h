@@ -1,8 +1,8 @@
 /* driver.h: the driver functions the shim wraps or calls, and where the
  * real ones are.
  *
- * The list below is the one place a wrapped function is named: the doors
- * (doors.c) hand out their wrappers (wrappers.c), which call the real
+ * The list below is the one place a wrapped function is named: the ways
+ * (interpose.c) hand out their wrappers (wrappers.c), which call the real
  * function found here. The shim never loads the driver itself: it looks in
  * the libcuda.so.1 the program loaded, and forgets what it found when the
  * program unloads it. */

@@ -4,7 +4,7 @@
 #define _GNU_SOURCE
 #include "start.h"
 #include "config.h"
-#include "finish.h"
+#include "search.h"
 #include "guard.h"
 #include "lifecycle.h"
 #include "log.h"
@@ -49,7 +49,7 @@ static void start_once_now(void)
     report_check_pattern();
     stacks_init(config.fast_unwind);
     python_watch_finish();
-    finish_watch();
+    search_watch();
     if (config.python_frames)
         python_init();
     selftime_init(config.self_time);

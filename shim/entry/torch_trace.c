@@ -2,7 +2,7 @@
 #include "torch_trace.h"
 #include "clock.h"
 #include "capture.h"
-#include "finish.h"
+#include "search.h"
 #include "guard.h"
 #include "lifecycle.h"
 #include "log.h"
@@ -314,7 +314,7 @@ static void on_event(const void *storage, const void *entry)
         } else if (action == TORCH_OOM) {
             tracker_failure(REPORT_KIND_tensor, (size_t)size, TRACKER_OUT_OF_MEMORY, device,
                             capture_site(REPORT_KIND_tensor, device));
-            finish_at_oom();
+            search_at_oom();
         }
     }
     selftime_pause(1);

@@ -3,7 +3,7 @@
 #include "wrappers.h"
 #include "capture.h"
 #include "config.h"
-#include "finish.h"
+#include "search.h"
 #include "guard.h"
 #include "start.h"
 #include "python.h"
@@ -36,7 +36,7 @@ void *const wrappers_table[DRIVER_FN_COUNT] = { DRIVER_WRAPPED(WRAPPER_ENTRY) };
 
 /* Whether this call is recorded: tracking is on and the thread is not
  * already inside the shim (a nested driver call is recorded once, by the
- * outermost wrapper). On 1 the caller must end with finish_call. */
+ * outermost wrapper). On 1 the caller must end with search_call. */
 static int begin_call(void)
 {
     if (guard_depth != 0 || !start_tracking(wrappers_sample_point))
@@ -54,7 +54,7 @@ static int begin_call(void)
                         guard_in_driver = 0; selftime_resume(); driver_result_; })
 
 /* Leaves the shim, giving the caller back the errno the driver left. */
-static void finish_call(int driver_errno)
+static void search_call(int driver_errno)
 {
     selftime_pause(1);
     guard_leave();
@@ -97,7 +97,7 @@ static void record_alloc(alloc_kind_t kind, CUresult result, uint64_t key, size_
     if (result != CUDA_SUCCESS) {
         tracker_failure(kind, size, (int)result, device, site);
         if (result == CUDA_ERROR_OUT_OF_MEMORY)
-            finish_at_oom();  /* who holds what filled the GPU, asked of Python */
+            search_at_oom();  /* who holds what filled the GPU, asked of Python */
         return;
     }
     if (tracker_alloc(kind, key, size, device, context, site) != 0) {
@@ -127,7 +127,7 @@ static void record_alloc(alloc_kind_t kind, CUresult result, uint64_t key, size_
         CUresult result_ = DRIVER(call);                       \
         int errno_ = errno;                                    \
         tracker_free_end(&pending, result_ == CUDA_SUCCESS);   \
-        finish_call(errno_);                                   \
+        search_call(errno_);                                   \
         return result_;                                        \
     } while (0)
 
@@ -145,7 +145,7 @@ static void record_alloc(alloc_kind_t kind, CUresult result, uint64_t key, size_
         int errno_ = errno;                                    \
         record_alloc((kind), result_, result_ == CUDA_SUCCESS ? (uint64_t)(uintptr_t)*(out) : 0, \
                      (size), context_, device_);               \
-        finish_call(errno_);                                   \
+        search_call(errno_);                                   \
         return result_;                                        \
     } while (0)
 
@@ -171,7 +171,7 @@ EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t Wid
     if (result == CUDA_SUCCESS && pPitch != NULL)
         size = *pPitch * Height;
     record_alloc(REPORT_KIND_device, result, result == CUDA_SUCCESS ? *dptr : 0, size, context, device);
-    finish_call(driver_errno);
+    search_call(driver_errno);
     return result;
 }
 
@@ -234,7 +234,7 @@ EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
     if (prop != NULL && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE)
         device = prop->location.id;
     record_alloc(REPORT_KIND_vmm, result, result == CUDA_SUCCESS ? *handle : 0, size, NULL, device);
-    finish_call(driver_errno);
+    search_call(driver_errno);
     return result;
 }
 
@@ -355,7 +355,7 @@ EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
     int driver_errno = errno;
     if (result == CUDA_SUCCESS && ctx != NULL)
         tracker_teardown(ctx, -1, TEARDOWN_CTX_DESTROY);
-    finish_call(driver_errno);
+    search_call(driver_errno);
     return result;
 }
 
@@ -391,7 +391,7 @@ EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
     int driver_errno = errno;
     if (result == CUDA_SUCCESS && ctx != NULL)
         tracker_teardown(ctx, dev, TEARDOWN_PRIMARY_RESET);
-    finish_call(driver_errno);
+    search_call(driver_errno);
     return result;
 }
 

@@ -1,5 +1,5 @@
 /* wrappers.h: the wrapper of every wrapped driver function, by id, for the
- * doors to hand out. The wrappers themselves are the shim's exported cu*
+ * ways in (interpose.c) to hand out. The wrappers themselves are the shim's exported cu*
  * definitions. */
 #ifndef GPULEAK_WRAPPERS_H
 #define GPULEAK_WRAPPERS_H

@@ -1,6 +1,6 @@
 /* embedded_py.S: the Python files libgpuleak.so runs in the watched
  * program's interpreter, each as a NUL-terminated string: shim/python/holders.py
- * as finish_holders_py, shim/python/layout.py as finish_layout_py (finish.c runs
+ * as search_holders_py, shim/python/layout.py as search_layout_py (search.c runs
  * both at Python's finish; api.c hands them to the Python package). Kept
  * Python files so that they read, and are tested, as such. */
     .macro embed name, path
@@ -14,6 +14,6 @@
     .size \name, . - \name
     .endm
 
-    embed finish_holders_py, "shim/python/holders.py"
-    embed finish_layout_py, "shim/python/layout.py"
+    embed search_holders_py, "shim/python/holders.py"
+    embed search_layout_py, "shim/python/layout.py"
     .section .note.GNU-stack,"",@progbits

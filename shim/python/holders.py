@@ -2,7 +2,7 @@
 # own interpreter. libgpuleak.so embeds this file (shim/embedded_py.S) and
 # runs it from an atexit callback, with the GIL held, after the program's
 # own atexit callbacks and before module teardown frees its globals
-# (shim/finish.c); the gpuleak Python package runs it on request.
+# (shim/search.c); the gpuleak Python package runs it on request.
 #
 # find(targets, budget_s, layout, walker) walks the heap breadth first with
 # walker, the shim's C walk over the objects' own traversal (shim/refwalk.h),

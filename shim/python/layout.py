@@ -2,7 +2,7 @@
 # library and its installed packages, as the interpreter itself says.
 # libgpuleak.so embeds this file (shim/embedded_py.S) and runs layout()
 # from its atexit callback, with the GIL held, before holders.py
-# (shim/finish.c). The origin rules judge Python frames by these folders
+# (shim/search.c). The origin rules judge Python frames by these folders
 # (docs/origin-rules.md), the report records them ("python_layout"), and
 # holders.py looks for the program's names outside them first.
 #

@@ -7,7 +7,7 @@
 #include "lifecycle.h"
 #include "log.h"
 #include "origin.h"
-#include "patience.h"
+#include "bounded.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -347,9 +347,9 @@ static void write_locked(report_moment_t moment, int signal, int interrupted)
     report_view_t view;
     symbolize_begin();
     origin_init();
-    patience_begin();
+    bounded_begin();
     int gathered = report_view_gather(&view, moment, signal) == 0;
-    view.locks_skipped = patience_end();
+    view.locks_skipped = bounded_end();
     if (!gathered) {
         log_line("no memory to gather the report; none written");
     } else {

@@ -20,7 +20,7 @@
  * by a thread that a signal interrupted, which may hold the driver's own
  * locks, or stderr's), the report asks the driver nothing and writes its
  * summary without stdio's lock. Never waits on a shim lock without an end
- * (patience.h). */
+ * (bounded.h). */
 #define REPORT_WAIT_S 10
 void report_write(report_moment_t moment, int signal, int interrupted);
 

@@ -6,11 +6,11 @@
 #include "report_view.h"
 #include "clock.h"
 #include "config.h"
-#include "finish.h"
+#include "search.h"
 #include "lifecycle.h"
 #include "log.h"
 #include "origin.h"
-#include "patience.h"
+#include "bounded.h"
 #include "python.h"
 #include "rank.h"
 #include "stacks.h"
@@ -296,25 +296,25 @@ static size_t oom_holders(const tracker_oom_t *oom, size_t chosen[OOM_HOLDERS])
 /* The searches a report shows: at the exit or a fatal signal, the one of
  * Python's finish; on request (or in a snapshot right after one), the one
  * made for it when it is fresh (the reporter asked just before:
- * finish_on_request), else none, for a search made minutes ago would name
+ * search_on_request), else none, for a search made minutes ago would name
  * holders of memory since freed; and the first OOM's. */
 static void choose_holders(report_view_t *view, report_moment_t moment)
 {
     if (moment == REPORT_ON_REQUEST || moment == REPORT_SNAPSHOT) {
-        view->holder_set = finish_acquire(FINISH_ON_REQUEST, &view->holder_ticket);
+        view->holder_set = search_acquire(SEARCH_ON_REQUEST, &view->holder_ticket);
         holder_search_t search;
         holder_set_search(view->holder_set, &search);
         if (view->holder_set != NULL && clock_monotonic_ns() - search.made_ns > HOLDERS_FRESH_NS) {
-            finish_release(view->holder_ticket);
+            search_release(view->holder_ticket);
             view->holder_set = NULL;
             view->holder_ticket = NULL;
         }
     } else {
-        view->holder_set = finish_acquire(FINISH_AT_EXIT, &view->holder_ticket);
+        view->holder_set = search_acquire(SEARCH_AT_EXIT, &view->holder_ticket);
         view->holders_at_finish = 1;
     }
     if (view->has_oom)
-        view->oom_set = finish_acquire(FINISH_AT_OOM, &view->oom_ticket);
+        view->oom_set = search_acquire(SEARCH_AT_OOM, &view->oom_ticket);
     holder_set_search(view->oom_set, &view->oom_search);
 }
 
@@ -547,8 +547,8 @@ void report_view_release(report_view_t *view)
     free(view->oom.sites);
     free(view->callers);
     free(view->held.sites);
-    finish_release(view->holder_ticket);
-    finish_release(view->oom_ticket);
+    search_release(view->holder_ticket);
+    search_release(view->oom_ticket);
     view->holder_ticket = view->oom_ticket = NULL;
 }
 

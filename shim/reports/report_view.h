@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "finish.h"
+#include "search.h"
 #include "growth.h"
 #include "marks.h"
 #include "origin.h"
@@ -130,7 +130,7 @@ typedef struct report_view {
     int holders_at_finish;    /* 1: holder_set is Python's finish's */
     const holder_set_t *oom_set;     /* the search made at the first OOM */
     holder_search_t oom_search;      /* how that search went */
-    void *holder_ticket, *oom_ticket;  /* finish_release's */
+    void *holder_ticket, *oom_ticket;  /* search_release's */
     tracker_oom_t oom;        /* the out-of-memory record, when has_oom */
     int has_oom;
     size_t oom_holders[OOM_HOLDERS];  /* its largest holders, as indices into
@@ -147,14 +147,14 @@ typedef struct report_view {
     uint64_t devices_seen;                  /* a bit per device */
     uint64_t shim_bytes;      /* the shim's tables and stack depot */
     uint64_t now_ns;          /* clock_coarse_ns() when the view was gathered */
-    unsigned locks_skipped;   /* locks the gathering gave up (patience.h): the
+    unsigned locks_skipped;   /* locks the gathering gave up (bounded.h): the
                                  parts behind them read without or left out */
     int signal;               /* the signal a REPORT_ON_SIGNAL report is for */
 } report_view_t;
 
 /* Gathers everything a report shows into *view (signal: a
  * REPORT_ON_SIGNAL report's), taking every lock it needs
- * within patience.h's bounds (view->locks_skipped counts those given up).
+ * within bounded.h's bounds (view->locks_skipped counts those given up).
  * Call between origin_init and origin_end (owners decide PyTorch's cache),
  * with symbolize_begin before. Returns 0, or -1 when memory is lacking
  * (release the view either way). */

@@ -1,7 +1,7 @@
 #define _GNU_SOURCE
 #include "reporter.h"
 #include "config.h"
-#include "finish.h"
+#include "search.h"
 #include "guard.h"
 #include "lifecycle.h"
 #include "log.h"
@@ -194,7 +194,7 @@ static void serve_final(void)
 }
 
 /* Asks Python who holds the live memory before a report on request
- * (finish_on_request), waiting at most the search's budget and a second.
+ * (search_on_request), waiting at most the search's budget and a second.
  * The search stops the program's main thread while it runs (0.4 s for
  * 2M objects): asked for, that is the user's choice; at every periodic
  * snapshot it would be a cost nobody asked for, and in a job of many
@@ -202,7 +202,7 @@ static void serve_final(void)
  * search of their own. */
 static void ask_holders(void)
 {
-    finish_on_request((uint64_t)config.holders_ms * 1000000ull + 1000000000ull);
+    search_on_request((uint64_t)config.holders_ms * 1000000ull + 1000000000ull);
 }
 
 static void *reporter_main(void *unused)

@@ -29,7 +29,7 @@ static _Atomic uint64_t depot_overflow;
 static pthread_mutex_t depot_insert_lock = PTHREAD_MUTEX_INITIALIZER;
 static char *arena_next, *arena_end;
 /* Grown under depot_insert_lock, read without it: a report must not wait
- * for an interning thread a signal interrupted (patience.h). */
+ * for an interning thread a signal interrupted (bounded.h). */
 static _Atomic size_t arena_used;
 
 /* dl_iterate_phdr callback: records the extent of the object that holds this

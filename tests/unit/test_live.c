@@ -3,7 +3,7 @@
  * thread's moves make it, and no byte is lost to a fold or a thread's exit. */
 #include "suite.h"
 #include "live.h"
-#include "tally.h"
+#include "counts.h"
 
 #include <pthread.h>
 
@@ -107,26 +107,26 @@ END_TEST
 static void *claim_block(void *arg)
 {
     (void)arg;
-    return tally_block();
+    return counts_block();
 }
 
 /* A block of its own for each call: the claiming thread has finished, and
  * the block is kept marked in use so that the next thread makes a new one
  * instead of taking this one back. */
-static tally_block_t *new_block(void)
+static counts_block_t *new_block(void)
 {
     pthread_t t;
-    tally_block_t *b;
+    counts_block_t *b;
     ck_assert_int_eq(pthread_create(&t, NULL, claim_block, NULL), 0);
     ck_assert_int_eq(pthread_join(t, (void **)&b), 0);
     atomic_store(&b->in_use, 1);
     return b;
 }
 
-/* Every fold walks the blocks through tally_each (linked with
- * --wrap=tally_each): when armed, another thread makes a GPU peak just as
+/* Every fold walks the blocks through counts_each (linked with
+ * --wrap=counts_each): when armed, another thread makes a GPU peak just as
  * the walk starts, the moment a fold's stamps must agree on. */
-void __real_tally_each(void (*fn)(tally_block_t *block, void *arg), void *arg);
+void __real_counts_each(void (*fn)(counts_block_t *block, void *arg), void *arg);
 static int peak_armed;
 
 static void *make_gpu_peak(void *arg)
@@ -136,7 +136,7 @@ static void *make_gpu_peak(void *arg)
     return NULL;
 }
 
-void __wrap_tally_each(void (*fn)(tally_block_t *block, void *arg), void *arg)
+void __wrap_counts_each(void (*fn)(counts_block_t *block, void *arg), void *arg)
 {
     if (peak_armed) {
         peak_armed = 0;
@@ -144,7 +144,7 @@ void __wrap_tally_each(void (*fn)(tally_block_t *block, void *arg), void *arg)
         ck_assert_int_eq(pthread_create(&t, NULL, make_gpu_peak, NULL), 0);
         pthread_join(t, NULL);
     }
-    __real_tally_each(fn, arg);
+    __real_counts_each(fn, arg);
 }
 
 /* A site holds 40 bytes (10 committed, 30 in one block's share) when the
@@ -154,19 +154,19 @@ void __wrap_tally_each(void (*fn)(tally_block_t *block, void *arg), void *arg)
 START_TEST(a_peak_during_a_fold_counts_each_share_once)
 {
     ck_assert_int_eq(live_init(ROW), 0);
-    tally_block_t *own = tally_mine, *b1 = new_block(), *b2 = new_block();
+    counts_block_t *own = counts_mine, *b1 = new_block(), *b2 = new_block();
     const uint32_t site = LIVE_SITE(SITE0);
-    tally_mine = b1;
+    counts_mine = b1;
     up(site, 100);
     down(site, 100);
-    tally_mine = b2;
+    counts_mine = b2;
     up(site, 10);    /* committed 10, the site's peak 100 */
-    tally_mine = b1;
+    counts_mine = b1;
     up(site, 30);    /* granted: b1's share holds 30 */
     peak_armed = 1;
-    tally_mine = b2;
+    counts_mine = b2;
     up(site, 80);    /* past every reservation: the folds walk, the GPU peaks */
-    tally_mine = own;
+    counts_mine = own;
     ck_assert_int_eq(peak_armed, 0);
     ck_assert_uint_eq(live_peak(ROW, NULL), 1u << 30);
     ck_assert_uint_eq(live_bytes(site), 120);
@@ -183,7 +183,7 @@ START_TEST(interleaved_blocks_follow_a_plain_sum)
 {
     enum { BLOCKS = 6, HELD = 256 };
     ck_assert_int_eq(live_init(ROW), 0);
-    tally_block_t *blocks[BLOCKS], *own = tally_mine;
+    counts_block_t *blocks[BLOCKS], *own = counts_mine;
     for (int i = 0; i < BLOCKS; i++) {
         blocks[i] = new_block();
         for (int j = 0; j < i; j++)
@@ -195,7 +195,7 @@ START_TEST(interleaved_blocks_follow_a_plain_sum)
     for (int step = 0; step < 400000; step++) {
         seed = seed * 1103515245u + 12345u;
         unsigned b = (seed >> 24) % BLOCKS;
-        tally_mine = blocks[b];
+        counts_mine = blocks[b];
         /* Phases of climbing and falling, so the peak is passed again and
          * again from below with reservations handed out. */
         int climbing = (step / 3000) % 2 == 0;
@@ -218,7 +218,7 @@ START_TEST(interleaved_blocks_follow_a_plain_sum)
         model_check(&m, step);
     }
     model_check_counts(&m);
-    tally_mine = own;
+    counts_mine = own;
 }
 END_TEST
 

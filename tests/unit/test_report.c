@@ -86,6 +86,7 @@ static void setup(void)
     view.leaks = (report_list_t){ sites, SITES };
     view.sites = (report_list_t){ sites, SITES };
     tracker_totals(&view.totals);
+    view.run.site_count = tracker_site_count();  /* the writer lists stacks up to it */
     snprintf(path, sizeof path, "/tmp/gpuleak-unit-report-%d.json", (int)getpid());
     unlink(path);
 }

@@ -1,19 +1,19 @@
-#include "tally.h"
+#include "counts.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
-__thread tally_block_t *tally_mine __attribute__((tls_model("initial-exec")));
+__thread counts_block_t *counts_mine __attribute__((tls_model("initial-exec")));
 
-static _Atomic(tally_block_t *) all_blocks;
-static tally_block_t shared_block;   /* for threads that could get no block */
+static _Atomic(counts_block_t *) all_blocks;
+static counts_block_t shared_block;   /* for threads that could get no block */
 static pthread_key_t exit_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static int key_ready;
 
 /* Set once this thread has handed its block on: it is exiting. */
-static __thread int tally_released __attribute__((tls_model("initial-exec")));
+static __thread int counts_released __attribute__((tls_model("initial-exec")));
 
 /* A finishing thread hands its block on, counts kept, and forgets it. A
  * driver call later in its exit (another key's destructor) must not claim
@@ -22,9 +22,9 @@ static __thread int tally_released __attribute__((tls_model("initial-exec")));
  * block. */
 static void release_block(void *block)
 {
-    tally_mine = NULL;
-    tally_released = 1;
-    atomic_store_explicit(&((tally_block_t *)block)->in_use, 0, memory_order_release);
+    counts_mine = NULL;
+    counts_released = 1;
+    atomic_store_explicit(&((counts_block_t *)block)->in_use, 0, memory_order_release);
 }
 
 static void make_key(void)
@@ -46,12 +46,12 @@ static void *zeroed_lines(size_t size)
 
 /* This thread's block: one a finished thread left, or a new one; NULL when
  * none can be had or the thread is exiting. */
-static tally_block_t *claim(void)
+static counts_block_t *claim(void)
 {
-    if (tally_released)
+    if (counts_released)
         return NULL;
     pthread_once(&key_once, make_key);
-    tally_block_t *b = atomic_load_explicit(&all_blocks, memory_order_acquire);
+    counts_block_t *b = atomic_load_explicit(&all_blocks, memory_order_acquire);
     for (; b != NULL; b = b->next) {
         int idle = 0;
         if (atomic_load_explicit(&b->in_use, memory_order_relaxed) == 0
@@ -73,51 +73,51 @@ static tally_block_t *claim(void)
         atomic_store_explicit(&b->in_use, 0, memory_order_release);
         return NULL;
     }
-    tally_mine = b;
+    counts_mine = b;
     return b;
 }
 
-tally_block_t *tally_block_first(void)
+counts_block_t *counts_block_first(void)
 {
-    tally_block_t *b = claim();
+    counts_block_t *b = claim();
     return b ? b : &shared_block;
 }
 
-void tally_each(void (*fn)(tally_block_t *block, void *arg), void *arg)
+void counts_each(void (*fn)(counts_block_t *block, void *arg), void *arg)
 {
-    for (tally_block_t *b = atomic_load_explicit(&all_blocks, memory_order_acquire); b != NULL;
+    for (counts_block_t *b = atomic_load_explicit(&all_blocks, memory_order_acquire); b != NULL;
          b = b->next)
         fn(b, arg);
     fn(&shared_block, arg);
 }
 
-void tally_time_add_first(const uint64_t add[TALLY_TIME_FIELDS])
+void counts_time_add_first(const uint64_t add[COUNTS_TIME_FIELDS])
 {
     if (claim() == NULL) {
-        for (int i = 0; i < TALLY_TIME_FIELDS; i++)
+        for (int i = 0; i < COUNTS_TIME_FIELDS; i++)
             atomic_fetch_add_explicit(&shared_block.shim_time[i], add[i], memory_order_relaxed);
         return;
     }
-    tally_time_add(add);
+    counts_time_add(add);
 }
 
-uint64_t tally_time_sum(tally_time_t field)
+uint64_t counts_time_sum(counts_time_t field)
 {
     uint64_t sum = atomic_load_explicit(&shared_block.shim_time[field], memory_order_relaxed);
-    for (tally_block_t *b = atomic_load_explicit(&all_blocks, memory_order_acquire); b != NULL;
+    for (counts_block_t *b = atomic_load_explicit(&all_blocks, memory_order_acquire); b != NULL;
          b = b->next)
         sum += atomic_load_explicit(&b->shim_time[field], memory_order_relaxed);
     return sum;
 }
 
-#define DIRECTORY_ENTRIES ((TALLY_SITES + TALLY_SITES_PER_PAGE - 1) / TALLY_SITES_PER_PAGE)
+#define DIRECTORY_ENTRIES ((COUNTS_SITES + COUNTS_SITES_PER_PAGE - 1) / COUNTS_SITES_PER_PAGE)
 
 /* The page of b that holds site, made (zeroed) when missing; NULL when
  * memory is out. Only b's thread calls this; readers see a directory and a
  * page only once they are zeroed (release stores). */
-static tally_page_t *site_page(tally_block_t *b, uint32_t site)
+static counts_page_t *site_page(counts_block_t *b, uint32_t site)
 {
-    tally_page_t *_Atomic *dir = atomic_load_explicit(&b->pages, memory_order_relaxed);
+    counts_page_t *_Atomic *dir = atomic_load_explicit(&b->pages, memory_order_relaxed);
     if (dir == NULL) {
         dir = calloc(DIRECTORY_ENTRIES, sizeof *dir);
         if (dir == NULL)
@@ -126,27 +126,27 @@ static tally_page_t *site_page(tally_block_t *b, uint32_t site)
                                   memory_order_relaxed);
         atomic_store_explicit(&b->pages, dir, memory_order_release);
     }
-    tally_page_t *page = atomic_load_explicit(&dir[site / TALLY_SITES_PER_PAGE], memory_order_relaxed);
+    counts_page_t *page = atomic_load_explicit(&dir[site / COUNTS_SITES_PER_PAGE], memory_order_relaxed);
     if (page == NULL) {
         page = zeroed_lines(sizeof *page);
         if (page == NULL)
             return NULL;
         atomic_fetch_add_explicit(&b->page_bytes, sizeof *page, memory_order_relaxed);
-        atomic_store_explicit(&dir[site / TALLY_SITES_PER_PAGE], page, memory_order_release);
+        atomic_store_explicit(&dir[site / COUNTS_SITES_PER_PAGE], page, memory_order_release);
     }
     return page;
 }
 
-live_share_t *tally_site_share_first(tally_block_t *b, uint32_t site)
+live_share_t *counts_site_share_first(counts_block_t *b, uint32_t site)
 {
-    tally_page_t *page = b == tally_mine && site < TALLY_SITES ? site_page(b, site) : NULL;
-    return page ? &page->shares[site % TALLY_SITES_PER_PAGE] : NULL;
+    counts_page_t *page = b == counts_mine && site < COUNTS_SITES ? site_page(b, site) : NULL;
+    return page ? &page->shares[site % COUNTS_SITES_PER_PAGE] : NULL;
 }
 
-size_t tally_memory_bytes(void)
+size_t counts_memory_bytes(void)
 {
     size_t bytes = 0;
-    for (tally_block_t *b = atomic_load_explicit(&all_blocks, memory_order_acquire); b != NULL;
+    for (counts_block_t *b = atomic_load_explicit(&all_blocks, memory_order_acquire); b != NULL;
          b = b->next)
         bytes += sizeof *b + atomic_load_explicit(&b->page_bytes, memory_order_relaxed);
     return bytes;

@@ -1,11 +1,11 @@
 #define _GNU_SOURCE
-#include "patience.h"
+#include "bounded.h"
 
 #include <sched.h>
 #include <stdint.h>
 #include <time.h>
 
-__thread int patience_on __attribute__((tls_model("initial-exec")));
+__thread int bounded_on __attribute__((tls_model("initial-exec")));
 static __thread uint64_t spent_ns __attribute__((tls_model("initial-exec")));
 static __thread unsigned given_up __attribute__((tls_model("initial-exec")));
 
@@ -16,20 +16,20 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-void patience_begin(void)
+void bounded_begin(void)
 {
     spent_ns = 0;
     given_up = 0;
-    patience_on = 1;
+    bounded_on = 1;
 }
 
-unsigned patience_end(void)
+unsigned bounded_end(void)
 {
-    patience_on = 0;
+    bounded_on = 0;
     return given_up;
 }
 
-unsigned patience_given_up(void)
+unsigned bounded_given_up(void)
 {
     return given_up;
 }
@@ -38,8 +38,8 @@ unsigned patience_given_up(void)
  * of the budget when less (none once it is spent: one more try only). */
 static uint64_t deadline(uint64_t start)
 {
-    uint64_t left = spent_ns < PATIENCE_TOTAL_NS ? PATIENCE_TOTAL_NS - spent_ns : 0;
-    return start + (left < PATIENCE_LOCK_NS ? left : PATIENCE_LOCK_NS);
+    uint64_t left = spent_ns < BOUNDED_TOTAL_NS ? BOUNDED_TOTAL_NS - spent_ns : 0;
+    return start + (left < BOUNDED_LOCK_NS ? left : BOUNDED_LOCK_NS);
 }
 
 /* Charges a wait to the budget; returns taken, counting a lock given up. */
@@ -53,7 +53,7 @@ static int charge(uint64_t start, int taken)
 
 /* Waits as spin_lock does (the holder may be descheduled: yield, then
  * sleep), watching the clock. */
-int patience_spin_wait(_Atomic int *lock)
+int bounded_spin_wait(_Atomic int *lock)
 {
     uint64_t start = now_ns(), end = deadline(start);
     for (unsigned spins = 0;; spins++) {
@@ -66,7 +66,7 @@ int patience_spin_wait(_Atomic int *lock)
     }
 }
 
-int patience_mutex_wait(pthread_mutex_t *mutex)
+int bounded_mutex_wait(pthread_mutex_t *mutex)
 {
     uint64_t start = now_ns(), end = deadline(start);
     struct timespec until = { (time_t)(end / 1000000000ull), (long)(end % 1000000000ull) };

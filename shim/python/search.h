@@ -1,4 +1,4 @@
-/* finish.h: what a Python program still held when it finished, and who held it.
+/* search.h: what a Python program still held when it finished, and who held it.
  *
  * CPython runs its atexit callbacks with the interpreter whole, then tears
  * its modules down, which frees what a script kept in its globals before any
@@ -27,42 +27,42 @@
 #include <stdint.h>
 
 /* shim/holders.py and shim/layout.py, NUL-terminated (embedded_py.S). */
-extern const char finish_holders_py[] __attribute__((visibility("hidden")));
-extern const char finish_layout_py[] __attribute__((visibility("hidden")));
+extern const char search_holders_py[] __attribute__((visibility("hidden")));
+extern const char search_layout_py[] __attribute__((visibility("hidden")));
 
 /* Registers the atexit callback when a CPython interpreter is up in this
  * process: asks its main thread to do it (Py_AddPendingCall), and returns
  * at once.
  * Call once, from the start of tracking; harmless without Python or with
  * GPULEAK_HOLDERS_MS=0 (then only the snapshot is taken at atexit). */
-void finish_watch(void);
+void search_watch(void);
 
 /* The moments a search answers for. */
-typedef enum finish_moment {
-    FINISH_AT_EXIT,      /* Python's finish (its atexit) */
-    FINISH_AT_OOM,       /* the first out-of-memory failure */
-    FINISH_ON_REQUEST,   /* the latest report asked for while the program runs */
-    FINISH_MOMENTS
-} finish_moment_t;
+typedef enum search_moment {
+    SEARCH_AT_EXIT,      /* Python's finish (its atexit) */
+    SEARCH_AT_OOM,       /* the first out-of-memory failure */
+    SEARCH_ON_REQUEST,   /* the latest report asked for while the program runs */
+    SEARCH_MOMENTS
+} search_moment_t;
 
 /* The moment's search, or NULL before it ran (or when it found no Python,
- * or was turned off). The set stays valid until finish_release(*ticket),
+ * or was turned off). The set stays valid until search_release(*ticket),
  * which every call must be paired with (ticket NULL: nothing to release).
- * Takes a lock within patience.h's bounds. */
-const holder_set_t *finish_acquire(finish_moment_t moment, void **ticket);
-void finish_release(void *ticket);
+ * Takes a lock within bounded.h's bounds. */
+const holder_set_t *search_acquire(search_moment_t moment, void **ticket);
+void search_release(void *ticket);
 
 /* Asks for a search of who holds the live memory, once, at the first
  * out-of-memory failure: any thread, no GIL needed; returns at once. The
  * main thread answers at its next bytecode, while the exception in flight
  * (or being handled) still holds the memory. */
-void finish_at_oom(void);
+void search_at_oom(void);
 
 /* Asks the main thread for a search now, for a report written on request
  * (GPULEAK_DUMP_SIGNAL), and waits at most wait_ns for it. Returns 1 when a fresh
- * FINISH_ON_REQUEST set was made, 0 otherwise (no Python, Python
+ * SEARCH_ON_REQUEST set was made, 0 otherwise (no Python, Python
  * finishing, the main thread busy in C code past the wait). Call from the
  * reporter thread only: a thread that holds the GIL would wait in vain. */
-int finish_on_request(uint64_t wait_ns);
+int search_on_request(uint64_t wait_ns);
 
 #endif

@@ -1,6 +1,6 @@
-/* doors.c: how driver calls reach the shim.
+/* interpose.c: how driver calls reach the shim.
  *
- * Three doors lead to one set of wrappers (wrappers.c): the shim's exported
+ * Three ways in lead to one set of wrappers (wrappers.c): the shim's exported
  * cu* definitions (programs linked with -lcuda), an interposed dlsym (with
  * the dlclose that notices the driver unloaded), and a wrapped
  * cuGetProcAddress that hands out a wrapper for the ABI the caller asked

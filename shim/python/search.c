@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-#include "finish.h"
+#include "search.h"
 #include "real_dl.h"
 #include "clock.h"
 #include "config.h"
@@ -7,7 +7,7 @@
 #include "lifecycle.h"
 #include "pylayout.h"
 #include "holder_set.h"
-#include "patience.h"
+#include "bounded.h"
 #include "refwalk.h"
 #include "tracker.h"
 
@@ -121,7 +121,7 @@ static char *answer_text(py_object_t *answer)
 static char *read_layout(int keep)
 {
     py_object_t *globals;
-    py_object_t *layout = embedded_function(finish_layout_py, "layout", &globals);
+    py_object_t *layout = embedded_function(search_layout_py, "layout", &globals);
     char *answer = answer_text(layout != NULL ? py.call(layout, NULL) : NULL);
     py_release(globals);
     if (answer != NULL && keep)
@@ -166,7 +166,7 @@ static holder_set_t *run_search(const char *layout, const char *moment)
                                 records[i].kind == REPORT_KIND_tensor ? " t" : "");
     targets[used] = '\0';
     py_object_t *globals;
-    py_object_t *find = embedded_function(finish_holders_py, "find", &globals);
+    py_object_t *find = embedded_function(search_holders_py, "find", &globals);
     py_object_t *walker = find != NULL ? refwalk_new() : NULL;
     char *answer = answer_text(walker != NULL ? py.call(find, "sdsOs", targets,
                                                          config.holders_ms / 1000.0, layout,
@@ -180,7 +180,7 @@ static holder_set_t *run_search(const char *layout, const char *moment)
     return set;
 }
 
-/* The sets, each a counted reference (finish_acquire): at Python's finish
+/* The sets, each a counted reference (search_acquire): at Python's finish
  * and at the first out-of-memory failure, made once; on request, the
  * latest, replacing the one before once no report reads it. */
 typedef struct counted {
@@ -188,7 +188,7 @@ typedef struct counted {
     int refs;       /* the reports reading it, +1 while it is the moment's */
 } counted_t;
 static pthread_mutex_t sets_lock = PTHREAD_MUTEX_INITIALIZER;
-static counted_t *sets[FINISH_MOMENTS];
+static counted_t *sets[SEARCH_MOMENTS];
 
 static void drop(counted_t *c)
 {
@@ -200,7 +200,7 @@ static void drop(counted_t *c)
 
 /* Makes set the moment's. Takes the lock as every thread but a report's
  * does: the GIL's holder publishes, and no report waits for it. */
-static void publish(finish_moment_t moment, holder_set_t *set)
+static void publish(search_moment_t moment, holder_set_t *set)
 {
     counted_t *c = set != NULL ? malloc(sizeof *c) : NULL;
     if (c == NULL) {
@@ -215,10 +215,10 @@ static void publish(finish_moment_t moment, holder_set_t *set)
     pthread_mutex_unlock(&sets_lock);
 }
 
-const holder_set_t *finish_acquire(finish_moment_t moment, void **ticket)
+const holder_set_t *search_acquire(search_moment_t moment, void **ticket)
 {
     *ticket = NULL;
-    if (!patience_mutex_lock(&sets_lock))
+    if (!bounded_mutex_lock(&sets_lock))
         return NULL;
     counted_t *c = sets[moment];
     if (c != NULL)
@@ -228,7 +228,7 @@ const holder_set_t *finish_acquire(finish_moment_t moment, void **ticket)
     return c != NULL ? c->set : NULL;
 }
 
-void finish_release(void *ticket)
+void search_release(void *ticket)
 {
     if (ticket == NULL)
         return;
@@ -240,10 +240,10 @@ void finish_release(void *ticket)
 /* Reads the layout (kept for the reports at Python's finish only: the
  * origin rules judge by it from then on) and publishes the moment's
  * search, when searches are on. With the GIL held. */
-static void search_at(finish_moment_t moment)
+static void search_at(search_moment_t moment)
 {
-    static const char *const names[FINISH_MOMENTS] = { "exit", "oom", "request" };
-    char *layout = read_layout(moment == FINISH_AT_EXIT);
+    static const char *const names[SEARCH_MOMENTS] = { "exit", "oom", "request" };
+    char *layout = read_layout(moment == SEARCH_AT_EXIT);
     if (config.holders_ms > 0)
         publish(moment, run_search(layout != NULL ? layout : "", names[moment]));
     free(layout);
@@ -253,7 +253,7 @@ static void search_at(finish_moment_t moment)
  * tracking started have not run yet, the later ones have; its modules are
  * whole. */
 static _Atomic int finished;
-/* 1 once finish_watch found an interpreter up (the py table is whole). */
+/* 1 once search_watch found an interpreter up (the py table is whole). */
 static _Atomic int python_up;
 
 static py_object_t *at_finish(py_object_t *self, py_object_t *unused)
@@ -266,7 +266,7 @@ static py_object_t *at_finish(py_object_t *self, py_object_t *unused)
         int saved_errno = errno;
         guard_depth++;
         tracker_take_held();
-        search_at(FINISH_AT_EXIT);
+        search_at(SEARCH_AT_EXIT);
         guard_depth--;
         errno = saved_errno;
     }
@@ -279,7 +279,7 @@ static py_object_t *at_finish(py_object_t *self, py_object_t *unused)
  * memory the frames of the exception in flight still hold, or for a report
  * on request. Never once Python has begun to finish: at_finish's search
  * answers then. */
-static void search_now(finish_moment_t moment)
+static void search_now(search_moment_t moment)
 {
     if (py.is_finalizing() || !lifecycle_report_owed())
         return;
@@ -293,11 +293,11 @@ static void search_now(finish_moment_t moment)
 static int oom_call(void *unused)
 {
     (void)unused;
-    search_now(FINISH_AT_OOM);
+    search_now(SEARCH_AT_OOM);
     return 0;
 }
 
-void finish_at_oom(void)
+void search_at_oom(void)
 {
     static _Atomic int asked;
     if (config.holders_ms > 0 && atomic_load(&python_up) && !py.is_finalizing()
@@ -327,7 +327,7 @@ static int request_call(void *arg)
     int wanted = request_wanted == generation;
     pthread_mutex_unlock(&request_lock);
     if (wanted)
-        search_now(FINISH_ON_REQUEST);
+        search_now(SEARCH_ON_REQUEST);
     pthread_mutex_lock(&request_lock);
     request_answered = generation;
     pthread_cond_broadcast(&request_done);
@@ -335,7 +335,7 @@ static int request_call(void *arg)
     return 0;
 }
 
-int finish_on_request(uint64_t wait_ns)
+int search_on_request(uint64_t wait_ns)
 {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     static uint64_t generation;
@@ -392,7 +392,7 @@ static int register_at_finish(void *unused)
     return 0;
 }
 
-void finish_watch(void)
+void search_watch(void)
 {
     /* Needs no GIL and no thread state: any thread may ask. */
     if (py_resolve() && py.is_initialized() && !py.is_finalizing()) {

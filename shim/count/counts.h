@@ -1,4 +1,4 @@
-/* tally.h: each thread's block of counts, summed when read.
+/* counts.h: each thread's block of counts, summed when read.
  *
  * A count that only grows (allocations, frees, bytes allocated) needs no
  * shared cache line: each thread adds to its own block with plain stores,
@@ -19,14 +19,14 @@
 
 #include "live_share.h"
 
-#define TALLY_SITES LIVE_SITES
-#define TALLY_SITES_PER_PAGE 512
+#define COUNTS_SITES LIVE_SITES
+#define COUNTS_SITES_PER_PAGE 512
 
 /* A thread's shares (live.h) of 512 consecutive sites, made when it first
  * moves one of them. */
-typedef struct tally_page {
-    live_share_t shares[TALLY_SITES_PER_PAGE];
-} tally_page_t;
+typedef struct counts_page {
+    live_share_t shares[COUNTS_SITES_PER_PAGE];
+} counts_page_t;
 
 /* What the shim's own time is counted in (selftime.h): clock ticks, the
  * calls they were taken over, and the intervals (clock reading pairs); and,
@@ -35,85 +35,85 @@ typedef struct tally_page {
  * own unwinder gave and those of them it took from the thread's recent
  * stacks (unwind.h). */
 typedef enum {
-    TALLY_TIME_TICKS, TALLY_TIME_CALLS, TALLY_TIME_INTERVALS,
-    TALLY_TIME_CAPTURES, TALLY_TIME_NATIVE_TICKS, TALLY_TIME_PYTHON_TICKS, TALLY_TIME_INTERN_TICKS,
-    TALLY_TIME_NATIVE_FRAMES, TALLY_TIME_UNWOUND_FRAMES, TALLY_TIME_REUSED_FRAMES,
-    TALLY_TIME_FIELDS
-} tally_time_t;
+    COUNTS_TIME_TICKS, COUNTS_TIME_CALLS, COUNTS_TIME_INTERVALS,
+    COUNTS_TIME_CAPTURES, COUNTS_TIME_NATIVE_TICKS, COUNTS_TIME_PYTHON_TICKS, COUNTS_TIME_INTERN_TICKS,
+    COUNTS_TIME_NATIVE_FRAMES, COUNTS_TIME_UNWOUND_FRAMES, COUNTS_TIME_REUSED_FRAMES,
+    COUNTS_TIME_FIELDS
+} counts_time_t;
 
-typedef struct tally_block {
-    tally_page_t *_Atomic *_Atomic pages;  /* a page per 512 sites, or NULL */
+typedef struct counts_block {
+    counts_page_t *_Atomic *_Atomic pages;  /* a page per 512 sites, or NULL */
     _Atomic size_t page_bytes;             /* of the pages and their directory */
-    _Atomic uint64_t shim_time[TALLY_TIME_FIELDS];  /* the shim's own time (selftime.h) */
+    _Atomic uint64_t shim_time[COUNTS_TIME_FIELDS];  /* the shim's own time (selftime.h) */
     _Atomic int in_use;               /* claimed by a live thread */
-    struct tally_block *next;         /* every block ever made, never freed */
+    struct counts_block *next;         /* every block ever made, never freed */
     live_block_t live;                /* this thread's shares of the tracker's rows (live.h) */
-} tally_block_t;
+} counts_block_t;
 
-extern __thread tally_block_t *tally_mine __attribute__((tls_model("initial-exec")));
+extern __thread counts_block_t *counts_mine __attribute__((tls_model("initial-exec")));
 
 /* Claims this thread's block; returns it, or the shared block, which every
  * thread without one uses, when none can be had. */
-tally_block_t *tally_block_first(void);
+counts_block_t *counts_block_first(void);
 
 /* This thread's block, claimed when it has none, or the shared block.
  * Never NULL. */
-static inline tally_block_t *tally_block(void)
+static inline counts_block_t *counts_block(void)
 {
-    tally_block_t *b = tally_mine;
-    return __builtin_expect(b != NULL, 1) ? b : tally_block_first();
+    counts_block_t *b = counts_mine;
+    return __builtin_expect(b != NULL, 1) ? b : counts_block_first();
 }
 
 /* Calls fn on every block, finished threads' and the shared one included. */
-void tally_each(void (*fn)(tally_block_t *block, void *arg), void *arg);
+void counts_each(void (*fn)(counts_block_t *block, void *arg), void *arg);
 
-/* b's page that holds site (< TALLY_SITES), or NULL when b is NULL or has
+/* b's page that holds site (< COUNTS_SITES), or NULL when b is NULL or has
  * none yet. Acquire loads: another thread's reader sees a page zeroed. */
-static inline tally_page_t *tally_page(tally_block_t *b, uint32_t site)
+static inline counts_page_t *counts_page(counts_block_t *b, uint32_t site)
 {
-    tally_page_t *_Atomic *dir = b ? atomic_load_explicit(&b->pages, memory_order_acquire) : NULL;
-    return dir ? atomic_load_explicit(&dir[site / TALLY_SITES_PER_PAGE], memory_order_acquire)
+    counts_page_t *_Atomic *dir = b ? atomic_load_explicit(&b->pages, memory_order_acquire) : NULL;
+    return dir ? atomic_load_explicit(&dir[site / COUNTS_SITES_PER_PAGE], memory_order_acquire)
                : NULL;
 }
 
 /* Makes this thread's block's page for site and returns its share of the
  * site; NULL when memory is out, site is out of range, or b is
  * not this thread's block (the shared block has no pages). */
-live_share_t *tally_site_share_first(tally_block_t *b, uint32_t site);
+live_share_t *counts_site_share_first(counts_block_t *b, uint32_t site);
 
 /* Block b's share of site, or NULL when it has none. With make
  * (only for b, this thread's own block), its page is made when missing. */
-static inline live_share_t *tally_site_share(tally_block_t *b, uint32_t site, int make)
+static inline live_share_t *counts_site_share(counts_block_t *b, uint32_t site, int make)
 {
-    tally_page_t *page = site < TALLY_SITES ? tally_page(b, site) : NULL;
+    counts_page_t *page = site < COUNTS_SITES ? counts_page(b, site) : NULL;
     if (__builtin_expect(page != NULL, 1))
-        return &page->shares[site % TALLY_SITES_PER_PAGE];
-    return make ? tally_site_share_first(b, site) : NULL;
+        return &page->shares[site % COUNTS_SITES_PER_PAGE];
+    return make ? counts_site_share_first(b, site) : NULL;
 }
 
-/* Claims this thread's block and adds add (one value per tally_time_t
+/* Claims this thread's block and adds add (one value per counts_time_t
  * field) to its shim time; when memory is out, adds atomically to a shared
  * block. */
-void tally_time_add_first(const uint64_t add[TALLY_TIME_FIELDS]);
+void counts_time_add_first(const uint64_t add[COUNTS_TIME_FIELDS]);
 
-/* Adds add, one value per tally_time_t field, to this thread's shim time. */
-static inline void tally_time_add(const uint64_t add[TALLY_TIME_FIELDS])
+/* Adds add, one value per counts_time_t field, to this thread's shim time. */
+static inline void counts_time_add(const uint64_t add[COUNTS_TIME_FIELDS])
 {
-    tally_block_t *b = tally_mine;
+    counts_block_t *b = counts_mine;
     if (__builtin_expect(b == NULL, 0)) {
-        tally_time_add_first(add);
+        counts_time_add_first(add);
         return;
     }
-    for (int i = 0; i < TALLY_TIME_FIELDS; i++)
+    for (int i = 0; i < COUNTS_TIME_FIELDS; i++)
         atomic_store_explicit(&b->shim_time[i],
                               atomic_load_explicit(&b->shim_time[i], memory_order_relaxed) + add[i],
                               memory_order_relaxed);
 }
 
 /* One field of the shim's own time, summed over every thread. */
-uint64_t tally_time_sum(tally_time_t field);
+uint64_t counts_time_sum(counts_time_t field);
 
 /* Bytes the blocks and site pages use. */
-size_t tally_memory_bytes(void);
+size_t counts_memory_bytes(void);
 
 #endif

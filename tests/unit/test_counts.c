@@ -1,10 +1,10 @@
-/* test_tally.c: per-thread counts (kept in each block's shares, live.h)
+/* test_counts.c: per-thread counts (kept in each block's shares, live.h)
  * add up across threads, finished threads included, and a finished
  * thread's block is reused, not leaked, even when the thread counts again
  * while it exits. */
 #include "suite.h"
 #include "live.h"
-#include "tally.h"
+#include "counts.h"
 
 #include <pthread.h>
 
@@ -24,10 +24,10 @@ static void *count_some(void *arg)
     for (int i = 0; i < 7; i++)
         count(row, LIVE_FREE, 3);
     count(row, LIVE_DROP, 3);  /* gone without a free: counts nothing */
-    return tally_mine;  /* the block this thread used */
+    return counts_mine;  /* the block this thread used */
 }
 
-static uint64_t run_threads(unsigned row, tally_block_t **blocks)
+static uint64_t run_threads(unsigned row, counts_block_t **blocks)
 {
     pthread_t t[THREADS];
     for (int i = 0; i < THREADS; i++)
@@ -42,7 +42,7 @@ static uint64_t run_threads(unsigned row, tally_block_t **blocks)
 
 START_TEST(sums_every_thread_finished_or_not)
 {
-    tally_block_t *blocks[THREADS];
+    counts_block_t *blocks[THREADS];
     ck_assert_int_eq(live_init(0), 0);
     count(5, LIVE_ALLOC, 1);  /* this thread's, still running */
     count(5, LIVE_ALLOC, 1);
@@ -56,7 +56,7 @@ END_TEST
 
 START_TEST(finished_threads_hand_their_blocks_on)
 {
-    tally_block_t *first[THREADS], *second[THREADS];
+    counts_block_t *first[THREADS], *second[THREADS];
     ck_assert_int_eq(live_init(0), 0);
     run_threads(1, first);
     uint64_t total = run_threads(1, second);
@@ -78,8 +78,8 @@ static void *count_sites(void *arg)
     (void)arg;
     for (int i = 0; i < 1000; i++) {
         count(LIVE_SITE(7), LIVE_ALLOC, 1);
-        count(LIVE_SITE(TALLY_SITES - 1), LIVE_ALLOC, 2);
-        count(LIVE_SITE(TALLY_SITES - 1), LIVE_ALLOC, 2);
+        count(LIVE_SITE(COUNTS_SITES - 1), LIVE_ALLOC, 2);
+        count(LIVE_SITE(COUNTS_SITES - 1), LIVE_ALLOC, 2);
     }
     return NULL;
 }
@@ -93,11 +93,11 @@ START_TEST(site_counts_add_up_per_site)
     for (int i = 0; i < THREADS; i++)
         pthread_join(t[i], NULL);
     ck_assert_uint_eq(live_count(LIVE_SITE(7), LIVE_ALLOCATIONS), 1000ull * THREADS);
-    ck_assert_uint_eq(live_count(LIVE_SITE(TALLY_SITES - 1), LIVE_ALLOCATIONS), 2000ull * THREADS);
-    ck_assert_uint_eq(live_count(LIVE_SITE(TALLY_SITES - 1), LIVE_BYTES_ALLOCATED), 4000ull * THREADS);
+    ck_assert_uint_eq(live_count(LIVE_SITE(COUNTS_SITES - 1), LIVE_ALLOCATIONS), 2000ull * THREADS);
+    ck_assert_uint_eq(live_count(LIVE_SITE(COUNTS_SITES - 1), LIVE_BYTES_ALLOCATED), 4000ull * THREADS);
     ck_assert_uint_eq(live_count(LIVE_SITE(8), LIVE_ALLOCATIONS), 0);   /* a neighbour */
     ck_assert_uint_eq(live_count(LIVE_SITE(7), LIVE_FREES), 0);         /* another field */
-    ck_assert_uint_gt(tally_memory_bytes(), 0);
+    ck_assert_uint_gt(counts_memory_bytes(), 0);
 }
 END_TEST
 
@@ -133,7 +133,7 @@ START_TEST(counts_during_thread_exit_keep_no_block)
     pthread_t t;
     ck_assert_int_eq(pthread_create(&t, NULL, count_then_exit_late, NULL), 0);
     pthread_join(t, NULL);
-    size_t after_first = tally_memory_bytes();
+    size_t after_first = counts_memory_bytes();
     uint64_t late = live_count(9, LIVE_FREES);
     ck_assert_uint_ge(late, 2);  /* the destructor ran in several passes */
     ck_assert_uint_le(late, 16);
@@ -141,7 +141,7 @@ START_TEST(counts_during_thread_exit_keep_no_block)
         ck_assert_int_eq(pthread_create(&t, NULL, count_then_exit_late, NULL), 0);
         pthread_join(t, NULL);
     }
-    ck_assert_uint_eq(tally_memory_bytes(), after_first);  /* the one block, reused */
+    ck_assert_uint_eq(counts_memory_bytes(), after_first);  /* the one block, reused */
     ck_assert_uint_eq(live_count(9, LIVE_ALLOCATIONS), 5);
     ck_assert_uint_eq(live_count(9, LIVE_FREES), 5 * late);
     ck_assert_uint_eq(live_count(LIVE_SITE(9), LIVE_ALLOCATIONS), 5);
@@ -153,7 +153,7 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("tally");
+    Suite *s = suite_create("counts");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, sums_every_thread_finished_or_not);
     tcase_add_test(tc, finished_threads_hand_their_blocks_on);
