@@ -671,6 +671,12 @@ static int load_process(ctx_t *ctx, json_t *root, load_report_t *r)
         r->has_rank = true;
         get_int(ctx, p, "process", "rank", 0, 0, 1LL << 40, &r->rank);
     }
+    json_t *local = field(ctx, p, "process", "local_rank", 0);
+    if (local != NULL) {
+        r->has_local_rank = true;
+        get_int(ctx, p, "process", "local_rank", 0, 0, 1LL << 40, &r->local_rank);
+    }
+    get_str(ctx, p, "process", "job", 0, &r->job);
     get_str(ctx, p, "process", "host", 0, &r->host);
     get_u64(ctx, p, "process", "start_time_ns", 0, &r->start_time_ns);
     get_u64(ctx, p, "process", "end_time_ns", 0, &r->end_time_ns);

@@ -133,8 +133,9 @@ typedef struct {
     const char *path;
     void *doc; /* the parsed document (json_t *) */
     long long pid;
-    bool has_rank;
-    long long rank;
+    bool has_rank, has_local_rank;
+    long long rank, local_rank;
+    const char *job;      /* the launcher's job id; NULL when absent */
     const char *host;     /* NULL when absent */
     const char **argv;
     size_t argc;

@@ -105,6 +105,12 @@ static void print_header(FILE *f, const load_report_t *r)
     }
     if (r->has_rank)
         fprintf(f, ", rank %lld", r->rank);
+    if (r->has_local_rank)
+        fprintf(f, " (local %lld)", r->local_rank);
+    if (r->job != NULL) {
+        fputs(" of job ", f);
+        frame_text_put(f, r->job);
+    }
     if (r->argc > 0) {
         fputs(", argv:", f);
         for (size_t i = 0; i < r->argc && i < 16; i++) {

@@ -17,9 +17,10 @@
  *       handler may take (SIGUSR1, SIGUSR2, a real-time one), 0 for none */
 #define SHIM_OPTIONS(INT, TEXT, WORD, SIGNAL)                                                    \
     TEXT(output, "GPULEAK_OUTPUT", "./gpuleak-%p.json",                                            \
-         "Report path; %p is the pid, %h the host name, %r the rank (RANK or LOCAL_RANK, "         \
-         "digits only). Keep %p for a program of several processes: one path keeps only the "     \
-         "last report.")                                                                           \
+         "Report path; %p is the pid, %h the host name, %r the rank, %l the local rank (from "    \
+         "torchrun's, Slurm's, Open MPI's or PMI's variables, digits only), %j the job id "       \
+         "(Slurm's, PBS's, LSF's or torchrun's). Keep %p for a program of several processes: "    \
+         "one path keeps only the last report.")                                                   \
     INT(stack_depth, "GPULEAK_STACK_DEPTH", 64, 0, 256,                                            \
         "Native frames recorded per allocation; 0 records no stacks.")                             \
     INT(python_frames, "GPULEAK_PYTHON", 1, 0, 1,                                                  \

@@ -41,6 +41,12 @@ int report_expand_path(const char *pattern, char *out, size_t size)
             } else if (*p == 'r') {
                 const char *rank = rank_of_process();
                 text = rank != NULL ? rank : "0";
+            } else if (*p == 'l') {
+                const char *local = rank_local();
+                text = local != NULL ? local : "0";
+            } else if (*p == 'j') {
+                const char *job = rank_job();
+                text = job != NULL ? job : "none";
             } else if (*p == '%') {
                 text = "%";
             } else {
@@ -132,7 +138,7 @@ static int pattern_escapes(const char *pattern, int *pid)
         p++;
         if (*p == 'p')
             *pid = 1;
-        else if (unknown == 0 && strchr("hr%", *p) == NULL)
+        else if (unknown == 0 && strchr("hrlj%", *p) == NULL)
             unknown = (unsigned char)*p;
     }
     return unknown;
@@ -144,7 +150,8 @@ void report_check_pattern(void)
     int unknown = pattern_escapes(config.output, &pid);
     if (unknown != 0)
         log_line("GPULEAK_OUTPUT=%s: %%%c is no escape (%%p is the pid, %%h the host, %%r the rank, "
-                 "%%%% a percent sign); it is kept as written", config.output, unknown);
+                 "%%l the local rank, %%j the job, %%%% a percent sign); it is kept as written",
+                 config.output, unknown);
 }
 
 /* Whether the file at path is one another process put there while this

@@ -510,6 +510,15 @@ static void put_list(FILE *f, frame_tables_t *tables, const char *key,
     fputs_unlocked("]", f);
 }
 
+/* A rank's digits as a number ("007" is no JSON number), or null. */
+static void put_rank(FILE *f, const char *rank)
+{
+    if (rank != NULL)
+        fprintf(f, "%lu", strtoul(rank, NULL, 10));
+    else
+        fputs_unlocked("null", f);
+}
+
 static void put_process(FILE *f, const report_view_t *view)
 {
     char host[256] = "";
@@ -521,10 +530,11 @@ static void put_process(FILE *f, const report_view_t *view)
     put_key(f, "host");
     put_string(f, host);
     fputs_unlocked(",\"rank\":", f);
-    if (rank != NULL)
-        fprintf(f, "%lu", strtoul(rank, NULL, 10)); /* "007" is no JSON number */
-    else
-        fputs_unlocked("null", f);
+    put_rank(f, rank);
+    fputs_unlocked(",\"local_rank\":", f);
+    put_rank(f, view->run.local_rank);
+    fputs_unlocked(",\"job\":", f);
+    put_string(f, view->run.job);
     fputs_unlocked(",\"argv\":[", f);
     /* This thread's: the process's (main's) is empty once main has left
      * through pthread_exit. */

@@ -337,6 +337,8 @@ static void gather_run(report_run_t *run)
     torch_events_counts(run->torch_events);
     run->python_version = python_version();
     run->rank = rank_of_process();
+    run->local_rank = rank_local();
+    run->job = rank_job();
     run->site_count = tracker_site_count();
     run->redact_argv = config.redact_argv;
     run->summary_sites = config.summary_sites;

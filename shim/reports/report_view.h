@@ -74,7 +74,7 @@ typedef struct report_run {
     const char *torch_status;      /* torch_events_status() */
     uint64_t torch_events[TORCH_ACTIONS];
     const char *python_version;    /* NULL: no interpreter */
-    const char *rank;              /* rank_of_process(), or NULL */
+    const char *rank, *local_rank, *job;  /* rank.h's, or NULL */
     uint32_t site_count;           /* the largest site id */
     int redact_argv;               /* GPULEAK_REDACT_ARGV */
     int summary_sites, summary_frames;  /* GPULEAK_SUMMARY_SITES, _FRAMES */

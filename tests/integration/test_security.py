@@ -121,6 +121,24 @@ class ReportPathTest(Base):
         self.assertEqual(report_files.load(os.path.join(out, f"r-0-{r.pid}.json"))["process"]["rank"],
                          None)
 
+    def test_a_slurm_task_names_its_report_and_records_its_job(self):
+        """Issue 34: the rank, local rank and job from Slurm's variables,
+        in the path (%r, %l, %j) and in the report; a job id that would
+        climb out of the directory is not used, with one line."""
+        r = run([PROG, "sleep", "0"], self.tmp,
+                env_extra={"GPULEAK_OUTPUT": os.path.join(self.tmp, "r-%j-%r-%l.json"),
+                           "SLURM_PROCID": "7", "SLURM_LOCALID": "3", "SLURM_JOB_ID": "4242",
+                           "GPULEAK_SUMMARY": "0"})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        process = report_files.load(os.path.join(self.tmp, "r-4242-7-3.json"))["process"]
+        self.assertEqual((process["rank"], process["local_rank"], process["job"]), (7, 3, "4242"))
+        r = run([PROG, "sleep", "0"], self.tmp,
+                env_extra={"GPULEAK_OUTPUT": os.path.join(self.tmp, "j-%j.json"),
+                           "SLURM_JOB_ID": "../../up", "GPULEAK_SUMMARY": "0"})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(os.path.exists(os.path.join(self.tmp, "j-none.json")))
+        self.assertIn("SLURM_JOB_ID=../../up is not a job id", r.stderr)
+
     def test_a_rank_with_a_newline_is_one_warning_line(self):
         """Issue 32 item 10: a newline in RANK split the warning in two
         lines; a reader (or a log parser) saw a line the shim never meant."""

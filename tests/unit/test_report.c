@@ -225,6 +225,54 @@ START_TEST(rank_in_the_path_is_digits_only)
 }
 END_TEST
 
+/* The launchers' variables: torchrun's RANK before Slurm's task id, Open
+ * MPI's and PMI's when they are the ones set; the local rank as %l; the job
+ * id as %j, only letters, digits, '.', '_' and '-' (torchrun's "none" is
+ * no id). */
+START_TEST(the_launchers_name_rank_local_rank_and_job)
+{
+    static const char *const vars[] = { "RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
+                                        "PMIX_RANK", "LOCAL_RANK", "SLURM_LOCALID",
+                                        "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
+                                        "PMI_LOCAL_RANK", "SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID",
+                                        "TORCHELASTIC_RUN_ID" };
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+        unsetenv(vars[i]);
+    char out[256];
+    ck_assert_int_eq(report_expand_path("/d/%j-%r-%l.json", out, sizeof out), 0);
+    ck_assert_str_eq(out, "/d/none-0-0.json");
+    setenv("SLURM_PROCID", "7", 1);
+    setenv("SLURM_LOCALID", "3", 1);
+    setenv("SLURM_JOB_ID", "4242", 1);
+    ck_assert_int_eq(report_expand_path("/d/%j-%r-%l.json", out, sizeof out), 0);
+    ck_assert_str_eq(out, "/d/4242-7-3.json");
+    setenv("RANK", "12", 1);  /* torchrun under srun: its rank, not the task's */
+    ck_assert_str_eq(rank_of_process(), "12");
+    unsetenv("RANK");
+    unsetenv("SLURM_PROCID");
+    unsetenv("SLURM_LOCALID");
+    unsetenv("SLURM_JOB_ID");
+    setenv("OMPI_COMM_WORLD_RANK", "5", 1);
+    setenv("OMPI_COMM_WORLD_LOCAL_RANK", "1", 1);
+    ck_assert_str_eq(rank_of_process(), "5");
+    ck_assert_str_eq(rank_local(), "1");
+    unsetenv("OMPI_COMM_WORLD_RANK");
+    unsetenv("OMPI_COMM_WORLD_LOCAL_RANK");
+    setenv("PMI_RANK", "9", 1);
+    ck_assert_str_eq(rank_of_process(), "9");
+    unsetenv("PMI_RANK");
+    setenv("TORCHELASTIC_RUN_ID", "none", 1);
+    ck_assert_ptr_null(rank_job());
+    setenv("TORCHELASTIC_RUN_ID", "5b2c-9e.run_1", 1);
+    ck_assert_str_eq(rank_job(), "5b2c-9e.run_1");
+    setenv("TORCHELASTIC_RUN_ID", "../../x", 1);
+    ck_assert_ptr_null(rank_job());
+    ck_assert_int_eq(report_expand_path("/d/%j.json", out, sizeof out), 0);
+    ck_assert_str_eq(out, "/d/none.json");
+    unsetenv("TORCHELASTIC_RUN_ID");
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("report");
@@ -235,6 +283,7 @@ int main(void)
     tcase_add_test(tc, an_empty_file_is_never_replaced);
     tcase_add_test(tc, create_only_replaces_nothing);
     tcase_add_test(tc, rank_in_the_path_is_digits_only);
+    tcase_add_test(tc, the_launchers_name_rank_local_rank_and_job);
     suite_add_tcase(s, tc);
     return suite_run(s, 1);
 }
