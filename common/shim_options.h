@@ -59,6 +59,12 @@
          "none drops the built-in origin rules, keeping only GPULEAK_ORIGIN_SKIP.")                \
     INT(no_libdw, "GPULEAK_NO_LIBDW", 0, 0, 1,                                                     \
         "1 symbolizes without libdw (names from the files' symbol tables, no source lines), "      \
-        "as on a machine without elfutils.")
+        "as on a machine without elfutils.")                                                       \
+    TEXT(prometheus_dir, "GPULEAK_PROMETHEUS_DIR", "",                                             \
+         "A folder node_exporter's textfile collector reads: live, peak and PyTorch-reserved "     \
+         "bytes, allocations and the growth found so far are written there as "                   \
+         "gpuleak-HOST-PID.prom every GPULEAK_PROMETHEUS_INTERVAL seconds, and removed at exit.") \
+    INT(prometheus_interval_s, "GPULEAK_PROMETHEUS_INTERVAL", 15, 1, 3600,                         \
+        "Seconds between two writes of the Prometheus metrics.")
 
 #endif

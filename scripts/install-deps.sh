@@ -3,11 +3,13 @@
 # Run by `make demo` and `make test`, so a fresh machine needs nothing else.
 set -e
 # chromium: tests/cli/html_test.py opens the pages `gpuleak html` writes in it, headless.
+# prometheus-node-exporter: tests/integration/test_metrics.py serves the shim's
+# metrics through its textfile collector, on loopback.
 need=""
 have() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 for pkg in gcc g++ make libunwind-dev uthash-dev check libdw-dev libjansson-dev \
            python3 python3-dev python3-pytest python3-pytest-xdist libxml2-utils pkg-config clang \
-           libclang-rt-14-dev liblzma-dev xz-utils chromium; do
+           libclang-rt-14-dev liblzma-dev xz-utils chromium prometheus-node-exporter; do
     have "$pkg" || need="$need $pkg"
 done
 [ -z "$need" ] && exit 0

@@ -6,6 +6,7 @@
 #include "config.h"
 #include "lifecycle.h"
 #include "log.h"
+#include "metrics.h"
 #include "origin.h"
 #include "bounded.h"
 
@@ -386,6 +387,8 @@ void report_write(report_moment_t moment, int signal, int interrupted)
         quiet_driver = 0;
         pthread_mutex_unlock(&write_lock);
     }
-    if (final)
+    if (final) {
+        metrics_end();  /* the process is ending: its live numbers with it */
         atomic_store(&final_state, FINAL_DONE);
+    }
 }

@@ -5,6 +5,7 @@
 #include "guard.h"
 #include "lifecycle.h"
 #include "log.h"
+#include "metrics.h"
 #include "report.h"
 
 #include <dirent.h>
@@ -213,8 +214,9 @@ static void *reporter_main(void *unused)
                                                                before its creator could */
     uint64_t interval_ns = (uint64_t)config.flush_interval_s * 1000000000ull;
     uint64_t snapshot_ns = interval_ns > 0 ? monotonic_ns() + interval_ns : UINT64_MAX;
+    uint64_t metrics_ns = metrics_enabled() ? monotonic_ns() : UINT64_MAX;
     for (;;) {
-        uint64_t until = snapshot_ns;
+        uint64_t until = snapshot_ns < metrics_ns ? snapshot_ns : metrics_ns;
         if (atomic_load(&main_gone)) {
             if (alone() != 0)
                 break;
@@ -232,6 +234,11 @@ static void *reporter_main(void *unused)
         if (atomic_exchange(&dump_requested, 0)) {
             ask_holders();
             report_write(REPORT_ON_REQUEST, 0, 0);
+        }
+        if (monotonic_ns() >= metrics_ns) {
+            if (atomic_load(&lifecycle_state_now) == LIFECYCLE_TRACKING)
+                metrics_write();
+            metrics_ns = monotonic_ns() + metrics_interval_ns();
         }
         if (monotonic_ns() >= snapshot_ns) {
             if (atomic_load(&lifecycle_state_now) == LIFECYCLE_TRACKING)
