@@ -1155,7 +1155,111 @@ static FILE *open_report(const char *path)
 
 /* Reads path whole (a report is renamed into place, so it is never half
  * written by the shim; truncation comes from elsewhere) and loads it. */
+/* The end of the JSON value at p (a string, an object or array, or a
+ * scalar), or NULL when the text ends first: brackets are counted outside
+ * strings, no more is checked (the parse that follows checks). */
+static const char *value_end(const char *p, const char *end)
+{
+    int depth = 0;
+    for (; p < end; p++) {
+        char c = *p;
+        if (c == '"') {
+            for (p++; p < end && *p != '"'; p++)
+                if (*p == '\\')
+                    p++;
+            if (p >= end)
+                return NULL;
+            if (depth == 0)
+                return p + 1;
+        } else if (c == '{' || c == '[') {
+            depth++;
+        } else if (c == '}' || c == ']') {
+            if (--depth <= 0)
+                return depth == 0 ? p + 1 : p;
+        } else if (depth == 0 && (c == ',' || c == ' ' || c == '\n' || c == '\r' || c == '\t')) {
+            return p;
+        }
+    }
+    return depth == 0 ? p : NULL;
+}
+
+static const char *skip_space(const char *p, const char *end)
+{
+    while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
+        p++;
+    return p;
+}
+
+/* Whether the top-level key [key, key_end) (quotes included) is one of keep. */
+static int kept_key(const char *key, const char *key_end, const char *const *keep)
+{
+    for (size_t i = 0; keep[i] != NULL; i++) {
+        size_t n = strlen(keep[i]);
+        if ((size_t)(key_end - key) == n + 2 && memcmp(key + 1, keep[i], n) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* The report's top-level members named in keep, copied as an object into
+ * memory the caller frees (*out_len bytes); the lists a report must have
+ * (leaks, sites) are kept as empty ones when not asked for. NULL when the
+ * text is not an object this scan can split (the whole text is then parsed,
+ * and its own error said). */
+static char *keep_members(const char *text, size_t len, const char *const *keep, size_t *out_len)
+{
+    const char *p = skip_space(text, text + len), *end = text + len;
+    char *out = malloc(len + 64);
+    if (out == NULL || p >= end || *p != '{') {
+        free(out);
+        return NULL;
+    }
+    size_t used = 0;
+    out[used++] = '{';
+    for (p = skip_space(p + 1, end); p < end && *p == '"';) {
+        const char *key = p, *key_end = value_end(p, end);
+        const char *colon = key_end ? skip_space(key_end, end) : NULL;
+        const char *value = colon && colon < end && *colon == ':' ? skip_space(colon + 1, end) : NULL;
+        const char *value_stop = value ? value_end(value, end) : NULL;
+        if (value_stop == NULL)
+            break;
+        int keep_it = kept_key(key, key_end, keep);
+        int required = !keep_it && kept_key(key, key_end, (const char *const[]){ "leaks", "sites", NULL });
+        if (keep_it || required) {
+            if (used > 1)
+                out[used++] = ',';
+            memcpy(out + used, key, (size_t)(key_end - key));
+            used += (size_t)(key_end - key);
+            out[used++] = ':';
+            if (keep_it) {
+                memcpy(out + used, value, (size_t)(value_stop - value));
+                used += (size_t)(value_stop - value);
+            } else {
+                out[used++] = '[';
+                out[used++] = ']';
+            }
+        }
+        p = skip_space(value_stop, end);
+        if (p < end && *p == ',')
+            p = skip_space(p + 1, end);
+        else if (p < end && *p == '}') {
+            out[used++] = '}';
+            *out_len = used;
+            return out;
+        } else {
+            break;
+        }
+    }
+    free(out);
+    return NULL;
+}
+
 load_report_t *load_file(const char *path, char **error)
+{
+    return load_file_keeping(path, NULL, error);
+}
+
+load_report_t *load_file_keeping(const char *path, const char *const *keep, char **error)
 {
     ctx_t ctx = { path, NULL, NULL };
     *error = NULL;
@@ -1202,7 +1306,11 @@ load_report_t *load_file(const char *path, char **error)
         *error = ctx.error;
         return NULL;
     }
-    load_report_t *r = load_buffer(buf, len, path, error);
+    size_t kept_len = 0;
+    char *kept = keep != NULL ? keep_members(buf, len, keep, &kept_len) : NULL;
+    load_report_t *r = kept != NULL ? load_buffer(kept, kept_len, path, error)
+                                    : load_buffer(buf, len, path, error);
+    free(kept);
     free(buf);
     return r;
 }

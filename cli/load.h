@@ -215,6 +215,11 @@ typedef struct {
 } load_report_t;
 
 load_report_t *load_file(const char *path, char **error);
+/* load_file reading only the top-level members named in keep (NULL-
+ * terminated; "format" and "version" among them): a view that needs a few
+ * sections of a big report (merge) parses only those. The lists every
+ * report has (leaks, sites) read as empty when not kept. */
+load_report_t *load_file_keeping(const char *path, const char *const *keep, char **error);
 load_report_t *load_buffer(const char *data, size_t len, const char *name, char **error);
 void load_free(load_report_t *report);
 int load_kind_index(const char *kind);

@@ -470,19 +470,45 @@ for r in range(3):
 PY
 expect 0 "merge" -- $G merge "$T/rank2.json" "$T/rank0.json" "$T/rank1.json"
 has "$T/out" "imbalance (max/min peak) 3.00x"
-has "$T/out" "Leaking sites common to all 3 rank(s):"
+has "$T/out" "Leaking lines common to all 3 rank(s):"
 has "$T/out" "30.0 MiB in all ranks, device memory at tests/demo/demo.c:23 in keep_for_logging"
 hasnt "$T/out" "stage_batch_buffer"
-# The common sites, largest first (they were listed in the order of their
-# stacks' names).
-expect 0 "merge: common sites largest first" -- $G merge "$T/rank0.json" "$T/rank1.json"
+# Three alike ranks: none stands out.
+has "$T/out" "none: the ranks' peaks, leaks and growth are alike"
+# The common lines, largest first.
+expect 0 "merge: common lines largest first" -- $G merge "$T/rank0.json" "$T/rank1.json"
 sed -n 's/^ *\([0-9.]*\) MiB in all ranks.*/\1/p' "$T/out" >"$T/common"
 lines "$T/common" 4
-if sort -rn "$T/common" | cmp -s - "$T/common"; then ok; else bad "merge: common sites not largest first: $(tr '\n' ' ' <"$T/common")"; fi
+if sort -rn "$T/common" | cmp -s - "$T/common"; then ok; else bad "merge: common lines not largest first: $(tr '\n' ' ' <"$T/common")"; fi
 # A rank too short to judge growth reads "not judged", not "0 B".
 expect 0 "merge: growth not judged" -- $G merge "$T/rank0.json" "$T/rank1-short.json"
 has "$T/out" " not judged  $T/rank1-short.json"
 hasnt "$T/out" " 0 B  $T/rank1-short.json"
+# Issue 34: of five ranks, the one that leaks ten times as much is named
+# first, with its line; the others are its median.
+python3 - "$T" <<'PY'
+import json, sys
+t = sys.argv[1]
+base = json.load(open(f"{t}/rank0.json"))
+for r in range(5):
+    x = json.loads(json.dumps(base)); x["process"]["rank"] = r; x["process"]["pid"] = 2000 + r
+    if r == 3:
+        x["totals"]["leaked_bytes"] *= 10
+        for site in x["leaks"]: site["bytes"] *= 10
+    json.dump(x, open(f"{t}/job{r}.json", "w"))
+PY
+expect 0 "merge: the outlier rank" -- $G merge "$T"/job0.json "$T"/job1.json "$T"/job2.json "$T"/job3.json "$T"/job4.json
+has "$T/out" "rank 3: leaked 170.0 MiB at tests/demo/demo.c:23 in keep_for_logging; 4 other rank(s) at a median of 17.0 MiB"
+lines_before() { sed -n "1,/$2/p" "$1" | wc -l; }
+if [ "$(lines_before "$T/out" 'rank 3: leaked')" -lt "$(lines_before "$T/out" ' rank  ')" ]; then ok; else bad "merge: the outlier is not before the rows"; fi
+expect 0 "merge --format json" -- $G merge --format json "$T"/job0.json "$T"/job1.json "$T"/job2.json "$T"/job3.json "$T"/job4.json
+python3 - "$T/out" <<'PY' && ok || bad "merge --format json: the outlier is not in .outliers"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["reports"] == 5 and len(d["ranks"]) == 5, d
+assert [(o["rank"], o["metric"]) for o in d["outliers"]] == [(3, "leaked")], d["outliers"]
+assert d["outliers"][0]["line"] == "tests/demo/demo.c:23 in keep_for_logging", d["outliers"][0]
+PY
 expect 2 "merge nothing" -- $G merge
 expect 2 "merge bad file" -- $G merge "$T/rank0.json" "$T/text.json"
 
