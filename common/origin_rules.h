@@ -52,7 +52,7 @@ typedef struct origin_rule {
 } origin_rule_t;
 
 /* Where a Python program's interpreter keeps its standard library and its
- * installed packages, as it said itself at its finish (shim/layout.py; the
+ * installed packages, as it said itself at its finish (shim/python/layout.py; the
  * report's "python_layout"): absolute folders without a trailing '/'. */
 typedef struct origin_layout {
     const char *const *stdlib;    /* the standard library's folders (or zip) */

@@ -82,7 +82,7 @@ size_t gpuleak_site_records(uint32_t site, uint64_t *addresses, uint64_t *sizes,
 const char *gpuleak_holders_source(void);
 
 /* The walker find() takes as its fourth argument: a new reference to a
- * Python tuple of functions (shim/refwalk.h), or NULL. Call it with the GIL
+ * Python tuple of functions (shim/python/refwalk.h), or NULL. Call it with the GIL
  * held (ctypes.PyDLL, restype ctypes.py_object). */
 void *gpuleak_holders_walker(void); /* since version 3 */
 

@@ -1,6 +1,6 @@
 /* pylayout.h: where the watched program's Python keeps its standard library
  * and its installed packages, as the interpreter itself said at its finish
- * (shim/layout.py, which search.c runs from its atexit callback). The
+ * (shim/python/layout.py, which search.c runs from its atexit callback). The
  * origin rules judge Python frames by it before their built-in globs
  * (origin.c, docs/origin-rules.md), and the report records it
  * ("python_layout"). A report written before Python's atexit (a snapshot,

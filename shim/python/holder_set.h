@@ -1,6 +1,6 @@
 /* holder_set.h: one holder search's answer, kept for the reports.
  *
- * shim/holders.py answers with one line per allocation it named (its
+ * shim/python/holders.py answers with one line per allocation it named (its
  * contract is at the top of that file); a set is that answer read once,
  * grouped by site and holder, largest first, with the allocations it named
  * by address. A set never changes once made: a report reads it while the

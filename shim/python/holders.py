@@ -1,11 +1,11 @@
 # holders.py: who keeps device memory alive, asked of the watched program's
-# own interpreter. libgpuleak.so embeds this file (shim/embedded_py.S) and
+# own interpreter. libgpuleak.so embeds this file (shim/python/embedded_py.S) and
 # runs it from an atexit callback, with the GIL held, after the program's
 # own atexit callbacks and before module teardown frees its globals
-# (shim/search.c); the gpuleak Python package runs it on request.
+# (shim/python/search.c); the gpuleak Python package runs it on request.
 #
 # find(targets, budget_s, layout, walker) walks the heap breadth first with
-# walker, the shim's C walk over the objects' own traversal (shim/refwalk.h),
+# walker, the shim's C walk over the objects' own traversal (shim/python/refwalk.h),
 # from the program's names: the main module's globals, then the user's
 # other modules, then every thread's frames, then the modules of the
 # standard library and installed packages (those under a folder layout

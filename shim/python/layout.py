@@ -1,8 +1,8 @@
 # layout.py: where the watched program's interpreter keeps its standard
 # library and its installed packages, as the interpreter itself says.
-# libgpuleak.so embeds this file (shim/embedded_py.S) and runs layout()
+# libgpuleak.so embeds this file (shim/python/embedded_py.S) and runs layout()
 # from its atexit callback, with the GIL held, before holders.py
-# (shim/search.c). The origin rules judge Python frames by these folders
+# (shim/python/search.c). The origin rules judge Python frames by these folders
 # (docs/origin-rules.md), the report records them ("python_layout"), and
 # holders.py looks for the program's names outside them first.
 #

@@ -7,7 +7,7 @@
  * tracebacks, generators and coroutines, bound methods, C extension types.
  * It runs none of the program's code: a type's traversal is the
  * interpreter's (or the extension's) own C code, and it reads nothing else.
- * shim/holders.py drives it and names what it finds.
+ * shim/python/holders.py drives it and names what it finds.
  *
  * The walker, seen from Python (every call with the GIL held):
  *   walk(roots, ignore, classify, lo, hi, deadline[, expect[, named]])

@@ -7,9 +7,9 @@
  * GIL held: no thread waits for the GIL). Registered once tracking starts,
  * it runs after the callbacks the program registered before that. There it takes the
  * held-at-finish snapshot (tracker_take_held), asks the interpreter where
- * it keeps its standard library and installed packages (shim/layout.py,
+ * it keeps its standard library and installed packages (shim/python/layout.py,
  * kept by pylayout.h for the origin rules and the report), and which
- * objects keep the live allocations alive (shim/holders.py): module
+ * objects keep the live allocations alive (shim/python/holders.py): module
  * globals, attributes, containers, closures, autograd graphs, each named as
  * the program would name it. A program that skips atexit (os._exit, a fatal
  * signal) keeps the held snapshot the first free after Python's finish takes
@@ -26,7 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* shim/holders.py and shim/layout.py, NUL-terminated (embedded_py.S). */
+/* shim/python/holders.py and shim/python/layout.py, NUL-terminated (embedded_py.S). */
 extern const char search_holders_py[] __attribute__((visibility("hidden")));
 extern const char search_layout_py[] __attribute__((visibility("hidden")));
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""live_model.py: how often shim/live.c's reservations fold, in a model.
+"""live_model.py: how often shim/count/live.c's reservations fold, in a model.
 
     python3 tests/bench/live_model.py [--threads 8] [--events 400000] [--hold 0.2 0.5]
 

@@ -1,4 +1,4 @@
-"""shim/holders.py on its own, in this interpreter: the search the shim
+"""shim/python/holders.py on its own, in this interpreter: the search the shim
 runs at a Python program's atexit to name the objects that hold its GPU
 memory. Objects expose fake device pointers through
 __cuda_array_interface__, as CuPy's and Numba's arrays do."""
@@ -32,7 +32,7 @@ def preloaded():
 
 
 def new_walker():
-    """The shim's C walk (shim/refwalk.h), from the preloaded library:
+    """The shim's C walk (shim/python/refwalk.h), from the preloaded library:
     nothing starts tracking until a CUDA call reaches it."""
     import ctypes
     walker = ctypes.PyDLL(None).gpuleak_holders_walker

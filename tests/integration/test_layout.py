@@ -1,4 +1,4 @@
-"""The interpreter's own layout (shim/layout.py): on its own, in fresh
+"""The interpreter's own layout (shim/python/layout.py): on its own, in fresh
 interpreters, it names the standard library's and the packages' folders,
 imports nothing and runs none of the program's code; under the shim, the
 report records it ("python_layout") and judges Python frames by it, where

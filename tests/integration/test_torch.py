@@ -1,6 +1,6 @@
 """PyTorch tensors under the shim: tests/python/tensors_demo.py drives the fake
 libc10_cuda.so (tests/fakecuda/fake_c10_cuda.cpp), a caching allocator laid
-out as PyTorch's, whose trace-tracker events shim/torch_trace.c follows. The
+out as PyTorch's, whose trace-tracker events shim/entry/torch_trace.c follows. The
 script writes, from its own bookkeeping, what memory_stats() would say (the
 tensors allocated and freed, their bytes, the highest live bytes) and the
 line that keeps one batch in five; the report must say the same, name that
@@ -413,7 +413,7 @@ class TorchTensorsTest(unittest.TestCase):
         report says what was held when Python began to finish, at the
         script's lines (through its Tensor class, a helper whose freed
         tensors share its line)."""
-        report, expect, stderr, path = self.run_script_file("search_demo.py")
+        report, expect, stderr, path = self.run_script_file("finish_demo.py")
         self.assertEqual(report["totals"]["leaked_bytes"], 0)
         held = report["held_at_finish"]
         self.assertIsNotNone(held)
@@ -429,11 +429,11 @@ class TorchTensorsTest(unittest.TestCase):
                                (expect["cache_line"],): expect["cache_bytes"],
                                (expect["weights_line"],): 65536})
         self.assertIn("Still held when Python finished", stderr)
-        self.assertIn("search_demo.py:%d" % expect["history_line"], stderr)
+        self.assertIn("finish_demo.py:%d" % expect["history_line"], stderr)
         text = subprocess.run([os.path.join(BUILD, "gpuleak"), "report", path],
                               capture_output=True, text=True, timeout=60).stdout
         self.assertIn("Still held when Python finished", text)
-        self.assertIn("from <module> search_demo.py:%d" % expect["history_line"], text)
+        self.assertIn("from <module> finish_demo.py:%d" % expect["history_line"], text)
 
     def test_what_shutdown_did_not_free_is_reachable_not_leaked(self):
         """As PyTorch leaves a model's parameters live at exit (seen on the

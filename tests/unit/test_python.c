@@ -1,4 +1,4 @@
-/* test_python.c: shim/python.c against a live, embedded interpreter.
+/* test_python.c: shim/stacks/python.c against a live, embedded interpreter.
  *
  * The test embeds CPython, registers a small built-in module ("gpltest")
  * whose functions release the GIL (as PyTorch's bindings do) and then call

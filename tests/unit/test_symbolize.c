@@ -1,4 +1,4 @@
-/* test_symbolize.c: Check suite for shim/symbolize.c.
+/* test_symbolize.c: Check suite for shim/names/symbolize.c.
  *
  * The addresses looked up are real return addresses taken inside this
  * binary (built -O2 -g), so names, lines and inlining are what the compiler

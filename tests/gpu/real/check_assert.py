@@ -17,7 +17,7 @@ def main():
     # nvcc compiles host code as C++: a static function's symbol demangles
     # with its parameters, "leak_from_static(unsigned long)", or stays
     # mangled, "_ZL16leak_from_staticm.constprop.0", in a process with no
-    # C++ runtime to demangle it (the shim loads none: shim/symbolize.c).
+    # C++ runtime to demangle it (the shim loads none: shim/names/symbolize.c).
     def plain(name):
         name = name.split("(")[0]
         return "leak_from_static" if name.startswith("_ZL16leak_from_static") else name

@@ -1,5 +1,5 @@
 """A fake of the few parts of PyTorch the shim's holder search reads
-(shim/holders.py): Tensor with is_cuda, data_ptr(), untyped_storage(), grad
+(shim/python/holders.py): Tensor with is_cuda, data_ptr(), untyped_storage(), grad
 and grad_fn, and autograd nodes with _saved_* attributes and
 next_functions. Memory comes from the fake libc10_cuda.so (FAKE_C10), so
 the shim sees it as tensors, as it sees PyTorch's; without FAKE_C10,
