@@ -344,9 +344,17 @@ static void memout_close(memout_t *m)
     m->f = NULL;
 }
 
+int check_exit_code(int verdict, bool allow_unjudged)
+{
+    return verdict == CHECK_PASS ? 0
+         : verdict == CHECK_UNJUDGED ? (allow_unjudged ? 0 : CHECK_EXIT_UNJUDGED)
+         : verdict == CHECK_FAIL ? 1 : CLI_EXIT_USAGE;
+}
+
 /* A budget not judged on a report: one SKIP line naming it and why, and
  * a skipped JUnit case. Said always (gpuleak run's quiet gates too): a
- * budget silently not judged would read as passed. Counts as a pass. */
+ * budget silently not judged would read as passed. Unjudged: nothing was
+ * judged, so a gate does not pass on it unless told to. */
 static int skip_line(FILE *out, const load_report_t *r, const char *flag, uint64_t budget,
                      check_junit_t *junit, const char *name, const char *why)
 {
@@ -357,7 +365,7 @@ static int skip_line(FILE *out, const load_report_t *r, const char *flag, uint64
     frame_text_put(out, why);
     fputc('\n', out);
     junit_skip(junit, r->path, name, why);
-    return CHECK_PASS;
+    return CHECK_UNJUDGED;
 }
 
 /* A report taken while the program ran (a snapshot, a dump on request)
@@ -387,10 +395,10 @@ static int skip_leaked(FILE *out, const load_report_t *r, const check_budget_t *
                      what, r->moment ? r->moment : "unknown");
     if (n < 0)
         why = NULL;
-    skip_line(out, r, b->leaked_flag, b->max_leaked, junit, "max-leaked",
-              why ? why : "taken while the program ran");
+    int verdict = skip_line(out, r, b->leaked_flag, b->max_leaked, junit, "max-leaked",
+                            why ? why : "taken while the program ran");
     free(why);
-    return CHECK_PASS;
+    return verdict;
 }
 
 /* A run too short for the growth rule (status.growth_judged false) has an
@@ -403,10 +411,12 @@ static int skip_growth(FILE *out, const load_report_t *r, const check_budget_t *
                        "too few for the growth rule; docs/growth.md)",
                  (unsigned long long)r->growth_samples) < 0)
         why = NULL;
-    skip_line(out, r, b->growth_flag, b->max_growth, junit, "max-growth",
-              why ? why : "growth not judged: the run was too short");
+    int verdict = skip_line(out, r, b->growth_flag, b->max_growth, junit, "max-growth",
+                            why ? why : "growth not judged: the run was too short");
     free(why);
-    return CHECK_PASS;
+    /* check's default judges growth where a report could: a short run's
+     * leaks were judged, its growth left be. */
+    return b->growth ? verdict : CHECK_PASS;
 }
 
 /* Leaks: every unsuppressed leak site counts; teardown leaks do not (the
@@ -543,6 +553,7 @@ supp_set_t *check_setup(check_budget_t *b, const opt_value_t *v)
     b->peak = peak->set;
     b->max_peak = peak->number;
     b->peak_flag = "--max-peak";
+    b->allow_unjudged = v[CHECK_OPT_ALLOW_UNJUDGED].set;
     supp_set_t *supp = supp_new();
     if (supp == NULL || (!v[CHECK_OPT_NO_DEFAULTS].set && supp_add_defaults(supp) != 0)) {
         fputs("gpuleak: out of memory\n", stderr);

@@ -14,16 +14,25 @@
 
 typedef struct {
     bool leaked, growth, peak;        /* which budgets are set */
+    bool allow_unjudged;              /* --allow-unjudged */
     bool growth_where_judged;         /* growth judged (at max_growth) on the reports
                                          that have a growth section, the others
                                          left be: check's default */
     uint64_t max_leaked, max_growth, max_peak;
     const char *leaked_flag, *growth_flag, *peak_flag; /* option names for messages */
     bool quiet_pass; /* print FAIL lines only (gpuleak run, beside CMD's output) */
+    bool implicit;   /* no budget was given: check's defaults */
 } check_budget_t;
 
-/* Verdicts of check_report. */
-enum { CHECK_PASS = 0, CHECK_FAIL = 1, CHECK_ERROR = 2 };
+/* Verdicts of check_report, from the mildest: a budget that could not be
+ * judged on a report (a snapshot, a killed run's report, a run too short
+ * for the growth rule) is not a pass: nothing was judged. */
+enum { CHECK_PASS, CHECK_UNJUDGED, CHECK_FAIL, CHECK_ERROR };
+
+/* check's exit code for a verdict: 0, 3 unjudged (0 when allowed), 1 a
+ * budget failed, 2 an error. */
+#define CHECK_EXIT_UNJUDGED 3
+int check_exit_code(int verdict, bool allow_unjudged);
 
 typedef struct check_junit check_junit_t;
 
@@ -34,7 +43,7 @@ typedef struct check_junit check_junit_t;
  * its values from there. --fail-on-leak and --fail-on-growth are run's
  * first spellings, kept working. */
 enum { CHECK_OPT_LEAKED, CHECK_OPT_GROWTH, CHECK_OPT_PEAK, CHECK_OPT_SUPP, CHECK_OPT_NO_DEFAULTS,
-       CHECK_OPT_COUNT };
+       CHECK_OPT_ALLOW_UNJUDGED, CHECK_OPT_COUNT };
 #define CHECK_OPTIONS(value_flags)                                                                  \
     { "--max-leaked", "--fail-on-leak", OPT_SIZE, value_flags, "SIZE", NULL, 0,                     \
       "Fail when the unsuppressed leaks (live at exit; teardown leaks do not count) come to more "  \
@@ -48,7 +57,11 @@ enum { CHECK_OPT_LEAKED, CHECK_OPT_GROWTH, CHECK_OPT_PEAK, CHECK_OPT_SUPP, CHECK
       "Leave out the leaks that FILE's \"leak:PATTERN\" lines match (docs/suppressions.md); "      \
       "files are read in order before anything is judged." },                                       \
     { "--no-default-suppressions", NULL, OPT_FLAG, 0, NULL, NULL, 0,                                \
-      "Judge the leaks that the built-in list leaves out (libraries' caches and handles) too." }
+      "Judge the leaks that the built-in list leaves out (libraries' caches and handles) too." },   \
+    { "--allow-unjudged", NULL, OPT_FLAG, 0, NULL, NULL, 0,                                         \
+      "Let a budget that could not be judged on a report (a snapshot, a report written as a "     \
+      "signal killed the program, a run too short for the growth rule) pass; by default it "       \
+      "is an exit code of its own, as nothing was judged." }
 
 /* Sets *b's budgets from the CHECK_OPTIONS values at v (messages name the
  * spelling given), and returns the suppressions to judge with: the

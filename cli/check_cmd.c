@@ -24,9 +24,12 @@ static const opt_spec_t options[] = {
 _Static_assert(sizeof options / sizeof options[0] == O_COUNT, "one table entry per option");
 
 static const cmd_exit_t exits[] = {
-    { "0", "every budget held in every report (the leak budget skipped on a snapshot or a "
-           "signal's report, the growth budget on a run too short to judge)" },
+    { "0", "every budget held in every report (with --allow-unjudged, or check's default "
+           "growth budget, a budget that could not be judged too)" },
     { "1", "a budget failed" },
+    { "3", "no budget failed, but one could not be judged on a report (a snapshot or a "
+           "dump on request, a report written as a signal killed the program, a run too short "
+           "for the growth rule): nothing was judged there, so nothing passed" },
     { "2", "bad usage, a report or suppressions file that cannot be read, a budget a report "
            "cannot be judged on (--max-growth without a growth section), or a failed write" },
 };
@@ -67,7 +70,7 @@ static int check_main(const opts_t *o)
             verdict = v > verdict ? v : verdict;
         }
         supp_print_used(stdout, supp);
-        code = verdict;
+        code = check_exit_code(verdict, b.allow_unjudged);
     }
     if (junit_path != NULL && check_junit_write(junit, junit_path) != 0) {
         fputs("gpuleak check: cannot write ", stderr);
@@ -96,11 +99,13 @@ const cmd_spec_t check_command = {
         "matched. Leaks count; teardown leaks are reported but do not. A report taken while "
         "the program ran (a snapshot or a dump on request, status.complete false) lists what "
         "was live then, in use rather than leaked: the leak budget is not judged on it, one "
-        "SKIP line says so and it is not a failure (a skipped testcase in JUnit); growth and "
-        "peak budgets are judged as ever. So is a report written as a signal killed the program "
-        "(status.moment signal): its frees never ran. Nor is the growth budget judged on a run too short "
-        "for the growth rule (status.growth_judged false: its empty growth list says nothing): "
-        "a SKIP line again. The origin options are report's.",
+        "SKIP line says so (a skipped testcase in JUnit); growth and peak budgets are judged as "
+        "ever. So is a report written as a signal killed the program (status.moment signal): "
+        "its frees never ran. Nor is the growth budget judged on a run too short for the "
+        "growth rule (status.growth_judged false: its empty growth list says nothing): a SKIP "
+        "line again. A budget that was not judged is not a pass: check exits 3 unless "
+        "--allow-unjudged (check's default growth budget, judged where a report could, "
+        "excepted). The origin options are report's.",
     .options = options,
     .noptions = O_COUNT,
     .exits = exits,

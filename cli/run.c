@@ -25,6 +25,8 @@
 /* Exit status when a gate fails, chosen like LeakSanitizer's exitcode=23 so
  * that CI tells a leak from a crash or a failing test. */
 #define RUN_EXIT_GATE 23
+/* CMD exited 0, no gate failed, but one could not be judged. */
+#define RUN_EXIT_UNJUDGED 24
 /* gpuleak itself could not do its part (no shim, no report to judge). */
 #define RUN_EXIT_INTERNAL 125
 #define RUN_EXIT_NOEXEC 126
@@ -52,8 +54,11 @@ static const cmd_exit_t exits[] = {
     { "CMD's", "CMD exited non-zero: its code wins over any gate" },
     { "128+N", "CMD died from signal N (one line on stderr says so)" },
     { "23", "CMD exited 0 but a gate failed (23 as in LeakSanitizer's exitcode)" },
+    { "24", "CMD exited 0, no gate failed, but one could not be judged on its report (a run too "
+            "short for the growth rule, a report a signal cut short): nothing was judged, so "
+            "nothing passed; --allow-unjudged makes it 0" },
     { "125", "gpuleak could not do its part: the shim was not found, or a gate was set and no "
-             "readable report was written (CMD made no CUDA call, or ended by _exit or a signal)" },
+             "readable report was written (CMD made no CUDA call, or was killed by SIGKILL)" },
     { "126", "CMD could not be executed" },
     { "127", "CMD was not found" },
     { "2", "bad usage, found before CMD was started: an unknown option, a bad value, a "
@@ -379,9 +384,10 @@ static void remove_tmpdir(const char *dir)
 }
 
 /* Judges the reports written during the run against supp. Returns
- * CHECK_PASS, CHECK_FAIL, or CHECK_ERROR when there is nothing trustworthy
+ * CHECK_PASS, CHECK_UNJUDGED, CHECK_FAIL, or CHECK_ERROR when there is nothing trustworthy
  * to judge (an unreadable report among failing ones included); *failed
- * says whether any report failed a gate. */
+ * says whether a report failed a gate or left one unjudged (then the
+ * reports are kept). */
 static int judge(const run_options_t *o, supp_set_t *supp, const char *glob_pattern,
                  const seen_list_t *before, bool *failed)
 {
@@ -399,20 +405,23 @@ static int judge(const run_options_t *o, supp_set_t *supp, const char *glob_patt
             fresh[found++] = after.v[i].path;
     load_set_t set = { NULL, NULL, 0, 0 };
     int verdict = load_files(&set, fresh, found) == 0 && set.bad == 0 ? CHECK_PASS : CHECK_ERROR;
+    bool gate_failed = false;
     for (size_t i = 0; i < set.n; i++) {
         if (set.v[i] == NULL)
             continue;
         int v = check_report(stderr, set.v[i], &o->budget, supp, NULL);
-        *failed = *failed || v == CHECK_FAIL;
+        /* The reports a FAIL or SKIP line names are kept for the user. */
+        *failed = *failed || v == CHECK_FAIL || (v == CHECK_UNJUDGED && !o->budget.allow_unjudged);
+        gate_failed = gate_failed || v == CHECK_FAIL;
         verdict = v > verdict ? v : verdict;
     }
     load_set_free(&set);
     free(fresh);
     if (found == 0) {
-        fprintf(stderr, "gpuleak run: no report was written (no CUDA call, or the process ended "
-                        "by _exit or a signal); the gates could not be judged\n");
+        fprintf(stderr, "gpuleak run: no report was written (no CUDA call, or the process was killed "
+                        "by SIGKILL); the gates could not be judged\n");
         verdict = CHECK_ERROR;
-    } else if (*failed) {
+    } else if (gate_failed) {
         supp_print_used(stderr, supp);
     }
     seen_free(&after);
@@ -499,6 +508,8 @@ static int run_and_judge(run_options_t *o, supp_set_t *supp, const char *shim, c
             int verdict = judge(o, supp, glob_pattern, &before, failed);
             if (code == 0 && verdict == CHECK_FAIL)
                 code = RUN_EXIT_GATE;
+            else if (code == 0 && verdict == CHECK_UNJUDGED && !o->budget.allow_unjudged)
+                code = RUN_EXIT_UNJUDGED;
             else if (code == 0 && verdict == CHECK_ERROR)
                 code = RUN_EXIT_INTERNAL;
         } else if (gates && glob_pattern == NULL && code == 0) {

@@ -196,14 +196,17 @@ json.dump(d, open(f"{t}/short-bad.json", "w"))
 d["status"]["growth_judged"] = True
 json.dump(d, open(f"{t}/judged.json", "w"))
 PYEOF
-expect 0 "check --max-growth 0 on a run too short to judge growth" -- $G check "$T/short.json" --max-growth 0
+# Not judged is not passed (issue 40): its own exit code, 0 only when allowed.
+expect 3 "check --max-growth 0 on a run too short to judge growth" -- $G check "$T/short.json" --max-growth 0
 has "$T/out" "SKIP $T/short.json: --max-growth 0 B: growth not judged: the run was too short (3 sample(s) of live memory, too few for the growth rule; docs/growth.md)"
 hasnt "$T/out" "PASS"
 lines "$T/out" 1
 expect 1 "check's default on a run too short to judge growth: the growth SKIP line" -- $G check "$T/short.json"
 has "$T/out" "SKIP $T/short.json: --max-growth 0 B: growth not judged"
 has "$T/out" "FAIL $T/short.json: --max-leaked 0 B"
-expect 0 "check --junit: growth not judged is a skipped testcase" -- $G check "$T/short.json" --max-growth 0 --max-peak 1GiB --junit "$T/junit-short.xml"
+expect 0 "check --allow-unjudged: a budget not judged passes" -- $G check "$T/short.json" --max-growth 0 --allow-unjudged
+has "$T/out" "SKIP $T/short.json: --max-growth 0 B"
+expect 3 "check --junit: growth not judged is a skipped testcase" -- $G check "$T/short.json" --max-growth 0 --max-peak 1GiB --junit "$T/junit-short.xml"
 if xmllint --noout "$T/junit-short.xml"; then ok; else bad "junit-short.xml is not well-formed"; fi
 has "$T/junit-short.xml" 'tests="2" failures="0" errors="0" skipped="1"'
 has "$T/junit-short.xml" '<testcase classname="gpuleak" name="max-growth">'
@@ -269,7 +272,7 @@ if xmllint --noout "$T/junit3.xml"; then ok; else bad "junit3.xml is not well-fo
 echo "== snapshots, signals and the OOM (status, oom)"
 # A snapshot lists what was live while the program ran: the leak budget is
 # skipped (one line, not a failure); growth and peak are judged as ever.
-expect 0 "check a snapshot: the leaks are not judged" -- $G check $FIX/snapshot.json --max-leaked 0
+expect 3 "check a snapshot: the leaks are not judged" -- $G check $FIX/snapshot.json --max-leaked 0
 has "$T/out" "SKIP $FIX/snapshot.json: --max-leaked 0 B: a snapshot taken while the program ran (moment snapshot): live is not leaked; growth and peak are judged"
 hasnt "$T/out" "FAIL"
 expect 1 "check a snapshot: the peak is judged" -- $G check $FIX/snapshot.json --max-peak 10MiB
@@ -277,7 +280,7 @@ has "$T/out" "FAIL $FIX/snapshot.json: --max-peak 10.0 MiB"
 expect 1 "check a snapshot beside a complete report" -- $G check $FIX/snapshot.json $FIX/demo.json
 has "$T/out" "SKIP $FIX/snapshot.json"
 has "$T/out" "FAIL $FIX/demo.json: --max-leaked 0 B"
-expect 0 "check a snapshot --junit" -- $G check $FIX/snapshot.json --max-leaked 0 --max-peak 16MiB --junit "$T/junit-snap.xml"
+expect 3 "check a snapshot --junit" -- $G check $FIX/snapshot.json --max-leaked 0 --max-peak 16MiB --junit "$T/junit-snap.xml"
 if xmllint --noout "$T/junit-snap.xml"; then ok; else bad "junit-snap.xml is not well-formed"; fi
 has "$T/junit-snap.xml" '<testsuites name="gpuleak" tests="2" failures="0" errors="0" skipped="1">'
 has "$T/junit-snap.xml" '<testcase classname="gpuleak" name="max-leaked">'
@@ -299,7 +302,7 @@ w("badcomplete", {"moment": "snapshot", "complete": "no"})
 w("badoom", f=lambda x: x["oom"].__setitem__("kind", 7), base=oom)
 w("oom-snapshot", {"moment": "snapshot", "complete": False}, base=oom)
 PY
-expect 0 "check a dump on request (complete derived from the moment)" -- $G check "$T/request.json" --max-leaked 0
+expect 3 "check a dump on request (complete derived from the moment)" -- $G check "$T/request.json" --max-leaked 0
 has "$T/out" "SKIP $T/request.json: --max-leaked 0 B: a dump on request taken while the program ran (moment request)"
 expect 0 "report a dump on request" -- $G report "$T/request.json"
 has "$T/out" "  moment:   request (a dump on request), taken while the program ran: what it lists as leaks was live then, not left at exit"
@@ -308,17 +311,19 @@ has "$T/out" "Leaks (live when the report was taken, the program running): 4 sit
 # A report a signal wrote as it killed the program is final, but lists
 # what was live then (the program's frees never ran): the leak budget is
 # skipped as on a snapshot; growth and peak are judged.
-expect 0 "check a signal's report: the leaks are not judged" -- $G check "$T/signal.json" --max-leaked 0
+# A CI job's timeout (SIGTERM) judged nothing: exit 3, not a green build.
+expect 3 "check a signal's report: the leaks are not judged" -- $G check "$T/signal.json" --max-leaked 0
 has "$T/out" "SKIP $T/signal.json: --max-leaked 0 B: a report taken when the program was killed by signal 15 (SIGTERM): live is not leaked; growth and peak are judged"
 hasnt "$T/out" "FAIL"
 expect 1 "check a signal's report: growth and peak are judged" -- $G check "$T/signal.json" --max-leaked 0 --max-peak 10MiB --max-growth 1MiB
 has "$T/out" "SKIP $T/signal.json: --max-leaked"
 has "$T/out" "FAIL $T/signal.json: --max-peak 10.0 MiB"
 has "$T/out" "FAIL $T/signal.json: --max-growth 1.0 MiB"
-expect 0 "check a signal's report --junit" -- $G check "$T/signal.json" --max-leaked 0 --junit "$T/junit-signal.xml"
+expect 0 "check a signal's report, unjudged allowed" -- $G check "$T/signal.json" --max-leaked 0 --allow-unjudged
+expect 3 "check a signal's report --junit" -- $G check "$T/signal.json" --max-leaked 0 --junit "$T/junit-signal.xml"
 has "$T/junit-signal.xml" 'skipped="1"'
 has "$T/junit-signal.xml" '<skipped message="a report taken when the program was killed by signal 15 (SIGTERM)'
-expect 0 "check a report of an unnamed signal" -- $G check "$T/signal-unnamed.json" --max-leaked 0
+expect 3 "check a report of an unnamed signal" -- $G check "$T/signal-unnamed.json" --max-leaked 0
 has "$T/out" "--max-leaked 0 B: a report taken when the program was killed by signal 40: live is not leaked"
 expect 0 "report a signal's report" -- $G report "$T/signal.json"
 has "$T/out" "  moment:   signal, written as signal 15 (SIGTERM) ended the program: what it lists as leaks was live then"
@@ -352,7 +357,7 @@ PY
 expect 0 "report kept and reachable, origins judged again" -- $G report "$T/listed.json" --origin-skip hold_for_oom
 hasnt "$T/out" "in hold_for_oom"
 has "$T/out" "tests/integration/prog_growth.c:88 in main"
-expect 0 "check an OOM snapshot" -- $G check "$T/oom-snapshot.json" --max-leaked 0 --max-growth 0
+expect 3 "check an OOM snapshot" -- $G check "$T/oom-snapshot.json" --max-leaked 0 --max-growth 0
 has "$T/out" "SKIP $T/oom-snapshot.json"
 has "$T/out" "PASS $T/oom-snapshot.json: --max-growth 0 B: growth 0 B"
 
@@ -622,6 +627,28 @@ expect 23 "run gate sees only this run's report" -- $G run --quiet --output="$T/
 n=$(grep -c "keep_for_logging" "$T/err"); [ "$n" -eq 1 ] && ok || bad "run judged $n reports, wanted 1"
 expect 0 "run --stack-depth=0 --no-python" -- $G run --quiet --stack-depth=0 --no-python --output="$T/runs/d0.json" -- "$BUILD/demo"
 if grep -q '"stack":\[\]' "$T/runs/d0.json"; then ok; else bad "--stack-depth=0 not passed"; fi
+# A gate that could not judge (a run too short for the growth rule) is
+# not a pass (issue 40): exit 24, unless --allow-unjudged.
+cat >"$T/one_alloc.c" <<'C'
+#include <cuda.h>
+int main(void)
+{
+    CUdevice d;
+    CUcontext c;
+    CUdeviceptr p;
+    if (cuInit(0) || cuDeviceGet(&d, 0) || cuDevicePrimaryCtxRetain(&c, 0) || cuCtxSetCurrent(c))
+        return 9;
+    return cuMemAlloc(&p, 4096) ? 9 : 0;
+}
+C
+if cc -I/usr/local/cuda/include -o "$T/one_alloc" "$T/one_alloc.c" -L"$BUILD/fakecuda" -lcuda; then
+    expect 24 "run --fail-on-growth on a run too short to judge it" -- $G run --quiet --fail-on-growth -- "$T/one_alloc"
+    has "$T/err" "--fail-on-growth 0 B: growth not judged: the run was too short"
+    has "$T/err" "gpuleak run: the report(s) are kept in"  # the SKIP line's path still leads somewhere
+    expect 0 "run --fail-on-growth --allow-unjudged" -- $G run --quiet --fail-on-growth --allow-unjudged -- "$T/one_alloc"
+else
+    bad "one_alloc.c did not build"
+fi
 expect 3 "run passes the exit code" -- $G run -- sh -c 'exit 3'
 expect 3 "run: CMD's failure wins over a gate" -- $G run --quiet --fail-on-leak -- sh -c "\"$BUILD/demo\"; exit 3"
 kept=$(sed -n 's/^gpuleak run: the report(s) are kept in //p' "$T/err")
