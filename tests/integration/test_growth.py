@@ -125,7 +125,9 @@ class GrowthTest(Base):
         (path,) = report_files_in(self.tmp)
         # With no budget, growth is judged at 0 where it was judged (the
         # leaks, the weights, fail there).
-        for budget, code in ((["--max-growth", "0"], 0), ([], 1)):
+        # An explicit budget not judged is not a pass: exit 3 (issue 40).
+        for budget, code in ((["--max-growth", "0"], 3), (["--max-growth", "0", "--allow-unjudged"], 0),
+                             ([], 1)):
             c = subprocess.run([os.path.join(BUILD, "gpuleak"), "check", path, *budget],
                                capture_output=True, text=True, timeout=60)
             self.assertEqual(c.returncode, code, c.stdout + c.stderr)
@@ -135,7 +137,7 @@ class GrowthTest(Base):
         # gpuleak run's quiet gate says it too (its PASS lines are left out).
         r = run([os.path.join(BUILD, "gpuleak"), "run", "--quiet", "--max-growth", "--", PROG, "short"],
                 self.tmp, shim=False)
-        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.returncode, 24, r.stderr)
         self.assertRegex(r.stderr, r"SKIP \S+: --max-growth 0 B: growth not judged: the run was too short")
 
     def test_runs_long_enough_are_judged(self):
