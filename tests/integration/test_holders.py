@@ -441,8 +441,10 @@ class HoldersTest(unittest.TestCase):
         self.assertGreater(len(gc.get_objects()), 1500000)
         # A fifth target nothing holds: the walk goes through the whole heap.
         targets = [(base + n * 0x100000, 4096, n) for n in (1, 2, 3, 4, 5)]
+        # What is judged is what the walk names, not how fast (that is
+        # tests/bench/holders_heap.py's): time enough on a loaded machine.
         found, ending = search({"skipped": skipped, "stream": stream, "table": table,
-                                "raw": raw, "filler": filler}, targets, budget=1.0)
+                                "raw": raw, "filler": filler}, targets, budget=30.0)
         self.assertEqual(found[1][0], "step() local act, kept by skipped[...] (an exception's traceback)")
         self.assertEqual(found[1][3], "test_holders.py")
         self.assertEqual(found[2][0], "batches() local buf, kept by stream (a suspended batches() generator)")
