@@ -181,13 +181,14 @@ enum { O_THRESHOLD, O_COUNT };
 
 static const opt_spec_t options[] = {
     { "--threshold", NULL, OPT_SIZE, 0, "SIZE", NULL, 0,
-      "Fail only when a site appeared or grew by more than SIZE (default 0: any growth)." },
+      "Fail only when a site appeared or grew by more than SIZE, or all of them together did "
+      "(default 0: any growth); the sites let by are counted in the last line." },
 };
 _Static_assert(sizeof options / sizeof options[0] == O_COUNT, "one table entry per option");
 
 static const cmd_exit_t exits[] = {
-    { "0", "no site appeared or grew by more than the threshold" },
-    { "1", "a site appeared or grew by more than the threshold" },
+    { "0", "no site appeared or grew by more than the threshold, nor all of them together" },
+    { "1", "a site, or all of them together, appeared or grew by more than the threshold" },
     { "2", "bad usage, a report that cannot be read, or a failed write to stdout" },
 };
 
@@ -219,15 +220,29 @@ static int diff_main(const opts_t *opts)
            units_format_size(r[1]->totals.leaked_bytes, b));
     printf("%s -> %s\n", units_format_size(r[0]->totals.peak_bytes, a),
            units_format_size(r[1]->totals.peak_bytes, b));
-    size_t worse = 0;
+    size_t worse = 0, hidden = 0;
+    uint64_t grown = 0, hidden_bytes = 0;  /* what appeared or grew, and of it under the threshold */
     for (size_t i = 0; i < ncur; i++) {
         const agg_t *o = cur[i].match != UNMATCHED ? &old[cur[i].match] : NULL;
         uint64_t before = o ? o->bytes : 0;
-        if (cur[i].bytes <= before || cur[i].bytes - before <= threshold)
+        if (cur[i].bytes <= before)
             continue;
+        grown = units_add(grown, cur[i].bytes - before);
+        if (cur[i].bytes - before <= threshold) {
+            hidden++;
+            hidden_bytes = units_add(hidden_bytes, cur[i].bytes - before);
+            continue;
+        }
         print_line(o ? "GREW" : "NEW", before, &cur[i]);
         worse++;
     }
+    /* Many sites each under the threshold can add up to more than it:
+     * the threshold holds for the total too. */
+    int total_over = threshold > 0 && grown > threshold && hidden > 0;
+    if (total_over)
+        printf("TOTAL +%llu byte(s) appeared or grew over %zu site(s), more than the threshold "
+               "%s, %zu of them (%s) each within it\n", (unsigned long long)grown, worse + hidden,
+               units_format_size(threshold, a), hidden, units_format_size(hidden_bytes, b));
     for (size_t i = 0; i < nold; i++) {
         const agg_t *c = old[i].match != UNMATCHED ? &cur[old[i].match] : NULL;
         if (c != NULL && c->bytes >= old[i].bytes)
@@ -239,10 +254,15 @@ static int diff_main(const opts_t *opts)
         putchar('\n');
         free(origin);
     }
-    if (worse == 0)
-        printf("no site appeared or grew%s%s\n", threshold ? " by more than " : "",
+    if (worse == 0 && !total_over) {
+        printf("no site appeared or grew%s%s", threshold ? " by more than " : "",
                threshold ? units_format_size(threshold, a) : "");
-    code = worse ? 1 : 0;
+        if (hidden > 0)  /* said, not hidden: the threshold let them by */
+            printf(" (%zu site(s) grew by %s in all, each within it)", hidden,
+                   units_format_size(hidden_bytes, b));
+        putchar('\n');
+    }
+    code = worse || total_over ? 1 : 0;
 out:
     agg_free(old, nold == (size_t)-1 ? 0 : nold);
     agg_free(cur, ncur == (size_t)-1 ? 0 : ncur);

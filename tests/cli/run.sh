@@ -423,6 +423,20 @@ has "$T/out" "new_leak"
 expect 1 "diff --threshold 4KiB (new site still over)" -- $G diff $FIX/demo.json "$T/worse.json" --threshold 4KiB
 hasnt "$T/out" "GREW"
 expect 0 "diff --threshold 2MiB" -- $G diff $FIX/demo.json "$T/worse.json" --threshold=2MiB
+has "$T/out" "no site appeared or grew by more than 2.0 MiB (2 site(s) grew by 1.0 MiB in all, each within it)"
+# Issue 40: two sites of 3 and 4 MiB, each under a 5 MiB threshold, are
+# 7 MiB together: the threshold holds for the total too.
+python3 - "$FIX/demo.json" "$T" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["leaks"][0]["bytes"] += 3 << 20
+d["leaks"][1]["bytes"] += 4 << 20
+json.dump(d, open(sys.argv[2] + "/two-under.json", "w"))
+PY
+expect 1 "diff --threshold: the total over it fails" -- $G diff $FIX/demo.json "$T/two-under.json" --threshold 5MiB
+has "$T/out" "TOTAL +7340032 byte(s) appeared or grew over 2 site(s), more than the threshold 5.0 MiB, 2 of them (7.0 MiB) each within it"
+expect 0 "diff --threshold: the total within it, said" -- $G diff $FIX/demo.json "$T/two-under.json" --threshold 8MiB
+has "$T/out" "(2 site(s) grew by 7.0 MiB in all, each within it)"
 expect 0 "diff improved" -- $G diff "$T/worse.json" $FIX/demo.json
 has "$T/out" "GONE"
 # A rebuild after one comment line: every offset and every later line moved
