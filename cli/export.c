@@ -199,8 +199,25 @@ static int export_chrome(FILE *f, const load_report_t *r)
 }
 
 enum { O_FORMAT, O_WHAT, O_OUTPUT, O_COUNT };
+
 enum { FORMAT_FOLDED, FORMAT_CSV, FORMAT_CHROME };
 enum { WHAT_LEAKED, WHAT_PEAK, WHAT_GROWTH };
+
+/* An empty folded export is a silent file: one line on stderr says why
+ * (nothing leaked, a run too short for the growth rule, a report taken
+ * while the program ran), and the exit is still 0. */
+static void say_empty(const char *file, const load_report_t *r, int what)
+{
+    const char *why = what == WHAT_GROWTH && !r->growth_judged
+                          ? "the run was too short for the growth rule to judge growth"
+                    : what == WHAT_GROWTH ? "no site grew"
+                    : what == WHAT_PEAK ? "no site held memory at the peak"
+                    : !r->complete ? "nothing was live when this report was taken"
+                                   : "nothing leaked";
+    fputs("gpuleak export: ", stderr);
+    frame_text_put(stderr, file);
+    fprintf(stderr, ": no sites to export (%s)\n", why);
+}
 
 static const char *const formats[] = { "folded", "csv", "chrome-trace", NULL };
 static const char *const whats[] = { "leaked", "peak", "growth", NULL };
@@ -268,6 +285,8 @@ static int export_main(const opts_t *opts)
         return CLI_EXIT_USAGE;
     }
     int rc = 0;
+    if (which == FORMAT_FOLDED && sites->n == 0)
+        say_empty(file, r, what);
     if (which == FORMAT_FOLDED)
         export_folded(f, sites);
     else if (which == FORMAT_CSV)
