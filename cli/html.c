@@ -246,9 +246,10 @@ static int is_input(const char *path, char **files, int nfiles)
 enum { O_OUTPUT, O_COUNT };
 
 static const opt_spec_t options[] = {
-    { "--output", "-o", OPT_STRING, OPT_REQUIRED, "OUT.html", NULL, 0,
+    { "--output", "-o", OPT_STRING, 0, "OUT.html", NULL, 0,
       "Write the page to OUT.html ('-' is stdout); never over one of the reports. A failed "
-      "write leaves an existing OUT.html as it was." },
+      "write leaves an existing OUT.html as it was. Without it, the page goes beside the first "
+      "report, named after it (run.json: run.html), and its path is printed." },
 };
 
 static const cmd_exit_t exits[] = {
@@ -256,11 +257,24 @@ static const cmd_exit_t exits[] = {
     { "2", "bad usage, a report that cannot be read, or a failed write" },
 };
 
-static int html_main(const opts_t *opts)
+/* The page's default path: the first report's, its .json (if any) made
+ * .html. Malloc'd; NULL when out of memory. */
+static char *default_page(const char *report)
 {
-    const char *out_path = opts->v[O_OUTPUT].text;
-    char **files = opts->operands;
-    int nfiles = (int)opts->noperands;
+    size_t len = strlen(report);
+    if (len > 5 && strcmp(report + len - 5, ".json") == 0)
+        len -= 5;
+    char *page = malloc(len + 6);
+    if (page != NULL) {
+        memcpy(page, report, len);
+        memcpy(page + len, ".html", 6);
+    }
+    return page;
+}
+
+/* Writes the page of files to out_path. Returns 0, or 2 after one line. */
+static int write_page(char **files, int nfiles, const char *out_path)
+{
     if (is_input(out_path, files, nfiles)) {
         fputs("gpuleak html: -o ", stderr);
         frame_text_put(stderr, out_path);
@@ -272,6 +286,26 @@ static int html_main(const opts_t *opts)
         return CLI_EXIT_USAGE;
     int ok = put_page(out.f, files, nfiles) == 0;
     return out_close(&out, ok) == 0 ? 0 : CLI_EXIT_USAGE;
+}
+
+static int html_main(const opts_t *opts)
+{
+    char **files = opts->operands;
+    int nfiles = (int)opts->noperands;
+    char *named = opts->v[O_OUTPUT].set ? NULL : default_page(files[0]);
+    const char *out_path = opts->v[O_OUTPUT].set ? opts->v[O_OUTPUT].text : named;
+    if (out_path == NULL) {
+        fputs("gpuleak html: out of memory\n", stderr);
+        return CLI_EXIT_USAGE;
+    }
+    int code = write_page(files, nfiles, out_path);
+    if (code == 0 && named != NULL) {
+        fputs("gpuleak html: wrote ", stdout);
+        frame_text_put(stdout, named);
+        putchar('\n');
+    }
+    free(named);
+    return code;
 }
 
 const cmd_spec_t html_command = {

@@ -351,7 +351,15 @@ def bad_input(tmp):
         f.write("an older page")
     subprocess.run([G, "html", os.path.join(tmp, "text.json"), "-o", out], capture_output=True, timeout=60)
     check(open(out).read() == "an older page", "a failed html replaced the page already there")
-    for args, what in (([], "no arguments"), ([FIXTURE], "no -o"), ([FIXTURE, "-o"], "-o without a value"),
+    # Without -o the page goes beside the report, named after it (issue 40).
+    copy = os.path.join(tmp, "beside.json")
+    with open(copy, "w") as f:
+        f.write(good)
+    p = subprocess.run([G, "html", copy], capture_output=True, text=True, timeout=60)
+    check(p.returncode == 0 and os.path.exists(os.path.join(tmp, "beside.html"))
+          and p.stdout == "gpuleak html: wrote %s\n" % os.path.join(tmp, "beside.html"),
+          f"html without -o: exit {p.returncode}, {p.stdout!r} {p.stderr!r}")
+    for args, what in (([], "no arguments"), ([FIXTURE, "-o"], "-o without a value"),
                        ([FIXTURE, "--frob", "-o", out], "an unknown option"),
                        ([FIXTURE, "-o", FIXTURE], "-o onto a report"),
                        ([FIXTURE, "-o", os.path.join(tmp, "none", "x.html")], "-o in a missing directory")):
