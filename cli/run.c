@@ -237,7 +237,8 @@ static int dump_signal(void)
 
 /* Sets the variables the shim reads. LD_PRELOAD keeps what was there,
  * after the shim, so the shim's cu* symbols come first. */
-static int set_environment(const run_options_t *o, const char *shim, const char *output)
+static int set_environment(const run_options_t *o, const char *shim, const char *output,
+                           bool temporary)
 {
     const char *old = getenv("LD_PRELOAD");
     char *preload = NULL;
@@ -248,6 +249,8 @@ static int set_environment(const run_options_t *o, const char *shim, const char 
     const opt_value_t *v = o->opts->v;
     if (output != NULL)
         rc |= setenv("GPULEAK_OUTPUT", output, 1);
+    if (temporary)  /* the summary names no path that is about to go */
+        rc |= setenv("GPULEAK_REPORT_TEMPORARY", "1", 1);
     if (v[O_STACK_DEPTH].set)
         rc |= setenv("GPULEAK_STACK_DEPTH", v[O_STACK_DEPTH].text, 1);
     if (v[O_NO_PYTHON].set)
@@ -486,10 +489,10 @@ static int make_report_folder(char **tmp_output, char *dir, size_t size)
 }
 
 /* Runs CMD with the shim and, when gates are set, judges the reports it
- * wrote at output (new since the run began). Returns the exit code; *failed
- * says a gate failed. */
+ * wrote at output (new since the run began; temporary: in the folder run
+ * removes). Returns the exit code; *failed says a gate failed. */
 static int run_and_judge(run_options_t *o, supp_set_t *supp, const char *shim, const char *output,
-                         bool gates, bool *failed)
+                         bool temporary, bool gates, bool *failed)
 {
     char *glob_pattern = NULL;
     seen_list_t before = { NULL, 0 };
@@ -499,7 +502,7 @@ static int run_and_judge(run_options_t *o, supp_set_t *supp, const char *shim, c
             snapshot(glob_pattern, &before);
     }
     int code;
-    if (set_environment(o, shim, output) != 0) {
+    if (set_environment(o, shim, output, temporary) != 0) {
         fprintf(stderr, "gpuleak run: cannot set the environment: %s\n", strerror(errno));
         code = RUN_EXIT_INTERNAL;
     } else {
@@ -556,7 +559,7 @@ static int run_main(const opts_t *opts)
         output = tmp_output;
     }
     bool failed = false;
-    int code = run_and_judge(&o, supp, shim, output, gates, &failed);
+    int code = run_and_judge(&o, supp, shim, output, tmp_output != NULL, gates, &failed);
     free(shim);
     supp_free(supp);
     /* The temporary reports go once judged, unless a gate failed (whatever

@@ -65,6 +65,9 @@
          "bytes, allocations and the growth found so far are written there as "                   \
          "gpuleak-HOST-PID.prom every GPULEAK_PROMETHEUS_INTERVAL seconds, and removed at exit.") \
     INT(prometheus_interval_s, "GPULEAK_PROMETHEUS_INTERVAL", 15, 1, 3600,                         \
-        "Seconds between two writes of the Prometheus metrics.")
+        "Seconds between two writes of the Prometheus metrics.")                                   \
+    INT(report_temporary, "GPULEAK_REPORT_TEMPORARY", 0, 0, 1,                                     \
+        "Set by gpuleak run when the report goes to a folder it removes once judged: the exit "    \
+        "summary names no path that is about to go.")
 
 #endif

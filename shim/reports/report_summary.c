@@ -270,8 +270,13 @@ static void print_held(FILE *f, const report_view_t *view)
 
 /* The timeline as common/chart.h draws it (gpuleak report's chart too),
  * then the program's marks in one line. */
+/* Fewer points than this draw no chart worth its lines (a short run's). */
+#define CHART_MIN_POINTS 16
+
 static void print_chart(FILE *f, const report_view_t *view)
 {
+    if (view->timeline_count < CHART_MIN_POINTS)
+        return;
     uint64_t start = view->run.started_ns;
     chart_point_t *points = calloc(view->timeline_count ? view->timeline_count : 1, sizeof *points);
     uint64_t *marks = calloc(view->mark_count ? view->mark_count : 1, sizeof *marks);
@@ -478,35 +483,56 @@ static void print_not_leaked(FILE *f, const report_view_t *view)
 
 /* The closing line: what leaked (or was held when Python finished), the
  * peak, the tensors' peak, and where the report is. */
-static void print_closing_line(FILE *f, const report_view_t *view, const char *path)
+static void print_closing_line(FILE *f, const report_view_t *view, const char *path,
+                               const char *lead)
 {
     char a[UNITS_SIZE_BUF], b[UNITS_SIZE_BUF];
     double peak_s = seconds_since_start(view, view->totals.peak_time_ns);
     if (view->leaks.count > 0)
-        fprintf(f, "\nSUMMARY: gpuleak: %llu byte(s) leaked in %llu allocation(s); "
-                "peak GPU memory %s at %.2f s.",
+        fprintf(f, "%sSUMMARY: gpuleak: %llu byte(s) leaked in %llu allocation(s); "
+                "peak GPU memory %s at %.2f s.", lead,
                 (unsigned long long)view->leaked_bytes, (unsigned long long)view->leaked_allocations,
                 units_format_size(view->totals.peak_bytes, b), peak_s);
     else if (view->held_bytes > 0)
         /* Nothing live at exit because Python's shutdown freed it: what the
          * script held to its end is above, and may be the leak. */
-        fprintf(f, "\ngpuleak: no leaks at exit, but %s was still held when Python finished "
-                "(above): %llu allocation(s), peak GPU memory %s at %.2f s.",
+        fprintf(f, "%sgpuleak: no leaks at exit, but %s was still held when Python finished "
+                "(above): %llu allocation(s), peak GPU memory %s at %.2f s.", lead,
                 units_format_size(view->held_bytes, a), (unsigned long long)view->totals.allocations,
                 units_format_size(view->totals.peak_bytes, b), peak_s);
     else
-        fprintf(f, "\ngpuleak: no leaks at exit: %llu allocation(s), peak GPU memory %s at %.2f s.",
-                (unsigned long long)view->totals.allocations,
+        fprintf(f, "%sgpuleak: no leaks at exit: %llu allocation(s), peak GPU memory %s at %.2f s.",
+                lead, (unsigned long long)view->totals.allocations,
                 units_format_size(view->totals.peak_bytes, b), peak_s);
     if (view->tensors.allocations > 0)
         fprintf(f, " PyTorch tensors: %llu allocation(s), peak %s at %.2f s.",
                 (unsigned long long)view->tensors.allocations,
                 units_format_size(view->tensors.peak_bytes, b),
                 seconds_since_start(view, view->tensors.peak_time_ns));
-    if (path != NULL)
+    if (path != NULL && view->run.report_temporary)
+        fprintf(f, " The report is gpuleak run's to judge.\n");
+    else if (path != NULL)
         fprintf(f, " Report: %s\n", path);
     else
         fprintf(f, " No report could be written.\n");
+}
+
+/* Whether nothing calls for the reader's attention: no leak, nothing held
+ * when Python finished, no growth, no refusal, no out-of-memory failure,
+ * nothing torn down live. Then the summary is its closing line alone. */
+static int all_is_well(const report_view_t *view)
+{
+    return view->leaks.count == 0 && view->held_bytes == 0 && view->growth.count == 0
+        && view->failures.count == 0 && !view->has_oom && view->teardown.count == 0;
+}
+
+/* The commands that read the report further, for a summary that found
+ * something: the page and the text view. */
+static void print_next(FILE *f, const report_view_t *view, const char *path)
+{
+    if (path == NULL || view->run.report_temporary)
+        return;
+    fprintf(f, "gpuleak: next: gpuleak html %s (a page), gpuleak report %s (by line)\n", path, path);
 }
 
 /* Why the counts may fall short, and the shim's own time when it was
@@ -542,12 +568,18 @@ static void print_caveats(FILE *f, const report_view_t *view)
 
 void report_summary_print(FILE *f, const report_view_t *view, const char *path)
 {
+    if (all_is_well(view)) {
+        print_closing_line(f, view, path, "");
+        print_caveats(f, view);
+        return;
+    }
     print_leaks(f, view);
     print_held(f, view);
     print_not_leaked(f, view);
     print_oom(f, view);
     print_growth_and_peak(f, view);
     print_chart(f, view);
-    print_closing_line(f, view, path);
+    print_closing_line(f, view, path, "\n");
+    print_next(f, view, path);
     print_caveats(f, view);
 }

@@ -343,6 +343,7 @@ static void gather_run(report_run_t *run)
     run->redact_argv = config.redact_argv;
     run->summary_sites = config.summary_sites;
     run->summary_frames = config.summary_frames;
+    run->report_temporary = config.report_temporary;
 }
 
 /* The totals, the out-of-memory record, the holders, the timeline and the

@@ -78,6 +78,7 @@ typedef struct report_run {
     uint32_t site_count;           /* the largest site id */
     int redact_argv;               /* GPULEAK_REDACT_ARGV */
     int summary_sites, summary_frames;  /* GPULEAK_SUMMARY_SITES, _FRAMES */
+    int report_temporary;          /* GPULEAK_REPORT_TEMPORARY: gpuleak run removes it */
 } report_run_t;
 
 /* The holders an out-of-memory record lists. */
