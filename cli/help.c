@@ -248,6 +248,36 @@ static void man_variable(FILE *f, const char *name, const char *default_text, co
     fputs(".\n", f);
 }
 
+/* What people run, one example a line, each with what it does. */
+static void man_examples(FILE *f)
+{
+    static const char *const examples[][2] = {
+        { "LD_PRELOAD=/usr/local/lib/libgpuleak.so python train.py",
+          "Track a program; at exit, the summary on stderr and ./gpuleak-PID.json." },
+        { "gpuleak report gpuleak-1234.json",
+          "What leaked, what grew, what was live at the peak, by line." },
+        { "gpuleak html gpuleak-1234.json",
+          "The same as one page, gpuleak-1234.html, beside the report." },
+        { "gpuleak run --max-leaked --max-growth -- python train.py",
+          "A CI gate: exit 23 when the program leaked or grew, 24 when that could not be judged." },
+        { "gpuleak check --max-growth 10MiB gpuleak-*.json",
+          "Judge reports kept earlier." },
+        { "gpuleak diff --threshold 1MiB before.json after.json",
+          "The lines that appeared or grew from one run to the next." },
+        { "GPULEAK_OUTPUT=/shared/gpuleak/%j-%r.json torchrun --nproc-per-node 8 train.py",
+          "A report per rank of a job (with LD_PRELOAD set for the ranks)." },
+        { "gpuleak merge /shared/gpuleak/*.json", "The job's view: the rank that stands out first." },
+    };
+    fputs("\n.SH EXAMPLES\n", f);
+    for (size_t i = 0; i < sizeof examples / sizeof examples[0]; i++) {
+        fputs(".TP\n.B ", f);
+        man_put(f, examples[i][0]);
+        fputc('\n', f);
+        man_put(f, examples[i][1]);
+        fputc('\n', f);
+    }
+}
+
 /* The shim's variables, from the rows its parser is made of. */
 static void man_environment(FILE *f)
 {
@@ -294,6 +324,7 @@ void help_print_man(FILE *f, const cmd_spec_t *const *commands)
     fputs(".SH SIZES\n", f);
     man_put(f, UNITS_SIZE_FORMS ".");
     man_environment(f);
+    man_examples(f);
     fputs("\n.SH SEE ALSO\n", f);
     man_put(f, "README.md, docs/report-format.md, docs/suppressions.md, docs/origin-rules.md "
                "and docs/growth.md in gpuleak's sources.");

@@ -823,6 +823,11 @@ echo "== manual page"
 expect 0 "help --man" -- $G help --man
 cp "$T/out" "$T/gpuleak.1"
 has "$T/gpuleak.1" ".TH GPULEAK 1"
+# Issue 40: examples, and every variable the shim reads, from its own rows.
+has "$T/gpuleak.1" ".SH EXAMPLES"
+for v in $(sed -n 's/.*"\(GPULEAK_[A-Z_]*\)".*/\1/p' common/shim_options.h); do
+    has "$T/gpuleak.1" "$(printf '%s' "$v" | sed 's/-/\\-/g')"
+done
 # Every option of every command, its aliases too, as --help lists them,
 # is in the page (roff spells '-' as '\-').
 nopts=0
