@@ -50,7 +50,7 @@ FAKEC10 := $(BUILD)/fakec10/libc10_cuda.so
 FAKEC10_STRIPPED := $(BUILD)/fakec10-stripped/libc10_cuda.so
 FAKEC10_OTHER := $(BUILD)/fakec10-other/libc10_cuda.so
 
-.PHONY: all test unit integration sanitize demo bench deps clean install cli-test fuzz man
+.PHONY: all test unit integration sanitize demo bench deps clean install cli-test fuzz man litter-before
 
 all: $(BUILD)/libgpuleak.so $(FAKECUDA) $(BUILD)/gpuleak $(BUILD)/gpuleak.1
 
@@ -180,8 +180,12 @@ deps:
 unit: deps $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
 
+# The tests' temporary files go to a folder of their own, removed after
+# them (scripts/in-test-tmp.sh): nothing stays in /tmp.
+TEST_TMP = $(abspath $(BUILD))/test-tmp
 integration: deps all $(PROG_BIN) $(SYMBOLS_BIN) $(FAKEC10) $(FAKEC10_STRIPPED) $(FAKEC10_OTHER) $(STUBCUDA)
-	$(PYTHON) -m unittest discover -s tests/integration -p 'test_*.py' -v
+	scripts/in-test-tmp.sh $(TEST_TMP)/integration \
+	    $(PYTHON) -m unittest discover -s tests/integration -p 'test_*.py' -v
 
 # The unit suites and the gpuleak command again, under AddressSanitizer and
 # UndefinedBehaviorSanitizer. The command's tests preload the shim into
@@ -194,17 +198,22 @@ sanitize: deps
 	$(MAKE) --no-print-directory BUILD=$(BUILD)/sanitize CFLAGS="$(SAN_FLAGS)" unit
 	$(MAKE) --no-print-directory BUILD=$(SAN_CLI) CFLAGS="$(SAN_FLAGS)" $(SAN_CLI)/gpuleak
 	$(MAKE) --no-print-directory BUILD=$(SAN_CLI) $(SAN_CLI)/libgpuleak.so $(SAN_CLI)/demo
-	TEST_CFLAGS="$(SAN_FLAGS)" tests/cli/run.sh $(SAN_CLI)
+	TEST_CFLAGS="$(SAN_FLAGS)" scripts/in-test-tmp.sh $(TEST_TMP)/sanitize tests/cli/run.sh $(SAN_CLI)
 
 # The report reader's fuzz target, for a bounded time, as part of the tests.
 CI_FUZZ_SECONDS ?= 30
 
-test: unit integration sanitize cli-test
+test: litter-before unit integration sanitize cli-test
 	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(CI_FUZZ_SECONDS)
+	@scripts/no-litter.sh $(BUILD)/tmp-before.txt
+
+# What /tmp held before the tests, for no-litter.sh to compare with after.
+litter-before: | $(BUILD)
+	@ls -d /tmp/gpuleak-* /tmp/gpuleak_* 2>/dev/null | sort >$(BUILD)/tmp-before.txt || true
 
 # The gpuleak command: Check suites, end-to-end shell tests, fuzz crash replay.
 cli-test: deps all $(BUILD)/demo
-	@tests/cli/run.sh $(BUILD)
+	@scripts/in-test-tmp.sh $(TEST_TMP)/cli tests/cli/run.sh $(BUILD)
 
 # Fuzzes the report reader with libFuzzer for FUZZ_SECONDS over tests/cli/corpus
 # and tests/cli/fixtures.
