@@ -386,6 +386,20 @@ static void remove_tmpdir(const char *dir)
     rmdir(dir);
 }
 
+/* Whether report i was taken while its process ran (a report on request, a
+ * snapshot) and the same process wrote its final report too: the gates
+ * judge the final one. */
+static bool superseded(const load_set_t *set, size_t i)
+{
+    const load_report_t *r = set->v[i];
+    if (r->complete)
+        return false;
+    for (size_t j = 0; j < set->n; j++)
+        if (j != i && set->v[j] != NULL && set->v[j]->complete && set->v[j]->pid == r->pid)
+            return true;
+    return false;
+}
+
 /* Judges the reports written during the run against supp. Returns
  * CHECK_PASS, CHECK_UNJUDGED, CHECK_FAIL, or CHECK_ERROR when there is nothing trustworthy
  * to judge (an unreadable report among failing ones included); *failed
@@ -410,7 +424,7 @@ static int judge(const run_options_t *o, supp_set_t *supp, const char *glob_patt
     int verdict = load_files(&set, fresh, found) == 0 && set.bad == 0 ? CHECK_PASS : CHECK_ERROR;
     bool gate_failed = false;
     for (size_t i = 0; i < set.n; i++) {
-        if (set.v[i] == NULL)
+        if (set.v[i] == NULL || superseded(&set, i))
             continue;
         int v = check_report(stderr, set.v[i], &o->budget, supp, NULL);
         /* The reports a FAIL or SKIP line names are kept for the user. */

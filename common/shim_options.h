@@ -39,7 +39,8 @@
         "Milliseconds a Python program may spend at its exit naming the objects that hold its "    \
         "GPU memory; 0 skips it.")                                                                 \
     SIGNAL(dump_signal, "GPULEAK_DUMP_SIGNAL", 12,                                                 \
-           "Signal that writes a report now and lets the program run on (12 is SIGUSR2); "         \
+           "Signal that writes a report now, beside the report's path as NAME.request-N.json, "    \
+           "and lets the program run on (12 is SIGUSR2); "                                          \
            "0 turns it off; never taken when the program has its own handler; only SIGUSR1 "       \
            "(10), SIGUSR2 (12) or a real-time signal (34 to 64) is taken.")                        \
     INT(fast_unwind, "GPULEAK_FAST_UNWIND", 1, 0, 1,                                               \

@@ -345,6 +345,33 @@ static void print_summary(const report_view_t *view, const char *written, int in
     free(text);
 }
 
+/* A report on request keeps a name of its own, the report's path with
+ * ".request-N" before its ".json" (N counts this process's requests): the
+ * report at exit, written to the path itself later, must not replace it.
+ * Returns the path written, or NULL after one line saying why. */
+static const char *write_request(const report_view_t *view, char *path, size_t size)
+{
+    static unsigned requests;
+    char base[4096];
+    if (report_expand_path(config.output, base, sizeof base) != 0) {
+        log_line("cannot write the report on request: GPULEAK_OUTPUT is too long once expanded");
+        return NULL;
+    }
+    size_t len = strlen(base);
+    int json = len > 5 && strcmp(base + len - 5, ".json") == 0;
+    if (json)
+        base[len - 5] = '\0';
+    int n = snprintf(path, size, "%s.request-%u%s", base, ++requests, json ? ".json" : "");
+    if (n < 0 || (size_t)n >= size) {
+        log_line("cannot write the report on request: its path is too long");
+        return NULL;
+    }
+    if (report_json_write(path, view, REPORT_REPLACE_REPORT) == 0)
+        return path;
+    log_line("cannot write the report on request to %s: %s", path, strerror(errno));
+    return NULL;
+}
+
 /* Writes the report and its lines on stderr, SIGPIPE and SIGXFSZ quiet
  * (log.h): a reader of stderr gone, or the file size limit, fails a write,
  * never ends the program. */
@@ -362,7 +389,8 @@ static void write_locked(report_moment_t moment, int signal, int interrupted)
         log_line("no memory to gather the report; none written");
     } else {
         char path[4096];
-        const char *written = write_somewhere(&view, path, sizeof path);
+        const char *written = moment == REPORT_ON_REQUEST ? write_request(&view, path, sizeof path)
+                                                          : write_somewhere(&view, path, sizeof path);
         if (config.summary && (moment == REPORT_AT_EXIT || moment == REPORT_ON_SIGNAL))
             print_summary(&view, written, interrupted);
         else if (moment == REPORT_ON_REQUEST && written != NULL)

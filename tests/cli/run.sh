@@ -664,6 +664,34 @@ if cc -I/usr/local/cuda/include -o "$T/one_alloc" "$T/one_alloc.c" -L"$BUILD/fak
     has "$T/err" "--fail-on-growth 0 B: growth not judged: the run was too short"
     has "$T/err" "gpuleak run: the report(s) are kept in"  # the SKIP line's path still leads somewhere
     expect 0 "run --fail-on-growth --allow-unjudged" -- $G run --quiet --fail-on-growth --allow-unjudged -- "$T/one_alloc"
+    # A report on request keeps its own name; the gate judges the final one.
+    cat >"$T/dump_then_exit.c" <<'C'
+#include <cuda.h>
+#include <signal.h>
+#include <time.h>
+int main(void)
+{
+    CUdevice d;
+    CUcontext c;
+    CUdeviceptr p;
+    if (cuInit(0) || cuDeviceGet(&d, 0) || cuDevicePrimaryCtxRetain(&c, 0) || cuCtxSetCurrent(c))
+        return 9;
+    if (cuMemAlloc(&p, 4096))
+        return 9;
+    raise(SIGUSR2);
+    struct timespec wait = { 1, 0 };
+    nanosleep(&wait, NULL);
+    return cuMemFree(p) ? 9 : 0;
+}
+C
+    if cc -I/usr/local/cuda/include -o "$T/dump_then_exit" "$T/dump_then_exit.c" -L"$BUILD/fakecuda" -lcuda; then
+        mkdir -p "$T/dumps"
+        expect 0 "run: a report on request beside the final one, the final judged" -- \
+            $G run --quiet --output="$T/dumps/d-%p.json" --max-leaked -- "$T/dump_then_exit"
+        if [ "$(ls "$T/dumps" | grep -c '^d-[0-9]*\.request-1\.json$')" = 1 ] && [ "$(ls "$T/dumps" | grep -c '^d-[0-9]*\.json$')" = 1 ]; then ok; else bad "run: the report on request and the final one: $(ls "$T/dumps" | tr '\n' ' ')"; fi
+    else
+        bad "dump_then_exit.c did not build"
+    fi
 else
     bad "one_alloc.c did not build"
 fi

@@ -82,14 +82,17 @@ class LifeTest(Base):
         self.assertEqual(rep["status"]["moment"], "exit")
 
     def test_dump_signal_writes_now_and_program_runs_on(self):
+        """The report on request keeps a name of its own (r-PID.request-1.json):
+        the report at exit, written later to r-PID.json, no longer replaces it
+        (issue 40)."""
         proc = self.start("sleep", "3")
         proc.send_signal(signal.SIGUSR2)
-        self.assertTrue(self.wait_for(lambda: self.reports()[0]["status"]["moment"] == "request"))
+        request = os.path.join(self.tmp, "r-%d.request-1.json" % proc.pid)
+        self.assertTrue(self.wait_for(lambda: report_files.load(request)["status"]["moment"] == "request"))
         _, stderr = proc.communicate(timeout=20)
         self.assertEqual(proc.returncode, 0)
-        self.assertIn("on request", stderr)
-        (rep,) = self.reports()
-        self.assertEqual(rep["status"]["moment"], "exit")
+        self.assertIn("report written to %s (on request" % request, stderr)
+        self.assertEqual(sorted(r["status"]["moment"] for r in self.reports()), ["exit", "request"])
 
     def test_snapshot_survives_sigkill(self):
         proc = self.start("sleep", "30", env_extra={"GPULEAK_FLUSH_INTERVAL": "1"})
