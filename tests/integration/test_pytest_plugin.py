@@ -276,6 +276,28 @@ class PytestPluginTest(unittest.TestCase):
         self.assertEqual(proc.returncode, 4, proc.stdout + proc.stderr)
         self.assertIn("gpuleak: GPULEAK_LIB=/nonexistent/libgpuleak.so: no such file", proc.stderr)
 
+    def test_it_installs_offline_into_a_virtual_environment(self):
+        """Issue 40: `pip install ./python` needs the network (build
+        isolation) or the wheel package; scripts/install-python.sh installs
+        it into a venv made from the system's Python with nothing more, and
+        `python -m pytest --gpuleak` there finds the plugin by its entry
+        point (no -p, no PYTHONPATH to python/)."""
+        venv = os.path.join(self.tmp, "venv")
+        subprocess.run([self.python, "-m", "venv", "--without-pip", "--system-site-packages", venv],
+                       check=True, timeout=120)
+        py = os.path.join(venv, "bin", "python")
+        done = subprocess.run([os.path.join(ROOT, "scripts", "install-python.sh"), py],
+                              capture_output=True, text=True, timeout=120)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        env = self.pytest_env()
+        env["PYTHONPATH"] = os.path.join(ROOT, "tests", "python", "faketorch")
+        proc = subprocess.run([py, "-m", "pytest", "-p", "no:cacheprovider", SUITE, "--gpuleak",
+                               "-k", "test_leaks and not helper"],
+                              env=env, capture_output=True, text=True, timeout=120, cwd=self.tmp)
+        self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
+        self.assertIn("FAILED", proc.stdout)
+        self.assertIn("gpuleak: 64.0 KiB left behind", proc.stdout)
+
     def test_the_plugin_is_registered_for_pip(self):
         with open(os.path.join(ROOT, "python", "pyproject.toml")) as fh:
             text = fh.read()
