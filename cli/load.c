@@ -6,6 +6,7 @@
 #include "load.h"
 #include "frame_text.h"
 #include "report_format.h"
+#include "report_keys.h"
 #include "units.h"
 
 #include <dlfcn.h>
@@ -185,16 +186,16 @@ static int load_totals(ctx_t *ctx, json_t *obj, const char *where, load_totals_t
 {
     /* Only these five are needed to judge a run; the rest default to 0 so a
      * hand-written report for a test or a bug needs no boilerplate. */
-    get_u64(ctx, obj, where, "allocations", 1, &t->allocations);
-    get_u64(ctx, obj, where, "frees", 1, &t->frees);
-    get_u64(ctx, obj, where, "peak_bytes", 1, &t->peak_bytes);
-    get_u64(ctx, obj, where, "leaked_bytes", 1, &t->leaked_bytes);
-    get_u64(ctx, obj, where, "leaked_allocations", 1, &t->leaked_allocations);
-    get_u64(ctx, obj, where, "failed_allocations", 0, &t->failed_allocations);
-    get_u64(ctx, obj, where, "bytes_allocated", 0, &t->bytes_allocated);
-    get_u64(ctx, obj, where, "live_bytes", 0, &t->live_bytes);
-    get_u64(ctx, obj, where, "teardown_leaked_bytes", 0, &t->teardown_leaked_bytes);
-    get_u64(ctx, obj, where, "teardown_leaked_allocations", 0, &t->teardown_leaked_allocations);
+    get_u64(ctx, obj, where, RK(allocations), 1, &t->allocations);
+    get_u64(ctx, obj, where, RK(frees), 1, &t->frees);
+    get_u64(ctx, obj, where, RK(peak_bytes), 1, &t->peak_bytes);
+    get_u64(ctx, obj, where, RK(leaked_bytes), 1, &t->leaked_bytes);
+    get_u64(ctx, obj, where, RK(leaked_allocations), 1, &t->leaked_allocations);
+    get_u64(ctx, obj, where, RK(failed_allocations), 0, &t->failed_allocations);
+    get_u64(ctx, obj, where, RK(bytes_allocated), 0, &t->bytes_allocated);
+    get_u64(ctx, obj, where, RK(live_bytes), 0, &t->live_bytes);
+    get_u64(ctx, obj, where, RK(teardown_leaked_bytes), 0, &t->teardown_leaked_bytes);
+    get_u64(ctx, obj, where, RK(teardown_leaked_allocations), 0, &t->teardown_leaked_allocations);
     return ctx->error ? -1 : 0;
 }
 
@@ -238,18 +239,18 @@ static int load_frame(ctx_t *ctx, json_t *v, const char *where, load_frame_t *f)
     if (!json_is_object(v))
         return fail(ctx, "invalid report: \"%s\" is not an object", where);
     long long line;
-    demangle_field(v, "function");
-    get_str(ctx, v, where, "function", 0, &f->function);
-    get_str(ctx, v, where, "file", 0, &f->file);
-    get_str(ctx, v, where, "module", 1, &f->module);
-    get_int(ctx, v, where, "line", 0, 0, 1LL << 31, &line);
+    demangle_field(v, RK(function));
+    get_str(ctx, v, where, RK(function), 0, &f->function);
+    get_str(ctx, v, where, RK(file), 0, &f->file);
+    get_str(ctx, v, where, RK(module), 1, &f->module);
+    get_int(ctx, v, where, RK(line), 0, 0, 1LL << 31, &line);
     f->line = (long)line;
-    get_hex(ctx, v, where, "offset", &f->offset);
-    get_hex(ctx, v, where, "address", &f->address);
-    json_t *inl = field(ctx, v, where, "inlined", 0);
+    get_hex(ctx, v, where, RK(offset), &f->offset);
+    get_hex(ctx, v, where, RK(address), &f->address);
+    json_t *inl = field(ctx, v, where, RK(inlined), 0);
     if (inl != NULL && !json_is_boolean(inl)) {
         char w[WHERE_MAX];
-        child_where(w, where, "inlined");
+        child_where(w, where, RK(inlined));
         return fail(ctx, "invalid report: \"%s\" is not a boolean", w);
     }
     f->inlined = inl != NULL && json_is_true(inl);
@@ -261,9 +262,9 @@ static int load_pyframe(ctx_t *ctx, json_t *v, const char *where, load_pyframe_t
     if (!json_is_object(v))
         return fail(ctx, "invalid report: \"%s\" is not an object", where);
     long long line;
-    get_str(ctx, v, where, "function", 1, &f->function);
-    get_str(ctx, v, where, "file", 1, &f->file);
-    get_int(ctx, v, where, "line", 0, 0, 1LL << 31, &line);
+    get_str(ctx, v, where, RK(function), 1, &f->function);
+    get_str(ctx, v, where, RK(file), 1, &f->file);
+    get_int(ctx, v, where, RK(line), 0, 0, 1LL << 31, &line);
     f->line = (long)line;
     return ctx->error ? -1 : 0;
 }
@@ -306,9 +307,9 @@ static int by_stack_site(const void *a, const void *b)
  * whichever version wrote the file. */
 static int load_stack_tables(ctx_t *ctx, json_t *root, load_report_t *r)
 {
-    json_t *frames = get_typed(ctx, root, "", "frames", 0, is_array, "an array");
-    json_t *pyframes = get_typed(ctx, root, "", "python_frames", 0, is_array, "an array");
-    json_t *stacks = get_typed(ctx, root, "", "stacks", 0, is_object, "an object");
+    json_t *frames = get_typed(ctx, root, "", RK(frames), 0, is_array, "an array");
+    json_t *pyframes = get_typed(ctx, root, "", RK(python_frames), 0, is_array, "an array");
+    json_t *stacks = get_typed(ctx, root, "", RK(stacks), 0, is_object, "an object");
     if (ctx->error)
         return -1;
     size_t nframes = frames ? json_array_size(frames) : 0;
@@ -324,11 +325,11 @@ static int load_stack_tables(ctx_t *ctx, json_t *root, load_report_t *r)
     }
     char w[WHERE_MAX];
     for (size_t i = 0; i < nframes && !ctx->error; i++) {
-        index_where(w, "", "frames", i);
+        index_where(w, "", RK(frames), i);
         load_frame(ctx, json_array_get(frames, i), w, &native[i]);
     }
     for (size_t i = 0; i < npyframes && !ctx->error; i++) {
-        index_where(w, "", "python_frames", i);
+        index_where(w, "", RK(python_frames), i);
         load_pyframe(ctx, json_array_get(pyframes, i), w, &python[i]);
     }
     const char *key;
@@ -337,7 +338,7 @@ static int load_stack_tables(ctx_t *ctx, json_t *root, load_report_t *r)
         if (ctx->error)
             break;
         load_stack_t *st = &r->stacks[r->nstacks++];
-        child_where(w, "stacks", key);
+        child_where(w, RK(stacks), key);
         size_t len = strlen(key);
         /* One spelling per id ("1", never "01"), so two keys never name
          * the same site; ids are 32-bit. */
@@ -351,10 +352,10 @@ static int load_stack_tables(ctx_t *ctx, json_t *root, load_report_t *r)
             break;
         }
         st->site = strtoull(key, NULL, 10);
-        load_indices(ctx, value, w, "stack", "frames", native, nframes, sizeof *native,
+        load_indices(ctx, value, w, RK(stack), RK(frames), native, nframes, sizeof *native,
                      (void **)&st->stack, &st->nstack);
         if (!ctx->error)
-            load_indices(ctx, value, w, "python_stack", "python_frames", python, npyframes,
+            load_indices(ctx, value, w, RK(python_stack), RK(python_frames), python, npyframes,
                          sizeof *python, (void **)&st->python, &st->npython);
     }
     free(native);
@@ -370,44 +371,44 @@ enum list_kind { LIST_LEAKS, LIST_TEARDOWN, LIST_FAILURES, LIST_SITES, LIST_OTHE
  * without an origin instead of failing the report. */
 static void load_origin(json_t *entry, load_site_t *s)
 {
-    json_t *o = json_object_get(entry, "origin");
+    json_t *o = json_object_get(entry, RK(origin));
     s->origin_kind = LOAD_ORIGIN_NONE;
     if (!json_is_object(o))
         return;
-    ctx_t quiet = { "origin", NULL, NULL };
-    if (json_is_true(json_object_get(o, "python"))) {
-        if (load_pyframe(&quiet, o, "origin", &s->origin_python) == 0)
+    ctx_t quiet = { RK(origin), NULL, NULL };
+    if (json_is_true(json_object_get(o, RK(python)))) {
+        if (load_pyframe(&quiet, o, RK(origin), &s->origin_python) == 0)
             s->origin_kind = LOAD_ORIGIN_PYTHON;
     } else {
         long long line;
-        demangle_field(o, "function");
-        get_str(&quiet, o, "origin", "function", 0, &s->origin_native.function);
-        get_str(&quiet, o, "origin", "file", 0, &s->origin_native.file);
-        get_str(&quiet, o, "origin", "module", 1, &s->origin_native.module);
-        get_int(&quiet, o, "origin", "line", 0, 0, 1LL << 31, &line);
-        get_hex(&quiet, o, "origin", "offset", &s->origin_native.offset);
+        demangle_field(o, RK(function));
+        get_str(&quiet, o, RK(origin), RK(function), 0, &s->origin_native.function);
+        get_str(&quiet, o, RK(origin), RK(file), 0, &s->origin_native.file);
+        get_str(&quiet, o, RK(origin), RK(module), 1, &s->origin_native.module);
+        get_int(&quiet, o, RK(origin), RK(line), 0, 0, 1LL << 31, &line);
+        get_hex(&quiet, o, RK(origin), RK(offset), &s->origin_native.offset);
         s->origin_native.line = (long)line;
         if (quiet.error == NULL)
             s->origin_kind = LOAD_ORIGIN_NATIVE;
     }
     free(quiet.error);
-    json_t *callers = json_object_get(o, "callers");
+    json_t *callers = json_object_get(o, RK(callers));
     s->callers = NULL;
     s->ncallers = 0;
     if (json_is_array(callers) && json_array_size(callers) > 0 && s->origin_kind != LOAD_ORIGIN_NONE) {
         s->callers = calloc(json_array_size(callers), sizeof *s->callers);
         for (size_t i = 0; s->callers != NULL && i < json_array_size(callers); i++) {
-            ctx_t quiet_caller = { "callers", NULL, NULL };
-            if (load_pyframe(&quiet_caller, json_array_get(callers, i), "callers",
+            ctx_t quiet_caller = { RK(callers), NULL, NULL };
+            if (load_pyframe(&quiet_caller, json_array_get(callers, i), RK(callers),
                              &s->callers[s->ncallers]) == 0)
                 s->ncallers++;
             free(quiet_caller.error);
         }
     }
-    json_t *via = json_object_get(o, "via");
-    ctx_t quiet_via = { "via", NULL, NULL };
+    json_t *via = json_object_get(o, RK(via));
+    ctx_t quiet_via = { RK(via), NULL, NULL };
     s->has_via = via != NULL && s->origin_kind != LOAD_ORIGIN_NONE
-              && load_pyframe(&quiet_via, via, "via", &s->via) == 0;
+              && load_pyframe(&quiet_via, via, RK(via), &s->via) == 0;
     free(quiet_via.error);
 }
 
@@ -415,14 +416,14 @@ static void load_origin(json_t *entry, load_site_t *s)
  * refused, when it cannot be read. */
 static void load_search(json_t *search, load_report_t *r)
 {
-    ctx_t quiet = { "holders_search", NULL, NULL };
-    json_t *seconds = json_object_get(search, "seconds");
+    ctx_t quiet = { RK(holders_search), NULL, NULL };
+    json_t *seconds = json_object_get(search, RK(seconds));
     r->has_search = json_is_object(search) && json_is_number(seconds);
     if (!r->has_search)
         return;
-    get_u64(&quiet, search, "holders_search", "objects", 1, &r->search_objects);
-    get_u64(&quiet, search, "holders_search", "named_bytes", 1, &r->search_named_bytes);
-    get_str(&quiet, search, "holders_search", "ended", 1, &r->search_ended);
+    get_u64(&quiet, search, RK(holders_search), RK(objects), 1, &r->search_objects);
+    get_u64(&quiet, search, RK(holders_search), RK(named_bytes), 1, &r->search_named_bytes);
+    get_str(&quiet, search, RK(holders_search), RK(ended), 1, &r->search_ended);
     r->search_seconds = json_number_value(seconds);
     r->has_search = quiet.error == NULL;
     free(quiet.error);
@@ -432,10 +433,10 @@ static void load_search(json_t *search, load_report_t *r)
  * this reader cannot read is left out, never refused. */
 static void load_holders(json_t *entry, load_site_t *s)
 {
-    json_t *list = json_object_get(entry, "held_by");
+    json_t *list = json_object_get(entry, RK(held_by));
     s->holders = NULL;
     s->nholders = 0;
-    json_t *more = json_object_get(entry, "held_by_more");
+    json_t *more = json_object_get(entry, RK(held_by_more));
     s->holders_more = json_is_integer(more) && json_integer_value(more) > 0
                     ? (uint64_t)json_integer_value(more) : 0;
     if (!json_is_array(list) || json_array_size(list) == 0)
@@ -443,16 +444,16 @@ static void load_holders(json_t *entry, load_site_t *s)
     s->holders = calloc(json_array_size(list), sizeof *s->holders);
     for (size_t i = 0; s->holders != NULL && i < json_array_size(list); i++) {
         json_t *h = json_array_get(list, i);
-        ctx_t quiet = { "held_by", NULL, NULL };
+        ctx_t quiet = { RK(held_by), NULL, NULL };
         load_holder_t *out = &s->holders[s->nholders];
-        get_str(&quiet, h, "held_by", "name", 1, &out->name);
-        get_str(&quiet, h, "held_by", "type", 1, &out->type);
-        get_str(&quiet, h, "held_by", "owner", 0, &out->owner);
-        get_str(&quiet, h, "held_by", "file", 1, &out->file);
-        get_str(&quiet, h, "held_by", "path", 0, &out->path);
-        get_u64(&quiet, h, "held_by", "bytes", 1, &out->bytes);
-        get_u64(&quiet, h, "held_by", "allocations", 0, &out->allocations);
-        out->graph = json_is_true(json_object_get(h, "graph"));
+        get_str(&quiet, h, RK(held_by), RK(name), 1, &out->name);
+        get_str(&quiet, h, RK(held_by), RK(type), 1, &out->type);
+        get_str(&quiet, h, RK(held_by), RK(owner), 0, &out->owner);
+        get_str(&quiet, h, RK(held_by), RK(file), 1, &out->file);
+        get_str(&quiet, h, RK(held_by), RK(path), 0, &out->path);
+        get_u64(&quiet, h, RK(held_by), RK(bytes), 1, &out->bytes);
+        get_u64(&quiet, h, RK(held_by), RK(allocations), 0, &out->allocations);
+        out->graph = json_is_true(json_object_get(h, RK(graph)));
         if (quiet.error == NULL)
             s->nholders++;
         free(quiet.error);
@@ -466,25 +467,25 @@ static int load_site(ctx_t *ctx, json_t *v, const char *where, enum list_kind ki
     if (!json_is_object(v))
         return fail(ctx, "invalid report: \"%s\" is not an object", where);
     long long device;
-    get_u64(ctx, v, where, "site", 0, &s->id);
-    get_str(ctx, v, where, "kind", 1, &s->kind);
-    get_int(ctx, v, where, "device", 0, -1, 1 << 20, &device);
+    get_u64(ctx, v, where, RK(site), 0, &s->id);
+    get_str(ctx, v, where, RK(kind), 1, &s->kind);
+    get_int(ctx, v, where, RK(device), 0, -1, 1 << 20, &device);
     s->device = (long)device;
-    get_u64(ctx, v, where, "bytes", 1, &s->bytes);
-    get_u64(ctx, v, where, kind == LIST_FAILURES ? "count" : "allocations", 1, &s->allocations);
-    get_u64(ctx, v, where, "frees", 0, &s->frees);
-    get_u64(ctx, v, where, "live_bytes", 0, &s->live_bytes);
-    get_u64(ctx, v, where, "peak_live_bytes", 0, &s->peak_live_bytes);
+    get_u64(ctx, v, where, RK(bytes), 1, &s->bytes);
+    get_u64(ctx, v, where, kind == LIST_FAILURES ? RK(count) : RK(allocations), 1, &s->allocations);
+    get_u64(ctx, v, where, RK(frees), 0, &s->frees);
+    get_u64(ctx, v, where, RK(live_bytes), 0, &s->live_bytes);
+    get_u64(ctx, v, where, RK(peak_live_bytes), 0, &s->peak_live_bytes);
     if (kind == LIST_TEARDOWN)
-        get_str(ctx, v, where, "teardown", 0, &s->teardown);
+        get_str(ctx, v, where, RK(teardown), 0, &s->teardown);
     /* Display hints only, never judged on: a type this reader does not know
      * (a newer shim) is ignored rather than refused. */
     load_origin(v, s);
     load_holders(v, s);
-    json_t *hint = json_object_get(v, "owner");
+    json_t *hint = json_object_get(v, RK(owner));
     s->owner = json_is_string(hint) ? json_string_value(hint) : NULL;
     if (kind == LIST_FAILURES)
-        get_int(ctx, v, where, "result", 0, -(1LL << 31), 1LL << 32, &s->result);
+        get_int(ctx, v, where, RK(result), 0, -(1LL << 31), 1LL << 32, &s->result);
     if (ctx->error)
         return -1;
     return load_site_stack(ctx, v, where, s);
@@ -494,8 +495,8 @@ static int load_site(ctx_t *ctx, json_t *v, const char *where, enum list_kind ki
  * its entry in the report's stack table, shared, not copied. */
 static int load_site_stack(ctx_t *ctx, json_t *v, const char *where, load_site_t *s)
 {
-    json_t *stack = get_typed(ctx, v, where, "stack", 0, is_array, "an array");
-    json_t *py = get_typed(ctx, v, where, "python_stack", 0, is_array, "an array");
+    json_t *stack = get_typed(ctx, v, where, RK(stack), 0, is_array, "an array");
+    json_t *py = get_typed(ctx, v, where, RK(python_stack), 0, is_array, "an array");
     if (ctx->error)
         return -1;
     if (stack == NULL && py == NULL) {
@@ -519,11 +520,11 @@ static int load_site_stack(ctx_t *ctx, json_t *v, const char *where, load_site_t
         return fail(ctx, "out of memory");
     char w[WHERE_MAX];
     for (size_t i = 0; i < s->nstack && !ctx->error; i++) {
-        index_where(w, where, "stack", i);
+        index_where(w, where, RK(stack), i);
         load_frame(ctx, json_array_get(stack, i), w, &s->stack[i]);
     }
     for (size_t i = 0; i < s->npython && !ctx->error; i++) {
-        index_where(w, where, "python_stack", i);
+        index_where(w, where, RK(python_stack), i);
         load_pyframe(ctx, json_array_get(py, i), w, &s->python[i]);
     }
     return ctx->error ? -1 : 0;
@@ -569,10 +570,10 @@ static int load_section(ctx_t *ctx, json_t *v, const char *key, uint64_t *bytes,
 {
     json_t *sites = v;
     if (json_is_object(v)) {
-        get_u64(ctx, v, key, "bytes", 0, bytes);
+        get_u64(ctx, v, key, RK(bytes), 0, bytes);
         if (at_ns != NULL)
-            get_u64(ctx, v, key, "time_ns", 0, at_ns);
-        sites = get_typed(ctx, v, key, "sites", 0, is_array, "an array");
+            get_u64(ctx, v, key, RK(time_ns), 0, at_ns);
+        sites = get_typed(ctx, v, key, RK(sites), 0, is_array, "an array");
     } else if (!json_is_array(v)) {
         return fail(ctx, "invalid report: \"%s\" is neither an object nor an array", key);
     }
@@ -582,7 +583,7 @@ static int load_section(ctx_t *ctx, json_t *v, const char *key, uint64_t *bytes,
     snprintf(w, sizeof w, "%s%s", key, json_is_object(v) ? ".sites" : "");
     if (load_list(ctx, sites, w, LIST_OTHER, list) != 0)
         return -1;
-    if (json_object_get(v, "bytes") == NULL || !json_is_object(v)) {
+    if (json_object_get(v, RK(bytes)) == NULL || !json_is_object(v)) {
         uint64_t sum = 0;
         for (size_t i = 0; i < list->n; i++)
             sum = sum > UINT64_MAX - list->v[i].bytes ? UINT64_MAX : sum + list->v[i].bytes;
@@ -597,8 +598,8 @@ static int load_timeline(ctx_t *ctx, json_t *v, load_report_t *r)
 {
     if (!json_is_object(v))
         return fail(ctx, "invalid report: \"timeline\" is not an object");
-    get_u64(ctx, v, "timeline", "start_ns", 0, &r->timeline_start_ns);
-    json_t *points = get_typed(ctx, v, "timeline", "points", 1, is_array, "an array");
+    get_u64(ctx, v, RK(timeline), RK(start_ns), 0, &r->timeline_start_ns);
+    json_t *points = get_typed(ctx, v, RK(timeline), RK(points), 1, is_array, "an array");
     if (ctx->error)
         return -1;
     r->npoints = json_array_size(points);
@@ -608,20 +609,20 @@ static int load_timeline(ctx_t *ctx, json_t *v, load_report_t *r)
     char w[WHERE_MAX], kw[WHERE_MAX];
     for (size_t i = 0; i < r->npoints && !ctx->error; i++) {
         json_t *p = json_array_get(points, i);
-        index_where(w, "timeline", "points", i);
+        index_where(w, RK(timeline), RK(points), i);
         if (!json_is_object(p))
             return fail(ctx, "invalid report: \"%s\" is not an object", w);
-        get_u64(ctx, p, w, "t_ns", 1, &r->points[i].t_ns);
-        get_u64(ctx, p, w, "bytes", 1, &r->points[i].bytes);
-        get_u64(ctx, p, w, "max_bytes", 0, &r->points[i].max_bytes);
+        get_u64(ctx, p, w, RK(t_ns), 1, &r->points[i].t_ns);
+        get_u64(ctx, p, w, RK(bytes), 1, &r->points[i].bytes);
+        get_u64(ctx, p, w, RK(max_bytes), 0, &r->points[i].max_bytes);
         if (r->points[i].max_bytes < r->points[i].bytes)
             r->points[i].max_bytes = r->points[i].bytes;
         if (i > 0 && r->points[i].t_ns < r->points[i - 1].t_ns && !ctx->error)
             return fail(ctx, "invalid report: \"%s.t_ns\" goes back in time", w);
-        json_t *kinds = get_typed(ctx, p, w, "kinds", 0, is_object, "an object");
+        json_t *kinds = get_typed(ctx, p, w, RK(kinds), 0, is_object, "an object");
         if (kinds == NULL)
             continue;
-        child_where(kw, w, "kinds");
+        child_where(kw, w, RK(kinds));
         const char *name;
         json_t *value;
         json_object_foreach(kinds, name, value) {
@@ -634,23 +635,23 @@ static int load_timeline(ctx_t *ctx, json_t *v, load_report_t *r)
         }
     }
     /* Marks are display hints: one this reader cannot read is left out. */
-    json_t *marks = json_object_get(v, "marks");
+    json_t *marks = json_object_get(v, RK(marks));
     if (json_is_array(marks) && json_array_size(marks) > 0 && !ctx->error) {
         r->marks = calloc(json_array_size(marks), sizeof *r->marks);
         if (r->marks == NULL)
             return fail(ctx, "out of memory");
         for (size_t i = 0; i < json_array_size(marks); i++) {
             json_t *m = json_array_get(marks, i);
-            ctx_t quiet = { "marks", NULL, NULL };
+            ctx_t quiet = { RK(marks), NULL, NULL };
             load_mark_t *out = &r->marks[r->nmarks];
-            get_u64(&quiet, m, "marks", "t_ns", 1, &out->t_ns);
-            get_str(&quiet, m, "marks", "name", 1, &out->name);
+            get_u64(&quiet, m, RK(marks), RK(t_ns), 1, &out->t_ns);
+            get_str(&quiet, m, RK(marks), RK(name), 1, &out->name);
             if (quiet.error == NULL)
                 r->nmarks++;
             free(quiet.error);
         }
     }
-    json_t *dropped = json_object_get(v, "marks_dropped");
+    json_t *dropped = json_object_get(v, RK(marks_dropped));
     if (json_is_integer(dropped) && json_integer_value(dropped) > 0)
         r->marks_dropped = (uint64_t)json_integer_value(dropped);
     /* Points at or after start_ns are absolute times: make them offsets. */
@@ -662,25 +663,25 @@ static int load_timeline(ctx_t *ctx, json_t *v, load_report_t *r)
 
 static int load_process(ctx_t *ctx, json_t *root, load_report_t *r)
 {
-    json_t *p = get_typed(ctx, root, "", "process", 0, is_object, "an object");
+    json_t *p = get_typed(ctx, root, "", RK(process), 0, is_object, "an object");
     if (p == NULL)
         return ctx->error ? -1 : 0;
-    get_int(ctx, p, "process", "pid", 0, 0, 1LL << 40, &r->pid);
-    json_t *rank = field(ctx, p, "process", "rank", 0);
+    get_int(ctx, p, RK(process), RK(pid), 0, 0, 1LL << 40, &r->pid);
+    json_t *rank = field(ctx, p, RK(process), RK(rank), 0);
     if (rank != NULL) {
         r->has_rank = true;
-        get_int(ctx, p, "process", "rank", 0, 0, 1LL << 40, &r->rank);
+        get_int(ctx, p, RK(process), RK(rank), 0, 0, 1LL << 40, &r->rank);
     }
-    json_t *local = field(ctx, p, "process", "local_rank", 0);
+    json_t *local = field(ctx, p, RK(process), RK(local_rank), 0);
     if (local != NULL) {
         r->has_local_rank = true;
-        get_int(ctx, p, "process", "local_rank", 0, 0, 1LL << 40, &r->local_rank);
+        get_int(ctx, p, RK(process), RK(local_rank), 0, 0, 1LL << 40, &r->local_rank);
     }
-    get_str(ctx, p, "process", "job", 0, &r->job);
-    get_str(ctx, p, "process", "host", 0, &r->host);
-    get_u64(ctx, p, "process", "start_time_ns", 0, &r->start_time_ns);
-    get_u64(ctx, p, "process", "end_time_ns", 0, &r->end_time_ns);
-    json_t *argv = get_typed(ctx, p, "process", "argv", 0, is_array, "an array");
+    get_str(ctx, p, RK(process), RK(job), 0, &r->job);
+    get_str(ctx, p, RK(process), RK(host), 0, &r->host);
+    get_u64(ctx, p, RK(process), RK(start_time_ns), 0, &r->start_time_ns);
+    get_u64(ctx, p, RK(process), RK(end_time_ns), 0, &r->end_time_ns);
+    json_t *argv = get_typed(ctx, p, RK(process), RK(argv), 0, is_array, "an array");
     if (ctx->error)
         return -1;
     r->argc = argv ? json_array_size(argv) : 0;
@@ -702,7 +703,7 @@ static int check_identity(ctx_t *ctx, json_t *root)
 {
     if (!json_is_object(root))
         return fail(ctx, "not a gpuleak report: the top level is not an object");
-    json_t *format = json_object_get(root, "format");
+    json_t *format = json_object_get(root, RK(format));
     char q[48];
     if (format == NULL)
         return fail(ctx, "not a gpuleak report: \"format\" is missing");
@@ -712,7 +713,7 @@ static int check_identity(ctx_t *ctx, json_t *root)
         quote_value(json_string_value(format), q, sizeof q);
         return fail(ctx, "not a gpuleak report: \"format\" is \"%s\", not \"%s\"", q, REPORT_FORMAT_NAME);
     }
-    json_t *version = json_object_get(root, "version");
+    json_t *version = json_object_get(root, RK(version));
     if (version == NULL)
         return fail(ctx, "not a gpuleak report: \"version\" is missing");
     if (!json_is_integer(version))
@@ -733,25 +734,25 @@ static int load_status(ctx_t *ctx, json_t *root, load_report_t *r)
 {
     r->complete = true;
     r->growth_judged = true;
-    json_t *status = get_typed(ctx, root, "", "status", 0, is_object, "an object");
+    json_t *status = get_typed(ctx, root, "", RK(status), 0, is_object, "an object");
     if (status == NULL)
         return ctx->error ? -1 : 0;
-    json_t *judged = get_typed(ctx, status, "status", "growth_judged", 0, is_boolean, "a boolean");
+    json_t *judged = get_typed(ctx, status, RK(status), RK(growth_judged), 0, is_boolean, "a boolean");
     if (judged != NULL)
         r->growth_judged = json_is_true(judged);
-    get_u64(ctx, status, "status", "growth_samples", 0, &r->growth_samples);
-    get_str(ctx, status, "status", "tracking", 0, &r->tracking);
-    get_str(ctx, status, "status", "reason", 0, &r->reason);
-    get_str(ctx, status, "status", "moment", 0, &r->moment);
-    json_t *complete = get_typed(ctx, status, "status", "complete", 0, is_boolean, "a boolean");
+    get_u64(ctx, status, RK(status), RK(growth_samples), 0, &r->growth_samples);
+    get_str(ctx, status, RK(status), RK(tracking), 0, &r->tracking);
+    get_str(ctx, status, RK(status), RK(reason), 0, &r->reason);
+    get_str(ctx, status, RK(status), RK(moment), 0, &r->moment);
+    json_t *complete = get_typed(ctx, status, RK(status), RK(complete), 0, is_boolean, "a boolean");
     if (complete != NULL)
         r->complete = json_is_true(complete);
     else if (r->moment != NULL)
         r->complete = strcmp(r->moment, "snapshot") != 0 && strcmp(r->moment, "request") != 0;
-    json_t *sig = json_object_get(status, "signal");
+    json_t *sig = json_object_get(status, RK(signal));
     if (json_is_integer(sig) && json_integer_value(sig) > 0 && json_integer_value(sig) < 1024)
         r->signal = (long)json_integer_value(sig);
-    json_t *locks = json_object_get(status, "locks_skipped");
+    json_t *locks = json_object_get(status, RK(locks_skipped));
     if (json_is_integer(locks) && json_integer_value(locks) > 0)
         r->locks_skipped = (uint64_t)json_integer_value(locks);
     return ctx->error ? -1 : 0;
@@ -821,11 +822,11 @@ static int load_oom_site(ctx_t *quiet, json_t *v, const char *where, load_site_t
     if (!json_is_object(v))
         return fail(quiet, "invalid report: \"%s\" is not an object", where);
     long long device;
-    get_u64(quiet, v, where, "site", 0, &s->id);
-    get_str(quiet, v, where, "kind", 1, &s->kind);
-    get_u64(quiet, v, where, "bytes", 1, &s->bytes);
-    get_int(quiet, v, where, "device", 0, -1, 1 << 20, &device);
-    s->device = field(quiet, v, where, "device", 0) != NULL ? (long)device : -1;
+    get_u64(quiet, v, where, RK(site), 0, &s->id);
+    get_str(quiet, v, where, RK(kind), 1, &s->kind);
+    get_u64(quiet, v, where, RK(bytes), 1, &s->bytes);
+    get_int(quiet, v, where, RK(device), 0, -1, 1 << 20, &device);
+    s->device = field(quiet, v, where, RK(device), 0) != NULL ? (long)device : -1;
     if (quiet->error)
         return -1;
     load_origin(v, s);
@@ -842,7 +843,7 @@ static int load_oom_site(ctx_t *quiet, json_t *v, const char *where, load_site_t
         s->owns_stack = false;
     }
     free(frames.error);
-    if (field(quiet, v, where, "site", 0) != NULL)
+    if (field(quiet, v, where, RK(site), 0) != NULL)
         borrow_origin(s, index, nindex);
     return 0;
 }
@@ -851,17 +852,17 @@ static int load_oom_site(ctx_t *quiet, json_t *v, const char *where, load_site_t
  * A display hint: read quietly (load_oom_t). */
 static void load_oom(json_t *root, load_report_t *r)
 {
-    json_t *v = json_object_get(root, "oom");
+    json_t *v = json_object_get(root, RK(oom));
     if (!json_is_object(v))
         return;
     load_oom_t *o = &r->oom;
-    ctx_t quiet = { "oom", NULL, r };
+    ctx_t quiet = { RK(oom), NULL, r };
     size_t nindex;
     const load_site_t **index = origin_index(r, &nindex);
-    get_u64(&quiet, v, "oom", "count", 0, &o->count);
-    get_u64(&quiet, v, "oom", "time_ns", 0, &o->time_ns);
-    get_u64(&quiet, v, "oom", "live_bytes", 0, &o->live_bytes);
-    if (quiet.error != NULL || load_oom_site(&quiet, v, "oom", &o->site, index, nindex) != 0) {
+    get_u64(&quiet, v, RK(oom), RK(count), 0, &o->count);
+    get_u64(&quiet, v, RK(oom), RK(time_ns), 0, &o->time_ns);
+    get_u64(&quiet, v, RK(oom), RK(live_bytes), 0, &o->live_bytes);
+    if (quiet.error != NULL || load_oom_site(&quiet, v, RK(oom), &o->site, index, nindex) != 0) {
         free(quiet.error);
         free(index);
         memset(o, 0, sizeof *o);
@@ -870,13 +871,13 @@ static void load_oom(json_t *root, load_report_t *r)
     r->has_oom = true;
     if (o->count == 0)
         o->count = 1; /* this one, at least */
-    json_t *sites = json_object_get(v, "sites");
+    json_t *sites = json_object_get(v, RK(sites));
     size_t n = json_is_array(sites) ? json_array_size(sites) : 0;
     o->holders.v = n ? calloc(n, sizeof *o->holders.v) : NULL;
     char w[WHERE_MAX];
     for (size_t i = 0; o->holders.v != NULL && i < n; i++) {
         ctx_t one = { "oom.sites", NULL, r };
-        index_where(w, "oom", "sites", i);
+        index_where(w, RK(oom), RK(sites), i);
         load_site_t *h = &o->holders.v[o->holders.n];
         if (load_oom_site(&one, json_array_get(sites, i), w, h, index, nindex) == 0)
             o->holders.n++;
@@ -907,11 +908,11 @@ static int load_folders(json_t *list, const char *const **out, size_t *n)
 /* "python_layout", read quietly (load.h says why). */
 static int load_layout(ctx_t *ctx, json_t *root, load_report_t *r)
 {
-    json_t *v = json_object_get(root, "python_layout");
+    json_t *v = json_object_get(root, RK(python_layout));
     if (!json_is_object(v))
         return 0;
-    if (load_folders(json_object_get(v, "stdlib"), &r->layout.stdlib, &r->layout.nstdlib) != 0
-        || load_folders(json_object_get(v, "packages"), &r->layout.packages, &r->layout.npackages) != 0)
+    if (load_folders(json_object_get(v, RK(stdlib)), &r->layout.stdlib, &r->layout.nstdlib) != 0
+        || load_folders(json_object_get(v, RK(packages)), &r->layout.packages, &r->layout.npackages) != 0)
         return fail(ctx, "out of memory");
     r->has_layout = r->layout.nstdlib + r->layout.npackages > 0;
     return 0;
@@ -920,7 +921,7 @@ static int load_layout(ctx_t *ctx, json_t *root, load_report_t *r)
 /* "kinds": each kind's totals, by name. */
 static int load_kinds(ctx_t *ctx, json_t *root, load_report_t *r)
 {
-    json_t *kinds = get_typed(ctx, root, "", "kinds", 0, is_object, "an object");
+    json_t *kinds = get_typed(ctx, root, "", RK(kinds), 0, is_object, "an object");
     if (kinds == NULL || ctx->error)
         return ctx->error ? -1 : 0;
     r->kinds = calloc(json_object_size(kinds) + 1, sizeof *r->kinds);
@@ -944,7 +945,7 @@ static int load_kinds(ctx_t *ctx, json_t *root, load_report_t *r)
 /* "devices": each device's totals. */
 static int load_devices(ctx_t *ctx, json_t *root, load_report_t *r)
 {
-    json_t *devices = get_typed(ctx, root, "", "devices", 0, is_array, "an array");
+    json_t *devices = get_typed(ctx, root, "", RK(devices), 0, is_array, "an array");
     if (devices == NULL || ctx->error)
         return ctx->error ? -1 : 0;
     size_t n = json_array_size(devices);
@@ -954,16 +955,16 @@ static int load_devices(ctx_t *ctx, json_t *root, load_report_t *r)
     char w[WHERE_MAX];
     for (size_t i = 0; i < n && !ctx->error; i++) {
         json_t *d = json_array_get(devices, i);
-        index_where(w, "", "devices", i);
+        index_where(w, "", RK(devices), i);
         if (!json_is_object(d))
             return fail(ctx, "invalid report: \"%s\" is not an object", w);
         long long dev;
-        get_int(ctx, d, w, "device", 1, 0, 1 << 20, &dev);
+        get_int(ctx, d, w, RK(device), 1, 0, 1 << 20, &dev);
         r->devices[i].device = (long)dev;
         /* The shim nests the counters under "totals"; flat is accepted too. */
-        json_t *t = get_typed(ctx, d, w, "totals", 0, is_object, "an object");
+        json_t *t = get_typed(ctx, d, w, RK(totals), 0, is_object, "an object");
         char tw[WHERE_MAX];
-        child_where(tw, w, "totals");
+        child_where(tw, w, RK(totals));
         if (!ctx->error)
             load_totals(ctx, t ? t : d, t ? tw : w, &r->devices[i].totals);
         r->ndevices++;
@@ -975,22 +976,23 @@ static int load_devices(ctx_t *ctx, json_t *root, load_report_t *r)
 static void load_lists(ctx_t *ctx, json_t *root, load_report_t *r)
 {
     static const struct {
-        const char *key;
+        enum report_key key;
         int required;
         enum list_kind kind;
         size_t offset;
     } lists[] = {
-        { "leaks", 1, LIST_LEAKS, offsetof(load_report_t, leaks) },
-        { "kept_by_libraries", 0, LIST_LEAKS, offsetof(load_report_t, kept) },
-        { "reachable_at_exit", 0, LIST_LEAKS, offsetof(load_report_t, reachable) },
-        { "teardown_leaks", 0, LIST_TEARDOWN, offsetof(load_report_t, teardown) },
-        { "failures", 0, LIST_FAILURES, offsetof(load_report_t, failures) },
-        { "sites", 1, LIST_SITES, offsetof(load_report_t, sites) },
+        { REPORT_KEY_leaks, 1, LIST_LEAKS, offsetof(load_report_t, leaks) },
+        { REPORT_KEY_kept_by_libraries, 0, LIST_LEAKS, offsetof(load_report_t, kept) },
+        { REPORT_KEY_reachable_at_exit, 0, LIST_LEAKS, offsetof(load_report_t, reachable) },
+        { REPORT_KEY_teardown_leaks, 0, LIST_TEARDOWN, offsetof(load_report_t, teardown) },
+        { REPORT_KEY_failures, 0, LIST_FAILURES, offsetof(load_report_t, failures) },
+        { REPORT_KEY_sites, 1, LIST_SITES, offsetof(load_report_t, sites) },
     };
     for (size_t i = 0; i < sizeof lists / sizeof lists[0] && !ctx->error; i++) {
-        json_t *arr = get_typed(ctx, root, "", lists[i].key, lists[i].required, is_array, "an array");
+        const char *key = report_key(lists[i].key);
+        json_t *arr = get_typed(ctx, root, "", key, lists[i].required, is_array, "an array");
         if (!ctx->error)
-            load_list(ctx, arr, lists[i].key, lists[i].kind,
+            load_list(ctx, arr, key, lists[i].kind,
                       (load_list_t *)((char *)r + lists[i].offset));
     }
 }
@@ -998,18 +1000,18 @@ static void load_lists(ctx_t *ctx, json_t *root, load_report_t *r)
 /* "peak": what was live at the peak, the GPU's or the tensors'. */
 static void load_peak(ctx_t *ctx, json_t *root, load_report_t *r)
 {
-    json_t *peak = field(ctx, root, "", "peak", 0);
+    json_t *peak = field(ctx, root, "", RK(peak), 0);
     if (peak == NULL || ctx->error)
         return;
     r->has_peak = true;
-    load_section(ctx, peak, "peak", &r->peak_bytes, &r->peak_at_ns, &r->peak_sites);
+    load_section(ctx, peak, RK(peak), &r->peak_bytes, &r->peak_at_ns, &r->peak_sites);
     r->peak_sites_bytes = r->peak_bytes;
     const char *at = NULL;
     if (json_is_object(peak) && !ctx->error)
-        get_str(ctx, peak, "peak", "sites_at", 0, &at);
+        get_str(ctx, peak, RK(peak), RK(sites_at), 0, &at);
     if (at != NULL && strcmp(at, "tensors") == 0) {
         r->peak_at_tensors = true;
-        get_u64(ctx, peak, "peak", "sites_at_bytes", 0, &r->peak_sites_bytes);
+        get_u64(ctx, peak, RK(peak), RK(sites_at_bytes), 0, &r->peak_sites_bytes);
         for (size_t i = 0; r->peak_sites_bytes == 0 && i < r->peak_sites.n; i++)
             r->peak_sites_bytes = units_add(r->peak_sites_bytes, r->peak_sites.v[i].bytes);
     }
@@ -1018,16 +1020,16 @@ static void load_peak(ctx_t *ctx, json_t *root, load_report_t *r)
 /* "growth", and what Python held at its finish. */
 static void load_growth_and_held(ctx_t *ctx, json_t *root, load_report_t *r)
 {
-    json_t *growth = field(ctx, root, "", "growth", 0);
+    json_t *growth = field(ctx, root, "", RK(growth), 0);
     if (growth != NULL && !ctx->error) {
         r->has_growth = true;
-        load_section(ctx, growth, "growth", &r->growth_bytes, NULL, &r->growth);
+        load_section(ctx, growth, RK(growth), &r->growth_bytes, NULL, &r->growth);
     }
-    json_t *held = json_object_get(root, "held_at_finish");
+    json_t *held = json_object_get(root, RK(held_at_finish));
     if (json_is_object(held) && !ctx->error) {
         r->has_held = true;
-        load_section(ctx, held, "held_at_finish", &r->held_bytes, NULL, &r->held);
-        load_search(json_object_get(held, "holders_search"), r);
+        load_section(ctx, held, RK(held_at_finish), &r->held_bytes, NULL, &r->held);
+        load_search(json_object_get(held, RK(holders_search)), r);
     }
 }
 
@@ -1037,18 +1039,18 @@ static int load_doc(ctx_t *ctx, json_t *root, load_report_t *r)
         return -1;
     load_status(ctx, root, r);
     load_process(ctx, root, r);
-    json_t *totals = get_typed(ctx, root, "", "totals", 1, is_object, "an object");
+    json_t *totals = get_typed(ctx, root, "", RK(totals), 1, is_object, "an object");
     if (ctx->error)
         return -1;
-    load_totals(ctx, totals, "totals", &r->totals);
-    get_u64(ctx, totals, "totals", "peak_time_ns", 0, &r->peak_time_ns);
-    get_u64(ctx, totals, "totals", "unknown_frees", 0, &r->unknown_frees);
+    load_totals(ctx, totals, RK(totals), &r->totals);
+    get_u64(ctx, totals, RK(totals), RK(peak_time_ns), 0, &r->peak_time_ns);
+    get_u64(ctx, totals, RK(totals), RK(unknown_frees), 0, &r->unknown_frees);
     if (load_kinds(ctx, root, r) != 0 || load_devices(ctx, root, r) != 0)
         return -1;
     load_lists(ctx, root, r);
     load_growth_and_held(ctx, root, r);
     load_peak(ctx, root, r);
-    json_t *timeline = field(ctx, root, "", "timeline", 0);
+    json_t *timeline = field(ctx, root, "", RK(timeline), 0);
     if (timeline != NULL && !ctx->error) {
         r->has_timeline = true;
         load_timeline(ctx, timeline, r);
@@ -1224,7 +1226,7 @@ static char *keep_members(const char *text, size_t len, const char *const *keep,
         if (value_stop == NULL)
             break;
         int keep_it = kept_key(key, key_end, keep);
-        int required = !keep_it && kept_key(key, key_end, (const char *const[]){ "leaks", "sites", NULL });
+        int required = !keep_it && kept_key(key, key_end, (const char *const[]){ RK(leaks), RK(sites), NULL });
         if (keep_it || required) {
             if (used > 1)
                 out[used++] = ',';

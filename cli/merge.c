@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "frames.h"
 #include "load.h"
+#include "report_keys.h"
 #include "units.h"
 
 #include <jansson.h>
@@ -111,16 +112,15 @@ static int keep_row(merge_t *m, const load_report_t *r, const char *path, size_t
     return row->path == NULL ? -1 : add_lines(m, r, index);
 }
 
-/* What the view reads of each report: a few sections of it (the timeline,
- * the frame tables and most lists are most of a report's bytes). */
-static const char *const needed[] = { "format", "version", "tool", "process", "status", "totals",
-                                      "leaks", "growth", "peak", NULL };
-
 /* Reads every report, one at a time. Returns 0, or 2 after one line naming
  * the report that could not be read (a merged view missing a rank would
  * hide that rank's leaks). */
 static int read_all(merge_t *m, char *const *paths, size_t n)
 {
+    /* What the view reads of each report: a few sections of it (the
+     * timeline, the frame tables and most lists are most of its bytes). */
+    const char *const needed[] = { RK(format), RK(version), RK(tool), RK(process), RK(status),
+                                   RK(totals), RK(leaks), RK(growth), RK(peak), NULL };
     m->rows = calloc(n + 1, sizeof *m->rows);
     if (m->rows == NULL) {
         fputs("gpuleak merge: out of memory\n", stderr);

@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "report_json.h"
 #include "report_format.h"
+#include "report_keys.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -79,20 +80,66 @@ static void put_u64(FILE *f, const char *key, uint64_t value, int comma)
         fputc_unlocked(',', f);
 }
 
+/* "key":value for the other kinds of value, each then a comma when comma:
+ * the keys come from common/report_keys.h (RK), the commas are the
+ * caller's, as put_u64's. */
+static void put_int(FILE *f, const char *key, long long value, int comma)
+{
+    put_key(f, key);
+    fprintf(f, comma ? "%lld," : "%lld", value);
+}
+
+static void put_bool(FILE *f, const char *key, int value, int comma)
+{
+    put_key(f, key);
+    fputs_unlocked(value ? "true" : "false", f);
+    if (comma)
+        fputc_unlocked(',', f);
+}
+
+static void put_real(FILE *f, const char *key, const char *format, double value, int comma)
+{
+    put_key(f, key);
+    fprintf(f, format, value);
+    if (comma)
+        fputc_unlocked(',', f);
+}
+
+static void put_str(FILE *f, const char *key, const char *value, int comma)
+{
+    put_key(f, key);
+    put_string(f, value);
+    if (comma)
+        fputc_unlocked(',', f);
+}
+
+static void put_hex(FILE *f, const char *key, uint64_t value, int comma)
+{
+    put_key(f, key);
+    fprintf(f, comma ? "\"0x%llx\"," : "\"0x%llx\"", (unsigned long long)value);
+}
+
+/* "key":{ or "key":[, the object or array the caller fills and closes. */
+static void put_open(FILE *f, const char *key, char bracket)
+{
+    put_key(f, key);
+    fputc_unlocked(bracket, f);
+}
+
 /* The fields of a totals row, without braces, so a device entry can hold
  * them beside its "device" key. */
 static void put_totals_fields(FILE *f, const totals_t *t)
 {
-    put_u64(f, "allocations", t->allocations, 1);
-    put_u64(f, "frees", t->frees, 1);
-    put_u64(f, "failed_allocations", t->failures, 1);
-    put_u64(f, "bytes_allocated", t->bytes_allocated, 1);
-    put_u64(f, "live_bytes", t->live_bytes, 1);
-    put_u64(f, "peak_bytes", t->peak_bytes, 1);
-    put_u64(f, "leaked_bytes", t->live_bytes, 1);
-    put_u64(f, "leaked_allocations", t->live_allocations, 1);
-    put_u64(f, "teardown_leaked_bytes", t->teardown_bytes, 1);
-    put_u64(f, "teardown_leaked_allocations", t->teardown_allocations, 0);
+    put_u64(f, RK(allocations), t->allocations, 1);
+    put_u64(f, RK(frees), t->frees, 1);
+    put_u64(f, RK(failed_allocations), t->failures, 1);
+    put_u64(f, RK(bytes_allocated), t->bytes_allocated, 1);
+    put_u64(f, RK(live_bytes), t->live_bytes, 1);
+    put_u64(f, RK(peak_bytes), t->peak_bytes, 1);
+    put_u64(f, RK(leaked_bytes), t->live_bytes, 1);
+    put_u64(f, RK(leaked_allocations), t->live_allocations, 1);
+    put_u64(f, RK(teardown_leaked_bytes), t->teardown_bytes, 1);
+    put_u64(f, RK(teardown_leaked_allocations), t->teardown_allocations, 0);
 }
 
 static void put_totals(FILE *f, const totals_t *t)
@@ -107,18 +154,18 @@ static void put_totals(FILE *f, const totals_t *t)
 static void put_frame_fields(FILE *f, const char *function, const char *file, int line,
                              const char *module)
 {
-    put_key(f, "function");
+    put_key(f, RK(function));
     put_string(f, function);
     fputc_unlocked(',', f);
-    put_key(f, "file");
+    put_key(f, RK(file));
     put_string(f, file);
     fputc_unlocked(',', f);
-    put_key(f, "line");
+    put_key(f, RK(line));
     if (line > 0)
         fprintf(f, "%d,", line);
     else
         fputs_unlocked("null,", f);
-    put_key(f, "module");
+    put_key(f, RK(module));
     put_string(f, module);
 }
 
@@ -252,11 +299,13 @@ static void put_stack_entry(FILE *f, frame_tables_t *t, uint32_t site)
     const stack_record_t *stack = report_view_stack(site);
     fputc_unlocked('"', f);
     put_uint(f, site);
-    fputs_unlocked("\":{\"stack\":[", f);
+    fputs_unlocked("\":{", f);
+    put_open(f, RK(stack), '[');
     int first = 1, budget = MAX_REPORT_FRAMES;
     for (int i = 0; stack != NULL && i < stack->native_count; i++)
         put_indices(f, native_slot(t, (uintptr_t)stack->frames[i]), &first, &budget);
-    fputs_unlocked("],\"python_stack\":[", f);
+    fputs_unlocked("],", f);
+    put_open(f, RK(python_stack), '[');
     first = 1;
     budget = MAX_REPORT_FRAMES;
     for (int i = 0; stack != NULL && i < stack->python_count; i++)
@@ -274,7 +323,7 @@ static void list_site(frame_tables_t *t, uint32_t site)
 /* "stacks", "frames" and "python_frames", for every site marked. */
 static void put_frame_tables(FILE *f, frame_tables_t *t)
 {
-    fputs_unlocked("\"stacks\":{", f);
+    put_open(f, RK(stacks), '{');
     int first = 1;
     for (uint32_t site = 0; t->listed != NULL && site <= t->listed_high; site++) {
         if (!t->listed[site])
@@ -283,25 +332,31 @@ static void put_frame_tables(FILE *f, frame_tables_t *t)
         first = 0;
         put_stack_entry(f, t, site);
     }
-    fputs_unlocked("},\n\"frames\":[", f);
+    fputs_unlocked("},\n", f);
+    put_open(f, RK(frames), '[');
     for (size_t i = 0; i < t->native_count; i++) {
         const symbolized_frame_t *fr = &t->native[i];
         fputs_unlocked(i ? ",\n{" : "\n{", f);
         put_frame_fields(f, fr->function, fr->file, fr->line, fr->module ? fr->module : "?");
-        fprintf(f, ",\"offset\":\"0x%llx\",\"address\":\"0x%llx\",\"inlined\":%s}",
-                (unsigned long long)fr->offset, (unsigned long long)fr->address,
-                fr->inlined ? "true" : "false");
+        fputc_unlocked(',', f);
+        put_hex(f, RK(offset), fr->offset, 1);
+        put_hex(f, RK(address), fr->address, 1);
+        put_bool(f, RK(inlined), fr->inlined, 0);
+        fputc_unlocked('}', f);
     }
-    fputs_unlocked("],\n\"python_frames\":[", f);
+    fputs_unlocked("],\n", f);
+    put_open(f, RK(python_frames), '[');
     for (size_t i = 0; i < t->python_count; i++) {
         const python_entry_t *e = &t->python[i];
         fputs_unlocked(i ? ",\n{" : "\n{", f);
-        put_key(f, "function");
+        put_key(f, RK(function));
         put_string(f, e->function);
         fputc_unlocked(',', f);
-        put_key(f, "file");
+        put_key(f, RK(file));
         put_string(f, e->file);
-        fprintf(f, ",\"line\":%d}", e->line);
+        fputc_unlocked(',', f);
+        put_int(f, RK(line), e->line, 0);
+        fputc_unlocked('}', f);
     }
     fputs_unlocked("],\n", f);
 }
@@ -344,26 +399,31 @@ static origin_site_t site_origin(frame_tables_t *t, uint32_t site, int kind)
 static void put_origin(FILE *f, frame_tables_t *t, uint32_t site, int kind)
 {
     origin_site_t o = site_origin(t, site, kind);
-    put_key(f, "origin");
+    put_key(f, RK(origin));
     if (!o.found) {
         fputs_unlocked("null", f);
     } else {
         fputc_unlocked('{', f);
         put_frame_fields(f, o.frame.function, o.frame.file, o.frame.line, o.frame.module);
+        fputc_unlocked(',', f);
         if (!o.frame.is_python)
-            fprintf(f, ",\"offset\":\"0x%llx\"", (unsigned long long)o.offset);
-        fprintf(f, ",\"python\":%s", o.frame.is_python ? "true" : "false");
-        if (o.library)
-            fputs_unlocked(",\"library\":true", f);
+            put_hex(f, RK(offset), o.offset, 1);
+        put_bool(f, RK(python), o.frame.is_python, 0);
+        if (o.library) {
+            fputc_unlocked(',', f);
+            put_bool(f, RK(library), 1, 0);
+        }
         if (o.has_via) {
-            fputs_unlocked(",\"via\":{", f);
+            fputc_unlocked(',', f);
+            put_open(f, RK(via), '{');
             put_frame_fields(f, o.via.function, o.via.file, o.via.line, o.via.module);
             fputc_unlocked('}', f);
         }
         origin_frame_t callers[UINT8_MAX];
         int n = report_view_origin_callers(t->view, site, callers);
         if (n > 0) {
-            fputs_unlocked(",\"callers\":[", f);
+            fputc_unlocked(',', f);
+            put_open(f, RK(callers), '[');
             for (int i = 0; i < n; i++) {
                 fputs_unlocked(i ? ",{" : "{", f);
                 put_frame_fields(f, callers[i].function, callers[i].file, callers[i].line,
@@ -375,7 +435,7 @@ static void put_origin(FILE *f, frame_tables_t *t, uint32_t site, int kind)
         fputc_unlocked('}', f);
     }
     fputc_unlocked(',', f);
-    put_key(f, "owner");
+    put_key(f, RK(owner));
     put_string(f, o.owner);
 }
 
@@ -396,35 +456,39 @@ static void put_holder_list(FILE *f, const holder_t *holders, size_t count)
 {
     if (count == 0)
         return;
-    fputs_unlocked(",\"held_by\":[", f);
+    fputc_unlocked(',', f);
+    put_open(f, RK(held_by), '[');
     size_t n = count < HOLDERS_LISTED ? count : HOLDERS_LISTED;
     for (size_t i = 0; i < n; i++) {
         const holder_t *h = &holders[i];
         fputs_unlocked(i ? ",{" : "{", f);
-        put_key(f, "name");
+        put_key(f, RK(name));
         put_string(f, h->name);
         fputs_unlocked(",", f);
-        put_key(f, "type");
+        put_key(f, RK(type));
         put_string(f, h->type);
         fputs_unlocked(",", f);
-        put_key(f, "owner");
+        put_key(f, RK(owner));
         put_string(f, h->owner[0] ? h->owner : NULL);
         fputs_unlocked(",", f);
-        put_key(f, "file");
+        put_key(f, RK(file));
         put_string(f, h->file);
         if (h->path[0] != '\0') {
             fputs_unlocked(",", f);
-            put_key(f, "path");
+            put_key(f, RK(path));
             put_string(f, h->path);
         }
-        fprintf(f, ",\"graph\":%s,", h->graph ? "true" : "false");
-        put_u64(f, "bytes", h->bytes, 1);
-        put_u64(f, "allocations", h->allocations, 0);
+        fputc_unlocked(',', f);
+        put_bool(f, RK(graph), h->graph, 1);
+        put_u64(f, RK(bytes), h->bytes, 1);
+        put_u64(f, RK(allocations), h->allocations, 0);
         fputc_unlocked('}', f);
     }
     fputc_unlocked(']', f);
-    if (count > n)
-        fprintf(f, ",\"held_by_more\":%zu", count - n);
+    if (count > n) {
+        fputc_unlocked(',', f);
+        put_u64(f, RK(held_by_more), count - n, 0);
+    }
 }
 
 static void put_holders(FILE *f, const report_site_t *site)
@@ -457,33 +521,35 @@ static void put_site(FILE *f, frame_tables_t *tables, const report_site_t *site,
         bytes = site->held_bytes;
     }
     fputc_unlocked('{', f);
-    put_u64(f, "site", site->id, 1);
-    put_key(f, "kind");
+    put_u64(f, RK(site), site->id, 1);
+    put_key(f, RK(kind));
     put_string(f, report_kind_name(s->kind));
-    fprintf(f, ",\"device\":%d,", s->device);
-    put_u64(f, "bytes", bytes, 1);
-    put_u64(f, section == SECTION_FAILURES ? "count" : "allocations", count, 1);
+    fputc_unlocked(',', f);
+    put_int(f, RK(device), s->device, 1);
+    put_u64(f, RK(bytes), bytes, 1);
+    put_u64(f, section == SECTION_FAILURES ? RK(count) : RK(allocations), count, 1);
     if (section == SECTION_FAILURES)
-        fprintf(f, "\"result\":%d,", s->last_failure);
+        put_int(f, RK(result), s->last_failure, 1);
     if (section == SECTION_TEARDOWN) {
-        put_key(f, "teardown");
+        put_key(f, RK(teardown));
         put_string(f, teardown_name(s->teardown_reason));
         fputc_unlocked(',', f);
     }
     if (section == SECTION_HELD)
-        fprintf(f, "\"grew\":%s,", site->growth.grew ? "true" : "false");
+        put_bool(f, RK(grew), site->growth.grew, 1);
     if (section == SECTION_GROWTH) {
         const growth_finding_t *g = &site->growth;
-        fprintf(f, "\"bytes_per_second\":%.1f,\"bytes_per_1k_allocations\":%.1f,"
-                   "\"steadiness\":%.3f,\"trend\":%.3f,", g->bytes_per_second,
-                g->bytes_per_1k_allocations, g->steadiness, g->trend);
-        put_u64(f, "baseline_bytes", g->baseline_bytes, 1);
-        put_u64(f, "high_bytes", g->high_bytes, 1);
+        put_real(f, RK(bytes_per_second), "%.1f", g->bytes_per_second, 1);
+        put_real(f, RK(bytes_per_1k_allocations), "%.1f", g->bytes_per_1k_allocations, 1);
+        put_real(f, RK(steadiness), "%.3f", g->steadiness, 1);
+        put_real(f, RK(trend), "%.3f", g->trend, 1);
+        put_u64(f, RK(baseline_bytes), g->baseline_bytes, 1);
+        put_u64(f, RK(high_bytes), g->high_bytes, 1);
     }
-    put_u64(f, "total_allocations", s->allocations, 1);
-    put_u64(f, "frees", s->frees, 1);
-    put_u64(f, "live_bytes", s->live_bytes, 1);
-    put_u64(f, "peak_live_bytes", s->peak_live_bytes, 1);
+    put_u64(f, RK(total_allocations), s->allocations, 1);
+    put_u64(f, RK(frees), s->frees, 1);
+    put_u64(f, RK(live_bytes), s->live_bytes, 1);
+    put_u64(f, RK(peak_live_bytes), s->peak_live_bytes, 1);
     put_origin(f, tables, site->id, s->kind);
     put_holders(f, site);
     fputc_unlocked('}', f);
@@ -526,16 +592,21 @@ static void put_process(FILE *f, const report_view_t *view)
         host[0] = '\0';
     host[sizeof host - 1] = '\0';
     const char *rank = view->run.rank;
-    fprintf(f, "\"process\":{\"pid\":%d,", (int)getpid());
-    put_key(f, "host");
+    put_open(f, RK(process), '{');
+    put_int(f, RK(pid), getpid(), 1);
+    put_key(f, RK(host));
     put_string(f, host);
-    fputs_unlocked(",\"rank\":", f);
+    fputc_unlocked(',', f);
+    put_key(f, RK(rank));
     put_rank(f, rank);
-    fputs_unlocked(",\"local_rank\":", f);
+    fputc_unlocked(',', f);
+    put_key(f, RK(local_rank));
     put_rank(f, view->run.local_rank);
-    fputs_unlocked(",\"job\":", f);
+    fputc_unlocked(',', f);
+    put_key(f, RK(job));
     put_string(f, view->run.job);
-    fputs_unlocked(",\"argv\":[", f);
+    fputc_unlocked(',', f);
+    put_open(f, RK(argv), '[');
     /* This thread's: the process's (main's) is empty once main has left
      * through pthread_exit. */
     FILE *cmdline = fopen("/proc/thread-self/cmdline", "r");
@@ -560,8 +631,8 @@ static void put_process(FILE *f, const report_view_t *view)
         fclose(cmdline);
     }
     fputs_unlocked("],", f);
-    put_u64(f, "end_time_ns", view->now_ns + view->run.epoch_offset_ns, 1);
-    put_key(f, "python");
+    put_u64(f, RK(end_time_ns), view->now_ns + view->run.epoch_offset_ns, 1);
+    put_key(f, RK(python));
     put_string(f, view->run.python_version);
     fputs_unlocked("},\n", f);
 }
@@ -571,18 +642,22 @@ static void put_process(FILE *f, const report_view_t *view)
 static void put_timeline(FILE *f, const report_view_t *view)
 {
     uint64_t start = view->run.started_ns;
-    fprintf(f, "\"timeline\":{\"start_ns\":%llu,\"interval_ns\":%llu,\"points\":[",
-            (unsigned long long)(start + view->run.epoch_offset_ns),
-            (unsigned long long)view->timeline_interval_ns);
+    put_open(f, RK(timeline), '{');
+    put_u64(f, RK(start_ns), start + view->run.epoch_offset_ns, 1);
+    put_u64(f, RK(interval_ns), view->timeline_interval_ns, 1);
+    put_open(f, RK(points), '[');
     for (size_t i = 0; i < view->timeline_count; i++) {
         const timeline_point_t *p = &view->timeline[i];
-        fprintf(f, "%s\n{\"t_ns\":%llu,\"bytes\":%llu,\"max_bytes\":%llu,\"kinds\":{",
-                i ? "," : "", (unsigned long long)(p->time_ns - start),
-                (unsigned long long)p->bytes, (unsigned long long)p->max_bytes);
+        fputs_unlocked(i ? ",\n{" : "\n{", f);
+        put_u64(f, RK(t_ns), p->time_ns - start, 1);
+        put_u64(f, RK(bytes), p->bytes, 1);
+        put_u64(f, RK(max_bytes), p->max_bytes, 1);
+        put_open(f, RK(kinds), '{');
         for (int k = 0; k < REPORT_KIND_COUNT; k++)
             fprintf(f, "%s\"%s\":%llu", k ? "," : "", report_kind_name(k),
                     (unsigned long long)p->kind_bytes[k]);
-        fputs_unlocked("},\"devices\":{", f);
+        fputs_unlocked("},", f);
+        put_open(f, RK(devices), '{');
         int first = 1;
         for (int d = 0; d < TIMELINE_DEVICES; d++) {
             if (!(view->devices_seen & (1ull << d)))
@@ -591,19 +666,24 @@ static void put_timeline(FILE *f, const report_view_t *view)
             first = 0;
         }
         fputs_unlocked("}", f);
-        if (p->pool_reserved_bytes)
-            fprintf(f, ",\"pool_reserved_bytes\":%llu", (unsigned long long)p->pool_reserved_bytes);
+        if (p->pool_reserved_bytes) {
+            fputc_unlocked(',', f);
+            put_u64(f, RK(pool_reserved_bytes), p->pool_reserved_bytes, 0);
+        }
         fputs_unlocked("}", f);
     }
-    fputs_unlocked("],\n\"marks\":[", f);
+    fputs_unlocked("],\n", f);
+    put_open(f, RK(marks), '[');
     for (size_t i = 0; i < view->mark_count; i++) {
         const mark_t *m = &view->marks[i];
-        fprintf(f, "%s{\"t_ns\":%llu,\"name\":", i ? "," : "",
-                (unsigned long long)(m->time_ns > start ? m->time_ns - start : 0));
-        put_string(f, m->name);
+        fputs_unlocked(i ? ",{" : "{", f);
+        put_u64(f, RK(t_ns), m->time_ns > start ? m->time_ns - start : 0, 1);
+        put_str(f, RK(name), m->name, 0);
         fputc_unlocked('}', f);
     }
-    fprintf(f, "],\"marks_dropped\":%llu},\n", (unsigned long long)view->marks_dropped);
+    fputs_unlocked("],", f);
+    put_u64(f, RK(marks_dropped), view->marks_dropped, 0);
+    fputs_unlocked("},\n", f);
 }
 
 /* Which PyTorch allocator mode ran, whether its tensors were followed
@@ -611,17 +691,15 @@ static void put_timeline(FILE *f, const report_view_t *view)
  * arrived, and what its cache held at the end (reserve sites' bytes). */
 static void put_torch_mode(FILE *f, const report_view_t *view)
 {
-    fputs_unlocked("\"torch_allocator\":{\"mode\":", f);
-    put_string(f, view->run.torch_mode);
-    fputs_unlocked(",\"PYTORCH_CUDA_ALLOC_CONF\":", f);
-    put_string(f, view->run.torch_alloc_conf);
-    fputs_unlocked(",\"tensors\":", f);
-    put_string(f, view->run.torch_status);
-    fputs_unlocked(",\"events\":{", f);
+    put_open(f, RK(torch_allocator), '{');
+    put_str(f, RK(mode), view->run.torch_mode, 1);
+    put_str(f, RK(PYTORCH_CUDA_ALLOC_CONF), view->run.torch_alloc_conf, 1);
+    put_str(f, RK(tensors), view->run.torch_status, 1);
+    put_open(f, RK(events), '{');
     for (int a = 0; a < TORCH_ACTIONS; a++)
         put_u64(f, torch_events_action_name(a), view->run.torch_events[a], a + 1 < TORCH_ACTIONS);
     fputs_unlocked("},", f);
-    put_u64(f, "reserve_bytes", view->reserve_bytes, 0);
+    put_u64(f, RK(reserve_bytes), view->reserve_bytes, 0);
     fputs_unlocked("}\n", f);
 }
 
@@ -632,19 +710,18 @@ static void put_torch_mode(FILE *f, const report_view_t *view)
 static void put_python_layout(FILE *f)
 {
     const origin_layout_t *layout = report_view_layout();
-    fputs_unlocked("\"python_layout\":", f);
+    put_key(f, RK(python_layout));
     if (layout == NULL) {
         fputs_unlocked("null,\n", f);
         return;
     }
     const struct { const char *key; const char *const *folders; size_t n; } lists[] = {
-        { "stdlib", layout->stdlib, layout->nstdlib },
-        { "packages", layout->packages, layout->npackages },
+        { RK(stdlib), layout->stdlib, layout->nstdlib },
+        { RK(packages), layout->packages, layout->npackages },
     };
     for (size_t l = 0; l < sizeof lists / sizeof lists[0]; l++) {
-        fputs_unlocked(l ? "],\"" : "{\"", f);
-        fputs_unlocked(lists[l].key, f);
-        fputs_unlocked("\":[", f);
+        fputs_unlocked(l ? "]," : "{", f);
+        put_open(f, lists[l].key, '[');
         for (size_t i = 0; i < lists[l].n; i++) {
             fputs_unlocked(i ? "," : "", f);
             put_string(f, lists[l].folders[i]);
@@ -658,10 +735,14 @@ static void put_search(FILE *f, const char *lead, const holder_search_t *hs)
 {
     if (!hs->ran)
         return;
-    fprintf(f, "%s\"holders_search\":{\"objects\":%llu,\"seconds\":%.3f,\"ended\":\"%s\","
-               "\"named_allocations\":%llu,\"named_bytes\":%llu}",
-            lead, (unsigned long long)hs->objects, hs->elapsed_ns / 1e9, hs->ended,
-            (unsigned long long)hs->named_allocations, (unsigned long long)hs->named_bytes);
+    fputs_unlocked(lead, f);
+    put_open(f, RK(holders_search), '{');
+    put_u64(f, RK(objects), hs->objects, 1);
+    put_real(f, RK(seconds), "%.3f", hs->elapsed_ns / 1e9, 1);
+    put_str(f, RK(ended), hs->ended, 1);
+    put_u64(f, RK(named_allocations), hs->named_allocations, 1);
+    put_u64(f, RK(named_bytes), hs->named_bytes, 0);
+    fputc_unlocked('}', f);
 }
 
 /* What filled the GPU when an allocation first ran out of memory, and
@@ -669,23 +750,27 @@ static void put_search(FILE *f, const char *lead, const holder_search_t *hs)
 static void put_oom(FILE *f, frame_tables_t *tables, const report_view_t *view)
 {
     const tracker_oom_t *oom = view->has_oom ? &view->oom : NULL;
-    fputs_unlocked("\"oom\":", f);
+    put_key(f, RK(oom));
     if (oom == NULL) {
         fputs_unlocked("null,\n", f);
         return;
     }
-    fprintf(f, "{\"count\":%llu,\"time_ns\":%llu,\"bytes\":%llu,\"kind\":\"%s\",\"device\":%d,"
-               "\"live_bytes\":%llu,\"site\":%u,\"sites\":[",
-            (unsigned long long)oom->count,
-            (unsigned long long)(oom->time_ns + view->run.epoch_offset_ns),
-            (unsigned long long)oom->bytes_asked, report_kind_name(oom->kind),
-            oom->device, (unsigned long long)oom->live_bytes, oom->site);
+    fputc_unlocked('{', f);
+    put_u64(f, RK(count), oom->count, 1);
+    put_u64(f, RK(time_ns), oom->time_ns + view->run.epoch_offset_ns, 1);
+    put_u64(f, RK(bytes), oom->bytes_asked, 1);
+    put_str(f, RK(kind), report_kind_name(oom->kind), 1);
+    put_int(f, RK(device), oom->device, 1);
+    put_u64(f, RK(live_bytes), oom->live_bytes, 1);
+    put_u64(f, RK(site), oom->site, 1);
+    put_open(f, RK(sites), '[');
     list_site(tables, oom->site);
     for (size_t i = 0; i < view->oom_holder_count; i++) {
         const tracker_site_bytes_t *h = &oom->sites[view->oom_holders[i]];
-        fprintf(f, "%s{\"site\":%u,\"kind\":\"%s\",\"bytes\":%llu", i ? "," : "", h->site,
-                report_kind_name(report_view_site_kind(h->site)),
-                (unsigned long long)h->bytes);
+        fputs_unlocked(i ? ",{" : "{", f);
+        put_u64(f, RK(site), h->site, 1);
+        put_str(f, RK(kind), report_kind_name(report_view_site_kind(h->site)), 1);
+        put_u64(f, RK(bytes), h->bytes, 0);
         const holder_t *held;
         put_holder_list(f, held, report_view_holders(view->oom_set, h->site, &held));
         fputc_unlocked('}', f);
@@ -708,22 +793,22 @@ static void put_status(FILE *f, const report_view_t *view)
 {
     const char *reason = view->run.stop_reason;
     static const char *const moments[] = { "exit", "signal", "request", "snapshot" };
-    fprintf(f, "\"status\":{\"moment\":\"%s\",\"complete\":%s,\"tracking\":\"%s\",\"reason\":",
-            moments[view->moment], view->moment <= REPORT_ON_SIGNAL ? "true" : "false",
-            reason ? "off" : "on");
-    put_string(f, reason);
-    fputs_unlocked(",\"signal\":", f);
+    put_open(f, RK(status), '{');
+    put_str(f, RK(moment), moments[view->moment], 1);
+    put_bool(f, RK(complete), view->moment <= REPORT_ON_SIGNAL, 1);
+    put_str(f, RK(tracking), reason ? "off" : "on", 1);
+    put_str(f, RK(reason), reason, 1);
     if (view->moment == REPORT_ON_SIGNAL)
-        fprintf(f, "%d", view->signal);
+        put_int(f, RK(signal), view->signal, 1);
     else
-        fputs_unlocked("null", f);
-    fprintf(f, ",\"locks_skipped\":%u", view->locks_skipped);
-    fprintf(f, ",\"stacks_dropped\":%llu,\"growth_sites_unfollowed\":%llu",
-            (unsigned long long)view->run.stacks_dropped,
-            (unsigned long long)view->run.growth_sites_unfollowed);
+        put_str(f, RK(signal), NULL, 1);
+    put_u64(f, RK(locks_skipped), view->locks_skipped, 1);
+    put_u64(f, RK(stacks_dropped), view->run.stacks_dropped, 1);
+    put_u64(f, RK(growth_sites_unfollowed), view->run.growth_sites_unfollowed, 1);
     /* Without it an empty growth list of a short run read as "nothing grew". */
-    fprintf(f, ",\"growth_samples\":%zu,\"growth_judged\":%s},\n", view->growth_samples,
-            view->growth_judged ? "true" : "false");
+    put_u64(f, RK(growth_samples), view->growth_samples, 1);
+    put_bool(f, RK(growth_judged), view->growth_judged, 0);
+    fputs_unlocked("},\n", f);
 }
 
 /* The shim's own time, when it was timed (GPULEAK_SELF_TIME), after the
@@ -734,16 +819,16 @@ static void put_self_time(FILE *f, const selftime_totals_t *self_time)
     if (own.calls == 0)
         return;
     fputc_unlocked(',', f);
-    put_u64(f, "shim_time_ns", own.ns, 1);
-    put_u64(f, "shim_timed_calls", own.calls, 1);
-    put_u64(f, "shim_clock_read_ns", (uint64_t)(own.clock_ns + 0.5), 1);
-    put_u64(f, "shim_captures", own.captures, 1);
-    put_u64(f, "shim_native_stack_ns", own.native_ns, 1);
-    put_u64(f, "shim_python_frames_ns", own.python_ns, 1);
-    put_u64(f, "shim_intern_ns", own.intern_ns, 1);
-    put_u64(f, "shim_native_frames", own.native_frames, 1);
-    put_u64(f, "shim_unwound_frames", own.unwound_frames, 1);
-    put_u64(f, "shim_reused_frames", own.reused_frames, 0);
+    put_u64(f, RK(shim_time_ns), own.ns, 1);
+    put_u64(f, RK(shim_timed_calls), own.calls, 1);
+    put_u64(f, RK(shim_clock_read_ns), (uint64_t)(own.clock_ns + 0.5), 1);
+    put_u64(f, RK(shim_captures), own.captures, 1);
+    put_u64(f, RK(shim_native_stack_ns), own.native_ns, 1);
+    put_u64(f, RK(shim_python_frames_ns), own.python_ns, 1);
+    put_u64(f, RK(shim_intern_ns), own.intern_ns, 1);
+    put_u64(f, RK(shim_native_frames), own.native_frames, 1);
+    put_u64(f, RK(shim_unwound_frames), own.unwound_frames, 1);
+    put_u64(f, RK(shim_reused_frames), own.reused_frames, 0);
 }
 
 /* "totals": every kind the driver handed out (host included, tensors not:
@@ -767,28 +852,28 @@ static void put_totals_section(FILE *f, const report_view_t *view)
         all.teardown_bytes += kt.teardown_bytes;
         all.teardown_allocations += kt.teardown_allocations;
     }
-    fputs_unlocked("\"totals\":{", f);
-    put_u64(f, "allocations", all.allocations, 1);
-    put_u64(f, "frees", all.frees, 1);
-    put_u64(f, "failed_allocations", all.failures, 1);
-    put_u64(f, "unknown_frees", view->run.unknown_frees, 1);
-    put_u64(f, "bytes_allocated", all.bytes_allocated, 1);
-    put_u64(f, "live_bytes", all.live_bytes, 1);
-    put_u64(f, "peak_bytes", t->peak_bytes, 1);
-    put_u64(f, "peak_time_ns", epoch_ns(view, t->peak_time_ns), 1);
-    put_u64(f, "leaked_bytes", view->leaked_bytes, 1);
-    put_u64(f, "leaked_allocations", view->leaked_allocations, 1);
-    put_u64(f, "kept_bytes", view->kept_bytes, 1);
-    put_u64(f, "kept_allocations", view->kept_allocations, 1);
-    put_u64(f, "reachable_bytes", view->reachable_bytes, 1);
-    put_u64(f, "reachable_allocations", view->reachable_allocations, 1);
-    put_u64(f, "teardown_leaked_bytes", all.teardown_bytes, 1);
-    put_u64(f, "teardown_leaked_allocations", all.teardown_allocations, 1);
-    put_u64(f, "maps", view->run.maps, 1);
-    put_u64(f, "unmaps", view->run.unmaps, 1);
-    put_u64(f, "sites", view->sites.count, 1);
-    put_u64(f, "stacks", view->run.stacks, 1);
-    put_u64(f, "shim_bytes", view->shim_bytes, 0);
+    put_open(f, RK(totals), '{');
+    put_u64(f, RK(allocations), all.allocations, 1);
+    put_u64(f, RK(frees), all.frees, 1);
+    put_u64(f, RK(failed_allocations), all.failures, 1);
+    put_u64(f, RK(unknown_frees), view->run.unknown_frees, 1);
+    put_u64(f, RK(bytes_allocated), all.bytes_allocated, 1);
+    put_u64(f, RK(live_bytes), all.live_bytes, 1);
+    put_u64(f, RK(peak_bytes), t->peak_bytes, 1);
+    put_u64(f, RK(peak_time_ns), epoch_ns(view, t->peak_time_ns), 1);
+    put_u64(f, RK(leaked_bytes), view->leaked_bytes, 1);
+    put_u64(f, RK(leaked_allocations), view->leaked_allocations, 1);
+    put_u64(f, RK(kept_bytes), view->kept_bytes, 1);
+    put_u64(f, RK(kept_allocations), view->kept_allocations, 1);
+    put_u64(f, RK(reachable_bytes), view->reachable_bytes, 1);
+    put_u64(f, RK(reachable_allocations), view->reachable_allocations, 1);
+    put_u64(f, RK(teardown_leaked_bytes), all.teardown_bytes, 1);
+    put_u64(f, RK(teardown_leaked_allocations), all.teardown_allocations, 1);
+    put_u64(f, RK(maps), view->run.maps, 1);
+    put_u64(f, RK(unmaps), view->run.unmaps, 1);
+    put_u64(f, RK(sites), view->sites.count, 1);
+    put_u64(f, RK(stacks), view->run.stacks, 1);
+    put_u64(f, RK(shim_bytes), view->shim_bytes, 0);
     put_self_time(f, &view->run.self_time);
     fputs_unlocked("},\n", f);
 }
@@ -796,18 +881,20 @@ static void put_totals_section(FILE *f, const report_view_t *view)
 /* "kinds" and "devices": the totals of each. */
 static void put_kinds_and_devices(FILE *f, const report_view_t *view)
 {
-    fputs_unlocked("\"kinds\":{", f);
+    put_open(f, RK(kinds), '{');
     for (int k = 0; k < REPORT_KIND_COUNT; k++) {
         fputs_unlocked(k ? "," : "", f);
         put_key(f, report_kind_name(k));
         put_totals(f, &view->kinds[k]);
     }
-    fputs_unlocked("},\n\"devices\":[", f);
+    fputs_unlocked("},\n", f);
+    put_open(f, RK(devices), '[');
     int first = 1;
     for (int d = 0; d < TRACKER_MAX_DEVICES; d++) {
         if (!(view->devices_seen & (1ull << d)))
             continue;
-        fprintf(f, "%s{\"device\":%d,", first ? "" : ",", d);
+        fputs_unlocked(first ? "{" : ",{", f);
+        put_int(f, RK(device), d, 1);
         put_totals_fields(f, &view->devices[d]);
         fputc_unlocked('}', f);
         first = 0;
@@ -821,17 +908,17 @@ static void put_kinds_and_devices(FILE *f, const report_view_t *view)
  * teardown leaks; failures; every site. */
 static void put_exit_lists(FILE *f, frame_tables_t *tables, const report_view_t *view)
 {
-    put_list(f, tables, "leaks", &view->leaks, SECTION_LEAKS);
+    put_list(f, tables, RK(leaks), &view->leaks, SECTION_LEAKS);
     fputs_unlocked(",\n", f);
-    put_list(f, tables, "kept_by_libraries", &view->kept, SECTION_LEAKS);
+    put_list(f, tables, RK(kept_by_libraries), &view->kept, SECTION_LEAKS);
     fputs_unlocked(",\n", f);
-    put_list(f, tables, "reachable_at_exit", &view->reachable, SECTION_LEAKS);
+    put_list(f, tables, RK(reachable_at_exit), &view->reachable, SECTION_LEAKS);
     fputs_unlocked(",\n", f);
-    put_list(f, tables, "teardown_leaks", &view->teardown, SECTION_TEARDOWN);
+    put_list(f, tables, RK(teardown_leaks), &view->teardown, SECTION_TEARDOWN);
     fputs_unlocked(",\n", f);
-    put_list(f, tables, "failures", &view->failures, SECTION_FAILURES);
+    put_list(f, tables, RK(failures), &view->failures, SECTION_FAILURES);
     fputs_unlocked(",\n", f);
-    put_list(f, tables, "sites", &view->sites, SECTION_SITES);
+    put_list(f, tables, RK(sites), &view->sites, SECTION_SITES);
     fputs_unlocked(",\n", f);
 }
 
@@ -840,13 +927,14 @@ static void put_exit_lists(FILE *f, frame_tables_t *tables, const report_view_t 
 static void put_peak(FILE *f, frame_tables_t *tables, const report_view_t *view)
 {
     const totals_t *t = &view->totals;
-    fprintf(f, "\"peak\":{\"bytes\":%llu,\"time_ns\":%llu,", (unsigned long long)t->peak_bytes,
-            (unsigned long long)epoch_ns(view, t->peak_time_ns));
+    put_open(f, RK(peak), '{');
+    put_u64(f, RK(bytes), t->peak_bytes, 1);
+    put_u64(f, RK(time_ns), epoch_ns(view, t->peak_time_ns), 1);
     const totals_t *at = view->peak_is_tensors ? &view->tensors : t;
-    fprintf(f, "\"sites_at\":\"%s\",\"sites_at_bytes\":%llu,\"sites_at_time_ns\":%llu,",
-            view->peak_is_tensors ? "tensors" : "gpu", (unsigned long long)at->peak_bytes,
-            (unsigned long long)epoch_ns(view, at->peak_time_ns));
-    put_list(f, tables, "sites", &view->peak, SECTION_PEAK);
+    put_str(f, RK(sites_at), view->peak_is_tensors ? "tensors" : "gpu", 1);
+    put_u64(f, RK(sites_at_bytes), at->peak_bytes, 1);
+    put_u64(f, RK(sites_at_time_ns), epoch_ns(view, at->peak_time_ns), 1);
+    put_list(f, tables, RK(sites), &view->peak, SECTION_PEAK);
     fputs_unlocked("},\n", f);
 }
 
@@ -854,14 +942,15 @@ static void put_peak(FILE *f, frame_tables_t *tables, const report_view_t *view)
  * the holder search of a report on request or a snapshot. */
 static void put_held(FILE *f, frame_tables_t *tables, const report_view_t *view)
 {
-    fputs_unlocked("\"held_at_finish\":", f);
+    put_key(f, RK(held_at_finish));
     if (view->held_time_ns == 0) {
         fputs_unlocked("null", f);
     } else {
-        fprintf(f, "{\"time_ns\":%llu,\"gpu_bytes\":%llu,\"tensor_bytes\":%llu,",
-                (unsigned long long)epoch_ns(view, view->held_time_ns),
-                (unsigned long long)view->held_gpu_bytes, (unsigned long long)view->held_tensor_bytes);
-        put_list(f, tables, "sites", &view->held, SECTION_HELD);
+        fputc_unlocked('{', f);
+        put_u64(f, RK(time_ns), epoch_ns(view, view->held_time_ns), 1);
+        put_u64(f, RK(gpu_bytes), view->held_gpu_bytes, 1);
+        put_u64(f, RK(tensor_bytes), view->held_tensor_bytes, 1);
+        put_list(f, tables, RK(sites), &view->held, SECTION_HELD);
         if (view->holder_set != NULL && view->holders_at_finish)
             put_search(f, ",\n", &view->holders);
         fputc_unlocked('}', f);
@@ -882,8 +971,14 @@ static void write_body(FILE *f, const report_view_t *view)
     tables.view = view;
     tables.listed = calloc((size_t)tables.listed_high + 1, 1); /* NULL: no stacks written */
     tables.origins = calloc((size_t)tables.listed_high + 1, sizeof *tables.origins);
-    fprintf(f, "{\"format\":\"%s\",\"version\":%d,\n", REPORT_FORMAT_NAME, REPORT_FORMAT_VERSION);
-    fprintf(f, "\"tool\":{\"name\":\"gpuleak\",\"version\":\"%s\"},\n", GPULEAK_VERSION);
+    fputc_unlocked('{', f);
+    put_str(f, RK(format), REPORT_FORMAT_NAME, 1);
+    put_int(f, RK(version), REPORT_FORMAT_VERSION, 1);
+    fputc_unlocked('\n', f);
+    put_open(f, RK(tool), '{');
+    put_str(f, RK(name), "gpuleak", 1);
+    put_str(f, RK(version), GPULEAK_VERSION, 0);
+    fputs_unlocked("},\n", f);
     put_process(f, view);
     put_status(f, view);
     put_totals_section(f, view);
@@ -891,7 +986,7 @@ static void write_body(FILE *f, const report_view_t *view)
     put_exit_lists(f, &tables, view);
     put_timeline(f, view);
     put_peak(f, &tables, view);
-    put_list(f, &tables, "growth", &view->growth, SECTION_GROWTH);
+    put_list(f, &tables, RK(growth), &view->growth, SECTION_GROWTH);
     fputs_unlocked(",\n", f);
     put_held(f, &tables, view);
     put_python_layout(f);
@@ -923,8 +1018,9 @@ static int replaceable(const char *path)
     if (n <= 0)
         return 0;
     head[n] = '\0';
-    static const char prefix[] = "{\"format\":\"" REPORT_FORMAT_NAME "\"";
-    return strncmp(head, prefix, sizeof prefix - 1) == 0;
+    char prefix[64];
+    int n_prefix = snprintf(prefix, sizeof prefix, "{\"%s\":\"%s\"", RK(format), REPORT_FORMAT_NAME);
+    return n_prefix > 0 && strncmp(head, prefix, (size_t)n_prefix) == 0;
 }
 
 /* Creates path's temporary sibling, exclusively, into tmp. Its name is
