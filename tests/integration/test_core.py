@@ -153,7 +153,8 @@ class Run:
 
 def run(argv, tmp, shim=True, env_extra=None, timeout=300, output=True):
     """Runs argv in tmp (its working directory) under the shim and the fake;
-    collects every r-*.json report in tmp and the fake's counts."""
+    collects every r-*.json report in tmp (the reports on request, which
+    have names of their own, apart: Run.requests) and the fake's counts."""
     env = clean_env()
     env["FAKECUDA_COUNTS"] = os.path.join(tmp, "counts.json")
     if shim:
@@ -174,10 +175,12 @@ def run(argv, tmp, shim=True, env_extra=None, timeout=300, output=True):
     if os.path.exists(counts_path):
         with open(counts_path) as f:
             counts = json.load(f)
-    reports = []
+    reports, requests = [], []
     for path in sorted(glob.glob(os.path.join(tmp, "r-*.json"))):
-        reports.append(report_files.load(path))
-    return Run(proc, stdout, stderr, tmp, counts, reports)
+        (requests if ".request-" in path else reports).append(report_files.load(path))
+    done = Run(proc, stdout, stderr, tmp, counts, reports)
+    done.requests = requests
+    return done
 
 
 def prog_argv(key):

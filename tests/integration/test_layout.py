@@ -139,7 +139,7 @@ class LayoutReportTest(unittest.TestCase):
             "LD_PRELOAD": os.path.join(BUILD, "libgpuleak.so"),
             "GPULEAK_OUTPUT": os.path.join(tmp, "r.json"),
             "GPULEAK_SUMMARY": "0",
-            "SNAPSHOT_FROM": os.path.join(tmp, "r.json"),
+            "SNAPSHOT_FROM": os.path.join(tmp, "r.request-1.json"),  # the report on request
             "SNAPSHOT_TO": os.path.join(tmp, "mid.json"),
             "EXPECT_OUT": os.path.join(tmp, "expect.json"),
         })
