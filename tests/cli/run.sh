@@ -533,13 +533,13 @@ expect 2 "merge bad file" -- $G merge "$T/rank0.json" "$T/text.json"
 
 echo "== export"
 expect 0 "export folded" -- $G export $FIX/demo.json --format folded
+has "$T/out" "_start;__libc_start_main;__libc_start_call_main;main;train_step;keep_for_logging 10485760"
+has "$T/out" "train (train.py:42);forward (model.py:17);_PyEval_EvalFrameDefault;cudaMalloc 2097152"
+lines "$T/out" 4
 # Issue 40: an empty export says why, on stderr; still exit 0.
 expect 0 "export --what growth of a run too short" -- $G export "$T/short.json" --format folded --what growth
 lines "$T/out" 0
 has "$T/err" "no sites to export (the run was too short for the growth rule to judge growth)"
-has "$T/out" "_start;__libc_start_main;__libc_start_call_main;main;train_step;keep_for_logging 10485760"
-has "$T/out" "train (train.py:42);forward (model.py:17);_PyEval_EvalFrameDefault;cudaMalloc 2097152"
-lines "$T/out" 4
 expect 0 "export csv (timeline)" -- $G export $FIX/demo.json --format csv -o "$T/t.csv"
 has "$T/t.csv" "t_s,bytes,device,pool,vmm,managed,host,array"
 python3 -c "import json,sys; d=json.load(open('$FIX/demo.json')); d.pop('timeline'); json.dump(d, open('$T/notl.json','w'))"
