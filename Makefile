@@ -178,7 +178,8 @@ deps:
 	@scripts/install-deps.sh
 
 unit: deps $(UNIT_BIN)
-	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
+	@scripts/in-test-tmp.sh $(TEST_TMP)/unit \
+	    sh -c 'set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done'
 
 # The tests' temporary files go to a folder of their own, removed after
 # them (scripts/in-test-tmp.sh): nothing stays in /tmp.

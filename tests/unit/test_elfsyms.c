@@ -49,8 +49,9 @@ static void find_self(void)
 /* Writes data[0..size) to a fresh file and returns its path. */
 static const char *write_copy(const void *data, size_t size)
 {
-    static char path[64];
-    snprintf(path, sizeof path, "/tmp/gpuleak-elfsyms-%d", (int)getpid());
+    static char path[4096];
+    const char *dir = getenv("TMPDIR");
+    snprintf(path, sizeof path, "%s/gpuleak-elfsyms-%d", dir && *dir ? dir : "/tmp", (int)getpid());
     FILE *f = fopen(path, "w");
     ck_assert_ptr_nonnull(f);
     ck_assert_uint_eq(fwrite(data, 1, size, f), size);
@@ -175,6 +176,7 @@ START_TEST(truncated_files)
     for (size_t cut = 0; cut < size; cut += cut < 256 ? 1 : size / 97) {
         survive(write_copy(buf, cut));
     }
+    unlink(write_copy("", 0));
     free(buf);
 }
 END_TEST
