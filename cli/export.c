@@ -37,13 +37,13 @@ static void export_folded(FILE *f, const load_list_t *list)
             if (!first)
                 fputc(';', f);
             first = 0;
-            folded_put(f, s->python[k].function);
+            folded_put(f, s->python[k]->function);
             fputs(" (", f);
-            folded_put(f, frame_text_basename(s->python[k].file));
-            fprintf(f, ":%ld)", s->python[k].line);
+            folded_put(f, frame_text_basename(s->python[k]->file));
+            fprintf(f, ":%ld)", s->python[k]->line);
         }
         for (size_t k = s->nstack; k-- > 0;) {
-            const load_frame_t *fr = &s->stack[k];
+            const load_frame_t *fr = s->stack[k];
             if (!first)
                 fputc(';', f);
             first = 0;

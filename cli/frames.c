@@ -23,10 +23,10 @@ void frames_print_stack(FILE *f, const load_site_t *site, size_t limit)
 {
     size_t shown = 0, total = site->npython + site->nstack;
     for (size_t i = 0; i < site->npython && (limit == 0 || shown < limit); i++, shown++)
-        frame_text_python(f, (int)shown, site->python[i].function, site->python[i].file,
-                          site->python[i].line);
+        frame_text_python(f, (int)shown, site->python[i]->function, site->python[i]->file,
+                          site->python[i]->line);
     for (size_t i = 0; i < site->nstack && (limit == 0 || shown < limit); i++, shown++) {
-        const load_frame_t *fr = &site->stack[i];
+        const load_frame_t *fr = site->stack[i];
         frame_text_native(f, (int)shown, fr->address, fr->function, fr->file, fr->line, fr->module,
                           fr->offset);
     }
@@ -42,12 +42,12 @@ void frames_print_stack(FILE *f, const load_site_t *site, size_t limit)
 const load_frame_t *frames_innermost_user(const load_site_t *site)
 {
     for (size_t i = 0; i < site->nstack; i++) {
-        const load_frame_t *fr = &site->stack[i];
+        const load_frame_t *fr = site->stack[i];
         origin_frame_t frame = { fr->function, fr->file, fr->module, (int)fr->line, 0 };
         if (origin_keeps(&frame))
             return fr;
     }
-    return site->nstack ? &site->stack[0] : NULL;
+    return site->nstack ? site->stack[0] : NULL;
 }
 
 static frame_text_place_t as_place(const load_pyframe_t *fr)
@@ -77,9 +77,9 @@ char *frames_origin(const load_site_t *site)
     } else if (site->origin_kind == LOAD_ORIGIN_NATIVE) {
         native = &site->origin_native;
     } else if (site->npython > 0) {
-        o.function = site->python[0].function;
-        o.file = site->python[0].file;
-        o.line = site->python[0].line;
+        o.function = site->python[0]->function;
+        o.file = site->python[0]->file;
+        o.line = site->python[0]->line;
     } else {
         native = frames_innermost_user(site);
     }
@@ -151,7 +151,7 @@ int frames_id(const load_site_t *site, frames_id_t *id)
     /* Control characters separate the parts, which real names do not
      * hold, so that frames "a" "bc" and "ab" "c" differ. */
     for (size_t i = 0; i < site->nstack; i++) {
-        const load_frame_t *fr = &site->stack[i];
+        const load_frame_t *fr = site->stack[i];
         if (fr->function != NULL)
             fprintf(f, "\x1f%s", fr->function);
         else
@@ -159,7 +159,7 @@ int frames_id(const load_site_t *site, frames_id_t *id)
         id->lines[i] = fr->line;
     }
     for (size_t i = 0; i < site->npython; i++) {
-        const load_pyframe_t *fr = &site->python[i];
+        const load_pyframe_t *fr = site->python[i];
         fprintf(f, "\x1d%s\x1e%s", fr->function, frame_text_basename(fr->file));
         id->lines[site->nstack + i] = fr->line;
     }

@@ -4,8 +4,8 @@
  * scripts (the libraries, then cli/html/page.js, which draws the page
  * from that data). All of it comes from html_assets.S, inside the binary.
  * The command checks each report as every command does, then writes the
- * parsed document back out rather than the file's bytes, so what the page
- * reads is well-formed JSON whatever the file held. */
+ * parsed document back out (load_dump) rather than the file's bytes, so
+ * what the page reads is well-formed JSON whatever the file held. */
 #define _GNU_SOURCE
 #include "commands.h"
 #include "frames.h"
@@ -14,7 +14,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,7 +55,7 @@ static int put_asset(FILE *f, asset_t a)
     return put(f, a.start, (size_t)(a.end - a.start));
 }
 
-/* json_dump_callback's sink: the document as jansson writes it, with every
+/* load_dump's sink: the document as jansson writes it, with every
  * '<' written as the escape \u003c. In JSON text '<' can only stand inside
  * a string, where the escape means the same character, so the data reads
  * the same, and no "</script" or "<!--" in a function or file name can end
@@ -116,7 +115,7 @@ static int put_reports(FILE *f, char **files, int nfiles)
         fputs("<script type=\"application/json\" class=\"gpuleak-report\">{\"file\":", f);
         put_json_string(f, files[i]);
         fputs(",\"report\":", f);
-        int rc = json_dump_callback((json_t *)r->doc, put_escaped, f, JSON_COMPACT);
+        int rc = load_dump(r, put_escaped, f);
         fputs("}</script>\n", f);
         load_free(r);
         if (rc != 0 || ferror(f)) {

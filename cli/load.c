@@ -5,8 +5,10 @@
 #define _GNU_SOURCE
 #include "load.h"
 #include "frame_text.h"
+#include "json_split.h"
 #include "report_format.h"
 #include "report_keys.h"
+#include "strpool.h"
 #include "units.h"
 
 #include <dlfcn.h>
@@ -30,7 +32,9 @@ const char *const load_kind_names[LOAD_KINDS] = { REPORT_KINDS(REPORT_KIND_NAME)
 typedef struct {
     const char *name;
     char *error;
-    const load_report_t *report; /* for the stack table, once loaded */
+    const load_report_t *report; /* for the stack table, once loaded, and its
+                                    strings (NULL: strings stay the tree's) */
+    bool not_json;               /* a streamed piece was not JSON */
 } ctx_t;
 
 /* Records the first problem only: later ones are usually consequences. */
@@ -102,16 +106,17 @@ static int read_int(ctx_t *ctx, json_t *obj, const char *where, const char *key,
     *out = 0;
     if (v == NULL)
         return required ? -1 : 0;
-    char w[WHERE_MAX];
+    json_int_t n = json_integer_value(v);
+    if (json_is_integer(v) && n >= lo && n <= hi) {
+        *out = n;
+        return 0;
+    }
+    char w[WHERE_MAX]; /* named only for the message: a big report has millions */
     child_where(w, where, key);
     if (!json_is_integer(v))
         return fail(ctx, "invalid report: \"%s\" is not an integer", w);
-    json_int_t n = json_integer_value(v);
-    if (n < lo || n > hi)
-        return fail(ctx, "invalid report: \"%s\" is %s (%lld)", w, n < lo ? below : "out of range",
-                    (long long)n);
-    *out = n;
-    return 0;
+    return fail(ctx, "invalid report: \"%s\" is %s (%lld)", w, n < lo ? below : "out of range",
+                (long long)n);
 }
 
 static int get_int(ctx_t *ctx, json_t *obj, const char *where, const char *key, int required,
@@ -130,6 +135,14 @@ static int get_u64(ctx_t *ctx, json_t *obj, const char *where, const char *key, 
     return rc;
 }
 
+/* A string the report keeps: the pool's copy, since the element it was
+ * read from may be freed once read (json_split.h). */
+static int keep_string(ctx_t *ctx, const char *s, const char **out)
+{
+    *out = ctx->report != NULL ? strpool_intern(ctx->report->strings, s) : s;
+    return *out != NULL ? 0 : fail(ctx, "out of memory");
+}
+
 static int get_str(ctx_t *ctx, json_t *obj, const char *where, const char *key, int required,
                    const char **out)
 {
@@ -142,8 +155,7 @@ static int get_str(ctx_t *ctx, json_t *obj, const char *where, const char *key, 
         child_where(w, where, key);
         return fail(ctx, "invalid report: \"%s\" is not a string", w);
     }
-    *out = json_string_value(v);
-    return 0;
+    return keep_string(ctx, json_string_value(v), out);
 }
 
 static json_t *get_typed(ctx_t *ctx, json_t *obj, const char *where, const char *key, int required,
@@ -269,28 +281,31 @@ static int load_pyframe(ctx_t *ctx, json_t *v, const char *where, load_pyframe_t
     return ctx->error ? -1 : 0;
 }
 
-/* Copies the frames a "stack" or "python_stack" array of indices names out
- * of table (count entries of size bytes) into a new array at *out. */
+/* Points *out (malloc'd, *n entries) at the entries of table (count
+ * entries of size bytes) that a "stack" or "python_stack" array of indices
+ * names. */
 static int load_indices(ctx_t *ctx, json_t *obj, const char *where, const char *key,
                         const char *table_name, const void *table, size_t count, size_t size,
-                        void **out, size_t *n)
+                        const void ***out, size_t *n)
 {
     json_t *indices = get_typed(ctx, obj, where, key, 0, is_array, "an array");
     *n = indices ? json_array_size(indices) : 0;
-    *out = calloc(*n ? *n : 1, size);
+    *out = calloc(*n ? *n : 1, sizeof **out);
     if (*out == NULL)
         return fail(ctx, "out of memory");
     char w[WHERE_MAX];
     for (size_t i = 0; i < *n && !ctx->error; i++) {
         json_t *v = json_array_get(indices, i);
+        json_int_t k = json_integer_value(v);
+        if (json_is_integer(v) && k >= 0 && (uint64_t)k < count) {
+            (*out)[i] = (const char *)table + (size_t)k * size;
+            continue;
+        }
         index_where(w, where, key, i);
         if (!json_is_integer(v))
             return fail(ctx, "invalid report: \"%s\" is not an integer", w);
-        json_int_t k = json_integer_value(v);
-        if (k < 0 || (uint64_t)k >= count)
-            return fail(ctx, "invalid report: \"%s\" names frame %lld, but \"%s\" has %zu",
-                        w, (long long)k, table_name, count);
-        memcpy((char *)*out + i * size, (const char *)table + (size_t)k * size, size);
+        return fail(ctx, "invalid report: \"%s\" names frame %lld, but \"%s\" has %zu",
+                    w, (long long)k, table_name, count);
     }
     return ctx->error ? -1 : 0;
 }
@@ -301,41 +316,79 @@ static int by_stack_site(const void *a, const void *b)
     return x->site < y->site ? -1 : x->site > y->site;
 }
 
+/* Makes room for entry n of *v (size bytes each, room for *cap), zeroed. */
+static int room_for(ctx_t *ctx, void **v, size_t n, size_t *cap, size_t size)
+{
+    if (n < *cap)
+        return 0;
+    size_t more = *cap ? *cap * 2 : 16;
+    char *bigger = realloc(*v, more * size);
+    if (bigger == NULL)
+        return fail(ctx, "out of memory");
+    memset(bigger + *cap * size, 0, (more - *cap) * size);
+    *v = bigger;
+    *cap = more;
+    return 0;
+}
+
+/* Ends a walk over a list: a piece of a streamed one that is not JSON fails
+ * the load, and load_buffer then parses the text whole for jansson's own
+ * word on it. */
+static int walk_end(ctx_t *ctx, split_iter_t *it)
+{
+    int failed = split_iter_failed(it);
+    split_iter_end(it);
+    if (failed) {
+        ctx->not_json = true;
+        return fail(ctx, "not JSON");
+    }
+    return ctx->error ? -1 : 0;
+}
+
+/* "frames" and "python_frames", each frame once, into r. */
+static int load_frame_tables(ctx_t *ctx, json_t *root, load_report_t *r)
+{
+    json_t *frames = get_typed(ctx, root, "", RK(frames), 0, is_array, "an array");
+    json_t *pyframes = get_typed(ctx, root, "", RK(python_frames), 0, is_array, "an array");
+    if (ctx->error)
+        return -1;
+    char w[WHERE_MAX];
+    size_t cap = 0;
+    split_iter_t it;
+    split_iter_begin(&it, r->doc, frames);
+    for (json_t *v; !ctx->error && (v = split_iter_next(&it)) != NULL;) {
+        index_where(w, "", RK(frames), r->nframes);
+        if (room_for(ctx, (void **)&r->frames, r->nframes, &cap, sizeof *r->frames) == 0)
+            load_frame(ctx, v, w, &r->frames[r->nframes++]);
+    }
+    if (walk_end(ctx, &it) != 0)
+        return -1;
+    cap = 0;
+    split_iter_begin(&it, r->doc, pyframes);
+    for (json_t *v; !ctx->error && (v = split_iter_next(&it)) != NULL;) {
+        index_where(w, "", RK(python_frames), r->npyframes);
+        if (room_for(ctx, (void **)&r->pyframes, r->npyframes, &cap, sizeof *r->pyframes) == 0)
+            load_pyframe(ctx, v, w, &r->pyframes[r->npyframes++]);
+    }
+    return walk_end(ctx, &it);
+}
+
 /* A version 2 report writes each frame once ("frames", "python_frames") and
  * each site's stack once ("stacks", keyed by site id, frames by index);
  * they are resolved here, so the views see every site with its frames
  * whichever version wrote the file. */
 static int load_stack_tables(ctx_t *ctx, json_t *root, load_report_t *r)
 {
-    json_t *frames = get_typed(ctx, root, "", RK(frames), 0, is_array, "an array");
-    json_t *pyframes = get_typed(ctx, root, "", RK(python_frames), 0, is_array, "an array");
     json_t *stacks = get_typed(ctx, root, "", RK(stacks), 0, is_object, "an object");
-    if (ctx->error)
+    if (ctx->error || load_frame_tables(ctx, root, r) != 0)
         return -1;
-    size_t nframes = frames ? json_array_size(frames) : 0;
-    size_t npyframes = pyframes ? json_array_size(pyframes) : 0;
-    load_frame_t *native = calloc(nframes ? nframes : 1, sizeof *native);
-    load_pyframe_t *python = calloc(npyframes ? npyframes : 1, sizeof *python);
-    r->stacks = calloc(stacks && json_object_size(stacks) ? json_object_size(stacks) : 1,
-                       sizeof *r->stacks);
-    if (native == NULL || python == NULL || r->stacks == NULL) {
-        free(native);
-        free(python);
-        return fail(ctx, "out of memory");
-    }
     char w[WHERE_MAX];
-    for (size_t i = 0; i < nframes && !ctx->error; i++) {
-        index_where(w, "", RK(frames), i);
-        load_frame(ctx, json_array_get(frames, i), w, &native[i]);
-    }
-    for (size_t i = 0; i < npyframes && !ctx->error; i++) {
-        index_where(w, "", RK(python_frames), i);
-        load_pyframe(ctx, json_array_get(pyframes, i), w, &python[i]);
-    }
-    const char *key;
-    json_t *value;
-    json_object_foreach(stacks, key, value) {
-        if (ctx->error)
+    size_t cap = 0;
+    split_iter_t it;
+    split_iter_begin(&it, r->doc, stacks);
+    for (json_t *value; !ctx->error && (value = split_iter_next(&it)) != NULL;) {
+        const char *key = split_iter_key(&it);
+        if (room_for(ctx, (void **)&r->stacks, r->nstacks, &cap, sizeof *r->stacks) != 0)
             break;
         load_stack_t *st = &r->stacks[r->nstacks++];
         child_where(w, RK(stacks), key);
@@ -352,16 +405,24 @@ static int load_stack_tables(ctx_t *ctx, json_t *root, load_report_t *r)
             break;
         }
         st->site = strtoull(key, NULL, 10);
-        load_indices(ctx, value, w, RK(stack), RK(frames), native, nframes, sizeof *native,
-                     (void **)&st->stack, &st->nstack);
+        load_indices(ctx, value, w, RK(stack), RK(frames), r->frames, r->nframes, sizeof *r->frames,
+                     (const void ***)&st->stack, &st->nstack);
         if (!ctx->error)
-            load_indices(ctx, value, w, RK(python_stack), RK(python_frames), python, npyframes,
-                         sizeof *python, (void **)&st->python, &st->npython);
+            load_indices(ctx, value, w, RK(python_stack), RK(python_frames), r->pyframes,
+                         r->npyframes, sizeof *r->pyframes, (const void ***)&st->python, &st->npython);
     }
-    free(native);
-    free(python);
-    qsort(r->stacks, r->nstacks, sizeof *r->stacks, by_stack_site);
-    return ctx->error ? -1 : 0;
+    if (walk_end(ctx, &it) != 0)
+        return -1;
+    if (r->nstacks > 1)
+        qsort(r->stacks, r->nstacks, sizeof *r->stacks, by_stack_site);
+    /* Read piecewise, a key written twice is not caught by the parser:
+     * the whole text is then parsed, which refuses it as it would. */
+    for (size_t i = 1; i < r->nstacks; i++)
+        if (r->stacks[i].site == r->stacks[i - 1].site) {
+            ctx->not_json = true;
+            return fail(ctx, "not JSON");
+        }
+    return 0;
 }
 
 enum list_kind { LIST_LEAKS, LIST_TEARDOWN, LIST_FAILURES, LIST_SITES, LIST_OTHER };
@@ -369,13 +430,13 @@ enum list_kind { LIST_LEAKS, LIST_TEARDOWN, LIST_FAILURES, LIST_SITES, LIST_OTHE
 /* Reads a site entry's "origin" object with its own context, so that a
  * malformed one (a hint, written by a newer or older shim) leaves the site
  * without an origin instead of failing the report. */
-static void load_origin(json_t *entry, load_site_t *s)
+static void load_origin(const load_report_t *r, json_t *entry, load_site_t *s)
 {
     json_t *o = json_object_get(entry, RK(origin));
     s->origin_kind = LOAD_ORIGIN_NONE;
     if (!json_is_object(o))
         return;
-    ctx_t quiet = { RK(origin), NULL, NULL };
+    ctx_t quiet = { .name = RK(origin), .report = r };
     if (json_is_true(json_object_get(o, RK(python)))) {
         if (load_pyframe(&quiet, o, RK(origin), &s->origin_python) == 0)
             s->origin_kind = LOAD_ORIGIN_PYTHON;
@@ -398,7 +459,7 @@ static void load_origin(json_t *entry, load_site_t *s)
     if (json_is_array(callers) && json_array_size(callers) > 0 && s->origin_kind != LOAD_ORIGIN_NONE) {
         s->callers = calloc(json_array_size(callers), sizeof *s->callers);
         for (size_t i = 0; s->callers != NULL && i < json_array_size(callers); i++) {
-            ctx_t quiet_caller = { RK(callers), NULL, NULL };
+            ctx_t quiet_caller = { .name = RK(callers), .report = r };
             if (load_pyframe(&quiet_caller, json_array_get(callers, i), RK(callers),
                              &s->callers[s->ncallers]) == 0)
                 s->ncallers++;
@@ -406,7 +467,7 @@ static void load_origin(json_t *entry, load_site_t *s)
         }
     }
     json_t *via = json_object_get(o, RK(via));
-    ctx_t quiet_via = { RK(via), NULL, NULL };
+    ctx_t quiet_via = { .name = RK(via), .report = r };
     s->has_via = via != NULL && s->origin_kind != LOAD_ORIGIN_NONE
               && load_pyframe(&quiet_via, via, RK(via), &s->via) == 0;
     free(quiet_via.error);
@@ -416,7 +477,7 @@ static void load_origin(json_t *entry, load_site_t *s)
  * refused, when it cannot be read. */
 static void load_search(json_t *search, load_report_t *r)
 {
-    ctx_t quiet = { RK(holders_search), NULL, NULL };
+    ctx_t quiet = { .name = RK(holders_search), .report = NULL };
     json_t *seconds = json_object_get(search, RK(seconds));
     r->has_search = json_is_object(search) && json_is_number(seconds);
     if (!r->has_search)
@@ -431,7 +492,7 @@ static void load_search(json_t *search, load_report_t *r)
 
 /* Reads a site's "held_by" list, a display hint like the origin: an entry
  * this reader cannot read is left out, never refused. */
-static void load_holders(json_t *entry, load_site_t *s)
+static void load_holders(const load_report_t *r, json_t *entry, load_site_t *s)
 {
     json_t *list = json_object_get(entry, RK(held_by));
     s->holders = NULL;
@@ -444,7 +505,7 @@ static void load_holders(json_t *entry, load_site_t *s)
     s->holders = calloc(json_array_size(list), sizeof *s->holders);
     for (size_t i = 0; s->holders != NULL && i < json_array_size(list); i++) {
         json_t *h = json_array_get(list, i);
-        ctx_t quiet = { RK(held_by), NULL, NULL };
+        ctx_t quiet = { .name = RK(held_by), .report = r };
         load_holder_t *out = &s->holders[s->nholders];
         get_str(&quiet, h, RK(held_by), RK(name), 1, &out->name);
         get_str(&quiet, h, RK(held_by), RK(type), 1, &out->type);
@@ -480,10 +541,12 @@ static int load_site(ctx_t *ctx, json_t *v, const char *where, enum list_kind ki
         get_str(ctx, v, where, RK(teardown), 0, &s->teardown);
     /* Display hints only, never judged on: a type this reader does not know
      * (a newer shim) is ignored rather than refused. */
-    load_origin(v, s);
-    load_holders(v, s);
+    load_origin(ctx->report, v, s);
+    load_holders(ctx->report, v, s);
     json_t *hint = json_object_get(v, RK(owner));
-    s->owner = json_is_string(hint) ? json_string_value(hint) : NULL;
+    s->owner = NULL;
+    if (json_is_string(hint))
+        keep_string(ctx, json_string_value(hint), &s->owner);
     if (kind == LIST_FAILURES)
         get_int(ctx, v, where, RK(result), 0, -(1LL << 31), 1LL << 32, &s->result);
     if (ctx->error)
@@ -511,37 +574,44 @@ static int load_site_stack(ctx_t *ctx, json_t *v, const char *where, load_site_t
         }
         return 0;
     }
+    /* One block each: the pointers, then the frames they point at. */
     s->owns_stack = true;
     s->nstack = stack ? json_array_size(stack) : 0;
     s->npython = py ? json_array_size(py) : 0;
-    s->stack = calloc(s->nstack ? s->nstack : 1, sizeof *s->stack);
-    s->python = calloc(s->npython ? s->npython : 1, sizeof *s->python);
+    s->stack = calloc(s->nstack ? s->nstack : 1, sizeof *s->stack + sizeof **s->stack);
+    s->python = calloc(s->npython ? s->npython : 1, sizeof *s->python + sizeof **s->python);
     if (s->stack == NULL || s->python == NULL)
         return fail(ctx, "out of memory");
+    load_frame_t *native = (load_frame_t *)(s->stack + s->nstack);
+    load_pyframe_t *python = (load_pyframe_t *)(s->python + s->npython);
     char w[WHERE_MAX];
     for (size_t i = 0; i < s->nstack && !ctx->error; i++) {
         index_where(w, where, RK(stack), i);
-        load_frame(ctx, json_array_get(stack, i), w, &s->stack[i]);
+        load_frame(ctx, json_array_get(stack, i), w, &native[i]);
+        s->stack[i] = &native[i];
     }
     for (size_t i = 0; i < s->npython && !ctx->error; i++) {
         index_where(w, where, RK(python_stack), i);
-        load_pyframe(ctx, json_array_get(py, i), w, &s->python[i]);
+        load_pyframe(ctx, json_array_get(py, i), w, &python[i]);
+        s->python[i] = &python[i];
     }
     return ctx->error ? -1 : 0;
 }
 
 static int load_list(ctx_t *ctx, json_t *arr, const char *key, enum list_kind kind, load_list_t *list)
 {
-    list->n = arr ? json_array_size(arr) : 0;
-    list->v = calloc(list->n ? list->n : 1, sizeof *list->v);
-    if (list->v == NULL)
-        return fail(ctx, "out of memory");
     char w[WHERE_MAX];
-    for (size_t i = 0; i < list->n && !ctx->error; i++) {
-        index_where(w, "", key, i);
-        load_site(ctx, json_array_get(arr, i), w, kind, &list->v[i]);
+    size_t cap = 0;
+    split_iter_t it;
+    split_iter_begin(&it, ctx->report->doc, arr);
+    for (json_t *v; !ctx->error && (v = split_iter_next(&it)) != NULL;) {
+        index_where(w, "", key, list->n);
+        if (room_for(ctx, (void **)&list->v, list->n, &cap, sizeof *list->v) != 0)
+            break;
+        load_site(ctx, v, w, kind, &list->v[list->n++]); /* counted even when it
+                                                            fails half way, to be freed */
     }
-    return ctx->error ? -1 : 0;
+    return walk_end(ctx, &it);
 }
 
 /* Frees what a site owns: its callers and holders, and its frames when
@@ -642,7 +712,7 @@ static int load_timeline(ctx_t *ctx, json_t *v, load_report_t *r)
             return fail(ctx, "out of memory");
         for (size_t i = 0; i < json_array_size(marks); i++) {
             json_t *m = json_array_get(marks, i);
-            ctx_t quiet = { RK(marks), NULL, NULL };
+            ctx_t quiet = { .name = RK(marks), .report = NULL };
             load_mark_t *out = &r->marks[r->nmarks];
             get_u64(&quiet, m, RK(marks), RK(t_ns), 1, &out->t_ns);
             get_str(&quiet, m, RK(marks), RK(name), 1, &out->name);
@@ -829,9 +899,9 @@ static int load_oom_site(ctx_t *quiet, json_t *v, const char *where, load_site_t
     s->device = field(quiet, v, where, RK(device), 0) != NULL ? (long)device : -1;
     if (quiet->error)
         return -1;
-    load_origin(v, s);
-    load_holders(v, s);
-    ctx_t frames = { where, NULL, quiet->report };
+    load_origin(quiet->report, v, s);
+    load_holders(quiet->report, v, s);
+    ctx_t frames = { .name = where, .report = quiet->report };
     if (load_site_stack(&frames, v, where, s) != 0) {
         if (s->owns_stack) {
             free(s->stack);
@@ -856,7 +926,7 @@ static void load_oom(json_t *root, load_report_t *r)
     if (!json_is_object(v))
         return;
     load_oom_t *o = &r->oom;
-    ctx_t quiet = { RK(oom), NULL, r };
+    ctx_t quiet = { .name = RK(oom), .report = r };
     size_t nindex;
     const load_site_t **index = origin_index(r, &nindex);
     get_u64(&quiet, v, RK(oom), RK(count), 0, &o->count);
@@ -876,7 +946,7 @@ static void load_oom(json_t *root, load_report_t *r)
     o->holders.v = n ? calloc(n, sizeof *o->holders.v) : NULL;
     char w[WHERE_MAX];
     for (size_t i = 0; o->holders.v != NULL && i < n; i++) {
-        ctx_t one = { "oom.sites", NULL, r };
+        ctx_t one = { .name = "oom.sites", .report = r };
         index_where(w, RK(oom), RK(sites), i);
         load_site_t *h = &o->holders.v[o->holders.n];
         if (load_oom_site(&one, json_array_get(sites, i), w, h, index, nindex) == 0)
@@ -1084,6 +1154,8 @@ void load_free(load_report_t *r)
         free(r->stacks[i].python);
     }
     free(r->stacks);
+    free(r->frames);
+    free(r->pyframes);
     free(r->points);
     free(r->marks);
     free(r->kinds);
@@ -1091,49 +1163,203 @@ void load_free(load_report_t *r)
     free(r->argv);
     free((void *)r->layout.stdlib);
     free((void *)r->layout.packages);
-    json_decref((json_t *)r->doc);
+    split_close(r->doc);
+    json_decref((json_t *)r->whole);
+    strpool_free(r->strings);
+    if (r->owns_text)
+        free((char *)r->text);
     free((char *)r->path);
     free(r);
 }
 
-/* Parses and checks len bytes named name (used in messages). Returns the
- * report, or NULL with *error set to one malloc'd line "NAME: problem" that
- * the caller prints and frees. The entry point the fuzzer drives. */
-load_report_t *load_buffer(const char *data, size_t len, const char *name, char **error)
+/* Whether list (NULL-terminated) holds key. */
+static int names(const char *const *list, const char *key)
 {
-    ctx_t ctx = { name, NULL, NULL };
+    for (size_t i = 0; list[i] != NULL; i++)
+        if (strcmp(list[i], key) == 0)
+            return 1;
+    return 0;
+}
+
+/* How a report is read piecewise: the lists of sites and the stack
+ * tables streamed, the sections that hold a list split to reach it; with
+ * keep, only the members it names (and leaks and sites, as empty lists). */
+static split_rule_t report_rule(const char *path, const void *data)
+{
+    const char *const streamed[] = { RK(leaks), RK(kept_by_libraries), RK(reachable_at_exit),
+        RK(teardown_leaks), RK(failures), RK(sites), RK(frames), RK(python_frames), RK(stacks),
+        "peak.sites", "growth.sites", "held_at_finish.sites", NULL };
+    const char *const sections[] = { RK(peak), RK(growth), RK(held_at_finish), NULL };
+    const char *const required[] = { RK(leaks), RK(sites), NULL };
+    const char *const *keep = data;
+    int nested = strchr(path, '.') != NULL;
+    if (keep != NULL && !nested && !names(keep, path))
+        return names(required, path) ? SPLIT_EMPTY : SPLIT_SKIP;
+    if (names(streamed, path))
+        return SPLIT_STREAM;
+    return !nested && names(sections, path) ? SPLIT_MEMBERS : SPLIT_PARSE;
+}
+
+/* Reads len bytes of data named name into a new report: piecewise
+ * (json_split.h) unless whole. NULL with ctx's error set when it is not a
+ * report, and ctx->not_json when read piecewise and a piece was not JSON
+ * (the caller then reads it whole). */
+static load_report_t *load_text(ctx_t *ctx, const char *data, size_t len, const char *name,
+                                const char *const *keep, bool whole)
+{
+    load_report_t *r = calloc(1, sizeof *r);
+    if (r == NULL || (r->path = strdup(name)) == NULL || (r->strings = strpool_new()) == NULL) {
+        load_free(r);
+        fail(ctx, "out of memory");
+        return NULL;
+    }
+    r->text = data;
+    r->text_len = len;
+    json_t *root = NULL;
+    if (!whole && (r->doc = split_open(data, len, report_rule, keep)) != NULL) {
+        root = split_root(r->doc);
+    } else {
+        json_error_t jerr;
+        root = r->whole = json_loadb(data, len, JSON_REJECT_DUPLICATES, &jerr);
+        if (root == NULL) {
+            char q[sizeof jerr.text];
+            quote_value(jerr.text, q, sizeof q);
+            fail(ctx, "not JSON (line %d, column %d: %s)%s", jerr.line, jerr.column, q,
+                 json_error_code(&jerr) == json_error_premature_end_of_input ? "; truncated?" : "");
+        }
+    }
+    ctx->report = r;
+    if (root == NULL || load_doc(ctx, root, r) != 0) {
+        load_free(r);
+        return NULL;
+    }
+    return r;
+}
+
+/* load_buffer, reading only the members keep names (NULL: all). */
+static load_report_t *load_keeping(const char *data, size_t len, const char *name,
+                                   const char *const *keep, char **error)
+{
+    ctx_t ctx = { .name = name };
     *error = NULL;
     if (len == 0) {
         fail(&ctx, "empty file, not a gpuleak report");
         *error = ctx.error;
         return NULL;
     }
-    json_error_t jerr;
-    json_t *root = json_loadb(data, len, JSON_REJECT_DUPLICATES, &jerr);
-    if (root == NULL) {
-        char q[sizeof jerr.text];
-        quote_value(jerr.text, q, sizeof q);
-        fail(&ctx, "not JSON (line %d, column %d: %s)%s", jerr.line, jerr.column, q,
-             json_error_code(&jerr) == json_error_premature_end_of_input ? "; truncated?" : "");
-        *error = ctx.error;
-        return NULL;
+    load_report_t *r = load_text(&ctx, data, len, name, keep, false);
+    if (r == NULL && ctx.not_json) {
+        /* A piece was not JSON: jansson's own word on the whole text. */
+        free(ctx.error);
+        ctx = (ctx_t){ .name = name };
+        r = load_text(&ctx, data, len, name, keep, true);
     }
-    load_report_t *r = calloc(1, sizeof *r);
-    if (r == NULL || (r->path = strdup(name)) == NULL) {
-        free(r);
-        json_decref(root);
-        fail(&ctx, "out of memory");
-        *error = ctx.error;
-        return NULL;
-    }
-    r->doc = root;
-    ctx.report = r;
-    if (load_doc(&ctx, root, r) != 0) {
-        load_free(r);
-        *error = ctx.error;
-        return NULL;
-    }
+    *error = ctx.error;
     return r;
+}
+
+/* A piece of a streamed member with the names the load demangled in the
+ * tree demangled again (path: the member's): frames, the native origin of
+ * a site and the inline frames of a version 1 site. */
+static void demangle_piece(const char *path, json_t *piece)
+{
+    if (strcmp(path, RK(frames)) == 0) {
+        demangle_field(piece, RK(function));
+        return;
+    }
+    if (strcmp(path, RK(python_frames)) == 0 || strcmp(path, RK(stacks)) == 0)
+        return;
+    json_t *origin = json_object_get(piece, RK(origin));
+    if (json_is_object(origin) && !json_is_true(json_object_get(origin, RK(python))))
+        demangle_field(origin, RK(function));
+    json_t *stack = json_object_get(piece, RK(stack));
+    for (size_t i = 0; i < json_array_size(stack); i++)
+        demangle_field(json_array_get(stack, i), RK(function));
+}
+
+static int dump_json(json_t *v, load_sink_t sink, void *data)
+{
+    return json_dump_callback(v, sink, data, JSON_COMPACT | JSON_ENCODE_ANY);
+}
+
+static int dump_key(const char *key, load_sink_t sink, void *data)
+{
+    json_t *k = json_string(key);
+    int rc = k != NULL ? dump_json(k, sink, data) : -1;
+    json_decref(k);
+    return rc != 0 || sink(":", 1, data) != 0 ? -1 : 0;
+}
+
+/* Whether text holds a name the load may have demangled: a string
+ * starting "_Z". */
+static int maybe_mangled(const char *start, const char *end)
+{
+    return memmem(start, (size_t)(end - start), "\"_Z", 3) != NULL;
+}
+
+/* A streamed member: its text as it is (the load parsed every piece of
+ * it), or piece by piece where a name in it was demangled. */
+static int dump_streamed(const load_report_t *r, json_t *v, const char *path, load_sink_t sink,
+                         void *data)
+{
+    const char *start, *end;
+    if (split_text(r->doc, v, &start, &end) && !maybe_mangled(start, end))
+        return sink(start, (size_t)(end - start), data);
+    int object = json_is_object(v), rc = sink(object ? "{" : "[", 1, data);
+    split_iter_t it;
+    split_iter_begin(&it, r->doc, v);
+    size_t n = 0;
+    for (json_t *piece; rc == 0 && (piece = split_iter_next(&it)) != NULL; n++) {
+        rc = (n > 0 ? sink(",", 1, data) : 0) || (object ? dump_key(split_iter_key(&it), sink, data) : 0)
+             ? -1 : 0;
+        if (rc == 0 && split_iter_text(&it, &start, &end) && !maybe_mangled(start, end)) {
+            rc = sink(start, (size_t)(end - start), data);
+            continue;
+        }
+        demangle_piece(path, piece);
+        rc = rc != 0 || dump_json(piece, sink, data) != 0 ? -1 : 0;
+    }
+    rc = rc != 0 || split_iter_failed(&it) ? -1 : sink(object ? "}" : "]", 1, data);
+    split_iter_end(&it);
+    return rc;
+}
+
+/* An object of the tree member by member, so that the members it streams
+ * (at the top, and one level down) are written piecewise. */
+static int dump_object(const load_report_t *r, json_t *obj, const char *path, load_sink_t sink,
+                       void *data)
+{
+    int rc = sink("{", 1, data);
+    const char *key;
+    json_t *v;
+    size_t n = 0;
+    json_object_foreach(obj, key, v) {
+        char sub[WHERE_MAX];
+        child_where(sub, path, key);
+        rc = rc != 0 || (n++ > 0 && sink(",", 1, data) != 0) || dump_key(key, sink, data) != 0 ? -1
+           : split_is_streamed(r->doc, v) ? dump_streamed(r, v, sub, sink, data)
+           : *path == '\0' && json_is_object(v) ? dump_object(r, v, sub, sink, data)
+           : dump_json(v, sink, data);
+        if (rc != 0)
+            break;
+    }
+    return rc != 0 ? -1 : sink("}", 1, data);
+}
+
+int load_dump(const load_report_t *r, load_sink_t sink, void *data)
+{
+    if (r->whole != NULL)
+        return dump_json(r->whole, sink, data);
+    return dump_object(r, split_root(r->doc), "", sink, data);
+}
+
+/* Parses and checks len bytes named name (used in messages); data must
+ * outlive the report. Returns the report, or NULL with *error set to one
+ * malloc'd line "NAME: problem" that the caller prints and frees. The
+ * entry point the fuzzer drives. */
+load_report_t *load_buffer(const char *data, size_t len, const char *name, char **error)
+{
+    return load_keeping(data, len, name, NULL, error);
 }
 
 /* Opens path for reading without waiting on it: a FIFO no one writes would
@@ -1155,107 +1381,6 @@ static FILE *open_report(const char *path)
     return f;
 }
 
-/* Reads path whole (a report is renamed into place, so it is never half
- * written by the shim; truncation comes from elsewhere) and loads it. */
-/* The end of the JSON value at p (a string, an object or array, or a
- * scalar), or NULL when the text ends first: brackets are counted outside
- * strings, no more is checked (the parse that follows checks). */
-static const char *value_end(const char *p, const char *end)
-{
-    int depth = 0;
-    for (; p < end; p++) {
-        char c = *p;
-        if (c == '"') {
-            for (p++; p < end && *p != '"'; p++)
-                if (*p == '\\')
-                    p++;
-            if (p >= end)
-                return NULL;
-            if (depth == 0)
-                return p + 1;
-        } else if (c == '{' || c == '[') {
-            depth++;
-        } else if (c == '}' || c == ']') {
-            if (--depth <= 0)
-                return depth == 0 ? p + 1 : p;
-        } else if (depth == 0 && (c == ',' || c == ' ' || c == '\n' || c == '\r' || c == '\t')) {
-            return p;
-        }
-    }
-    return depth == 0 ? p : NULL;
-}
-
-static const char *skip_space(const char *p, const char *end)
-{
-    while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
-        p++;
-    return p;
-}
-
-/* Whether the top-level key [key, key_end) (quotes included) is one of keep. */
-static int kept_key(const char *key, const char *key_end, const char *const *keep)
-{
-    for (size_t i = 0; keep[i] != NULL; i++) {
-        size_t n = strlen(keep[i]);
-        if ((size_t)(key_end - key) == n + 2 && memcmp(key + 1, keep[i], n) == 0)
-            return 1;
-    }
-    return 0;
-}
-
-/* The report's top-level members named in keep, copied as an object into
- * memory the caller frees (*out_len bytes); the lists a report must have
- * (leaks, sites) are kept as empty ones when not asked for. NULL when the
- * text is not an object this scan can split (the whole text is then parsed,
- * and its own error said). */
-static char *keep_members(const char *text, size_t len, const char *const *keep, size_t *out_len)
-{
-    const char *p = skip_space(text, text + len), *end = text + len;
-    char *out = malloc(len + 64);
-    if (out == NULL || p >= end || *p != '{') {
-        free(out);
-        return NULL;
-    }
-    size_t used = 0;
-    out[used++] = '{';
-    for (p = skip_space(p + 1, end); p < end && *p == '"';) {
-        const char *key = p, *key_end = value_end(p, end);
-        const char *colon = key_end ? skip_space(key_end, end) : NULL;
-        const char *value = colon && colon < end && *colon == ':' ? skip_space(colon + 1, end) : NULL;
-        const char *value_stop = value ? value_end(value, end) : NULL;
-        if (value_stop == NULL)
-            break;
-        int keep_it = kept_key(key, key_end, keep);
-        int required = !keep_it && kept_key(key, key_end, (const char *const[]){ RK(leaks), RK(sites), NULL });
-        if (keep_it || required) {
-            if (used > 1)
-                out[used++] = ',';
-            memcpy(out + used, key, (size_t)(key_end - key));
-            used += (size_t)(key_end - key);
-            out[used++] = ':';
-            if (keep_it) {
-                memcpy(out + used, value, (size_t)(value_stop - value));
-                used += (size_t)(value_stop - value);
-            } else {
-                out[used++] = '[';
-                out[used++] = ']';
-            }
-        }
-        p = skip_space(value_stop, end);
-        if (p < end && *p == ',')
-            p = skip_space(p + 1, end);
-        else if (p < end && *p == '}') {
-            out[used++] = '}';
-            *out_len = used;
-            return out;
-        } else {
-            break;
-        }
-    }
-    free(out);
-    return NULL;
-}
-
 load_report_t *load_file(const char *path, char **error)
 {
     return load_file_keeping(path, NULL, error);
@@ -1263,7 +1388,7 @@ load_report_t *load_file(const char *path, char **error)
 
 load_report_t *load_file_keeping(const char *path, const char *const *keep, char **error)
 {
-    ctx_t ctx = { path, NULL, NULL };
+    ctx_t ctx = { .name = path, .report = NULL };
     *error = NULL;
     FILE *f = open_report(path);
     if (f == NULL) {
@@ -1308,12 +1433,11 @@ load_report_t *load_file_keeping(const char *path, const char *const *keep, char
         *error = ctx.error;
         return NULL;
     }
-    size_t kept_len = 0;
-    char *kept = keep != NULL ? keep_members(buf, len, keep, &kept_len) : NULL;
-    load_report_t *r = kept != NULL ? load_buffer(kept, kept_len, path, error)
-                                    : load_buffer(buf, len, path, error);
-    free(kept);
-    free(buf);
+    load_report_t *r = load_keeping(buf, len, path, keep, error);
+    if (r != NULL)
+        r->owns_text = true;
+    else
+        free(buf);
     return r;
 }
 

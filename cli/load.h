@@ -1,6 +1,6 @@
 /* load.h: a gpuleak report read from an untrusted file, checked field by
- * field, as plain C values. Strings point into the parsed JSON document,
- * which lives as long as the report. */
+ * field, as plain C values. Strings point into the parsed JSON document or
+ * the report's pool of names, which live as long as the report. */
 #ifndef GPULEAK_CLI_LOAD_H
 #define GPULEAK_CLI_LOAD_H
 
@@ -59,9 +59,12 @@ typedef struct {
     size_t nholders;
     uint64_t holders_more;   /* "held_by_more": holders not listed */
     long long result;     /* failures only */
-    load_frame_t *stack;
+    /* The frames, innermost first: pointers into the report's frame tables
+     * (version 2), shared by every site with the same stack, or into frames
+     * of the site's own (version 1, owns_stack). */
+    const load_frame_t **stack;
     size_t nstack;
-    load_pyframe_t *python;
+    const load_pyframe_t **python;
     size_t npython;
     bool owns_stack;      /* inline (version 1); else the report's stack table's */
 } load_site_t;
@@ -69,9 +72,9 @@ typedef struct {
 /* One entry of a version 2 report's "stacks": a site's frames, resolved. */
 typedef struct {
     uint64_t site;
-    load_frame_t *stack;
+    const load_frame_t **stack; /* into the report's frames */
     size_t nstack;
-    load_pyframe_t *python;
+    const load_pyframe_t **python;
     size_t npython;
 } load_stack_t;
 
@@ -131,7 +134,9 @@ typedef struct {
 
 typedef struct {
     const char *path;
-    void *doc; /* the parsed document (json_t *) */
+    void *doc;   /* the document read piecewise (split_doc_t *), or NULL */
+    void *whole; /* the document parsed whole (json_t *) when it could not
+                    be read piecewise, or NULL */
     long long pid;
     bool has_rank, has_local_rank;
     long long rank, local_rank;
@@ -203,6 +208,16 @@ typedef struct {
     uint64_t marks_dropped;
     load_stack_t *stacks; /* sorted by site; the site entries' stacks point here */
     size_t nstacks;
+    load_frame_t *frames; /* version 2's frame tables, each frame once */
+    size_t nframes;
+    load_pyframe_t *pyframes;
+    size_t npyframes;
+    struct strpool *strings; /* the names the sites and frames keep (strpool.h) */
+    const char *text;     /* the file's bytes, which a streamed list is read
+                             from (load_dump): borrowed from load_buffer's
+                             caller, owned when load_file read them */
+    size_t text_len;
+    bool owns_text;
     bool has_oom;
     load_oom_t oom;
     /* "python_layout": where the program's Python kept its standard library
@@ -222,6 +237,16 @@ load_report_t *load_file(const char *path, char **error);
 load_report_t *load_file_keeping(const char *path, const char *const *keep, char **error);
 load_report_t *load_buffer(const char *data, size_t len, const char *name, char **error);
 void load_free(load_report_t *report);
+
+/* Where load_dump writes: size bytes at buf; returns 0, or -1 to stop
+ * (jansson's json_dump_callback_t). */
+typedef int (*load_sink_t)(const char *buf, size_t size, void *data);
+
+/* Writes the report's document as compact JSON, as read and with the
+ * names the load demangled demangled: a member read piecewise is read
+ * again from the text a piece at a time, so a big report is never one
+ * tree here either. Returns 0, or -1 when the sink stopped. */
+int load_dump(const load_report_t *report, load_sink_t sink, void *data);
 int load_kind_index(const char *kind);
 
 /* The reports a command reads, loaded together by load_files. */

@@ -36,11 +36,11 @@ static void rejudge_site(load_site_t *s)
     if (fr == NULL)
         return;
     for (size_t i = 0; i < s->npython; i++)
-        fr[i] = (origin_frame_t){ s->python[i].function, s->python[i].file, NULL,
-                                  (int)s->python[i].line, 1 };
+        fr[i] = (origin_frame_t){ s->python[i]->function, s->python[i]->file, NULL,
+                                  (int)s->python[i]->line, 1 };
     for (size_t i = 0; i < s->nstack; i++)
-        fr[s->npython + i] = (origin_frame_t){ s->stack[i].function, s->stack[i].file,
-                                               s->stack[i].module, (int)s->stack[i].line, 0 };
+        fr[s->npython + i] = (origin_frame_t){ s->stack[i]->function, s->stack[i]->file,
+                                               s->stack[i]->module, (int)s->stack[i]->line, 0 };
     int count = (int)n, library = 0;
     int o = origin_find(fr, count);
     if (o < 0) {
@@ -59,7 +59,7 @@ static void rejudge_site(load_site_t *s)
         s->origin_python = as_pyframe(&fr[o]);
     } else {
         s->origin_kind = LOAD_ORIGIN_NATIVE;
-        s->origin_native = s->stack[(size_t)o - s->npython];
+        s->origin_native = *s->stack[(size_t)o - s->npython];
     }
     /* How the origin reached the allocation, through an installed package:
      * the view names only a Python one. */

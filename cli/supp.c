@@ -28,9 +28,21 @@ typedef struct {
     uint64_t count, bytes;
 } rule_t;
 
+/* Which rules a text matches, remembered by its content (memo_t.hash, a
+ * 64-bit hash of it, odd; 0: empty): a big report's 100,000 sites share a
+ * few thousand names, each then matched once, not once per site. */
+#define MEMO_SLOTS 16384
+#define MEMO_MAX_RULES 64
+
+typedef struct {
+    uint64_t hash;
+    uint64_t matches; /* bit i: rule i matches the text */
+} memo_t;
+
 struct supp_set {
     rule_t *rules;
     size_t n, cap;
+    memo_t *memo; /* made at the first match; dropped when a rule is added */
 };
 
 /* The built-in list; docs/suppressions.md says why each entry is benign. */
@@ -61,6 +73,7 @@ void supp_free(supp_set_t *set)
         free(set->rules[i].source);
     }
     free(set->rules);
+    free(set->memo);
     free(set);
 }
 
@@ -87,6 +100,8 @@ static int add_rule(supp_set_t *set, const char *pattern, size_t len, const char
     r->scope = scope;
     r->glob = strpbrk(r->pattern, "*?[") != NULL;
     set->n++;
+    free(set->memo);
+    set->memo = NULL;
     return 0;
 }
 
@@ -193,9 +208,67 @@ static int text_matches(const rule_t *r, const char *text)
     return base != text && fnmatch(r->pattern, base, 0) == 0;
 }
 
-static int frame_matches(const rule_t *r, const load_frame_t *fr)
+/* The rules text matches, as bits (bit i: rule i), through the set's
+ * memo; the set must have at most MEMO_MAX_RULES rules. */
+static uint64_t text_rules(const supp_set_t *set, const char *text)
 {
-    return text_matches(r, fr->function) || text_matches(r, fr->file) || text_matches(r, fr->module);
+    if (text == NULL)
+        return 0;
+    uint64_t h = 14695981039346656037ull; /* FNV-1a */
+    for (const char *c = text; *c != '\0'; c++)
+        h = (h ^ (unsigned char)*c) * 1099511628211ull;
+    h |= 1;
+    memo_t scratch, *m = set->memo != NULL ? &set->memo[h & (MEMO_SLOTS - 1)] : &scratch;
+    if (m == &scratch || m->hash != h) {
+        m->hash = h;
+        m->matches = 0;
+        for (size_t k = 0; k < set->n; k++)
+            if (text_matches(&set->rules[k], text))
+                m->matches |= 1ull << k;
+    }
+    return m->matches;
+}
+
+/* Whether rule i matches text. */
+static int rule_matches(const supp_set_t *set, size_t i, const char *text)
+{
+    if (set->n > MEMO_MAX_RULES)
+        return text_matches(&set->rules[i], text);
+    return (int)((text_rules(set, text) >> i) & 1);
+}
+
+/* The rules any frame of site matches, as bits. */
+static uint64_t site_rules(const supp_set_t *set, const load_site_t *site)
+{
+    uint64_t bits = 0;
+    for (size_t k = 0; k < site->nstack; k++)
+        bits |= text_rules(set, site->stack[k]->function) | text_rules(set, site->stack[k]->file)
+              | text_rules(set, site->stack[k]->module);
+    for (size_t k = 0; k < site->npython; k++)
+        bits |= text_rules(set, site->python[k]->function) | text_rules(set, site->python[k]->file);
+    return bits;
+}
+
+/* Whether rule i matches any frame of site, from site_rules' bits when the
+ * set is small enough to have them (*bits computed at the first call). */
+static int any_frame_matches(const supp_set_t *set, size_t i, const load_site_t *site,
+                             uint64_t *bits, bool *have_bits)
+{
+    if (set->n <= MEMO_MAX_RULES) {
+        if (!*have_bits)
+            *bits = site_rules(set, site);
+        *have_bits = true;
+        return (int)((*bits >> i) & 1);
+    }
+    const rule_t *r = &set->rules[i];
+    for (size_t k = 0; k < site->nstack; k++)
+        if (text_matches(r, site->stack[k]->function) || text_matches(r, site->stack[k]->file)
+            || text_matches(r, site->stack[k]->module))
+            return 1;
+    for (size_t k = 0; k < site->npython; k++)
+        if (text_matches(r, site->python[k]->function) || text_matches(r, site->python[k]->file))
+            return 1;
+    return 0;
 }
 
 static int is_alloc_entry(const char *function)
@@ -220,37 +293,37 @@ static int is_alloc_entry(const char *function)
  * cudaMalloc the program forgot to free also has cudart innermost. So the
  * rule applies only when the innermost frame past the driver is in the
  * library and the call that entered the library is not an allocation API. */
-static int runtime_internal_matches(const rule_t *r, const load_site_t *site)
+static int runtime_internal_matches(const supp_set_t *set, size_t rule, const load_site_t *site)
 {
     size_t i = 0;
-    while (i < site->nstack && fnmatch("libcuda.so*", frame_text_basename(site->stack[i].module), 0) == 0)
+    while (i < site->nstack && fnmatch("libcuda.so*", frame_text_basename(site->stack[i]->module), 0) == 0)
         i++;
-    if (i == site->nstack || !text_matches(r, site->stack[i].module))
+    if (i == site->nstack || !rule_matches(set, rule, site->stack[i]->module))
         return 0;
     size_t entry = i;
-    while (entry + 1 < site->nstack && text_matches(r, site->stack[entry + 1].module))
+    while (entry + 1 < site->nstack && rule_matches(set, rule, site->stack[entry + 1]->module))
         entry++;
-    return !is_alloc_entry(site->stack[entry].function);
+    return !is_alloc_entry(site->stack[entry]->function);
 }
 
 /* The index of the first rule that suppresses site, or -1. */
 int supp_match(const supp_set_t *set, const load_site_t *site)
 {
+    uint64_t bits = 0;
+    bool have_bits = false;
+    if (set != NULL && set->memo == NULL && set->n <= MEMO_MAX_RULES)
+        ((supp_set_t *)set)->memo = calloc(MEMO_SLOTS, sizeof *set->memo); /* NULL: no memo */
     for (size_t i = 0; set != NULL && i < set->n; i++) {
         const rule_t *r = &set->rules[i];
         if (r->scope == SCOPE_RUNTIME_INTERNAL) {
-            if (runtime_internal_matches(r, site))
+            if (runtime_internal_matches(set, i, site))
                 return (int)i;
             continue;
         }
         if (r->scope == SCOPE_SEGMENTS && site->kind != NULL && strcmp(site->kind, "tensor") == 0)
             continue;
-        for (size_t k = 0; k < site->nstack; k++)
-            if (frame_matches(r, &site->stack[k]))
-                return (int)i;
-        for (size_t k = 0; k < site->npython; k++)
-            if (text_matches(r, site->python[k].function) || text_matches(r, site->python[k].file))
-                return (int)i;
+        if (any_frame_matches(set, i, site, &bits, &have_bits))
+            return (int)i;
     }
     return -1;
 }
