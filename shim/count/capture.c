@@ -7,7 +7,9 @@
 /* A site is named by the innermost native frames and the Python frames
  * first (its key), and by its whole stack only when that key is new to
  * this thread: the full native walk, most of a stack's cost on PyTorch's
- * 40-odd frames, is paid once per key. With Python frames the innermost 8
+ * 40-odd frames, and the interning of the Python frames (a table lookup
+ * and a line each) are paid once per key; the key reads the Python frames
+ * as they stand (python_key). With Python frames the innermost 8
  * native frames (the allocator's) and the Python lines tell stacks apart;
  * without them (an autograd worker thread) 24 native frames reach the
  * operator that allocates. Two stacks that share a key but differ deeper
@@ -55,31 +57,34 @@ uint32_t capture_site(alloc_kind_t kind, int device)
     python_frame_t python[STACKS_MAX_FRAMES];
     selftime_capture_t timing = { 0 };  /* read only when timing is on */
     selftime_capture_begin(&timing);
-    int python_count = config.python_frames ? python_capture(python, config.python_depth) : 0;
+    /* The key: the Python frames as they stand (python_key: no interning,
+     * no line) and the innermost native frames. */
+    uint64_t python_hash = 0;
+    int python_count = config.python_frames ? python_key(config.python_depth, &python_hash) : 0;
     uint64_t python_done = 0;
     selftime_capture_mark(&python_done);
     int key_frames = python_count > 0 ? KEY_FRAMES_WITH_PYTHON : KEY_FRAMES_WITHOUT_PYTHON;
+    int key_native = config.stack_depth < key_frames ? config.stack_depth : key_frames;
+    int whole = key_native == config.stack_depth;  /* the key's native frames are all of them */
     int hint = -1;
-    int native_count = 0;
-    key_slot_t *slot = NULL;
-    uint64_t hash = 0;
-    if (config.stack_depth > key_frames) {
-        native_count = stacks_capture(native, key_frames, NULL);
-        hash = stacks_hash(tag, native, native_count, python, python_count);
-        hash += hash == 0;  /* 0 marks an empty slot */
-        slot = &key_slots[hash & (KEY_SLOTS - 1)];
-        if (slot->hash == hash && slot->site != 0) {
-            order_timing(&timing, python_done);
-            selftime_capture_end(&timing, native_count);
-            return slot->site;
-        }
+    int native_count = key_native > 0 ? stacks_capture(native, key_native, whole ? &hint : NULL) : 0;
+    uint64_t hash = stacks_hash(tag, native, native_count, NULL, 0);
+    hash = (hash ^ python_hash) * 0x9e3779b97f4a7c15ull ^ (uint64_t)python_count;
+    hash += hash == 0;  /* 0 marks an empty slot */
+    key_slot_t *slot = &key_slots[hash & (KEY_SLOTS - 1)];
+    if (slot->hash == hash && slot->site != 0) {
+        order_timing(&timing, python_done);
+        selftime_capture_end(&timing, native_count);
+        return slot->site;
     }
-    /* A new key (or a depth the key already covers): the whole stack. */
-    if (config.stack_depth > 0)
+    /* A new key: the frames themselves, interned, and the whole native stack. */
+    if (python_count > 0)
+        python_count = python_capture(python, config.python_depth);
+    if (!whole)
         native_count = stacks_capture(native, config.stack_depth, &hint);
     order_timing(&timing, python_done);
     uint32_t site = stacks_intern_hinted(hint, tag, native, native_count, python, python_count);
-    if (slot != NULL && site != 0) {
+    if (site != 0) {
         slot->hash = hash;
         slot->site = site;
     }

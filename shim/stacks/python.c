@@ -588,15 +588,18 @@ static inline uintptr_t first_frame(uintptr_t ts)
     return ptr_ok(f) ? f : 0;
 }
 
-/* Contract in python.h. Walks at most MAX_WALK frames; each step checks the
- * frame pointer for plausibility and the code object's type, skips C-stack
- * shim frames (3.12+) and frames that have not started (the same test as
+/* The frames python_capture takes and python_key hashes, innermost first:
+ * at most max of them, walking at most MAX_WALK. Each step checks the frame
+ * pointer for plausibility and the code object's type, skips C-stack shim
+ * frames (3.12+) and frames that have not started (the same test as
  * CPython's _PyFrame_IsIncomplete), and stops at the first implausible
- * pointer rather than guess. */
-int python_capture(python_frame_t *out, int max)
+ * pointer rather than guess. With key NULL, each frame is interned and
+ * written to out; else only hashed, as read, into *key: the code object,
+ * the identity fields a record keeps (a code object whose address another
+ * one took hashes apart) and the instruction, no string, table or line
+ * read. Inlined into both, so neither pays for the other's branch. */
+static inline __attribute__((always_inline)) int walk(python_frame_t *out, int max, uint64_t *key)
 {
-    if (!py_on || max <= 0)
-        return 0;
     uintptr_t ts = (uintptr_t)get_tstate();
     if (!ptr_ok(ts))
         return 0;
@@ -621,7 +624,14 @@ int python_capture(python_frame_t *out, int max)
                 if (addr < -2 || addr >= units * 2)
                     addr = -1; /* pointer outside the code: use the first line */
             }
-            if (!skip) {
+            if (!skip && key != NULL) {
+                uint64_t v = (uint64_t)code ^ ((uint64_t)addr << 47) ^ ((uint64_t)addr >> 17)
+                           ^ (rd_ptr(code, L.co_filename) << 13) ^ (rd_ptr(code, L.co_name) << 29)
+                           ^ rd_ptr(code, L.co_linetable) ^ ((uint64_t)(uint32_t)rd_int(code, L.co_firstlineno) << 3);
+                *key = (*key ^ v) * 0x9e3779b97f4a7c15ull;
+                *key ^= *key >> 29;
+                n++;
+            } else if (!skip) {
                 uint32_t index = intern_code(code);
                 uint32_t line = cached_line(index, code, addr);
                 out[n++] = ((uint64_t)index << 32) | line;
@@ -633,6 +643,23 @@ int python_capture(python_frame_t *out, int max)
         f = ptr_ok(prev) ? prev : 0;
     }
     return n;
+}
+
+/* Contract in python.h. */
+int python_capture(python_frame_t *out, int max)
+{
+    if (!py_on || max <= 0)
+        return 0;
+    return walk(out, max, NULL);
+}
+
+/* Contract in python.h. */
+int python_key(int max, uint64_t *key)
+{
+    *key = 0;
+    if (!py_on || max <= 0)
+        return 0;
+    return walk(NULL, max, key);
 }
 
 /* Contract in python.h. Lock-free: records are immutable once published. */

@@ -30,6 +30,15 @@ int python_init(void);
  * with malloc on the fast path (a miss in the code-object cache may). */
 int python_capture(python_frame_t *out, int max);
 
+/* What python_capture(out, max) would take, as a 64-bit hash of the frames
+ * as they stand (code objects and instructions), into *key; returns how
+ * many frames that is. Reads the frame chain and nothing else: no code
+ * object is interned and no line decoded, so that a stack seen before is
+ * recognised at the cost of the walk alone. Two calls give the same key for
+ * the same frames at the same instructions; different instructions of one
+ * line give different keys. */
+int python_key(int max, uint64_t *key);
+
 /* Describes a packed frame for the report: qualified function name, file and
  * line. The strings are owned by the python module and live until exit.
  * Returns 0 on success, -1 for a frame this module never produced. */

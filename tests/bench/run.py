@@ -260,11 +260,16 @@ def bench_python(b, pairs):
     script = os.path.join(HERE, "py_pairs.py")
     py = sys.executable
     argv = [py, script, str(pairs), "10"]
+    deep = [py, script, str(pairs), "26"]
     configs = {
         "base": (argv, False, {}),
         "off": (argv, True, {"GPULEAK_STACK_DEPTH": "0", "GPULEAK_PYTHON": "0"}),
         "native": (argv, True, {"GPULEAK_STACK_DEPTH": "32", "GPULEAK_PYTHON": "0"}),
         "both": (argv, True, {"GPULEAK_STACK_DEPTH": "32", "GPULEAK_PYTHON": "1"}),
+        # Issue 33's measure: the defaults (64 native frames and Python), 26
+        # Python frames deep.
+        "deep_base": (deep, False, {}),
+        "deep": (deep, True, {}),
     }
     got = b.interleave(configs)
     ns = {n: [r["ns_per_pair"] for r in rs] for n, rs in got.items()}
@@ -286,6 +291,10 @@ def bench_python(b, pairs):
         added = paired(ns["base"], ns[key])
         target = "<= 1500: %s" % verdict(statistics.median(added), 1500) if key == "both" else ""
         b.emit("| %s | %s | %s | %s |" % (label, spread(ns[key]), spread(added), target))
+    added = paired(ns["deep_base"], ns["deep"])
+    b.emit("| 26 Python frames deep, no shim | %s | | |" % spread(ns["deep_base"]))
+    b.emit("| 26 Python frames deep, defaults | %s | %s | <= 300: %s |" % (
+        spread(ns["deep"]), spread(added), verdict(statistics.median(added), 300)))
     b.emit()
 
 
