@@ -941,25 +941,33 @@ static int set_of(uintptr_t sp)
     return (int)(((uint64_t)(sp >> 4) * 0x9e3779b97f4a7c15ull) >> 60);
 }
 
-/* Whether every frame of slot still steps as it did: checked innermost
- * first, where two stacks that start alike differ (stale_step checks
- * outermost first, for the outermost frame that changed). */
-static int still_whole(const memo_slot_t *slot)
+/* Whether the innermost frames of slot that a capture of max frames
+ * takes still step as they did (all of them when the slot holds no more):
+ * checked innermost first, where two stacks that start alike differ
+ * (stale_step checks outermost first, for the outermost frame that
+ * changed). A short capture (a site's key) checks its own frames, not the
+ * whole stack a long one remembered; the frames it leaves unchecked are
+ * checked by the capture that takes them. */
+static int still_whole(const memo_slot_t *slot, int max)
 {
-    for (int q = slot->count; q >= 1; q--)
+    int lowest = slot->count - (max - 1) + 1;
+    if (lowest < 1)
+        lowest = 1;
+    for (int q = slot->count; q >= lowest; q--)
         if (!still_steps_to(&slot->frame[q], &slot->frame[q - 1]))
             return 0;
     return 1;
 }
 
-/* A slot holding the very stack that starts in state s, or NULL. Stacks
- * that start alike (a caller's frames of the same size) can share a set. */
-static memo_slot_t *find_whole(memo_t *m, const unwind_state_t *s, unsigned long long unloads)
+/* A slot holding the very stack that starts in state s, as far as a
+ * capture of max frames reads it, or NULL. Stacks that start alike (a
+ * caller's frames of the same size) can share a set. */
+static memo_slot_t *find_whole(memo_t *m, const unwind_state_t *s, unsigned long long unloads, int max)
 {
     memo_slot_t *set = &m->slot[set_of(s->sp) * MEMO_WAYS];
     for (int w = 0; w < MEMO_WAYS; w++)
         if (set[w].count > 0 && set[w].unloads == unloads &&
-            same_state(&set[w].frame[set[w].count], s) && still_whole(&set[w]))
+            same_state(&set[w].frame[set[w].count], s) && still_whole(&set[w], max))
             return &set[w];
     return NULL;
 }
@@ -1021,7 +1029,7 @@ static int capture(uintptr_t *out, int max, unwind_state_t s, memo_t *m)
     memo_slot_t *join = NULL, *whole = NULL;
     int below = 0;  /* join's positions left to join */
     if (m != NULL) {
-        whole = find_whole(m, &s, unloads);
+        whole = find_whole(m, &s, unloads, max);
         join = whole != NULL ? whole : &m->slot[m->last];
         below = join->unloads == unloads ? join->count : 0;
     }
