@@ -13,7 +13,12 @@ baseline run of the same repetition). Benchmarks (--only picks some):
            pair, stacks off and native stacks 8/32/64 deep (bench_pairs); each
            run in chunks, each after a measure of the core's speed, and the
            same table again from the chunks run at the core's full speed
-  python   the same from Python via ctypes, 10 Python frames (py_pairs.py)
+  python   the same from Python via ctypes, 10 Python frames (py_pairs.py),
+           and 26 frames deep under the defaults
+  tensors  malloc + free pairs of the fake PyTorch caching allocator from
+           Python 26 frames deep, each a trace event the shim takes
+           (py_tensors.py), and where the shim's time goes, per part
+           (GPULEAK_SELF_TIME)
   threads  1, 2 and 8 threads doing pairs: throughput and scaling (bench_pairs);
            and 1 and 8 threads chunked as above, for the scaling at the
            core's full speed
@@ -32,6 +37,7 @@ import glob
 import json
 import os
 import platform
+import re
 import shutil
 import statistics
 import subprocess
@@ -298,6 +304,58 @@ def bench_python(b, pairs):
     b.emit()
 
 
+SELF_TIME = re.compile(r"its own time was ([0-9.]+) ms over (\d+) call")
+SELF_PARTS = re.compile(r"(\d+) stack\(s\) taken: native (\d+) ns a stack .*Python frames (\d+) ns, "
+                        r"interning (\d+) ns")
+
+
+def self_time(b, argv, pairs, extra):
+    """The shim's own ns a pair and its parts, from GPULEAK_SELF_TIME's
+    lines: (own, native, python, interning), each per pair."""
+    env = b.env(True, dict(extra, GPULEAK_SUMMARY="1", GPULEAK_SELF_TIME="1"))
+    err = subprocess.run(argv, env=env, capture_output=True, text=True, cwd=b.tmp, timeout=120).stderr
+    own, parts = SELF_TIME.search(err), SELF_PARTS.search(err)
+    if own is None or parts is None:
+        raise SystemExit("bench: no GPULEAK_SELF_TIME lines from %s: %s" % (" ".join(argv), err.strip()))
+    total_pairs = pairs + 2000  # py_tensors.py's warm-up
+    stacks = int(parts.group(1))
+    per_pair = lambda ns: ns * stacks / total_pairs  # noqa: E731
+    return (float(own.group(1)) * 1e6 / total_pairs, per_pair(int(parts.group(2))),
+            per_pair(int(parts.group(3))), per_pair(int(parts.group(4))))
+
+
+def bench_tensors(b, pairs):
+    fake_c10 = os.path.join(b.build, "fakec10", "libc10_cuda.so")
+    argv = [sys.executable, os.path.join(HERE, "py_tensors.py"), str(pairs), "26"]
+    extra = {"FAKE_C10": fake_c10}
+    configs = {
+        "base": (argv, False, extra),
+        "off": (argv, True, dict(extra, GPULEAK_STACK_DEPTH="0", GPULEAK_PYTHON="0")),
+        "defaults": (argv, True, extra),
+    }
+    got = b.interleave(configs)
+    ns = {n: [r["ns_per_pair"] for r in rs] for n, rs in got.items()}
+    b.emit("### Tensor events from Python (the fake caching allocator, malloc + free, %d pairs a run)" % pairs)
+    b.emit()
+    b.emit("Python %s, 26 Python frames deep; each malloc and free is one trace event of the "
+           "allocator, taken by the shim (shim/count/torch_events.c)." % platform.python_version())
+    b.emit()
+    b.emit("| shim settings | ns/pair (ctypes and the fake allocator included) | added ns/pair |")
+    b.emit("| --- | --- | --- |")
+    b.emit("| no shim (baseline) | %s | |" % spread(ns["base"]))
+    b.emit("| stacks off (DEPTH=0, PYTHON=0) | %s | %s |" % (spread(ns["off"]), spread(paired(ns["base"], ns["off"]))))
+    b.emit("| defaults (64 native frames and Python) | %s | %s |" % (
+        spread(ns["defaults"]), spread(paired(ns["base"], ns["defaults"]))))
+    b.emit()
+    own, native, python, interning = self_time(b, argv, pairs, extra)
+    b.emit("Where the shim's own time goes under the defaults, ns a pair (GPULEAK_SELF_TIME, one run; "
+           "the clock's reads left out): native key frames %.0f, Python frames %.0f, interning %.0f, "
+           "the event itself and the tables (the rest) %.0f; %.0f in all. What the added ns/pair "
+           "holds beyond it is the cost of the shim's memory to the program's own (caches) and the "
+           "allocator's trace call." % (native, python, interning, own - native - python - interning, own))
+    b.emit()
+
+
 def bench_threads(b, pairs):
     prog = os.path.join(b.bin, "bench_pairs")
     native = {"GPULEAK_STACK_DEPTH": "32", "GPULEAK_PYTHON": "0"}
@@ -433,7 +491,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default=os.path.join(REPO, "build"))
     ap.add_argument("--reps", type=int, default=7)
-    ap.add_argument("--only", default="pairs,python,threads,memory,exit")
+    ap.add_argument("--only", default="pairs,python,tensors,threads,memory,exit")
     ap.add_argument("--out")
     ap.add_argument("--quick", action="store_true", help="fewer pairs and allocations (a smoke test)")
     args = ap.parse_args()
@@ -453,6 +511,8 @@ def main():
             bench_pairs(b, 200000 // scale)
         if "python" in only:
             bench_python(b, 100000 // scale)
+        if "tensors" in only:
+            bench_tensors(b, 100000 // scale)
         if "threads" in only:
             bench_threads(b, 100000 // scale)
         if "memory" in only:

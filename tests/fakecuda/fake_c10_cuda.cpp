@@ -104,10 +104,16 @@ public:
         cuDevicePrimaryCtxRetain(&context_, device);
     }
 
+    // The test switches are read once, here: a getenv per event made the
+    // fake's own cost part of what a benchmark charged to the shim.
     void attach(AllocatorTraceTracker tracker)
     {
         std::unique_lock<std::recursive_mutex> lock(mutex_);
         trackers_.emplace_back(std::move(tracker));
+        const char *after = getenv("FAKE_C10_BAD_LAYOUT_AFTER");
+        bad_layout_ = getenv("FAKE_C10_BAD_LAYOUT") != nullptr;
+        bad_after_ = after != nullptr;
+        bad_after_events_ = after != nullptr ? strtoul(after, nullptr, 10) : 0;
     }
 
     void *malloc(size_t requested)
@@ -245,9 +251,7 @@ private:
         if (trackers_.empty())
             return;
         TraceEntry te{};
-        const char *after = getenv("FAKE_C10_BAD_LAYOUT_AFTER");
-        bool bad = getenv("FAKE_C10_BAD_LAYOUT") != nullptr
-                || (after != nullptr && events_++ >= strtoul(after, nullptr, 10));
+        bool bad = bad_layout_ || (bad_after_ && events_++ >= bad_after_events_);
         te.action_ = bad ? 42 : action;
         te.device_ = static_cast<int8_t>(device_);
         te.addr_ = addr;
@@ -258,6 +262,8 @@ private:
 
     int device_;
     unsigned long events_ = 0;
+    bool bad_layout_ = false, bad_after_ = false;
+    unsigned long bad_after_events_ = 0;
     CUcontext context_ = nullptr;
     std::recursive_mutex mutex_;
     std::vector<AllocatorTraceTracker> trackers_;
