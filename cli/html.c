@@ -11,6 +11,7 @@
 #include "frames.h"
 #include "load.h"
 #include "opts.h"
+#include "outliers.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -95,13 +96,48 @@ static void put_json_string(FILE *f, const char *s)
     fputc('"', f);
 }
 
+/* The reports whose numbers stand out from the others' (outliers.h, the
+ * rule merge names ranks by), as <script type="application/json"
+ * class="gpuleak-outliers">[{"report": INDEX, "metric": NAME, "bytes": N,
+ * "median_bytes": M}...]</script>, for the page's overview to name and show
+ * first. values holds each report's numbers. Nothing for fewer than three
+ * reports. */
+static void put_outliers(FILE *f, const uint64_t (*values)[OUTLIERS_METRICS], int nfiles)
+{
+    if (nfiles < 3)
+        return;
+    uint64_t *column = malloc((size_t)nfiles * sizeof *column);
+    if (column == NULL)
+        return;
+    fputs("<script type=\"application/json\" class=\"gpuleak-outliers\">[", f);
+    int any = 0;
+    for (int k = 0; k < OUTLIERS_METRICS; k++) {
+        for (int i = 0; i < nfiles; i++)
+            column[i] = values[i][k];
+        uint64_t median, limit = outliers_threshold(column, (size_t)nfiles, &median);
+        for (int i = 0; i < nfiles; i++)
+            if (values[i][k] > limit)
+                fprintf(f, "%s{\"report\":%d,\"metric\":\"%s\",\"bytes\":%llu,\"median_bytes\":%llu}",
+                        any++ ? "," : "", i, outliers_metric_names[k],
+                        (unsigned long long)values[i][k], (unsigned long long)median);
+    }
+    fputs("]</script>\n", f);
+    free(column);
+}
+
 /* Loads each report in turn and writes it as
  * <script type="application/json" class="gpuleak-report">{"file": PATH,
  * "report": DOCUMENT}</script>, freeing it before the next, so a page of
- * many ranks needs the memory of one. Returns 0, or -1 after one line on
- * stderr when a report cannot be read or the page cannot be written. */
+ * many ranks needs the memory of one; then the ones that stand out
+ * (put_outliers). Returns 0, or -1 after one line on stderr when a report
+ * cannot be read or the page cannot be written. */
 static int put_reports(FILE *f, char **files, int nfiles)
 {
+    uint64_t (*values)[OUTLIERS_METRICS] = calloc((size_t)nfiles + 1, sizeof *values);
+    if (values == NULL) {
+        fputs("gpuleak html: out of memory\n", stderr);
+        return -1;
+    }
     for (int i = 0; i < nfiles; i++) {
         char *err = NULL;
         load_report_t *r = load_file(files[i], &err);
@@ -110,8 +146,10 @@ static int put_reports(FILE *f, char **files, int nfiles)
             frame_text_put(stderr, err ? err : "out of memory");
             fputc('\n', stderr);
             free(err);
+            free(values);
             return -1;
         }
+        outliers_values(r, values[i]);
         fputs("<script type=\"application/json\" class=\"gpuleak-report\">{\"file\":", f);
         put_json_string(f, files[i]);
         fputs(",\"report\":", f);
@@ -120,8 +158,15 @@ static int put_reports(FILE *f, char **files, int nfiles)
         load_free(r);
         if (rc != 0 || ferror(f)) {
             fputs("gpuleak html: writing the page failed\n", stderr);
+            free(values);
             return -1;
         }
+    }
+    put_outliers(f, (const uint64_t (*)[OUTLIERS_METRICS])values, nfiles);
+    free(values);
+    if (ferror(f)) {
+        fputs("gpuleak html: writing the page failed\n", stderr);
+        return -1;
     }
     return 0;
 }

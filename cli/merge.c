@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "frames.h"
 #include "load.h"
+#include "outliers.h"
 #include "report_keys.h"
 #include "units.h"
 
@@ -18,17 +19,14 @@
 #include <uthash.h>
 
 /* What the view keeps of one report. */
-enum { METRIC_PEAK, METRIC_LEAKED, METRIC_GROWTH, METRICS };
-static const char *const metric_names[METRICS] = { "peak", "leaked", "grew" };
-
 typedef struct rank_row {
     long long rank;        /* -1: the report has none (then pid orders it) */
     long long pid;
     char host[17];
     char *path;
-    uint64_t value[METRICS];
+    uint64_t value[OUTLIERS_METRICS];
     int has_growth, growth_judged;
-    char *line[METRICS];   /* the line that holds the most of each, or NULL */
+    char *line[OUTLIERS_METRICS];   /* the line that holds the most of each, or NULL */
 } rank_row_t;
 
 /* A leaking line, over the ranks: how many have it, and its bytes summed. */
@@ -101,14 +99,12 @@ static int keep_row(merge_t *m, const load_report_t *r, const char *path, size_t
         if (*p < 0x20 || *p == 0x7f)
             *p = '?';
     row->path = strdup(path);
-    row->value[METRIC_PEAK] = r->totals.peak_bytes;
-    row->value[METRIC_LEAKED] = r->totals.leaked_bytes;
-    row->value[METRIC_GROWTH] = r->has_growth && r->growth_judged ? r->growth_bytes : 0;
+    outliers_values(r, row->value);
     row->has_growth = r->has_growth;
     row->growth_judged = r->growth_judged;
-    row->line[METRIC_PEAK] = top_line(&r->peak_sites);
-    row->line[METRIC_LEAKED] = top_line(&r->leaks);
-    row->line[METRIC_GROWTH] = top_line(&r->growth);
+    row->line[OUTLIERS_PEAK] = top_line(&r->peak_sites);
+    row->line[OUTLIERS_LEAKED] = top_line(&r->leaks);
+    row->line[OUTLIERS_GROWTH] = top_line(&r->growth);
     return row->path == NULL ? -1 : add_lines(m, r, index);
 }
 
@@ -151,7 +147,7 @@ static void merge_free(merge_t *m)
 {
     for (size_t i = 0; i < m->n; i++) {
         free(m->rows[i].path);
-        for (int k = 0; k < METRICS; k++)
+        for (int k = 0; k < OUTLIERS_METRICS; k++)
             free(m->rows[i].line[k]);
     }
     free(m->rows);
@@ -163,22 +159,8 @@ static void merge_free(merge_t *m)
     }
 }
 
-static int by_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* The median of n values (n > 0), sorting them. */
-static uint64_t median(uint64_t *v, size_t n)
-{
-    qsort(v, n, sizeof *v, by_u64);
-    return n % 2 ? v[n / 2] : v[n / 2 - 1] / 2 + v[n / 2] / 2;
-}
-
-/* The bytes above which a rank stands out in metric k (docs/merge.md): the
- * median plus the larger of six scaled median absolute deviations, a
- * quarter of the median and 1 MiB; *middle gets the median. */
+/* The bytes above which a rank stands out in metric k (outliers.h); *middle
+ * gets the median. */
 static uint64_t threshold(const merge_t *m, int k, uint64_t *middle)
 {
     uint64_t *v = calloc(m->n + 1, sizeof *v);
@@ -186,16 +168,9 @@ static uint64_t threshold(const merge_t *m, int k, uint64_t *middle)
         return UINT64_MAX;
     for (size_t i = 0; i < m->n; i++)
         v[i] = m->rows[i].value[k];
-    uint64_t med = median(v, m->n);
-    for (size_t i = 0; i < m->n; i++)
-        v[i] = m->rows[i].value[k] > med ? m->rows[i].value[k] - med : med - m->rows[i].value[k];
-    double spread = 6.0 * 1.4826 * (double)median(v, m->n);
+    uint64_t limit = outliers_threshold(v, m->n, middle);
     free(v);
-    double margin = spread > (double)med / 4 ? spread : (double)med / 4;
-    if (margin < (double)(1 << 20))
-        margin = (double)(1 << 20);
-    *middle = med;
-    return units_add(med, (uint64_t)margin);
+    return limit;
 }
 
 /* Whether row i stands out in metric k. */
@@ -222,14 +197,14 @@ static void print_outliers(const merge_t *m)
         return;
     }
     size_t found = 0;
-    for (int k = 0; k < METRICS; k++) {
+    for (int k = 0; k < OUTLIERS_METRICS; k++) {
         uint64_t med, limit = threshold(m, k, &med);
         for (size_t i = 0; i < m->n; i++) {
             if (!stands_out(m, i, k, limit))
                 continue;
             printf("  ");
             print_rank_name(&m->rows[i]);
-            printf(": %s %s", metric_names[k], units_format_size(m->rows[i].value[k], a));
+            printf(": %s %s", outliers_metric_names[k], units_format_size(m->rows[i].value[k], a));
             if (m->rows[i].line[k] != NULL) {
                 fputs(" at ", stdout);
                 frame_text_put(stdout, m->rows[i].line[k]);
@@ -264,16 +239,16 @@ static void print_rows(const merge_t *m)
         else
             snprintf(rank, sizeof rank, "pid");
         printf("  %8s %8lld %-16s %12s %12s %12s  ", rank, row->pid, row->host,
-               units_format_size(row->value[METRIC_PEAK], a),
-               units_format_size(row->value[METRIC_LEAKED], b),
+               units_format_size(row->value[OUTLIERS_PEAK], a),
+               units_format_size(row->value[OUTLIERS_LEAKED], b),
                !row->has_growth ? "-"
-               : row->growth_judged ? units_format_size(row->value[METRIC_GROWTH], c)
+               : row->growth_judged ? units_format_size(row->value[OUTLIERS_GROWTH], c)
                                     : "not judged"); /* too short: not "0 B" */
         frame_text_put(stdout, row->path);
         putchar('\n');
-        min_peak = row->value[METRIC_PEAK] < min_peak ? row->value[METRIC_PEAK] : min_peak;
-        max_peak = row->value[METRIC_PEAK] > max_peak ? row->value[METRIC_PEAK] : max_peak;
-        leaked = units_add(leaked, row->value[METRIC_LEAKED]);
+        min_peak = row->value[OUTLIERS_PEAK] < min_peak ? row->value[OUTLIERS_PEAK] : min_peak;
+        max_peak = row->value[OUTLIERS_PEAK] > max_peak ? row->value[OUTLIERS_PEAK] : max_peak;
+        leaked = units_add(leaked, row->value[OUTLIERS_LEAKED]);
     }
     printf("\n  total leaked %s; peak from %s to %s", units_format_size(leaked, a),
            units_format_size(min_peak, b), units_format_size(max_peak, c));
@@ -319,18 +294,18 @@ static int print_json(merge_t *m)
         json_array_append_new(ranks, json_pack("{s:o,s:I,s:s,s:s,s:I,s:I,s:o}",
             "rank", row->rank >= 0 ? json_integer(row->rank) : json_null(), "pid",
             (json_int_t)row->pid, "host", row->host, "file", row->path,
-            "peak_bytes", (json_int_t)row->value[METRIC_PEAK],
-            "leaked_bytes", (json_int_t)row->value[METRIC_LEAKED],
+            "peak_bytes", (json_int_t)row->value[OUTLIERS_PEAK],
+            "leaked_bytes", (json_int_t)row->value[OUTLIERS_LEAKED],
             "growth_bytes", row->has_growth && row->growth_judged
-                                ? json_integer((json_int_t)row->value[METRIC_GROWTH]) : json_null()));
+                                ? json_integer((json_int_t)row->value[OUTLIERS_GROWTH]) : json_null()));
     }
-    for (int k = 0; m->n >= 3 && k < METRICS; k++) {
+    for (int k = 0; m->n >= 3 && k < OUTLIERS_METRICS; k++) {
         uint64_t med, limit = threshold(m, k, &med);
         for (size_t i = 0; i < m->n; i++)
             if (stands_out(m, i, k, limit))
                 json_array_append_new(outliers, json_pack("{s:o,s:I,s:s,s:I,s:I,s:o}",
                     "rank", m->rows[i].rank >= 0 ? json_integer(m->rows[i].rank) : json_null(),
-                    "pid", (json_int_t)m->rows[i].pid, "metric", metric_names[k],
+                    "pid", (json_int_t)m->rows[i].pid, "metric", outliers_metric_names[k],
                     "bytes", (json_int_t)m->rows[i].value[k], "median_bytes", (json_int_t)med,
                     "line", m->rows[i].line[k] ? json_string(m->rows[i].line[k]) : json_null()));
     }

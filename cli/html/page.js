@@ -1073,8 +1073,44 @@
 
   /* -------------------------- several reports --------------------------- */
 
-  function renderOverview(panels, root) {
+  /* The reports that stand out, as gpuleak html found them by merge's rule
+   * (cli/outliers.h, docs/merge.md): [{report, metric, bytes, median_bytes}],
+   * the ones this page holds; null when it wrote none (under three
+   * reports). */
+  function readOutliers(count) {
+    const node = document.querySelector("script.gpuleak-outliers");
+    if (!node) return null;
+    const list = arr(JSON.parse(node.textContent));
+    return list.filter((o) => obj(o) && Number.isInteger(o.report) && o.report >= 0 && o.report < count
+      && typeof o.metric === "string" && typeof o.bytes === "number");
+  }
+
+  /* The overview's first box: each report that stands out, on one line,
+   * as `gpuleak merge` says it. */
+  function outlierBox(panels, outliers) {
+    const box = el("section", { className: "box" }, el("h3", {}, "Reports that stand out"));
+    if (!outliers.length) {
+      box.append(el("p", { className: "hint" }, "None: the reports' peaks, leaks and growth are alike (docs/merge.md's rule)."));
+      return box;
+    }
+    const ul = el("ul");
+    for (const o of outliers) {
+      const r = panels[o.report].r;
+      ul.append(el("li", { className: "bad" }, `${r.label}: ${o.metric} ${fmtBytes(o.bytes)}; ` +
+        `the ${panels.length - 1} other report(s) at a median of ${fmtBytes(num(o.median_bytes))}`));
+    }
+    box.append(ul, el("p", { className: "hint" }, "Above the others' median by more than six scaled median " +
+      "absolute deviations, a quarter of the median and 1 MiB (docs/merge.md); first in the table below."));
+    return box;
+  }
+
+  function renderOverview(panels, root, outliers) {
     const reports = panels.map((p) => p.r);
+    if (outliers) {
+      root.querySelector("h2").after(outlierBox(panels, outliers));
+      root.dataset.outliers = outliers.map((o) => `${o.report}:${o.metric}`).join(" ");
+    }
+    const standsOut = (x) => (outliers || []).filter((o) => o.report === x.r.index);
     /* Each report's timeline on one time axis: seconds since the earliest
      * timeline start, so ranks started together line up. */
     const starts = panels.map((p) => p.summary.tl.start).filter((s) => s > 0);
@@ -1102,9 +1138,14 @@
     const rows = panels.map((p) => ({ p, r: p.r, s: p.summary }));
     new Table(slot(root, "tables"), {
       title: "Reports", rows,
-      about: "One row per report; click one to open its tab.",
+      about: "One row per report, those that stand out first; click one to open its tab.",
       onSelect: (row) => select(views.findIndex((v) => v.key === String(row.r.index))),
       columns: [
+        /* How far the report stands out: its largest ratio to the
+         * others' median, so the farthest sorts first. */
+        { label: "stands out", type: "num",
+          value: (x) => Math.max(0, ...standsOut(x).map((o) => o.bytes / Math.max(1, num(o.median_bytes)))),
+          format: (v, x) => standsOut(x).map((o) => `${o.metric} ${fmtBytes(o.bytes)}`).join(", ") },
         { label: "file", type: "text", wrap: true, value: (x) => x.r.file },
         { label: "rank", type: "num", value: (x) => (x.r.rank === null ? -1 : x.r.rank), format: (v) => (v < 0 ? "" : String(v)) },
         { label: "pid", type: "num", value: (x) => num(x.r.pid) },
@@ -1158,6 +1199,7 @@
       return new Report(i, str(data.file) ?? `report ${i + 1}`, obj(data.report) || {});
     });
     const tParsed = performance.now();
+    const outliers = readOutliers(reports.length);
     panels = reports.map((r) => new Panel(r));
     const tModel = performance.now();
     const tabs = document.getElementById("tabs"), main = document.getElementById("panels");
@@ -1167,7 +1209,7 @@
       section.id = "overview";
       let done = false;
       views.push({ key: "all", section, button: el("button", { type: "button", role: "tab" }, "All reports"),
-        render: () => { if (!done) { done = true; renderOverview(panels, section); } } });
+        render: () => { if (!done) { done = true; renderOverview(panels, section, outliers); } } });
       main.append(section);
     }
     for (const p of panels) {

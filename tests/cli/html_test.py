@@ -233,7 +233,7 @@ def run(tmp):
           "the page loads an outside resource")
     # Report text cannot close the data's <script>: the head's, the data
     # (one per report), three libraries and page.js, no more.
-    check(len(re.findall(r"</script", text, re.I)) == 1 + len(reports) + 4, "a report string closed a <script>")
+    check(len(re.findall(r"</script", text, re.I)) == 1 + len(reports) + 1 + 4, "a report string closed a <script>")
     check("\\u003c/script" in text and "rank\\u003c1>.json" in text, "'<' in report strings is not escaped")
 
     # Each report's tab, loaded as a person opens it.
@@ -243,7 +243,9 @@ def run(tmp):
         dom = Dom(out)
         page_ok(dom, label)
         check("Uncaught" not in err, f"{label}: Chromium logged an uncaught error")
-        check(dom.scripts == 1 + len(reports) + 4, f"{label}: {dom.scripts} <script> elements")
+        # The page's own, one per report, the outliers' (three reports or
+        # more), the four libraries'.
+        check(dom.scripts == 1 + len(reports) + 1 + 4, f"{label}: {dom.scripts} <script> elements")
         compare(dom, i, wants[i], label)
     title = re.search(r"<title>(.*?)</title>", out, re.S)
     check(title is not None and title.group(1).startswith("gpuleak: "), "a report's markup ran as script")
@@ -271,9 +273,50 @@ def run(tmp):
     check(os.path.getsize(shot) > 10000 if os.path.exists(shot) else False, f"no screenshot at {shot}")
 
     not_judged(tmp)
+    outliers(tmp)
     reachable(tmp)
     bad_input(tmp)
     large(tmp)
+
+
+def outliers(tmp):
+    """A page of five ranks, one leaking ten times what the others do: the
+    overview names that rank (merge's rule, docs/merge.md) and lists it
+    first; a page of ranks alike names none; two reports are not judged."""
+    paths = []
+    for rank in range(5):
+        report = html_report.build(40, 400, rank, 1000 + rank, 7)
+        if rank == 3:
+            for site in report["leaks"]:
+                site["bytes"] *= 10
+            report["totals"]["leaked_bytes"] *= 10
+        paths.append(os.path.join(tmp, f"rank-{rank}.json"))
+        with open(paths[-1], "w") as f:
+            json.dump(report, f)
+    page = os.path.join(tmp, "ranks.html")
+    p = subprocess.run([G, "html", *paths, "-o", page], capture_output=True, text=True, timeout=60)
+    if not check(p.returncode == 0, f"html of five ranks: exit {p.returncode}: {p.stderr.strip()}"):
+        return
+    out, err, _ = chromium(tmp, f"file://{page}", "--dump-dom")
+    dom = Dom(out)
+    page_ok(dom, "ranks")
+    check(dom.ids.get("overview", {}).get("data-outliers") == "3:leaked",
+          f"ranks: the overview names {dom.ids.get('overview', {}).get('data-outliers')!r}, not rank 3's leaks")
+    overview = out[out.find('id="overview"'):]
+    table = overview[overview.find("Reports (5)"):]  # past the chart's legend, a table too
+    first = re.search(r"<tbody[^>]*>\s*<tr[^>]*>(.*?)</tr>", table, re.S)
+    check(first is not None and "rank-3.json" in first.group(1) and "leaked" in first.group(1),
+          "ranks: the rank that stands out is not the overview's first row")
+    check("Reports that stand out" in overview and "rank 3" in overview.split("Reports that stand out")[1][:400],
+          "ranks: the overview does not say which rank stands out")
+    alike = os.path.join(tmp, "alike.html")
+    subprocess.run([G, "html", *paths[:3], "-o", alike], capture_output=True, timeout=60)
+    out, _, _ = chromium(tmp, f"file://{alike}", "--dump-dom")
+    check(Dom(out).ids.get("overview", {}).get("data-outliers") == "" and "None: the reports" in out,
+          "ranks alike: the overview names a rank that does not stand out")
+    two = os.path.join(tmp, "two.html")
+    subprocess.run([G, "html", *paths[:2], "-o", two], capture_output=True, timeout=60)
+    check('class="gpuleak-outliers"' not in open(two).read(), "two reports: judged, though merge's rule takes three")
 
 
 def reachable(tmp):
