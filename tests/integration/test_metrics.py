@@ -3,6 +3,7 @@ writes the process's numbers as a textfile the collector reads
 (GPULEAK_PROMETHEUS_DIR), atomically, every interval, and removes it at
 exit; Debian's prometheus-node-exporter, started here on loopback with its
 textfile collector, serves them, with no parse error."""
+import json
 import os
 import re
 import shutil
@@ -86,6 +87,33 @@ class MetricsTest(Base):
         _, err = proc.communicate(timeout=30)
         self.assertEqual(proc.returncode, 0, err)
         self.assertEqual(os.listdir(folder), [])
+
+    def test_the_grafana_dashboard_plots_what_the_shim_writes(self):
+        """docs/grafana/gpuleak-ranks.json: every metric its queries name is
+        a family the shim writes, with the labels they group by."""
+        folder = os.path.join(self.tmp, "prom")
+        os.mkdir(folder)
+        proc = self.start(4, {"GPULEAK_PROMETHEUS_DIR": folder, "GPULEAK_PROMETHEUS_INTERVAL": "1",
+                              "RANK": "2", "TORCHELASTIC_RUN_ID": "run7"})
+        path = os.path.join(folder, "gpuleak-%s-%d.prom" % (socket.gethostname(), proc.pid))
+        text = self.wait_for(lambda: open(path).read() if os.path.exists(path) else None)
+        proc.communicate(timeout=30)
+        self.assertIsNotNone(text)
+        written = {n for (n, _) in samples(text)}
+        labels = set(re.findall(r'(\w+)="', text))
+        with open(os.path.join(os.path.dirname(__file__), "..", "..", "docs", "grafana",
+                               "gpuleak-ranks.json")) as fh:
+            dashboard = json.load(fh)
+        exprs = [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]
+        self.assertGreaterEqual(len(exprs), 6)
+        for expr in exprs:
+            for name in re.findall(r"\b(gpuleak_\w+)", expr):
+                self.assertIn(name, written, expr)
+            for by in re.findall(r"by \(([\w, ]+)\)", expr):
+                for label in by.split(","):
+                    self.assertIn(label.strip(), labels, expr)
+            for label in re.findall(r"(\w+)=~?\"", expr):
+                self.assertIn(label, labels, expr)
 
     def test_a_folder_that_cannot_be_written_is_one_line(self):
         proc = self.start(1.5, {"GPULEAK_PROMETHEUS_DIR": os.path.join(self.tmp, "missing"),
