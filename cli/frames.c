@@ -17,18 +17,34 @@ const char *frames_kind_phrase(const char *kind)
     return k >= 0 ? phrases[k] : "memory";
 }
 
+/* How many of site's innermost native frames are cudart's own, folded
+ * under the runtime call they serve (origin_rules.h). */
+static size_t cudart_folded(const load_site_t *site)
+{
+    origin_frame_t frames[64];
+    size_t n = site->nstack < 64 ? site->nstack : 64;
+    for (size_t i = 0; i < n; i++)
+        frames[i] = (origin_frame_t){ site->stack[i]->function, site->stack[i]->file,
+                                      site->stack[i]->module, (int)site->stack[i]->line, 0 };
+    return (size_t)origin_cudart_folded(frames, (int)n);
+}
+
 /* Prints up to limit frames (0: all), Python frames first because they name
- * the user's line while the native ones start in the allocator. */
+ * the user's line while the native ones start in the allocator; with a
+ * limit, cudart's own frames fold under the runtime call they serve. */
 void frames_print_stack(FILE *f, const load_site_t *site, size_t limit)
 {
-    size_t shown = 0, total = site->npython + site->nstack;
+    size_t folded = limit != 0 ? cudart_folded(site) : 0;
+    size_t shown = 0, total = site->npython + site->nstack - folded;
     for (size_t i = 0; i < site->npython && (limit == 0 || shown < limit); i++, shown++)
         frame_text_python(f, (int)shown, site->python[i]->function, site->python[i]->file,
                           site->python[i]->line);
-    for (size_t i = 0; i < site->nstack && (limit == 0 || shown < limit); i++, shown++) {
+    for (size_t i = folded; i < site->nstack && (limit == 0 || shown < limit); i++, shown++) {
         const load_frame_t *fr = site->stack[i];
         frame_text_native(f, (int)shown, fr->address, fr->function, fr->file, fr->line, fr->module,
                           fr->offset);
+        if (i == folded && folded > 0)
+            frame_text_cudart_folded(f, folded, "--full-stacks shows them");
     }
     if (total == 0)
         fputs("    (no stack recorded)\n", f);

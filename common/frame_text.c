@@ -32,6 +32,11 @@ void frame_text_native(FILE *f, int index, uint64_t address, const char *functio
     fprintf(f, "+0x%llx)\n", (unsigned long long)offset);
 }
 
+void frame_text_cudart_folded(FILE *f, size_t folded, const char *where)
+{
+    fprintf(f, "        (%zu frame(s) inside the CUDA runtime folded under it; %s)\n", folded, where);
+}
+
 void frame_text_python(FILE *f, int index, const char *function, const char *file, long line)
 {
     fprintf(f, "    #%d ", index);

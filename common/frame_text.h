@@ -24,6 +24,12 @@ void frame_text_native(FILE *f, int index, uint64_t address, const char *functio
 /* "    #0 forward in model.py:17 (Python)". */
 void frame_text_python(FILE *f, int index, const char *function, const char *file, long line);
 
+/* The line under a CUDA runtime call that says how many of cudart's own
+ * frames were folded under it (origin_cudart_folded); where says where
+ * they are shown whole ("--full-stacks shows them", "the report has
+ * them"). */
+void frame_text_cudart_folded(FILE *f, size_t folded, const char *where);
+
 /* A frame shown after an origin: a caller of the user's, or the installed
  * package it went through. */
 typedef struct frame_text_place {

@@ -600,3 +600,32 @@ const origin_rule_t *origin_builtin_rules(size_t *count)
     *count = sizeof builtin_rules / sizeof builtin_rules[0];
     return builtin_rules;
 }
+
+/* Whether s (may be NULL) matches glob. */
+static int matches(const char *glob, const char *s)
+{
+    return s != NULL && fnmatch(glob, s, 0) == 0;
+}
+
+/* A CUDA runtime API entry: cudaMalloc, cudaMallocAsync, and nvcc's
+ * templates over them (cudaMalloc<int>(int**, unsigned long)). */
+static int cudart_entry(const origin_frame_t *f)
+{
+    return matches("cuda[A-Z]*", f->function);
+}
+
+/* A frame of the runtime's own, or of the driver under it. */
+static int inside_cudart(const origin_frame_t *f)
+{
+    return matches("*/libcudart.so*", f->module) || matches("*/libcuda.so*", f->module)
+        || matches("cudart::*", f->function)
+        || matches("libcudart_static_*", f->function) || matches("__cuda*", f->function);
+}
+
+int origin_cudart_folded(const origin_frame_t *frames, int count)
+{
+    int n = 0;
+    while (n < count && !frames[n].is_python && inside_cudart(&frames[n]) && !cudart_entry(&frames[n]))
+        n++;
+    return n > 0 && n < count && !frames[n].is_python && cudart_entry(&frames[n]) ? n : 0;
+}

@@ -77,6 +77,15 @@ void origin_rules_init(const char *skip, int builtin, const origin_layout_t *lay
  * is skipped (or count is 0). */
 int origin_find(const origin_frame_t *frames, int count);
 
+/* How many of frames[0..count) (native frames, innermost first) fold under
+ * the CUDA runtime call they serve, as sanitizers fold their interceptors:
+ * the leading run of frames inside cudart (libcudart.so, or nvcc's static
+ * cudart: cudart::*, libcudart_static_*, __cuda*) or the driver under it
+ * (libcuda.so) when the frame after it
+ * is the runtime's API entry (a cuda[A-Z]* function); else 0. The views
+ * start a stack at that entry, which is the user's call. */
+int origin_cudart_folded(const origin_frame_t *frames, int count);
+
 /* Index of the innermost frame in frames[0..before) whose first matching
  * rule says ORIGIN_LIBRARY (an installed package), or -1. */
 int origin_find_via(const origin_frame_t *frames, int before);

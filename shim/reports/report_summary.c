@@ -27,10 +27,18 @@ static void print_frames(FILE *f, uint32_t site, int limit)
             frame_text_python(f, shown++, function, file, line);
     }
     int n = report_view_origin_frames(site, frames, SUMMARY_FRAMES_MAX);
-    for (int i = 0; i < n && shown < limit; i++, shown++) {
+    /* cudart's own frames fold under the runtime call they serve. */
+    static origin_frame_t as_rules[SUMMARY_FRAMES_MAX];
+    for (int i = 0; i < n; i++)
+        as_rules[i] = (origin_frame_t){ frames[i].function, frames[i].file, frames[i].module,
+                                        frames[i].line, 0 };
+    int folded = origin_cudart_folded(as_rules, n);
+    for (int i = folded; i < n && shown < limit; i++, shown++) {
         const symbolized_frame_t *fr = &frames[i];
         frame_text_native(f, shown, fr->address, fr->function, fr->file, fr->line, fr->module,
                           fr->offset);
+        if (i == folded && folded > 0)
+            frame_text_cudart_folded(f, (size_t)folded, "the report has them");
     }
     if (shown == 0)
         fprintf(f, "    (no stack recorded: GPULEAK_STACK_DEPTH=0 or too many stacks)\n");

@@ -32,6 +32,7 @@ docs/, such as build/bench.md; docs/performance.md keeps the current numbers,
 not run logs).
 """
 import argparse
+import atexit
 import datetime
 import glob
 import json
@@ -63,6 +64,7 @@ class Bench:
         self.bin = os.path.join(self.build, "bench")
         self.reps = reps
         self.tmp = tempfile.mkdtemp(prefix="gpuleak-bench-")
+        atexit.register(shutil.rmtree, self.tmp, True)  # nothing left in /tmp
         self.out = []
 
     def env(self, shim, extra):

@@ -75,6 +75,37 @@ END_TEST
 /* nvcc's static cudart: runtime code inside the user's own binary is told
  * apart by its function names, not its module. A user function whose name
  * merely starts with "cuda" in lower case stays the user's. */
+/* cudart's own frames (and the driver's under them) fold under the runtime
+ * call they serve, static or shared; nothing folds without that call. */
+START_TEST(test_cudart_folded)
+{
+    const char *bin = "/home/u/cu/leak", *rt = "/usr/local/cuda/lib64/libcudart.so.13";
+    const origin_frame_t fat[] = {
+        NAT(LIBCUDA, "cuMemAlloc_v2"),
+        NAT(bin, "libcudart_static_4d8b33a106dceb3c07a56e26de61f545ab8e4b0d"),
+        NAT(bin, "__cudart803"),
+        NAT(bin, "cudart::driverHelper::mallocPtr(unsigned long, void**)"),
+        NAT(bin, "cudart::cudaApiMalloc(void**, unsigned long)"),
+        NAT(bin, "cudaMalloc"),
+        NATL(bin, "cudaError cudaMalloc<float>(float**, unsigned long)",
+             "/usr/local/cuda/include/cuda_runtime.h", 585),
+        NATL(bin, "main", "/home/u/cu/leak.cu", 40),
+    };
+    ck_assert_int_eq(origin_cudart_folded(fat, COUNT(fat)), 5);
+    const origin_frame_t shared[] = { NAT(rt, NULL), NAT(rt, NULL), NAT(rt, "cudaMallocAsync"), NAT(bin, "main") };
+    ck_assert_int_eq(origin_cudart_folded(shared, COUNT(shared)), 2);
+    const origin_frame_t no_call[] = { NAT(rt, NULL), NAT(bin, "main") };
+    ck_assert_int_eq(origin_cudart_folded(no_call, COUNT(no_call)), 0);
+    const origin_frame_t at_call[] = { NAT(rt, "cudaMalloc"), NAT(bin, "main") };
+    ck_assert_int_eq(origin_cudart_folded(at_call, COUNT(at_call)), 0);
+    const origin_frame_t all_inside[] = { NAT(rt, NULL), NAT(rt, NULL) };
+    ck_assert_int_eq(origin_cudart_folded(all_inside, COUNT(all_inside)), 0);
+    const origin_frame_t python[] = { PY("step", "t.py", 3), NAT(rt, "cudaMalloc") };
+    ck_assert_int_eq(origin_cudart_folded(python, COUNT(python)), 0);
+    ck_assert_int_eq(origin_cudart_folded(NULL, 0), 0);
+}
+END_TEST
+
 START_TEST(test_static_cudart)
 {
     defaults();
@@ -771,6 +802,7 @@ int main(void)
     TCase *tc = tcase_create("rules");
     tcase_add_test(tc, test_plain_c);
     tcase_add_test(tc, test_static_cudart);
+    tcase_add_test(tc, test_cudart_folded);
     tcase_add_test(tc, test_pytorch);
     tcase_add_test(tc, test_pytorch_python_rules);
     tcase_add_test(tc, test_nccl);
