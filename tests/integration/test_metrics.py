@@ -89,7 +89,7 @@ class MetricsTest(Base):
         self.assertEqual(os.listdir(folder), [])
 
     def test_the_grafana_dashboard_plots_what_the_shim_writes(self):
-        """docs/grafana/gpuleak-ranks.json: every metric its queries name is
+        """docs/grafana/ranks-dashboard.json: every metric its queries name is
         a family the shim writes, with the labels they group by."""
         folder = os.path.join(self.tmp, "prom")
         os.mkdir(folder)
@@ -102,7 +102,7 @@ class MetricsTest(Base):
         written = {n for (n, _) in samples(text)}
         labels = set(re.findall(r'(\w+)="', text))
         with open(os.path.join(os.path.dirname(__file__), "..", "..", "docs", "grafana",
-                               "gpuleak-ranks.json")) as fh:
+                               "ranks-dashboard.json")) as fh:
             dashboard = json.load(fh)
         exprs = [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]
         self.assertGreaterEqual(len(exprs), 6)
