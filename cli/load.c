@@ -932,6 +932,8 @@ static void load_oom(json_t *root, load_report_t *r)
     get_u64(&quiet, v, RK(oom), RK(count), 0, &o->count);
     get_u64(&quiet, v, RK(oom), RK(time_ns), 0, &o->time_ns);
     get_u64(&quiet, v, RK(oom), RK(live_bytes), 0, &o->live_bytes);
+    get_u64(&quiet, v, RK(oom), RK(torch_reserved_bytes), 0, &o->torch_reserved_bytes);
+    get_u64(&quiet, v, RK(oom), RK(torch_allocated_bytes), 0, &o->torch_allocated_bytes);
     if (quiet.error != NULL || load_oom_site(&quiet, v, RK(oom), &o->site, index, nindex) != 0) {
         free(quiet.error);
         free(index);

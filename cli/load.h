@@ -124,7 +124,11 @@ typedef struct {
 typedef struct {
     uint64_t count;       /* out-of-memory failures in the run, this one included */
     uint64_t time_ns;     /* epoch ns; 0 when absent */
-    uint64_t live_bytes;  /* live GPU bytes at that moment */
+    uint64_t live_bytes;  /* live GPU bytes at that moment (PyTorch's OOM: its tensors') */
+    uint64_t torch_reserved_bytes;  /* PyTorch's OOM: its reserved memory on the device
+                                       then; 0 when not written (a driver's OOM, an
+                                       older report) */
+    uint64_t torch_allocated_bytes; /* and its live tensors' bytes there */
     load_site_t site;     /* the refused allocation: kind, device, bytes asked, its
                              frames (the report's "stacks") and its origin (its entry
                              in another list, where the shim wrote one) */

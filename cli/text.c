@@ -4,6 +4,7 @@
 #include "text.h"
 #include "chart.h"
 #include "cuda_errors.h"
+#include "diagnosis.h"
 #include "frames.h"
 #include "units.h"
 
@@ -275,7 +276,10 @@ static void print_oom(FILE *f, const load_report_t *r, const text_options_t *o)
     fputs(", from ", f);
     frame_text_put(f, origin ? origin : "?");
     free(origin);
-    fprintf(f, "\n  %s was live then", units_format_size(oom->live_bytes, a));
+    fputc('\n', f);
+    diagnosis_oom_t d = { oom->site.bytes, oom->torch_allocated_bytes, oom->torch_reserved_bytes };
+    diagnosis_oom(f, 2, &d);
+    fprintf(f, "  %s was live then", units_format_size(oom->live_bytes, a));
     if (oom->holders.n == 0) {
         fputs("\n", f);
         return;

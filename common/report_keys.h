@@ -48,6 +48,8 @@
     X(bytes_allocated, "u64", "totals, kind and device totals") \
     X(live_bytes, "u64", "totals, kind and device totals, site, oom") \
     X(peak_bytes, "u64", "totals, kind and device totals") \
+    X(torch_reserved_bytes, "u64", "oom (PyTorch's own)") \
+    X(torch_allocated_bytes, "u64", "oom (PyTorch's own)") \
     X(peak_time_ns, "u64", "totals") \
     X(leaked_bytes, "u64", "totals, kind and device totals") \
     X(leaked_allocations, "u64", "totals, kind and device totals") \

@@ -448,6 +448,23 @@ static tracker_site_bytes_t *live_sites(int without_cache, size_t *count)
     return out;
 }
 
+/* PyTorch's reserved memory on device now (its cached segments' bytes)
+ * into *reserved, and its live tensors' bytes there into *allocated: each
+ * site counted on the device it last allocated on. O(sites). */
+static void torch_memory_now(int device, uint64_t *reserved, uint64_t *allocated)
+{
+    uint32_t high = atomic_load(&site_high);
+    *reserved = *allocated = 0;
+    for (uint32_t i = 0; i <= high; i++) {
+        if (atomic_load(&sites[i].device) != device)
+            continue;
+        uint64_t live = site_live_bytes(i), cache = atomic_load(&sites[i].reserve_bytes);
+        *reserved += cache < live ? cache : live;
+        if (atomic_load(&sites[i].kind) == REPORT_KIND_tensor)
+            *allocated += live;
+    }
+}
+
 /* Saves what was live, by site, at the first out-of-memory failure: what
  * filled the GPU is the question an OOM asks. Later ones are only counted. */
 static void snapshot_oom(alloc_kind_t kind, size_t size, int device, uint32_t site)
@@ -473,6 +490,11 @@ static void snapshot_oom(alloc_kind_t kind, size_t size, int device, uint32_t si
         oom.device = device;
         oom.site = site;
         oom.live_bytes = live_bytes(kind == REPORT_KIND_tensor ? kind_totals[REPORT_KIND_tensor].row : GPU_ROW);
+        /* How much of its reserved memory its tensors used: the evidence for
+         * fragmentation (common/diagnosis.h). */
+        oom.torch_reserved_bytes = oom.torch_allocated_bytes = 0;
+        if (kind == REPORT_KIND_tensor)
+            torch_memory_now(device, &oom.torch_reserved_bytes, &oom.torch_allocated_bytes);
         /* At PyTorch's OOM its cache is not a holder: its tensors are. */
         oom.sites = live_sites(kind == REPORT_KIND_tensor, &oom.site_count);
     }

@@ -75,7 +75,10 @@ typedef struct tracker_oom {
     uint64_t count;          /* out-of-memory failures in all */
     uint64_t time_ns;        /* clock_coarse_ns() of the first */
     uint64_t bytes_asked;
-    uint64_t live_bytes;     /* live GPU bytes then */
+    uint64_t live_bytes;     /* live GPU bytes then (PyTorch's OOM: its tensors') */
+    uint64_t torch_reserved_bytes;  /* PyTorch's OOM: its cached segments' bytes on the
+                                       device then (its reserved memory), else 0 */
+    uint64_t torch_allocated_bytes; /* and its live tensors' bytes there */
     int kind, device;
     uint32_t site;           /* where the refused allocation came from */
     tracker_site_bytes_t *sites;  /* live GPU bytes by site */

@@ -762,6 +762,10 @@ static void put_oom(FILE *f, frame_tables_t *tables, const report_view_t *view)
     put_str(f, RK(kind), report_kind_name(oom->kind), 1);
     put_int(f, RK(device), oom->device, 1);
     put_u64(f, RK(live_bytes), oom->live_bytes, 1);
+    if (oom->kind == REPORT_KIND_tensor) {
+        put_u64(f, RK(torch_reserved_bytes), oom->torch_reserved_bytes, 1);
+        put_u64(f, RK(torch_allocated_bytes), oom->torch_allocated_bytes, 1);
+    }
     put_u64(f, RK(site), oom->site, 1);
     put_open(f, RK(sites), '[');
     list_site(tables, oom->site);

@@ -4,6 +4,7 @@
 #include "frame_text.h"
 #include "units.h"
 #include "cuda_errors.h"
+#include "diagnosis.h"
 #include "report_format.h"
 
 #include <stdio.h>
@@ -329,7 +330,10 @@ static void print_oom(FILE *f, const report_view_t *view)
             kind_phrase(oom->kind), oom->device, origin_phrase(view, oom->site, oom->kind));
     if (oom->count > 1)
         fprintf(f, " (%llu out-of-memory failures in all)", (unsigned long long)oom->count);
-    fprintf(f, ".\n%s was live then; the largest holders:\n", units_format_size(oom->live_bytes, b));
+    fputs(".\n", f);
+    diagnosis_oom_t d = { oom->bytes_asked, oom->torch_allocated_bytes, oom->torch_reserved_bytes };
+    diagnosis_oom(f, 0, &d);
+    fprintf(f, "%s was live then; the largest holders:\n", units_format_size(oom->live_bytes, b));
     for (size_t i = 0; i < view->oom_holder_count && i < (size_t)view->run.summary_sites; i++) {
         const tracker_site_bytes_t *h = &oom->sites[view->oom_holders[i]];
         int kind = report_view_site_kind(h->site);

@@ -202,6 +202,26 @@ public:
         trace(TraceEntry::OOM, 1u << 20, size);
     }
 
+    // torch.cuda.memory_reserved() and memory_allocated(): its segments'
+    // bytes, and its live blocks' bytes as its trace events give them
+    // (asked, as this fake's events carry).
+    size_t reserved()
+    {
+        std::unique_lock<std::recursive_mutex> lock(mutex_);
+        size_t n = 0;
+        for (const auto &s : segments_)
+            n += s.second.size;
+        return n;
+    }
+    size_t allocated()
+    {
+        std::unique_lock<std::recursive_mutex> lock(mutex_);
+        size_t n = 0;
+        for (const auto &b : live_)
+            n += b.second.requested;
+        return n;
+    }
+
 private:
     void complete(const Block &b)
     {
@@ -298,6 +318,9 @@ public:
             d->empty_cache();
     }
     void recordOom(size_t size, int device) override { devices_.at(device)->record_oom(size); }
+    // Not virtual: the interface's slots stay PyTorch's.
+    size_t reserved(int device) { return devices_.at(device)->reserved(); }
+    size_t allocated(int device) { return devices_.at(device)->allocated(); }
     // As PyTorch's: every device allocator that exists gets the tracker; one
     // attached before init() is silently lost.
     void attachAllocatorTraceTracker(AllocatorTraceTracker tracker) override
@@ -435,6 +458,20 @@ API void fake_c10_empty_cache(void)
 API void fake_c10_record_oom(size_t size, int device)
 {
     alloc::allocator.load()->recordOom(size, device);
+}
+
+// torch.cuda.memory_reserved(device) and memory_allocated(device); 0 under
+// another backend.
+API size_t fake_c10_reserved(int device)
+{
+    auto *native = dynamic_cast<alloc::Native::NativeCachingAllocator *>(alloc::allocator.load());
+    return native != nullptr ? native->reserved(device) : 0;
+}
+
+API size_t fake_c10_allocated(int device)
+{
+    auto *native = dynamic_cast<alloc::Native::NativeCachingAllocator *>(alloc::allocator.load());
+    return native != nullptr ? native->allocated(device) : 0;
 }
 
 // A tracker of the fake's own, as a program's own code might attach: it

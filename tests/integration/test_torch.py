@@ -89,7 +89,7 @@ class TorchTensorsTest(unittest.TestCase):
     def run_demo(self, scenario=None, extra_env=None):
         """Runs the script under the shim; it must succeed and write one
         report. Returns (report, expect, stderr)."""
-        tmp = tempfile.mkdtemp(prefix="gpuleak-torch-")
+        tmp = self.last_tmp = tempfile.mkdtemp(prefix="gpuleak-torch-")
         proc, expect = run_script(tmp, scenario, extra_env)
         self.assertEqual(proc.returncode, 0, proc.stderr)
         self.assertIsNotNone(expect, proc.stderr)
@@ -321,6 +321,30 @@ class TorchTensorsTest(unittest.TestCase):
                          {"function": "main", "file": expect["file"], "line": line})
         # The tensors are still counted as before.
         self.assert_tensor_counts(report, expect)
+
+    def test_out_of_memory_from_fragmentation_names_its_cause_and_cure(self):
+        """The cache held more unused bytes than were asked (issue 38): the
+        report gives the device's reserved and allocated bytes, and the exit
+        summary and gpuleak report say fragmentation, with its cure."""
+        report, expect, stderr = self.run_demo("oom-fragmented")
+        self.assert_program_unchanged(expect)
+        oom, want = report["oom"], expect["oom"]
+        self.assertGreater(want["reserved"] - want["allocated"], want["asked"])
+        self.assertEqual((oom["torch_reserved_bytes"], oom["torch_allocated_bytes"]),
+                         (want["reserved"], want["allocated"]))
+        self.assertIn("Cause: fragmentation.", stderr)
+        self.assertIn("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True", stderr)
+        path = os.path.join(self.last_tmp, os.path.basename(report_paths(self.last_tmp)[0]))
+        text = subprocess.run([os.path.join(BUILD, "gpuleak"), "report", path], capture_output=True,
+                              text=True, timeout=60).stdout
+        self.assertIn("  Cause: fragmentation.", text)
+
+    def test_out_of_memory_of_tensors_gives_the_facts_and_no_cause(self):
+        """64 GiB asked of a cache with a few MiB unused: the facts, no
+        cause, no advice."""
+        _, _, stderr = self.run_demo("oom")
+        self.assertIn("cached but unused.", stderr)
+        self.assertNotIn("Cause:", stderr)
 
     def test_out_of_memory_holders_are_tensors_not_the_cache(self):
         report, _, _ = self.run_demo("oom")

@@ -21,6 +21,8 @@ lib.fake_c10_malloc.restype = ctypes.c_void_p
 lib.fake_c10_malloc.argtypes = [ctypes.c_size_t, ctypes.c_int]
 lib.fake_c10_free.argtypes = [ctypes.c_void_p, ctypes.c_int]
 lib.fake_c10_record_oom.argtypes = [ctypes.c_size_t, ctypes.c_int]
+lib.fake_c10_reserved.restype = lib.fake_c10_allocated.restype = ctypes.c_size_t
+lib.fake_c10_reserved.argtypes = lib.fake_c10_allocated.argtypes = [ctypes.c_int]
 lib.fake_c10_counted_events.restype = ctypes.c_ulong
 driver = ctypes.CDLL("libcuda.so.1")
 
@@ -83,8 +85,17 @@ def main():
             t = threading.Thread(target=lib.fake_c10_process_events)
             t.start()
             t.join()
+    oom = None
     if scenario == "oom":
         lib.fake_c10_record_oom(64 << 30, 0)
+    elif scenario == "oom-fragmented":
+        # Its cache on device 0 holds more unused bytes than are asked, in
+        # blocks too small: what PyTorch reports as reserved but
+        # unallocated.
+        reserved, allocated = lib.fake_c10_reserved(0), lib.fake_c10_allocated(0)
+        oom = {"reserved": reserved, "allocated": allocated, "asked": (reserved - allocated) // 2}
+        record_oom = lib.fake_c10_record_oom  # the "oom" scenario's call is the one by that name
+        record_oom(oom["asked"], 0)
     lib.fake_c10_empty_cache()
     with open(os.environ["EXPECT_OUT"], "w") as fh:
         json.dump({"stats": stats, "keep_line": KEEP_LINE, "kept": len(kept),
@@ -92,7 +103,7 @@ def main():
                    "file": os.path.abspath(__file__),
                    "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF"),
                    "own_tracker": own,
-                   "own_events": lib.fake_c10_counted_events()}, fh)
+                   "own_events": lib.fake_c10_counted_events(), "oom": oom}, fh)
 
 
 main()

@@ -1,0 +1,25 @@
+/* diagnosis.h: a finding's cause and its cure, in one wording for the exit
+ * summary and every view of the command, said only where the report holds
+ * the evidence for it (docs/diagnosis.md lists each cause with the
+ * evidence it needs); otherwise the views give the facts alone. */
+#ifndef GPULEAK_DIAGNOSIS_H
+#define GPULEAK_DIAGNOSIS_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+/* What PyTorch's caching allocator held at its own out-of-memory failure. */
+typedef struct diagnosis_oom {
+    uint64_t asked;      /* bytes the refused allocation asked for */
+    uint64_t allocated;  /* bytes in live tensors then */
+    uint64_t reserved;   /* bytes of its cached segments then (0: not known) */
+} diagnosis_oom_t;
+
+/* Writes, indented by indent spaces, what PyTorch's reserved memory was
+ * made of at its OOM and, where the facts show it, the cause and the
+ * cure: fragmentation when the cache held more unused bytes than were
+ * asked. Nothing when reserved is 0 (not known: an older report, a
+ * driver's OOM). Returns 1 when it named a cause, else 0. */
+int diagnosis_oom(FILE *f, int indent, const diagnosis_oom_t *oom);
+
+#endif
