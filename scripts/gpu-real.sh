@@ -139,6 +139,18 @@ if wants oom && have_time "OOM" 60; then
     fi
 fi
 
+section "out of memory from fragmentation: the cause and its cure (issue 38)"
+if wants oom && have_time "OOM" 60; then
+    if run_logged oom-fragmented 90 env LD_PRELOAD="$SHIM" GPULEAK_OUTPUT="$R/oomfrag-%p.json" \
+        EXPECT_OUT="$R/oomfrag-expect.json" "$PY" "$REAL/oom_fragmented.py"; then
+        rep=$(find "$R" -name 'oomfrag-*.json' ! -name 'oomfrag-expect.json' | head -n 1)
+        check "fragmentation named at PyTorch's OOM" "$PY" "$REAL/check_oom_cause.py" "$rep" \
+            "$R/oomfrag-expect.json" "$WORK/oom-fragmented.log"
+    else
+        result FAIL "OOM fragmentation run" "see oom-fragmented.log"
+    fi
+fi
+
 section "pytest --gpuleak on real PyTorch"
 if wants pytest && have_time "PYTEST" 90; then
     if run_logged pytest 150 env PYTHONPATH="$REPO/python" GPULEAK_LIB="$SHIM" PATH="$REPO/build:$PATH" \
