@@ -473,6 +473,40 @@ static void load_origin(const load_report_t *r, json_t *entry, load_site_t *s)
     free(quiet_via.error);
 }
 
+/* Reads a "composition" (common/composition.h) into *c, a display hint:
+ * all zero, never refused, when it is absent or cannot be read whole. A
+ * role this reader does not know is left out. */
+static void load_composition(const load_report_t *r, json_t *v, composition_t *c)
+{
+    memset(c, 0, sizeof *c);
+    json_t *parts = json_object_get(v, RK(parts));
+    if (!json_is_object(v) || !json_is_array(parts))
+        return;
+    ctx_t quiet = { .name = RK(composition), .report = r };
+    for (size_t i = 0; i < json_array_size(parts) && quiet.error == NULL; i++) {
+        json_t *part = json_array_get(parts, i), *by = json_object_get(part, RK(by));
+        const char *name;
+        uint64_t bytes;
+        if (get_str(&quiet, part, RK(parts), RK(role), 1, &name) != 0
+            || get_u64(&quiet, part, RK(parts), RK(bytes), 1, &bytes) != 0)
+            break;
+        int role = composition_role_of_name(name);
+        if (role < 0)
+            continue;
+        c->bytes[role] = units_add(c->bytes[role], bytes);
+        c->gpu_bytes = units_add(c->gpu_bytes, bytes);
+        for (size_t k = 0; k < json_array_size(by) && k < COMPOSITION_TOP; k++) {
+            composition_part_t *owner = &c->by[role][k];
+            if (get_str(&quiet, json_array_get(by, k), RK(by), RK(name), 1, &owner->name) != 0
+                || get_u64(&quiet, json_array_get(by, k), RK(by), RK(bytes), 1, &owner->bytes) != 0)
+                break;
+        }
+    }
+    if (quiet.error != NULL)
+        memset(c, 0, sizeof *c);
+    free(quiet.error);
+}
+
 /* Reads held_at_finish's "holders_search", a display hint: left out, never
  * refused, when it cannot be read. */
 static void load_search(json_t *search, load_report_t *r)
@@ -934,6 +968,7 @@ static void load_oom(json_t *root, load_report_t *r)
     get_u64(&quiet, v, RK(oom), RK(live_bytes), 0, &o->live_bytes);
     get_u64(&quiet, v, RK(oom), RK(torch_reserved_bytes), 0, &o->torch_reserved_bytes);
     get_u64(&quiet, v, RK(oom), RK(torch_allocated_bytes), 0, &o->torch_allocated_bytes);
+    load_composition(r, json_object_get(v, RK(composition)), &o->composition);
     if (quiet.error != NULL || load_oom_site(&quiet, v, RK(oom), &o->site, index, nindex) != 0) {
         free(quiet.error);
         free(index);
@@ -1102,6 +1137,7 @@ static void load_growth_and_held(ctx_t *ctx, json_t *root, load_report_t *r)
         r->has_held = true;
         load_section(ctx, held, RK(held_at_finish), &r->held_bytes, NULL, &r->held);
         load_search(json_object_get(held, RK(holders_search)), r);
+        load_composition(r, json_object_get(held, RK(composition)), &r->held_composition);
     }
 }
 

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "composition.h"
 #include "origin_rules.h"
 #include "report_format.h"
 
@@ -129,6 +130,8 @@ typedef struct {
                                        then; 0 when not written (a driver's OOM, an
                                        older report) */
     uint64_t torch_allocated_bytes; /* and its live tensors' bytes there */
+    composition_t composition;      /* the GPU memory by role when Python was asked
+                                       after the failure; all zero when not written */
     load_site_t site;     /* the refused allocation: kind, device, bytes asked, its
                              frames (the report's "stacks") and its origin (its entry
                              in another list, where the shim wrote one) */
@@ -194,6 +197,8 @@ typedef struct {
     uint64_t search_objects, search_named_bytes;
     double search_seconds;
     const char *search_ended;
+    composition_t held_composition;  /* the GPU memory by role then; all zero when
+                                        not written */
     load_list_t held;
     load_list_t growth;
     bool has_peak;

@@ -1,6 +1,9 @@
 /* diagnosis.c: each cause's sentence and cure (docs/diagnosis.md). */
 #include "diagnosis.h"
+#include "composition.h"
 #include "units.h"
+
+#include <string.h>
 
 int diagnosis_oom(FILE *f, int indent, const diagnosis_oom_t *oom)
 {
@@ -23,4 +26,33 @@ int diagnosis_oom(FILE *f, int indent, const diagnosis_oom_t *oom)
                "%*ssizes gives the cache back to the driver.\n",
             indent, "", asked, indent, "", indent, "", indent, "", indent, "");
     return 1;
+}
+
+/* Whether a graph's owner is the failing step's own: a frame's local or the
+ * exception in flight. */
+static int owned_by_the_step(const char *name)
+{
+    return strstr(name, "() local ") != NULL || strncmp(name, "the exception", 13) == 0;
+}
+
+int diagnosis_graphs(FILE *f, int indent, const composition_t *c, int at_oom)
+{
+    const composition_part_t *by = c->by[COMPOSITION_saved_for_backward];
+    char size[UNITS_SIZE_BUF];
+    int named = 0;
+    for (int i = 0; i < COMPOSITION_TOP && by[i].name != NULL; i++) {
+        if (by[i].bytes == 0 || by[i].bytes < c->gpu_bytes / 100
+            || (at_oom && owned_by_the_step(by[i].name)))
+            continue;
+        fprintf(f, "%*sCause: %s keeps the autograd graph it was computed from: %s of tensors saved\n"
+                   "%*sfor backward that no backward() will free (a loss summed or kept across steps,\n"
+                   "%*sor evaluation outside torch.no_grad()).\n",
+                indent, "", by[i].name, units_format_size(by[i].bytes, size), indent, "", indent, "");
+        if (named++ == 0)
+            fprintf(f, "%*sCure: keep a number (loss.item()) or a tensor without its graph (.detach())\n"
+                       "%*swhere it is summed or stored; evaluate and generate under torch.no_grad()\n"
+                       "%*sor torch.inference_mode().\n",
+                    indent, "", indent, "", indent, "");
+    }
+    return named;
 }

@@ -22,4 +22,14 @@ typedef struct diagnosis_oom {
  * driver's OOM). Returns 1 when it named a cause, else 0. */
 int diagnosis_oom(FILE *f, int indent, const diagnosis_oom_t *oom);
 
+/* Writes, indented, for each owner of memory saved for backward in c (a
+ * graph's root: composition.h) that holds at least 1% of the GPU memory
+ * then, the cause (an autograd graph kept that no backward() will free:
+ * a loss summed or kept, a result of evaluation outside no_grad) and the
+ * cure. At an OOM (at_oom) a frame's local and the exception being
+ * handled are passed over: the step that failed was using its graph.
+ * Returns how many causes it named. */
+struct composition;
+int diagnosis_graphs(FILE *f, int indent, const struct composition *c, int at_oom);
+
 #endif

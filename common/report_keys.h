@@ -18,7 +18,7 @@
     X(format, "string", "report") \
     X(version, "int", "report, tool (string)") \
     X(tool, "object", "report") \
-    X(name, "string", "tool, holder") \
+    X(name, "string", "tool, holder, composition owner") \
     X(process, "object", "report") \
     X(pid, "int", "process") \
     X(host, "string", "process") \
@@ -85,7 +85,7 @@
     X(growth, "array", "report") \
     X(site, "u64", "site, oom, oom site") \
     X(kind, "string", "site, oom, oom site") \
-    X(bytes, "u64", "site, holder, peak, oom, oom site, timeline point") \
+    X(bytes, "u64", "site, holder, peak, oom, oom site, timeline point, composition part and owner") \
     X(count, "u64", "failure site, oom") \
     X(result, "int", "failure site") \
     X(teardown, "string or null", "teardown site") \
@@ -112,6 +112,11 @@
     X(callers, "array", "origin") \
     X(held_by, "array", "site") \
     X(held_by_more, "u64", "site") \
+    X(role, "string", "holder, composition part") \
+    X(part, "string", "holder") \
+    X(composition, "object", "held_at_finish, oom, report (on request)") \
+    X(parts, "array", "composition") \
+    X(by, "array", "composition part") \
     X(type, "string", "holder") \
     X(path, "string", "holder") \
     X(graph, "bool", "holder") \
@@ -130,7 +135,7 @@
     X(sites_at_bytes, "u64", "peak") \
     X(sites_at_time_ns, "u64", "peak") \
     X(held_at_finish, "object or null", "report") \
-    X(gpu_bytes, "u64", "held_at_finish") \
+    X(gpu_bytes, "u64", "held_at_finish, composition") \
     X(tensor_bytes, "u64", "held_at_finish") \
     X(holders_search, "object", "held_at_finish, oom, report (on request)") \
     X(objects, "u64", "holders_search") \

@@ -42,6 +42,7 @@ static int by_named_key(const void *a, const void *b)
  * the holder's part (after the id) compared whole. */
 typedef struct named {
     uint32_t site;
+    int kind;
     uint64_t size;
     char *holder;
 } named_t;
@@ -91,6 +92,7 @@ static int group(holder_set_t *set, named_t *found, size_t n)
     for (size_t i = 0, next; i < n; i = next) {
         holder_t *h = &set->holders[set->holder_count++];
         h->site = found[i].site;
+        h->kind = found[i].kind;
         for (next = i; next < n && by_site_then_holder(&found[next], &found[i]) == 0; next++) {
             h->bytes += found[next].size;
             h->allocations++;
@@ -103,13 +105,71 @@ static int group(holder_set_t *set, named_t *found, size_t n)
         h->owner = field(&text);
         h->file = field(&text);
         h->path = field(&text);
+        h->role = composition_role_of_word(field(&text));
+        if (h->role < 0)
+            h->role = h->graph ? COMPOSITION_saved_for_backward : COMPOSITION_other_tensors;
+        /* Memory outside PyTorch's tensors is that whatever holds it (a
+         * CuPy array, a hand-made wrapper). */
+        if (h->kind != REPORT_KIND_tensor)
+            h->role = COMPOSITION_outside_torch;
+        h->part = field(&text);
+        if (*h->part == '\0')
+            h->part = h->name;
     }
     qsort(set->holders, set->holder_count, sizeof *set->holders, by_site_then_bytes);
     return 0;
 }
 
+/* Orders holders by role, then owner: an owner's bytes are added at once. */
+static int by_role_then_part(const void *a, const void *b)
+{
+    const holder_t *x = *(const holder_t *const *)a, *y = *(const holder_t *const *)b;
+    if (x->role != y->role)
+        return x->role < y->role ? -1 : 1;
+    return strcmp(x->part, y->part);
+}
+
+/* The set's composition (composition.h): the named memory by its holders'
+ * roles and owners, the rest of the records' tensors as unnamed, their
+ * other GPU memory as outside PyTorch's allocator, and what the driver's
+ * gpu_bytes holds beyond both as PyTorch's cache. */
+static int compose(holder_set_t *set, const tracker_record_t *records, size_t count,
+                   uint64_t gpu_bytes)
+{
+    uint64_t tensors = 0, outside = 0, named[2] = { 0, 0 };
+    for (size_t i = 0; i < count; i++) {
+        if (records[i].kind == REPORT_KIND_tensor)
+            tensors += records[i].size;
+        else if (tracker_is_driver_gpu_kind(records[i].kind))
+            outside += records[i].size;
+    }
+    const holder_t **order = malloc((set->holder_count ? set->holder_count : 1) * sizeof *order);
+    if (order == NULL)
+        return -1;
+    size_t n = 0;
+    for (size_t i = 0; i < set->holder_count; i++)
+        if (set->holders[i].kind == REPORT_KIND_tensor
+            || tracker_is_driver_gpu_kind(set->holders[i].kind))
+            order[n++] = &set->holders[i];
+    qsort(order, n, sizeof *order, by_role_then_part);
+    composition_t *c = &set->search.composition;
+    for (size_t i = 0, next; i < n; i = next) {
+        uint64_t bytes = 0;
+        for (next = i; next < n && by_role_then_part(&order[next], &order[i]) == 0; next++)
+            bytes += order[next]->bytes;
+        composition_add(c, (composition_role_t)order[i]->role, order[i]->part, bytes);
+        named[order[i]->kind == REPORT_KIND_tensor] += bytes;
+    }
+    free(order);
+    composition_add(c, COMPOSITION_unnamed_tensors, NULL, tensors - named[1]);
+    composition_add(c, COMPOSITION_outside_torch, NULL, outside - named[0]);
+    if (gpu_bytes > tensors + outside)
+        composition_add(c, COMPOSITION_torch_cache, NULL, gpu_bytes - tensors - outside);
+    return 0;
+}
+
 holder_set_t *holder_set_make(char *answer, const tracker_record_t *records, size_t count,
-                              uint64_t elapsed_ns)
+                              uint64_t elapsed_ns, uint64_t gpu_bytes)
 {
     holder_set_t *set = calloc(1, sizeof *set);
     size_t lines = 1;
@@ -140,11 +200,11 @@ holder_set_t *holder_set_make(char *answer, const tracker_record_t *records, siz
         if (*end != '\t' || id >= count)
             continue;
         set->keys[set->key_count++] = (named_key_t){ records[id].key, records[id].site };
-        found[n++] = (named_t){ records[id].site, records[id].size, end + 1 };
+        found[n++] = (named_t){ records[id].site, records[id].kind, records[id].size, end + 1 };
         set->search.named_allocations++;
         set->search.named_bytes += records[id].size;
     }
-    int failed = group(set, found, n);
+    int failed = group(set, found, n) || compose(set, records, count, gpu_bytes);
     free(found);
     if (failed) {
         holder_set_free(set);

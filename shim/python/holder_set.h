@@ -8,6 +8,7 @@
 #ifndef GPULEAK_HOLDER_SET_H
 #define GPULEAK_HOLDER_SET_H
 
+#include "composition.h"
 #include "tracker.h"
 
 #include <stddef.h>
@@ -23,6 +24,12 @@ typedef struct holder {
     const char *path;     /* the whole path from a name when name starts at an object's
                            * type ("Net.kept[...]"), else "" */
     int graph;            /* 1: held by the autograd graph of name, not by name itself */
+    int role;             /* what the memory is: composition.h's role (outside_torch
+                           * for any kind but tensors) */
+    const char *part;     /* what it belongs to: the outermost module of a parameter,
+                           * an optimizer, else name */
+    int kind;             /* the allocations' kind: REPORT_KIND_tensor for PyTorch's
+                           * memory, else the driver call's */
     uint64_t bytes, allocations;
 } holder_t;
 
@@ -34,17 +41,21 @@ typedef struct holder_search {
     const char *ended;     /* "done", "all" (every allocation named), "budget", "error" */
     uint64_t named_allocations, named_bytes;
     uint64_t made_ns;      /* clock_monotonic_ns() when it ended */
+    composition_t composition;  /* the GPU memory by role then; owners' names valid
+                                   while the set lives */
 } holder_search_t;
 
 typedef struct holder_set holder_set_t;
 
 /* Reads answer (holders.py's text, malloc'd; owned by the set from now on,
  * freed here on failure) about records[0..count), the targets it was given
- * by index. elapsed_ns: the search's time. Returns the set, or NULL when
- * memory ran out. An answer of NULL (the search failed) makes a set that
- * says so. */
+ * by index (every live record but PyTorch's segments). elapsed_ns: the
+ * search's time; gpu_bytes: the driver's live GPU bytes then, whose part
+ * the records do not account for is PyTorch's cache. Returns the set, or
+ * NULL when memory ran out. An answer of NULL (the search failed) makes a
+ * set that says so. */
 holder_set_t *holder_set_make(char *answer, const tracker_record_t *records, size_t count,
-                              uint64_t elapsed_ns);
+                              uint64_t elapsed_ns, uint64_t gpu_bytes);
 
 void holder_set_free(holder_set_t *set);
 

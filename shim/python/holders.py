@@ -23,8 +23,16 @@
 #
 # It returns one line per allocation found:
 #   id \t graph(0|1) \t expression \t type \t owner type \t file \t path
+#      \t role \t part
 # (path: the full path from a name when the expression starts at an
-# object's type instead, else empty) and a last line
+# object's type instead, else empty; role: what the memory is, by what the
+# interpreter shows of it, whatever the path that named it: "parameter" (a
+# torch.nn.Parameter, or in a Module's _parameters), "gradient" (a
+# parameter's or leaf's .grad), "optimizer" (in a torch.optim.Optimizer's
+# state), "buffer" (in a Module's _buffers), "saved" (saved for backward by
+# a graph), else "held"; part: the name of what it belongs to: the
+# outermost module that holds the parameter, the optimizer, else the
+# holder's own name) and a last line
 #   "#\tobjects looked at\thow it ended"
 # (done: everything reachable was seen; all: every target was named first;
 # budget: the time ran out; error).
@@ -133,6 +141,18 @@ def _suspended(obj):
     return None
 
 
+def _class_in(module_name, name):
+    """The class module_name (already loaded) defines as name, or None."""
+    module = sys.modules.get(module_name)
+    cls = _attrs_of(module).get(name) if type(module) is _module_type else None
+    return cls if isinstance(cls, type) else None
+
+
+# Roles a tensor's own evidence gives, the strongest first: a parameter's
+# memory saved by a graph is still the parameter.
+_ROLE_RANK = {"parameter": 0, "gradient": 1, "optimizer": 2, "buffer": 3}
+
+
 class _Targets:
     """The allocations searched for: "start size id [t]" lines sorted by
     start (t: PyTorch's memory)."""
@@ -182,9 +202,19 @@ class _Torch:
         torch_c = attrs.get("_C")
         self.plain_tensors = _attrs_of(torch_c).get("DisableTorchFunctionSubclass") \
             if type(torch_c) is _module_type else None
+        # What says a tensor's role: torch.nn's Parameter and Module,
+        # torch.optim's Optimizer (each None when not loaded).
+        self.parameter_type = _class_in("torch.nn", "Parameter")
+        self.module_type = _class_in("torch.nn", "Module")
+        self.optimizer_type = _class_in("torch.optim", "Optimizer")
 
     def is_tensor(self, obj):
         return self.tensor_type is not None and self.tensor_type in _type_mro(type(obj))
+
+    def is_a(self, obj, cls):
+        """Whether obj is an instance of cls (None: never), by its MRO: a
+        metaclass's __instancecheck__ is PyTorch's code."""
+        return cls is not None and cls in _type_mro(type(obj))
 
     def read(self, obj, name):
         """A tensor's is_cuda, data_ptr(), grad or grad_fn, read through
@@ -212,6 +242,7 @@ class _Search:
         self.walk, self.up, self.count, self.close, self.fast_locals = walker
         self.moment = moment
         self.named = {}  # target index -> (node, suffix, graph)
+        self.roles = {}  # target index -> (role, node of what it belongs to or None, key)
         self.torch = _Torch()
         ctypes_module = sys.modules.get("_ctypes")
         self.simple_cdata = _attrs_of(ctypes_module).get("_SimpleCData") \
@@ -237,10 +268,15 @@ class _Search:
     # -- matching --------------------------------------------------------
     def classify(self, kind):
         """1: a tensor; 2: a C-level __cuda_array_interface__; 3: a ctypes
-        number; 0: nothing to read (its numbers are still matched)."""
+        number; 4: a torch.nn.Module; 5: a torch.optim.Optimizer; 0:
+        nothing to read (its numbers are still matched)."""
         mro = _type_mro(kind)
         if self.torch.tensor_type is not None and self.torch.tensor_type in mro:
             return 1
+        if self.torch.module_type is not None and self.torch.module_type in mro:
+            return 4
+        if self.torch.optimizer_type is not None and self.torch.optimizer_type in mro:
+            return 5
         desc = _lookup(kind, "__cuda_array_interface__")
         if type(desc) in (_getset_type, _member_type):
             return 2
@@ -255,6 +291,44 @@ class _Search:
         i = self.targets.index(pointer)
         if i >= 0 and i not in self.named and not (numbers and self.targets.tensors[i]):
             self.named[i] = (node, suffix, graph)
+
+    def give_role(self, tensor, role, node, key=None):
+        """Gives the target a CUDA tensor's memory lies in the role, and
+        node as what it belongs to (key: its name in the module that
+        node is), unless a stronger role (or the same one with an owner)
+        came first."""
+        tensor_read = self.torch.read
+        if tensor is None or not self.torch.is_tensor(tensor) or not tensor_read(tensor, "is_cuda"):
+            return
+        i = self.targets.index(tensor_read(tensor, "data_ptr"))
+        if i < 0:
+            return
+        had = self.roles.get(i)
+        rank = _ROLE_RANK[role]
+        if had is None or rank < _ROLE_RANK[had[0]] or rank == _ROLE_RANK[had[0]] and had[1] is None:
+            self.roles[i] = (role, node, key)
+
+    def module_roles(self, node, module):
+        """A module's own parameters, their gradients and its buffers."""
+        d = _own_dict(module)
+        if d is None:
+            return
+        for attr, role in (("_parameters", "parameter"), ("_buffers", "buffer")):
+            part = d.get(attr)
+            for key, tensor in dict.items(part) if isinstance(part, dict) else ():
+                key = _plain(key)
+                self.give_role(tensor, role, node, key)
+                if role == "parameter" and tensor is not None and self.torch.is_tensor(tensor) \
+                        and self.torch.read(tensor, "is_leaf") is not False:
+                    self.give_role(self.torch.read(tensor, "grad"), "gradient", node, key)
+
+    def optimizer_roles(self, node, optimizer):
+        """An optimizer's state: a dict per parameter of its tensors."""
+        d = _own_dict(optimizer)
+        state = d.get("state") if d is not None else None
+        for per_parameter in dict.values(state) if isinstance(state, dict) else ():
+            for tensor in dict.values(per_parameter) if isinstance(per_parameter, dict) else ():
+                self.give_role(tensor, "optimizer", node)
 
     def look_at(self, kind, node, obj):
         """Matches one object the walk found (kind: classify's, or -1 for a
@@ -273,7 +347,14 @@ class _Search:
             grad = tensor_read(obj, "grad") if tensor_read(obj, "is_leaf") is not False else None
             if grad is not None and tensor_read(grad, "is_cuda"):
                 self.note(tensor_read(grad, "data_ptr"), node, ".grad", 0)
+                self.give_role(grad, "gradient", None)
+            if self.torch.is_a(obj, self.torch.parameter_type):
+                self.give_role(obj, "parameter", None)
             self.graphs.append((obj, node))
+        elif kind == 4:
+            self.module_roles(node, obj)
+        elif kind == 5:
+            self.optimizer_roles(node, obj)
         elif kind == 2:
             interface = _read(obj, _lookup(type(obj), "__cuda_array_interface__"))
             data = dict.get(interface, "data") if type(interface) is dict else None
@@ -646,6 +727,32 @@ class _Search:
         self.answers[(node, suffix)] = got
         return got
 
+    def answer_fields(self, i, node, suffix, graph):
+        """The answer's fields for target i, met at node: whether a graph
+        saved it, its holder's name, type, owner type, file and path, its
+        role and the name of what it belongs to. A module's parameter, gradient or buffer is
+        named through its module (model.fc.weight.grad), whatever path
+        met it first (an optimizer's state is keyed by the parameters);
+        its part is the outermost module over it (model, not model.fc);
+        an optimizer's state's, the optimizer; else the holder itself."""
+        role, owner_node, key = self.roles.get(i, ("saved" if graph else "held", None, None))
+        fields = self.name_of(node, suffix)
+        if owner_node is None:
+            return (graph,) + fields + (role, fields[0])
+        if key is not None:
+            name, kind, _, file, path = self.name_of(owner_node, "")
+            tail = "." + key + (".grad" if role == "gradient" else "")
+            fields = (name + tail, "Parameter" if role == "parameter" else "Tensor", kind, file,
+                      path + tail if path else "")
+            graph = 0
+        outer, n = owner_node, owner_node
+        while n >= 0:
+            obj, parent = self.up(n)
+            if self.torch.is_a(obj, self.torch.module_type):
+                outer = n
+            n = parent
+        return (graph,) + fields + (role, self.name_of(outer, "")[0])
+
     # -- the roots, group by group ---------------------------------------
     def module_roots(self, modules):
         objs, labels = [], []
@@ -764,9 +871,8 @@ class _Search:
             for i, (node, suffix, graph) in sorted(self.named.items()):
                 if self.clock() > self.deadline + self.budget:
                     break
-                expr, holder_type, owner, file, path = self.name_of(node, suffix)
-                out.append("%d\t%d\t%s\t%s\t%s\t%s\t%s" % (self.targets.ids[i], graph, expr,
-                                                           holder_type, owner, file, path))
+                out.append("%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s" % (
+                    (self.targets.ids[i],) + self.answer_fields(i, node, suffix, graph)))
         except Exception:
             ended, out = "error", []
         finally:

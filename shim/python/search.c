@@ -175,7 +175,10 @@ static holder_set_t *run_search(const char *layout, const char *moment)
     py_release(walker);
     py_release(globals);
     free(targets);
-    holder_set_t *set = holder_set_make(answer, records, count, clock_monotonic_ns() - began);
+    totals_t gpu;
+    tracker_totals(&gpu);
+    holder_set_t *set = holder_set_make(answer, records, count, clock_monotonic_ns() - began,
+                                        gpu.live_bytes);
     free(records);
     return set;
 }

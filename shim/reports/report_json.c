@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "report_json.h"
+#include "composition.h"
 #include "report_format.h"
 #include "report_keys.h"
 
@@ -480,6 +481,8 @@ static void put_holder_list(FILE *f, const holder_t *holders, size_t count)
         }
         fputc_unlocked(',', f);
         put_bool(f, RK(graph), h->graph, 1);
+        put_str(f, RK(role), composition_role_name((composition_role_t)h->role), 1);
+        put_str(f, RK(part), h->part, 1);
         put_u64(f, RK(bytes), h->bytes, 1);
         put_u64(f, RK(allocations), h->allocations, 0);
         fputc_unlocked('}', f);
@@ -730,7 +733,37 @@ static void put_python_layout(FILE *f)
     fputs_unlocked("]},\n", f);
 }
 
-/* How a holder search went: "holders_search":{...}, after lead. */
+/* ,"composition":{...}: the GPU memory by role (common/composition.h),
+ * each role's largest owners. */
+static void put_composition(FILE *f, const composition_t *c)
+{
+    fputc_unlocked(',', f);
+    put_open(f, RK(composition), '{');
+    put_u64(f, RK(gpu_bytes), c->gpu_bytes, 1);
+    put_open(f, RK(parts), '[');
+    const char *sep = "";
+    for (int r = 0; r < COMPOSITION_ROLE_COUNT; r++) {
+        if (c->bytes[r] == 0)
+            continue;
+        fputs_unlocked(sep, f);
+        sep = ",";
+        fputc_unlocked('{', f);
+        put_str(f, RK(role), composition_role_name((composition_role_t)r), 1);
+        put_u64(f, RK(bytes), c->bytes[r], 1);
+        put_open(f, RK(by), '[');
+        for (int i = 0; i < COMPOSITION_TOP && c->by[r][i].name != NULL; i++) {
+            fputs_unlocked(i ? ",{" : "{", f);
+            put_str(f, RK(name), c->by[r][i].name, 1);
+            put_u64(f, RK(bytes), c->by[r][i].bytes, 0);
+            fputc_unlocked('}', f);
+        }
+        fputs_unlocked("]}", f);
+    }
+    fputs_unlocked("]}", f);
+}
+
+/* How a holder search went: "holders_search":{...}, after lead, and what
+ * the GPU memory was then: "composition":{...}. */
 static void put_search(FILE *f, const char *lead, const holder_search_t *hs)
 {
     if (!hs->ran)
@@ -743,6 +776,8 @@ static void put_search(FILE *f, const char *lead, const holder_search_t *hs)
     put_u64(f, RK(named_allocations), hs->named_allocations, 1);
     put_u64(f, RK(named_bytes), hs->named_bytes, 0);
     fputc_unlocked('}', f);
+    if (hs->composition.gpu_bytes > 0)
+        put_composition(f, &hs->composition);
 }
 
 /* What filled the GPU when an allocation first ran out of memory, and

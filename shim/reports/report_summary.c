@@ -4,6 +4,7 @@
 #include "frame_text.h"
 #include "units.h"
 #include "cuda_errors.h"
+#include "composition.h"
 #include "diagnosis.h"
 #include "report_format.h"
 
@@ -274,6 +275,8 @@ static void print_held(FILE *f, const report_view_t *view)
                 (unsigned long long)hs->objects, hs->elapsed_ns / 1e9, hs->ended,
                 units_format_size(named, b),
                 view->held_bytes ? 100.0 * (double)named / (double)view->held_bytes : 100.0);
+        composition_print(f, 2, "Python's finish", &hs->composition);
+        diagnosis_graphs(f, 2, &hs->composition, 0);
     }
 }
 
@@ -333,6 +336,8 @@ static void print_oom(FILE *f, const report_view_t *view)
     fputs(".\n", f);
     diagnosis_oom_t d = { oom->bytes_asked, oom->torch_allocated_bytes, oom->torch_reserved_bytes };
     diagnosis_oom(f, 0, &d);
+    composition_print(f, 0, "the failure", &view->oom_search.composition);
+    diagnosis_graphs(f, 0, &view->oom_search.composition, 1);
     fprintf(f, "%s was live then; the largest holders:\n", units_format_size(oom->live_bytes, b));
     for (size_t i = 0; i < view->oom_holder_count && i < (size_t)view->run.summary_sites; i++) {
         const tracker_site_bytes_t *h = &oom->sites[view->oom_holders[i]];

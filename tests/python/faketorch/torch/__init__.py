@@ -1,7 +1,8 @@
 """A fake of the few parts of PyTorch the shim's holder search reads
 (shim/python/holders.py): Tensor with is_cuda, data_ptr(), untyped_storage(), grad
 and grad_fn, and autograd nodes with _saved_* attributes and
-next_functions. Memory comes from the fake libc10_cuda.so (FAKE_C10), so
+next_functions; torch.nn's Parameter and Module and torch.optim's
+Optimizer (nn/, optim/), laid out as PyTorch's are. Memory comes from the fake libc10_cuda.so (FAKE_C10), so
 the shim sees it as tensors, as it sees PyTorch's; without FAKE_C10,
 addresses are made up (for tests of the search alone)."""
 import ctypes
@@ -47,15 +48,17 @@ class UntypedStorage:
 class Node:
     """An autograd node that saved a tensor's storage (as SavedVariable
     does, with no Python tensor of its own) and points to the nodes before
-    it."""
+    it; leaves: the parameters backward() gives a gradient (PyTorch's
+    AccumulateGrad nodes, kept here as a plain list)."""
 
-    def __init__(self, saved, before):
+    def __init__(self, saved, before, leaves=()):
         self._storage = saved
         self.next_functions = tuple((n, 0) for n in before)
+        self.leaves = list(leaves)
 
     @property
     def _saved_self(self):
-        return Tensor(storage=self._storage)
+        return Tensor(storage=self._storage) if self._storage is not None else None
 
 
 class Tensor:
@@ -94,11 +97,59 @@ class Tensor:
         _blas_handle(0)
         return Tensor(self._storage.nbytes(), grad_fn=Node(self._storage, [self.grad_fn] if self.grad_fn else []))
 
+    def nbytes(self):
+        return self._storage.nbytes()
+
+    def backward(self):
+        """Gives every parameter the graph reaches a gradient of its size
+        (accumulated: made once) and lets go of what the graph saved, as
+        PyTorch's backward does."""
+        todo, seen = [self.grad_fn], set()
+        while todo:
+            fn = todo.pop()
+            if fn is None or id(fn) in seen:
+                continue
+            seen.add(id(fn))
+            fn._storage = None
+            for p in fn.leaves:
+                if p._grad is None:
+                    p._grad = Tensor(p.nbytes())
+            todo.extend(n for n, _ in fn.next_functions)
+
+    def __add__(self, other):
+        """A running sum: its graph reaches both sides' (loss.item() would
+        keep none)."""
+        before = [t.grad_fn for t in (self, other) if t.grad_fn is not None]
+        return Tensor(8, grad_fn=Node(self._storage, before))
+
+    def detach(self):
+        return Tensor(storage=self._storage)
+
     def sum(self):
         """A small result whose graph keeps this tensor's memory."""
         before = [self.grad_fn] if self.grad_fn is not None else []
         return Tensor(8, grad_fn=Node(self._storage, before))
 
 
+_grad_enabled = [True]
+
+
+class no_grad:
+    """Operations inside make no graph."""
+
+    def __enter__(self):
+        _grad_enabled.append(False)
+
+    def __exit__(self, *exc):
+        _grad_enabled.pop()
+
+
+def is_grad_enabled():
+    return _grad_enabled[-1]
+
+
 def empty(nbytes):
     return Tensor(nbytes)
+
+
+from . import nn, optim  # noqa: E402  (PyTorch's import torch loads them too)

@@ -1,0 +1,90 @@
+/* composition.c: the roles' names and the composition's one line
+ * (composition.h). */
+#include "composition.h"
+#include "units.h"
+
+#include <string.h>
+
+#define COMPOSITION_FIELDS(id, word, phrase) { #id, word, phrase },
+static const struct {
+    const char *name, *word, *phrase;
+} roles[COMPOSITION_ROLE_COUNT] = { COMPOSITION_ROLES(COMPOSITION_FIELDS) };
+#undef COMPOSITION_FIELDS
+
+const char *composition_role_name(composition_role_t role)
+{
+    return roles[role].name;
+}
+
+const char *composition_role_phrase(composition_role_t role)
+{
+    return roles[role].phrase;
+}
+
+int composition_role_of_word(const char *word)
+{
+    for (int r = 0; r < COMPOSITION_ROLE_COUNT; r++)
+        if (roles[r].word != NULL && strcmp(roles[r].word, word) == 0)
+            return r;
+    return -1;
+}
+
+int composition_role_of_name(const char *name)
+{
+    for (int r = 0; r < COMPOSITION_ROLE_COUNT; r++)
+        if (strcmp(roles[r].name, name) == 0)
+            return r;
+    return -1;
+}
+
+void composition_add(composition_t *c, composition_role_t role, const char *name, uint64_t bytes)
+{
+    c->bytes[role] = units_add(c->bytes[role], bytes);
+    c->gpu_bytes = units_add(c->gpu_bytes, bytes);
+    if (name == NULL || bytes == 0)
+        return;
+    composition_part_t *top = c->by[role];
+    int at = COMPOSITION_TOP;
+    for (int i = 0; i < COMPOSITION_TOP; i++)
+        if (top[i].name != NULL && strcmp(top[i].name, name) == 0) {
+            bytes = units_add(bytes, top[i].bytes);
+            memmove(&top[i], &top[i + 1], (size_t)(COMPOSITION_TOP - 1 - i) * sizeof *top);
+            top[COMPOSITION_TOP - 1] = (composition_part_t){ 0 };
+            break;
+        }
+    for (int i = 0; i < COMPOSITION_TOP; i++)
+        if (top[i].name == NULL || top[i].bytes < bytes) {
+            at = i;
+            break;
+        }
+    if (at == COMPOSITION_TOP)
+        return;
+    memmove(&top[at + 1], &top[at], (size_t)(COMPOSITION_TOP - 1 - at) * sizeof *top);
+    top[at] = (composition_part_t){ name, bytes };
+}
+
+int composition_has_tensors(const composition_t *c)
+{
+    for (int r = 0; r < COMPOSITION_ROLE_COUNT; r++)
+        if (r != COMPOSITION_outside_torch && c->bytes[r] > 0)
+            return 1;
+    return 0;
+}
+
+void composition_print(FILE *f, int indent, const char *moment, const composition_t *c)
+{
+    if (!composition_has_tensors(c))
+        return;
+    char size[UNITS_SIZE_BUF];
+    fprintf(f, "%*sGPU memory at %s, %s:", indent, "", moment, units_format_size(c->gpu_bytes, size));
+    const char *sep = " ";
+    for (int r = 0; r < COMPOSITION_ROLE_COUNT; r++) {
+        if (c->bytes[r] == 0)
+            continue;
+        fprintf(f, "%s%s %s", sep, roles[r].phrase, units_format_size(c->bytes[r], size));
+        if (c->by[r][0].name != NULL)
+            fprintf(f, " (%s%s)", c->by[r][0].name, c->by[r][1].name != NULL ? ", ..." : "");
+        sep = ", ";
+    }
+    fputs(".\n", f);
+}

@@ -1,0 +1,112 @@
+"""What the GPU memory is made of (common/composition.h) and the cause a
+kept autograd graph is named by (common/diagnosis.c): a training loop over
+the fake PyTorch (tests/python/train_roles_demo.py) whose parameters,
+gradients, optimizer state, buffer and a validation total that keeps every
+step's graph are each a known size; the report's composition at Python's
+finish must give each role its bytes and owner and sum exactly to the
+driver's memory; the exit summary and gpuleak report must name the cause,
+and a clean loop (validation under no_grad) must get no advice."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import reports as report_files  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUILD = os.path.join(ROOT, "build")
+DEMO = os.path.join(ROOT, "tests", "python", "train_roles_demo.py")
+
+
+def run_demo(extra_env=None):
+    """The demo under the shim: its report, its expectations, its stderr
+    and gpuleak report's text of the report."""
+    tmp = tempfile.mkdtemp(prefix="gpuleak-roles-")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GPULEAK_", "ROLES_"))}
+    env.update({
+        "LD_LIBRARY_PATH": os.path.join(BUILD, "fakecuda"),
+        "LD_PRELOAD": os.path.join(BUILD, "libgpuleak.so"),
+        "PYTHONPATH": os.path.join(ROOT, "tests", "python", "faketorch"),
+        "FAKE_C10": os.path.join(BUILD, "fakec10", "libc10_cuda.so"),
+        "GPULEAK_OUTPUT": os.path.join(tmp, "r.json"),
+        "EXPECT_OUT": os.path.join(tmp, "expect.json"),
+    })
+    env.update(extra_env or {})
+    proc = subprocess.run([sys.executable, DEMO], env=env, cwd=tmp, capture_output=True,
+                          text=True, timeout=120)
+    if proc.returncode != 0:
+        raise AssertionError(proc.stderr)
+    with open(env["EXPECT_OUT"]) as fh:
+        expect = json.load(fh)
+    path = os.path.join(tmp, "r.json")
+    text = subprocess.run([os.path.join(BUILD, "gpuleak"), "report", path], capture_output=True,
+                          text=True, timeout=120).stdout
+    return report_files.load(path), expect, proc.stderr, text
+
+
+def parts_of(composition):
+    return {p["role"]: p for p in composition["parts"]}
+
+
+class CompositionTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.report, cls.expect, cls.stderr, cls.text = run_demo()
+        cls.composition = cls.report["held_at_finish"]["composition"]
+        cls.parts = parts_of(cls.composition)
+
+    def test_each_role_has_its_bytes_and_owner(self):
+        owners = {"parameters": "model", "gradients": "model", "buffers": "model",
+                  "optimizer_state": "opt", "saved_for_backward": "total_val"}
+        for role, owner in owners.items():
+            with self.subTest(role=role):
+                self.assertEqual(self.parts[role]["bytes"], self.expect[role])
+                self.assertEqual(self.parts[role]["by"][0],
+                                 {"name": owner, "bytes": self.expect[role]})
+
+    def test_the_parts_sum_to_the_drivers_memory(self):
+        self.assertEqual(sum(p["bytes"] for p in self.composition["parts"]),
+                         self.composition["gpu_bytes"])
+        self.assertEqual(self.composition["gpu_bytes"], self.report["held_at_finish"]["gpu_bytes"])
+        cache = self.parts["torch_cache"]["bytes"]
+        tensors = sum(p["bytes"] for role, p in self.parts.items()
+                      if role not in ("torch_cache", "outside_torch"))
+        self.assertEqual(tensors, self.report["held_at_finish"]["tensor_bytes"])
+        self.assertGreater(cache, 0)
+
+    def test_a_modules_tensors_are_named_through_it(self):
+        """Adam's state is keyed by the parameters: the shortest path to a
+        weight ran through opt.state; the module names it instead."""
+        held = {(h["name"], h["role"], h["part"])
+                for section in ("held_at_finish",)
+                for s in self.report[section]["sites"] for h in s.get("held_by", [])}
+        for want in (("model.encoder.weight", "parameters", "model"),
+                     ("model.head.weight.grad", "gradients", "model"),
+                     ("model.running_mean", "buffers", "model"),
+                     ("total_val", "saved_for_backward", "total_val")):
+            self.assertIn(want, held)
+        self.assertTrue(any(role == "optimizer_state" and part == "opt" for _, role, part in held))
+
+    def test_both_views_give_the_composition_and_the_cause(self):
+        for view, text in (("summary", self.stderr), ("gpuleak report", self.text)):
+            with self.subTest(view=view):
+                self.assertIn("GPU memory at Python's finish", text)
+                self.assertIn("optimizer state 2.5 MiB (opt)", text)
+                self.assertIn("Cause: total_val keeps the autograd graph", text)
+                self.assertIn("loss.item()", text)
+
+    def test_a_clean_loop_gets_no_advice(self):
+        report, expect, stderr, text = run_demo({"ROLES_CLEAN": "1"})
+        parts = parts_of(report["held_at_finish"]["composition"])
+        self.assertNotIn("saved_for_backward", parts)
+        self.assertEqual(parts["parameters"]["bytes"], expect["parameters"])
+        for view in (stderr, text):
+            self.assertIn("GPU memory at Python's finish", view)
+            self.assertNotIn("Cause:", view)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,54 @@
+"""A training loop whose memory has every role the composition names
+(common/composition.h), over the fake PyTorch (tests/python/faketorch): a
+model's parameters and buffer, their gradients, Adam's state, and a
+validation loss summed each step outside torch.no_grad(), whose running
+total keeps every validation step's graph and the activations it saved
+(`total_val = total_val + val_loss`, the cause docs/diagnosis.md names).
+ROLES_CLEAN=1 validates under torch.no_grad() instead: no graph kept.
+Writes the sizes to EXPECT_OUT."""
+import json
+import os
+
+import torch
+
+STEPS = 8
+ACTIVATION = 1 << 16
+CLEAN = bool(os.environ.get("ROLES_CLEAN"))
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.encoder = torch.nn.Linear(1 << 20)
+        self.head = torch.nn.Linear(1 << 18)
+        self.register_buffer("running_mean", torch.empty(1 << 12))
+
+    def forward(self, x):
+        return self.head(self.encoder(x))
+
+
+def validate(model, total_val):
+    if CLEAN:
+        with torch.no_grad():
+            model(torch.empty(ACTIVATION))
+        return total_val
+    return total_val + model(torch.empty(ACTIVATION))  # TOTAL-LINE
+
+
+def train():
+    model = Net()
+    opt = torch.optim.Adam(model.parameters())
+    total_val = torch.empty(8)
+    for _ in range(STEPS):
+        loss = model(torch.empty(ACTIVATION))
+        loss.backward()
+        opt.step()
+        total_val = validate(model, total_val)
+    return model, opt, total_val
+
+
+model, opt, total_val = train()
+with open(os.environ["EXPECT_OUT"], "w") as fh:
+    json.dump({"parameters": (1 << 20) + (1 << 18), "buffers": 1 << 12,
+               "gradients": (1 << 20) + (1 << 18), "optimizer_state": 2 * ((1 << 20) + (1 << 18)),
+               "saved_for_backward": 0 if CLEAN else STEPS * (2 * ACTIVATION + 8)}, fh)
