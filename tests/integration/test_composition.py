@@ -107,6 +107,24 @@ class CompositionTest(unittest.TestCase):
             self.assertIn("GPU memory at Python's finish", view)
             self.assertNotIn("Cause:", view)
 
+    def test_at_an_oom_the_failing_steps_own_graph_is_not_a_cause(self):
+        """The step that failed was using its graph (a local of its frame,
+        kept by the exception in flight); the validation total kept across
+        steps is the cause."""
+        report, expect, stderr, text = run_demo({"ROLES_OOM": "1"})
+        oom = report["oom"]
+        composition = oom["composition"]
+        self.assertEqual(sum(p["bytes"] for p in composition["parts"]), composition["gpu_bytes"])
+        self.assertEqual(composition["gpu_bytes"], oom["torch_reserved_bytes"])
+        saved = {o["name"]: o["bytes"] for o in parts_of(composition)["saved_for_backward"]["by"]}
+        self.assertEqual(saved["total_val"], expect["saved_for_backward"])
+        self.assertIn("failing_step() local out", saved)
+        for view, out in (("summary", stderr), ("gpuleak report", text)):
+            with self.subTest(view=view):
+                self.assertIn("GPU memory at the failure", out)
+                self.assertIn("Cause: total_val keeps", out)
+                self.assertNotIn("Cause: failing_step() local out", out)
+
 
 if __name__ == "__main__":
     unittest.main()

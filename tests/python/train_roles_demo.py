@@ -5,7 +5,9 @@ validation loss summed each step outside torch.no_grad(), whose running
 total keeps every validation step's graph and the activations it saved
 (`total_val = total_val + val_loss`, the cause docs/diagnosis.md names).
 ROLES_CLEAN=1 validates under torch.no_grad() instead: no graph kept.
-Writes the sizes to EXPECT_OUT."""
+ROLES_OOM=1 then runs a step that runs out of memory after its forward,
+whose own graph (a local of the step) is in use, not kept. Writes the
+sizes to EXPECT_OUT."""
 import json
 import os
 
@@ -47,7 +49,18 @@ def train():
     return model, opt, total_val
 
 
+def failing_step(model):
+    out = model(torch.empty(ACTIVATION))
+    torch.empty(1 << 41)  # asks more than the device has
+    return out
+
+
 model, opt, total_val = train()
+if os.environ.get("ROLES_OOM"):
+    try:
+        failing_step(model)
+    except torch.OutOfMemoryError as err:
+        print("handled:", str(err)[:20])  # the search answers while it is handled
 with open(os.environ["EXPECT_OUT"], "w") as fh:
     json.dump({"parameters": (1 << 20) + (1 << 18), "buffers": 1 << 12,
                "gradients": (1 << 20) + (1 << 18), "optimizer_state": 2 * ((1 << 20) + (1 << 18)),

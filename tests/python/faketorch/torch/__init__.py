@@ -19,12 +19,23 @@ if os.environ.get("FAKE_C10"):
     _malloc = _lib.fake_c10_malloc
     _free = _lib.fake_c10_free  # kept: module teardown may clear _lib first
     _blas_handle = _lib.fake_c10_blas_handle
+    _lib.fake_c10_record_oom.argtypes = [ctypes.c_size_t, ctypes.c_int]
+    _record_oom = _lib.fake_c10_record_oom
     _lib.fake_c10_init(1)
 else:
     _next = itertools.count(1 << 40, 1 << 20)
     _malloc = lambda nbytes, device: next(_next)  # noqa: E731
     _free = lambda ptr, device: None  # noqa: E731
     _blas_handle = lambda device: None  # noqa: E731
+    _record_oom = lambda nbytes, device: None  # noqa: E731
+
+# Larger requests fail as PyTorch's caching allocator fails one it cannot
+# serve: its OOM event, then the exception.
+_DEVICE_BYTES = 1 << 40
+
+
+class OutOfMemoryError(RuntimeError):
+    pass
 
 
 class UntypedStorage:
@@ -149,6 +160,9 @@ def is_grad_enabled():
 
 
 def empty(nbytes):
+    if nbytes >= _DEVICE_BYTES:
+        _record_oom(nbytes, 0)
+        raise OutOfMemoryError("CUDA out of memory. Tried to allocate %d bytes" % nbytes)
     return Tensor(nbytes)
 
 
