@@ -25,6 +25,13 @@
     managed: "managed memory", host: "pinned host memory", array: "CUDA array memory",
     tensor: "PyTorch tensor memory",
   };
+  /* common/composition.h's roles and phrases, in its order, so the page
+   * names a part as every other view does. */
+  const ROLES = [["parameters", "parameters", "#1c7ed6"], ["gradients", "gradients", "#74c0fc"],
+    ["optimizer_state", "optimizer state", "#7048e8"], ["buffers", "buffers", "#b197fc"],
+    ["saved_for_backward", "saved for backward", "#e03131"], ["other_tensors", "other tensors", "#f08c00"],
+    ["unnamed_tensors", "tensors no object was found for", "#ffd43b"], ["torch_cache", "PyTorch's cache", "#adb5bd"],
+    ["outside_torch", "outside PyTorch's allocator", "#495057"]];
   const KIND_COLOR = {
     device: "#d9480f", pool: "#2f9e44", vmm: "#7048e8", managed: "#1098ad",
     host: "#868e96", array: "#e8590c", tensor: "#c2255c",
@@ -50,7 +57,16 @@
     const names = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
     let v = num(b), unit = 0;
     while (v >= 1024 && unit < 6) { v /= 1024; unit++; }
-    return unit === 0 ? `${num(b)} B` : `${v.toFixed(1)} ${names[unit]}`;
+    if (unit === 0) return `${num(b)} B`;
+    /* printf's "%.1f" rounds an exact half to even (1.25 MiB is "1.2 MiB"),
+     * toFixed up: the page must print what the text views print. */
+    const twentieths = BigInt(Math.round(num(b))) * 20n, scale = 1024n ** BigInt(unit);
+    let rounded = v;
+    if (twentieths % scale === 0n && (twentieths / scale) % 2n === 1n) {
+      const tenths = Number((twentieths / scale - 1n) / 2n);  /* the exact half's floor */
+      rounded = (tenths % 2 === 0 ? tenths : tenths + 1) / 10;
+    }
+    return `${rounded.toFixed(1)} ${names[unit]}`;
   }
   /* 1234567 -> "1,234,567" (toLocaleString is ten times slower, which
    * shows when a table of 100,000 rows is filtered). */
@@ -732,6 +748,7 @@
         slot(root, "warning").hidden = false;
       }
       this.renderCards();
+      this.renderCompositions();
       this.renderTimeline();
       this.renderFlame();
       this.renderTables();
@@ -762,6 +779,34 @@
         s.oom ? `first out of memory: ${fmtBytes(num(s.oom.bytes))} asked` : `${fmtBytes(s.failedBytes)} asked`, s.failures > 0);
       card(cards, "Allocations", fmtInt(totals.allocations),
         `${fmtInt(totals.frees)} freed; ${fmtBytes(num(totals.bytes_allocated))} in all`);
+    }
+
+    /* What the GPU memory was made of at each moment the heap was walked
+     * (held_at_finish's and the OOM's "composition"): a stacked bar and its
+     * legend, each part with its bytes and largest owner. */
+    renderCompositions() {
+      const doc = this.r.doc, box = slot(this.root, "compositions");
+      const moments = [["At Python's finish", obj(doc.held_at_finish)], ["At the out-of-memory failure", obj(doc.oom)],
+        ["When this report was asked for", doc]];
+      let drawn = 0;
+      for (const [title, from] of moments) {
+        const c = from && obj(from.composition);
+        if (!c || num(c.gpu_bytes) <= 0) continue;
+        const byRole = new Map(arr(c.parts).filter(obj).map((p) => [p.role, p]));
+        const bar = el("div", { className: "bar" }), legend = el("ul");
+        for (const [role, phrase, color] of ROLES) {
+          const part = byRole.get(role);
+          if (!part || num(part.bytes) <= 0) continue;
+          const owner = obj(arr(part.by)[0]);
+          const text = `${phrase} ${fmtBytes(num(part.bytes))}` + (owner && str(owner.name) ? ` (${owner.name})` : "");
+          bar.append(el("span", { title: text, style: `flex: ${num(part.bytes)} 0 0; background: ${color}` }));
+          legend.append(el("li", {}, el("i", { style: `background: ${color}` }), text));
+        }
+        box.append(el("section", { className: "composition", dataset: { role: "composition", bytes: String(num(c.gpu_bytes)) } },
+          el("h3", {}, `${title}: ${fmtBytes(num(c.gpu_bytes))} of GPU memory, by what it is`), bar, legend));
+        drawn++;
+      }
+      box.hidden = drawn === 0;
     }
 
     renderTimeline() {

@@ -275,6 +275,7 @@ def run(tmp):
     not_judged(tmp)
     outliers(tmp)
     reachable(tmp)
+    compositions(tmp)
     bad_input(tmp)
     large(tmp)
 
@@ -338,6 +339,39 @@ def reachable(tmp):
     page_ok(Dom(out), "reachable")
     check("Still reachable at exit" in out, "reachable: no table of what was still reachable at exit")
     check("model.weight" in out, "reachable: the table does not name its holder")
+
+
+def compositions(tmp):
+    """The composition by role at Python's finish, as a bar and a legend
+    that name each part as common/composition.h does, in its order; the
+    page's table of roles is that header's."""
+    header = open(os.path.join(ROOT, "common", "composition.h")).read()
+    roles = re.findall(r'X\((\w+), (?:"\w+"|NULL), "([^"]+)"\)', header)
+    script = open(os.path.join(ROOT, "cli", "html", "page.js")).read()
+    page_roles = re.findall(r'\["(\w+)", "([^"]+)", "#[0-9a-f]{6}"\]', script)
+    check(roles and page_roles == roles, f"composition: page.js's roles {page_roles} are not composition.h's {roles}")
+    d = json.load(open(FIXTURE))
+    gpu = (5 << 18) + (1 << 19) + (1 << 20)
+    d["held_at_finish"] = {"time_ns": 0, "gpu_bytes": gpu, "tensor_bytes": gpu - (1 << 20), "sites": [],
+                           "composition": {"gpu_bytes": gpu, "parts": [
+                               {"role": "parameters", "bytes": 5 << 18, "by": [{"name": "model", "bytes": 5 << 18}]},
+                               {"role": "saved_for_backward", "bytes": 1 << 19,
+                                "by": [{"name": "<b>total</b>", "bytes": 1 << 19}]},
+                               {"role": "torch_cache", "bytes": 1 << 20, "by": []}]}}
+    path = os.path.join(tmp, "composition.json")
+    with open(path, "w") as f:
+        json.dump(d, f)
+    page = os.path.join(tmp, "composition.html")
+    p = subprocess.run([G, "html", path, "-o", page], capture_output=True, text=True, timeout=60)
+    if not check(p.returncode == 0, f"html composition.json: exit {p.returncode}: {p.stderr.strip()}"):
+        return
+    out, _, _ = chromium(tmp, f"file://{page}#report=0", "--dump-dom")
+    page_ok(Dom(out), "composition")
+    # printf rounds an exact half to even (1.25 MiB, 2.75 MiB), as the text views print it
+    check("At Python's finish: 2.8 MiB of GPU memory, by what it is" in out, "composition: no bar of Python's finish")
+    check("parameters 1.2 MiB (model)" in out and "PyTorch's cache 1.0 MiB" in out,
+          "composition: the legend does not give each part")
+    check("<b>total</b>" not in out and "&lt;b&gt;total&lt;/b&gt;" in out, "composition: an owner's name is markup")
 
 
 def not_judged(tmp):
