@@ -549,6 +549,8 @@ static void load_holders(const load_report_t *r, json_t *entry, load_site_t *s)
         get_u64(&quiet, h, RK(held_by), RK(bytes), 1, &out->bytes);
         get_u64(&quiet, h, RK(held_by), RK(allocations), 0, &out->allocations);
         out->graph = json_is_true(json_object_get(h, RK(graph)));
+        json_t *role = json_object_get(h, RK(role));
+        out->role = json_is_string(role) ? composition_role_of_name(json_string_value(role)) : -1;
         if (quiet.error == NULL)
             s->nholders++;
         free(quiet.error);

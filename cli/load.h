@@ -31,6 +31,7 @@ typedef struct {
     const char *name, *type, *owner, *file;  /* owner NULL when not an attribute */
     const char *path;                        /* NULL unless name starts at a type */
     bool graph;
+    int role;                                /* composition.h's; -1 when not written */
     uint64_t bytes, allocations;
 } load_holder_t;
 

@@ -313,9 +313,11 @@ static void print_oom(FILE *f, const load_report_t *r, const text_options_t *o)
 }
 
 /* A table of sites with one origin column; used for the sites list and for
- * the growth and peak sections, whose "bytes" mean growth or live at peak. */
+ * the growth and peak sections, whose "bytes" mean growth or live at peak.
+ * growth: the list is the growth section's, whose largest holders may show
+ * a cause (diagnosis_kept). */
 static void print_table(FILE *f, const load_list_t *list, const char *title, const char *bytes_label,
-                        uint64_t percent_of, int lifetime, const text_options_t *o)
+                        uint64_t percent_of, int lifetime, int growth, const text_options_t *o)
 {
     size_t selected = count_selected(list, o), shown = 0;
     if (selected == 0)
@@ -362,6 +364,8 @@ static void print_table(FILE *f, const load_list_t *list, const char *title, con
         fputc('\n', f);
         if (!lifetime)
             frames_print_holders(f, s, "           ", HOLDERS_SHOWN);
+        if (growth && s->nholders > 0)
+            diagnosis_kept(f, 11, s->holders[0].name, s->holders[0].graph, s->holders[0].role, s->bytes);
     }
 }
 
@@ -422,34 +426,34 @@ void text_print(FILE *f, const load_report_t *r, const text_options_t *o)
     uint64_t kept_bytes = 0;
     for (size_t i = 0; i < r->kept.n; i++)
         kept_bytes += r->kept.v[i].bytes;
-    print_table(f, &r->kept, "Kept for the process by CUDA libraries, not leaks", "kept", kept_bytes, 0, o);
+    print_table(f, &r->kept, "Kept for the process by CUDA libraries, not leaks", "kept", kept_bytes, 0, 0, o);
     uint64_t reachable_bytes = 0;
     for (size_t i = 0; i < r->reachable.n; i++)
         reachable_bytes += r->reachable.v[i].bytes;
     print_table(f, &r->reachable,
                 "Still reachable at exit: held by the program's names when Python finished, "
-                "its shutdown did not free it; not leaks", "reachable", reachable_bytes, 0, o);
+                "its shutdown did not free it; not leaks", "reachable", reachable_bytes, 0, 0, o);
     print_blocks(f, &r->teardown, "Teardown leaks (live when their context was destroyed)", "teardown", o);
     print_blocks(f, &r->failures, "Failed allocations", "failure", o);
     print_oom(f, r, o);
     if (r->has_growth)
-        print_table(f, &r->growth, "Growth by site", "growth", r->growth_bytes, 0, o);
+        print_table(f, &r->growth, "Growth by site", "growth", r->growth_bytes, 0, 1, o);
     if (r->has_held && r->held.n > 0) {
         print_table(f, &r->held, "Still held when Python finished (before its shutdown freed it)",
-                    "held", r->held_bytes, 0, o);
+                    "held", r->held_bytes, 0, 0, o);
         print_search(f, r);
     }
     if (r->has_peak && r->peak_at_tensors) {
         char title[96], a[UNITS_SIZE_BUF];
         snprintf(title, sizeof title, "Peak composition (live at PyTorch's tensors' peak, %s allocated)",
                  units_format_size(r->peak_sites_bytes, a));
-        print_table(f, &r->peak_sites, title, "at peak", r->peak_sites_bytes, 0, o);
+        print_table(f, &r->peak_sites, title, "at peak", r->peak_sites_bytes, 0, 0, o);
     } else if (r->has_peak) {
         print_table(f, &r->peak_sites, "Peak composition (live at the peak)", "at peak",
-                    r->peak_bytes ? r->peak_bytes : r->totals.peak_bytes, 0, o);
+                    r->peak_bytes ? r->peak_bytes : r->totals.peak_bytes, 0, 0, o);
     }
     text_timeline_chart(f, r, CHART_WIDTH, CHART_HEIGHT);
-    print_table(f, &r->sites, "Sites (by peak live bytes)", NULL, 0, 1, o);
+    print_table(f, &r->sites, "Sites (by peak live bytes)", NULL, 0, 1, 0, o);
     if (r->leaks.n == 0)
         fputs("\nNo leaks.\n", f);
 }

@@ -56,3 +56,15 @@ int diagnosis_graphs(FILE *f, int indent, const composition_t *c, int at_oom)
     }
     return named;
 }
+
+int diagnosis_kept(FILE *f, int indent, const char *holder, int graph, int role, uint64_t grew)
+{
+    if (graph || role != COMPOSITION_other_tensors || strstr(holder, "[...]") == NULL)
+        return 0;
+    char size[UNITS_SIZE_BUF];
+    fprintf(f, "%*sCause: %s keeps tensors from step after step: this line grew %s during the run.\n"
+               "%*sCure: keep what later steps need as numbers (.item()) or on the CPU (.cpu()), clear\n"
+               "%*sit once used, or bound it (collections.deque(maxlen=N)).\n",
+            indent, "", holder, units_format_size(grew, size), indent, "", indent, "");
+    return 1;
+}

@@ -32,4 +32,11 @@ int diagnosis_oom(FILE *f, int indent, const diagnosis_oom_t *oom);
 struct composition;
 int diagnosis_graphs(FILE *f, int indent, const struct composition *c, int at_oom);
 
+/* Writes, indented, the cause and cure of a line that grew when the
+ * largest holder of its memory is a container (its name has "[...]": a
+ * list, a dict) that keeps tensors themselves, not their graphs (role:
+ * composition.h's, other_tensors): outputs or batches kept across steps.
+ * grew: the bytes the line gained. Returns 1 when it named the cause. */
+int diagnosis_kept(FILE *f, int indent, const char *holder, int graph, int role, uint64_t grew);
+
 #endif

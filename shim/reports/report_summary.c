@@ -187,9 +187,10 @@ static int same_holder(const holder_t *a, const holder_t *b)
 /* The objects that held the memory of group (of the list last grouped) at
  * Python's finish, summed over its sites: the largest two, a line each.
  * One line's sites (its first run and its later ones, say) are one place
- * in the user's code, and so are their holders. */
-static void print_holders(FILE *f, const report_view_t *view, const report_list_t *list,
-                          const line_group_t *group, const char *indent)
+ * in the user's code, and so are their holders. Returns the largest, or
+ * NULL when none was named. */
+static const holder_t *print_holders(FILE *f, const report_view_t *view, const report_list_t *list,
+                                     const line_group_t *group, const char *indent)
 {
     static line_holder_t found[LINE_HOLDERS];  /* the summary is single-threaded */
     size_t n = 0;
@@ -218,8 +219,9 @@ static void print_holders(FILE *f, const report_view_t *view, const report_list_
             fprintf(f, "%sheld by: unknown, the search for holders failed\n", indent);
         else
             fprintf(f, "%sheld by no Python object the search reached from the program's names\n", indent);
-        return;
+        return NULL;
     }
+    const holder_t *largest = NULL;
     char size[UNITS_SIZE_BUF], phrase[1024];
     for (int shown = 0; shown < 2; shown++) {
         size_t best = n;
@@ -229,10 +231,13 @@ static void print_holders(FILE *f, const report_view_t *view, const report_list_
         if (best == n)
             break;
         const holder_t *h = found[best].first;
+        if (largest == NULL)
+            largest = h;
         report_holder_phrase(phrase, sizeof phrase, h->name, h->type, h->owner, h->file, h->graph, h->path);
         fprintf(f, "%sheld by %s: %s\n", indent, phrase, units_format_size(found[best].bytes, size));
         found[best].bytes = 0;
     }
+    return largest;
 }
 
 /* What the script still held when Python began to finish, by line: its
@@ -380,7 +385,9 @@ static void print_growth_and_peak(FILE *f, const report_view_t *view)
         if (groups[i].sites > 1)
             fprintf(f, " [%zu sites; rate and steadiness of the largest]", groups[i].sites);
         fputc('\n', f);
-        print_holders(f, view, &view->growth, &groups[i], "      ");
+        const holder_t *h = print_holders(f, view, &view->growth, &groups[i], "      ");
+        if (h != NULL)
+            diagnosis_kept(f, 6, h->name, h->graph, h->role, groups[i].bytes);
     }
     if (view->peak.count > 0 && view->peak_is_tensors)
         fprintf(f, "\nLive at the tensors' peak (%s allocated at %.2f s):\n",

@@ -750,11 +750,20 @@ class TorchTensorsTest(unittest.TestCase):
         """Validation outputs kept once an epoch, eight epochs: the kept
         line is the one growth finding, held by the module's list; without
         the leak, nothing grows."""
-        report, expect, _, _ = self.run_script_file("epoch_demo.py")
+        report, expect, stderr, path = self.run_script_file("epoch_demo.py")
         self.assertEqual([(g["origin"]["line"], [h["name"] for h in g["held_by"]]) for g in report["growth"]],
                          [(expect["keep_line"], ["module.validation_outputs[...]"])])
-        report, _, _, _ = self.run_script_file("epoch_demo.py", {"EPOCH_LEAK": "0"})
+        self.assertEqual(report["growth"][0]["held_by"][0]["role"], "other_tensors")
+        # The cause and cure, in the exit summary and gpuleak report alike.
+        text = subprocess.run([os.path.join(BUILD, "gpuleak"), "report", path], capture_output=True,
+                              text=True, timeout=60).stdout
+        for view, out in (("summary", stderr), ("gpuleak report", text)):
+            with self.subTest(view=view):
+                self.assertIn("Cause: module.validation_outputs[...] keeps tensors from step after step", out)
+                self.assertIn("collections.deque(maxlen=N)", out)
+        report, _, stderr, path = self.run_script_file("epoch_demo.py", {"EPOCH_LEAK": "0"})
         self.assertEqual(report["growth"], [])
+        self.assertNotIn("Cause:", stderr)
 
     def test_burst_after_a_quiet_start_up_is_judged(self):
         """200 quick steps after 1.5 s of start-up: checkpoints by the
