@@ -3,6 +3,7 @@
  * CI log shows and what a person greps for. */
 #define _GNU_SOURCE
 #include "check.h"
+#include "diagnosis.h"
 #include "frames.h"
 #include "text.h"
 #include "units.h"
@@ -278,14 +279,16 @@ static void group_line(FILE *out, FILE *detail, const char *file, const char *fl
         frame_text_put(f, origin ? origin : "?");
         if (g->sites > 1)
             fprintf(f, " (%zu sites)", g->sites);
-        if (g->top->nholders > 0) {
+        const load_holder_t *h = g->top->nholders > 0 ? &g->top->holders[0] : NULL;
+        if (h != NULL) {
             char phrase[1024];
-            const load_holder_t *h = &g->top->holders[0];
             report_holder_phrase(phrase, sizeof phrase, h->name, h->type, h->owner, h->file, h->graph, h->path);
             fputs(", held by ", f);
             frame_text_put(f, phrase);
         }
         fputc('\n', f);
+        if (h != NULL && strcmp(what, "growth of") == 0)
+            diagnosis_kept(f, 2, h->name, h->graph, h->role, g->bytes);
     }
     free(origin);
 }

@@ -757,7 +757,9 @@ class TorchTensorsTest(unittest.TestCase):
         # The cause and cure, in the exit summary and gpuleak report alike.
         text = subprocess.run([os.path.join(BUILD, "gpuleak"), "report", path], capture_output=True,
                               text=True, timeout=60).stdout
-        for view, out in (("summary", stderr), ("gpuleak report", text)):
+        gate = subprocess.run([os.path.join(BUILD, "gpuleak"), "check", "--max-growth", "1K", path],
+                              capture_output=True, text=True, timeout=60).stdout
+        for view, out in (("summary", stderr), ("gpuleak report", text), ("gpuleak check", gate)):
             with self.subTest(view=view):
                 self.assertIn("Cause: module.validation_outputs[...] keeps tensors from step after step", out)
                 self.assertIn("collections.deque(maxlen=N)", out)
