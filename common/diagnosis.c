@@ -68,3 +68,46 @@ int diagnosis_kept(FILE *f, int indent, const char *holder, int graph, int role,
             indent, "", holder, units_format_size(grew, size), indent, "", indent, "");
     return 1;
 }
+
+/* Whether a and b are the same size within 2%: a copy of a model's weights
+ * in a checkpoint also holds its buffers. */
+static int about_equal(uint64_t a, uint64_t b)
+{
+    uint64_t larger = a > b ? a : b, diff = a > b ? a - b : b - a;
+    return diff <= larger / 50;
+}
+
+int diagnosis_copies(FILE *f, int indent, const composition_t *c)
+{
+    const composition_part_t *modules = c->by[COMPOSITION_parameters];
+    const composition_part_t *others = c->by[COMPOSITION_other_tensors];
+    char size[UNITS_SIZE_BUF];
+    int named = 0;
+    unsigned others_named = 0;  /* a checkpoint as large as two copies is one finding */
+    for (int i = 0; i < COMPOSITION_TOP && modules[i].name != NULL; i++) {
+        if (modules[i].bytes == 0 || modules[i].bytes < c->gpu_bytes / 100)
+            continue;
+        units_format_size(modules[i].bytes, size);
+        for (int j = i + 1; j < COMPOSITION_TOP && modules[j].name != NULL; j++)
+            if (about_equal(modules[i].bytes, modules[j].bytes)) {
+                fprintf(f, "%*sCause: two copies of the same weights: %s and %s each hold %s of parameters\n"
+                           "%*s(a copy.deepcopy kept, a model loaded twice).\n",
+                        indent, "", modules[i].name, modules[j].name, size, indent, "");
+                named++;
+            }
+        for (int j = 0; j < COMPOSITION_TOP && others[j].name != NULL; j++)
+            if (!(others_named & 1u << j) && about_equal(modules[i].bytes, others[j].bytes)) {
+                others_named |= 1u << j;
+                fprintf(f, "%*sCause: %s holds %s of tensors, as much as %s's parameters: a state_dict\n"
+                           "%*sor a checkpoint kept on the GPU.\n",
+                        indent, "", others[j].name, units_format_size(others[j].bytes, size), modules[i].name,
+                        indent, "");
+                named++;
+            }
+    }
+    if (named > 0)
+        fprintf(f, "%*sCure: where a copy is not needed on the GPU, del it once used, or load and keep it on\n"
+                   "%*sthe CPU (torch.load(..., map_location=\"cpu\"), .cpu()).\n",
+                indent, "", indent, "");
+    return named;
+}

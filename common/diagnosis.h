@@ -32,6 +32,13 @@ int diagnosis_oom(FILE *f, int indent, const diagnosis_oom_t *oom);
 struct composition;
 int diagnosis_graphs(FILE *f, int indent, const struct composition *c, int at_oom);
 
+/* Writes, indented, a second copy of a model's weights where c shows one:
+ * two owners of parameters (modules no other module holds) of the same
+ * size (within 2%), or other tensors held by one name that weigh what a
+ * module's parameters do (a state_dict or a checkpoint kept on the GPU);
+ * each at least 1% of the GPU memory then. Returns how many it named. */
+int diagnosis_copies(FILE *f, int indent, const struct composition *c);
+
 /* Writes, indented, the cause and cure of a line that grew when the
  * largest holder of its memory is a container (its name has "[...]": a
  * list, a dict) that keeps tensors themselves, not their graphs (role:

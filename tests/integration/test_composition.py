@@ -107,6 +107,22 @@ class CompositionTest(unittest.TestCase):
             self.assertIn("GPU memory at Python's finish", view)
             self.assertNotIn("Cause:", view)
 
+    def test_a_second_copy_of_the_weights(self):
+        """A second model of the same size and a dict of tensors as large as
+        the weights (a checkpoint kept on the GPU): each named once, the
+        cure once; the training run alone has no such cause (above)."""
+        report, expect, stderr, text = run_demo({"ROLES_COPY": "1"})
+        parts = parts_of(report["held_at_finish"]["composition"])
+        self.assertEqual(sorted(o["name"] for o in parts["parameters"]["by"]), ["backup", "model"])
+        for view, out in (("summary", stderr), ("gpuleak report", text)):
+            with self.subTest(view=view):
+                self.assertEqual(out.count("Cause: two copies of the same weights: "), 1)
+                self.assertIn("each hold 1.2 MiB of parameters", out)
+                self.assertEqual(out.count("Cause: checkpoint[...] holds 1.3 MiB of tensors, as much as"), 1)
+                self.assertEqual(out.count("map_location=\"cpu\""), 1)
+        self.assertNotIn("copies of the same weights", self.stderr)
+        self.assertNotIn("as much as", self.stderr)
+
     def test_at_an_oom_the_failing_steps_own_graph_is_not_a_cause(self):
         """The step that failed was using its graph (a local of its frame,
         kept by the exception in flight); the validation total kept across

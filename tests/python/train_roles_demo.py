@@ -5,7 +5,9 @@ validation loss summed each step outside torch.no_grad(), whose running
 total keeps every validation step's graph and the activations it saved
 (`total_val = total_val + val_loss`, the cause docs/diagnosis.md names).
 ROLES_CLEAN=1 validates under torch.no_grad() instead: no graph kept.
-ROLES_OOM=1 then runs a step that runs out of memory after its forward,
+ROLES_COPY=1 also keeps a second model of the same size (a model loaded
+twice) and a dict of tensors as large as its weights and buffer (a
+checkpoint loaded onto the GPU and kept). ROLES_OOM=1 then runs a step that runs out of memory after its forward,
 whose own graph (a local of the step) is in use, not kept. Writes the
 sizes to EXPECT_OUT."""
 import json
@@ -56,6 +58,10 @@ def failing_step(model):
 
 
 model, opt, total_val = train()
+if os.environ.get("ROLES_COPY"):
+    backup = Net()
+    checkpoint = {"encoder.weight": torch.empty(1 << 20), "head.weight": torch.empty(1 << 18),
+                  "running_mean": torch.empty(1 << 12)}
 if os.environ.get("ROLES_OOM"):
     try:
         failing_step(model)
