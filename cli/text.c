@@ -258,8 +258,7 @@ static void print_search(FILE *f, const load_report_t *r)
             units_format_size(r->held_bytes, b),
             r->held_bytes ? 100.0 * (double)named / (double)r->held_bytes : 100.0);
     composition_print(f, 2, "Python's finish", &r->held_composition);
-    diagnosis_graphs(f, 2, &r->held_composition, 0);
-    diagnosis_copies(f, 2, &r->held_composition);
+    diagnosis_composition(f, 2, &r->held_composition, 0);
 }
 
 static void print_oom(FILE *f, const load_report_t *r, const text_options_t *o)
@@ -284,8 +283,7 @@ static void print_oom(FILE *f, const load_report_t *r, const text_options_t *o)
     diagnosis_oom_t d = { oom->site.bytes, oom->torch_allocated_bytes, oom->torch_reserved_bytes };
     diagnosis_oom(f, 2, &d);
     composition_print(f, 2, "the failure", &oom->composition);
-    diagnosis_graphs(f, 2, &oom->composition, 1);
-    diagnosis_copies(f, 2, &oom->composition);
+    diagnosis_composition(f, 2, &oom->composition, 1);
     fprintf(f, "  %s was live then", units_format_size(oom->live_bytes, a));
     if (oom->holders.n == 0) {
         fputs("\n", f);

@@ -21,6 +21,7 @@
 #define COMPOSITION_ROLES(X) \
     X(parameters, "parameter", "parameters") \
     X(gradients, "gradient", "gradients") \
+    X(untrained_gradients, "untrained", "gradients no optimizer steps") \
     X(optimizer_state, "optimizer", "optimizer state") \
     X(buffers, "buffer", "buffers") \
     X(saved_for_backward, "saved", "saved for backward") \

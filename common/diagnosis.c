@@ -35,7 +35,8 @@ static int owned_by_the_step(const char *name)
     return strstr(name, "() local ") != NULL || strncmp(name, "the exception", 13) == 0;
 }
 
-int diagnosis_graphs(FILE *f, int indent, const composition_t *c, int at_oom)
+/* A graph kept: each owner of memory saved for backward past 1% of c. */
+static int graphs(FILE *f, int indent, const composition_t *c, int at_oom)
 {
     const composition_part_t *by = c->by[COMPOSITION_saved_for_backward];
     char size[UNITS_SIZE_BUF];
@@ -77,7 +78,8 @@ static int about_equal(uint64_t a, uint64_t b)
     return diff <= larger / 50;
 }
 
-int diagnosis_copies(FILE *f, int indent, const composition_t *c)
+/* A second copy of the weights: two modules, or a module and a name. */
+static int copies(FILE *f, int indent, const composition_t *c)
 {
     const composition_part_t *modules = c->by[COMPOSITION_parameters];
     const composition_part_t *others = c->by[COMPOSITION_other_tensors];
@@ -110,4 +112,26 @@ int diagnosis_copies(FILE *f, int indent, const composition_t *c)
                    "%*sthe CPU (torch.load(..., map_location=\"cpu\"), .cpu()).\n",
                 indent, "", indent, "");
     return named;
+}
+
+/* Gradients of parameters no optimizer steps, past 1% of c. */
+static int untrained(FILE *f, int indent, const composition_t *c)
+{
+    uint64_t bytes = c->bytes[COMPOSITION_untrained_gradients];
+    const char *owner = c->by[COMPOSITION_untrained_gradients][0].name;
+    if (bytes == 0 || bytes < c->gpu_bytes / 100)
+        return 0;
+    char size[UNITS_SIZE_BUF];
+    fprintf(f, "%*sCause: %s of gradients belong to parameters%s%s that no optimizer steps: backward\n"
+               "%*scomputes and keeps them for nothing.\n"
+               "%*sCure: freeze what does not train (module.requires_grad_(False) or p.requires_grad_(False)),\n"
+               "%*sor give those parameters to the optimizer.\n",
+            indent, "", units_format_size(bytes, size), owner != NULL ? " of " : "", owner != NULL ? owner : "",
+            indent, "", indent, "", indent, "");
+    return 1;
+}
+
+int diagnosis_composition(FILE *f, int indent, const composition_t *c, int at_oom)
+{
+    return graphs(f, indent, c, at_oom) + copies(f, indent, c) + untrained(f, indent, c);
 }

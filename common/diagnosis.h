@@ -22,22 +22,20 @@ typedef struct diagnosis_oom {
  * driver's OOM). Returns 1 when it named a cause, else 0. */
 int diagnosis_oom(FILE *f, int indent, const diagnosis_oom_t *oom);
 
-/* Writes, indented, for each owner of memory saved for backward in c (a
- * graph's root: composition.h) that holds at least 1% of the GPU memory
- * then, the cause (an autograd graph kept that no backward() will free:
- * a loss summed or kept, a result of evaluation outside no_grad) and the
- * cure. At an OOM (at_oom) a frame's local and the exception being
- * handled are passed over: the step that failed was using its graph.
+/* Writes, indented, every cause the composition c holds the evidence for
+ * (docs/diagnosis.md), each with its cure:
+ * - an autograd graph kept: memory saved for backward owned by one name,
+ *   at least 1% of the GPU memory then (at an OOM, at_oom, not for a
+ *   frame's local or the exception being handled: the step that failed
+ *   was using its graph);
+ * - a second copy of the weights: two outermost modules with parameters of
+ *   the same size within 2%, or a name holding other tensors that weigh
+ *   what a module's parameters do (a checkpoint kept on the GPU), each at
+ *   least 1%;
+ * - gradients no optimizer steps, at least 1%.
  * Returns how many causes it named. */
 struct composition;
-int diagnosis_graphs(FILE *f, int indent, const struct composition *c, int at_oom);
-
-/* Writes, indented, a second copy of a model's weights where c shows one:
- * two owners of parameters (modules no other module holds) of the same
- * size (within 2%), or other tensors held by one name that weigh what a
- * module's parameters do (a state_dict or a checkpoint kept on the GPU);
- * each at least 1% of the GPU memory then. Returns how many it named. */
-int diagnosis_copies(FILE *f, int indent, const struct composition *c);
+int diagnosis_composition(FILE *f, int indent, const struct composition *c, int at_oom);
 
 /* Writes, indented, the cause and cure of a line that grew when the
  * largest holder of its memory is a container (its name has "[...]": a

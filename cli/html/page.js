@@ -28,6 +28,7 @@
   /* common/composition.h's roles and phrases, in its order, so the page
    * names a part as every other view does. */
   const ROLES = [["parameters", "parameters", "#1c7ed6"], ["gradients", "gradients", "#74c0fc"],
+    ["untrained_gradients", "gradients no optimizer steps", "#a5d8ff"],
     ["optimizer_state", "optimizer state", "#7048e8"], ["buffers", "buffers", "#b197fc"],
     ["saved_for_backward", "saved for backward", "#e03131"], ["other_tensors", "other tensors", "#f08c00"],
     ["unnamed_tensors", "tensors no object was found for", "#ffd43b"], ["torch_cache", "PyTorch's cache", "#adb5bd"],

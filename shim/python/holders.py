@@ -28,7 +28,8 @@
 # object's type instead, else empty; role: what the memory is, by what the
 # interpreter shows of it, whatever the path that named it: "parameter" (a
 # torch.nn.Parameter, or in a Module's _parameters), "gradient" (a
-# parameter's or leaf's .grad), "optimizer" (in a torch.optim.Optimizer's
+# parameter's or leaf's .grad; "untrained" when optimizers were found and
+# none steps that parameter), "optimizer" (in a torch.optim.Optimizer's
 # state), "buffer" (in a Module's _buffers), "saved" (saved for backward by
 # a graph), else "held"; part: the name of what it belongs to: the
 # outermost module that holds the parameter, the optimizer, else the
@@ -243,6 +244,8 @@ class _Search:
         self.moment = moment
         self.named = {}  # target index -> (node, suffix, graph)
         self.roles = {}  # target index -> (role, node of what it belongs to or None, key)
+        self.grad_of = {}  # a gradient's target index -> id() of its parameter
+        self.trained = None  # id() of every parameter an optimizer found holds (None: none found)
         self.torch = _Torch()
         ctypes_module = sys.modules.get("_ctypes")
         self.simple_cdata = _attrs_of(ctypes_module).get("_SimpleCData") \
@@ -292,17 +295,19 @@ class _Search:
         if i >= 0 and i not in self.named and not (numbers and self.targets.tensors[i]):
             self.named[i] = (node, suffix, graph)
 
-    def give_role(self, tensor, role, node, key=None):
+    def give_role(self, tensor, role, node, key=None, parameter=None):
         """Gives the target a CUDA tensor's memory lies in the role, and
         node as what it belongs to (key: its name in the module that
-        node is), unless a stronger role (or the same one with an owner)
-        came first."""
+        node is; parameter: a gradient's), unless a stronger role (or the
+        same one with an owner) came first."""
         tensor_read = self.torch.read
         if tensor is None or not self.torch.is_tensor(tensor) or not tensor_read(tensor, "is_cuda"):
             return
         i = self.targets.index(tensor_read(tensor, "data_ptr"))
         if i < 0:
             return
+        if parameter is not None:
+            self.grad_of[i] = id(parameter)
         had = self.roles.get(i)
         rank = _ROLE_RANK[role]
         if had is None or rank < _ROLE_RANK[had[0]] or rank == _ROLE_RANK[had[0]] and had[1] is None:
@@ -320,11 +325,19 @@ class _Search:
                 self.give_role(tensor, role, node, key)
                 if role == "parameter" and tensor is not None and self.torch.is_tensor(tensor) \
                         and self.torch.read(tensor, "is_leaf") is not False:
-                    self.give_role(self.torch.read(tensor, "grad"), "gradient", node, key)
+                    self.give_role(self.torch.read(tensor, "grad"), "gradient", node, key, tensor)
 
     def optimizer_roles(self, node, optimizer):
-        """An optimizer's state: a dict per parameter of its tensors."""
+        """An optimizer's state: a dict per parameter of its tensors; and
+        the parameters it steps (param_groups' "params")."""
         d = _own_dict(optimizer)
+        if self.trained is None:
+            self.trained = set()
+        groups = d.get("param_groups") if d is not None else None
+        for group in groups if type(groups) is list else ():
+            params = dict.get(group, "params") if isinstance(group, dict) else None
+            for p in params if type(params) is list else ():
+                self.trained.add(id(p))
         state = d.get("state") if d is not None else None
         for per_parameter in dict.values(state) if isinstance(state, dict) else ():
             for tensor in dict.values(per_parameter) if isinstance(per_parameter, dict) else ():
@@ -347,7 +360,7 @@ class _Search:
             grad = tensor_read(obj, "grad") if tensor_read(obj, "is_leaf") is not False else None
             if grad is not None and tensor_read(grad, "is_cuda"):
                 self.note(tensor_read(grad, "data_ptr"), node, ".grad", 0)
-                self.give_role(grad, "gradient", None)
+                self.give_role(grad, "gradient", None, None, obj)
             if self.torch.is_a(obj, self.torch.parameter_type):
                 self.give_role(obj, "parameter", None)
             self.graphs.append((obj, node))
@@ -736,12 +749,17 @@ class _Search:
         its part is the outermost module over it (model, not model.fc);
         an optimizer's state's, the optimizer; else the holder itself."""
         role, owner_node, key = self.roles.get(i, ("saved" if graph else "held", None, None))
+        # A gradient no optimizer found steps: computed and kept for nothing
+        # (said only when an optimizer was found: one gone by exit would
+        # make every gradient look so).
+        if role == "gradient" and self.trained is not None and self.grad_of.get(i) not in self.trained:
+            role = "untrained"
         fields = self.name_of(node, suffix)
         if owner_node is None:
             return (graph,) + fields + (role, fields[0])
         if key is not None:
             name, kind, _, file, path = self.name_of(owner_node, "")
-            tail = "." + key + (".grad" if role == "gradient" else "")
+            tail = "." + key + (".grad" if role in ("gradient", "untrained") else "")
             fields = (name + tail, "Parameter" if role == "parameter" else "Tensor", kind, file,
                       path + tail if path else "")
             graph = 0

@@ -281,8 +281,7 @@ static void print_held(FILE *f, const report_view_t *view)
                 units_format_size(named, b),
                 view->held_bytes ? 100.0 * (double)named / (double)view->held_bytes : 100.0);
         composition_print(f, 2, "Python's finish", &hs->composition);
-        diagnosis_graphs(f, 2, &hs->composition, 0);
-        diagnosis_copies(f, 2, &hs->composition);
+        diagnosis_composition(f, 2, &hs->composition, 0);
     }
 }
 
@@ -343,8 +342,7 @@ static void print_oom(FILE *f, const report_view_t *view)
     diagnosis_oom_t d = { oom->bytes_asked, oom->torch_allocated_bytes, oom->torch_reserved_bytes };
     diagnosis_oom(f, 0, &d);
     composition_print(f, 0, "the failure", &view->oom_search.composition);
-    diagnosis_graphs(f, 0, &view->oom_search.composition, 1);
-    diagnosis_copies(f, 0, &view->oom_search.composition);
+    diagnosis_composition(f, 0, &view->oom_search.composition, 1);
     fprintf(f, "%s was live then; the largest holders:\n", units_format_size(oom->live_bytes, b));
     for (size_t i = 0; i < view->oom_holder_count && i < (size_t)view->run.summary_sites; i++) {
         const tracker_site_bytes_t *h = &oom->sites[view->oom_holders[i]];

@@ -107,6 +107,22 @@ class CompositionTest(unittest.TestCase):
             self.assertIn("GPU memory at Python's finish", view)
             self.assertNotIn("Cause:", view)
 
+    def test_gradients_no_optimizer_steps(self):
+        """The optimizer steps the head only: the encoder's gradient is
+        computed and kept for nothing; every gradient of the full run is
+        stepped (above: no such part, no such cause)."""
+        report, expect, stderr, text = run_demo({"ROLES_FROZEN": "1"})
+        parts = parts_of(report["held_at_finish"]["composition"])
+        for role in ("gradients", "untrained_gradients", "optimizer_state"):
+            self.assertEqual(parts[role]["bytes"], expect[role], role)
+        self.assertEqual(parts["untrained_gradients"]["by"][0]["name"], "model")
+        for view, out in (("summary", stderr), ("gpuleak report", text)):
+            with self.subTest(view=view):
+                self.assertIn("Cause: 1.0 MiB of gradients belong to parameters of model that no optimizer steps", out)
+                self.assertIn("requires_grad_(False)", out)
+        self.assertNotIn("untrained_gradients", self.parts)
+        self.assertNotIn("no optimizer steps", self.stderr)
+
     def test_a_second_copy_of_the_weights(self):
         """A second model of the same size and a dict of tensors as large as
         the weights (a checkpoint kept on the GPU): each named once, the

@@ -5,7 +5,8 @@ validation loss summed each step outside torch.no_grad(), whose running
 total keeps every validation step's graph and the activations it saved
 (`total_val = total_val + val_loss`, the cause docs/diagnosis.md names).
 ROLES_CLEAN=1 validates under torch.no_grad() instead: no graph kept.
-ROLES_COPY=1 also keeps a second model of the same size (a model loaded
+ROLES_FROZEN=1 gives the optimizer the head's parameters only: the
+encoder's gradients are computed and kept for nothing. ROLES_COPY=1 also keeps a second model of the same size (a model loaded
 twice) and a dict of tensors as large as its weights and buffer (a
 checkpoint loaded onto the GPU and kept). ROLES_OOM=1 then runs a step that runs out of memory after its forward,
 whose own graph (a local of the step) is in use, not kept. Writes the
@@ -18,6 +19,7 @@ import torch
 STEPS = 8
 ACTIVATION = 1 << 16
 CLEAN = bool(os.environ.get("ROLES_CLEAN"))
+FROZEN = bool(os.environ.get("ROLES_FROZEN"))
 
 
 class Net(torch.nn.Module):
@@ -41,7 +43,7 @@ def validate(model, total_val):
 
 def train():
     model = Net()
-    opt = torch.optim.Adam(model.parameters())
+    opt = torch.optim.Adam(model.head.parameters() if FROZEN else model.parameters())
     total_val = torch.empty(8)
     for _ in range(STEPS):
         loss = model(torch.empty(ACTIVATION))
@@ -68,6 +70,8 @@ if os.environ.get("ROLES_OOM"):
     except torch.OutOfMemoryError as err:
         print("handled:", str(err)[:20])  # the search answers while it is handled
 with open(os.environ["EXPECT_OUT"], "w") as fh:
+    trained = (1 << 18) if FROZEN else (1 << 20) + (1 << 18)
     json.dump({"parameters": (1 << 20) + (1 << 18), "buffers": 1 << 12,
-               "gradients": (1 << 20) + (1 << 18), "optimizer_state": 2 * ((1 << 20) + (1 << 18)),
+               "gradients": trained, "untrained_gradients": (1 << 20) if FROZEN else 0,
+               "optimizer_state": 2 * trained,
                "saved_for_backward": 0 if CLEAN else STEPS * (2 * ACTIVATION + 8)}, fh)
