@@ -24,7 +24,11 @@ DEMO = os.path.join(ROOT, "tests", "python", "train_roles_demo.py")
 def run_demo(extra_env=None):
     """The demo under the shim: its report, its expectations, its stderr
     and gpuleak report's text of the report."""
-    tmp = tempfile.mkdtemp(prefix="gpuleak-roles-")
+    with tempfile.TemporaryDirectory(prefix="gpuleak-roles-") as tmp:
+        return run_demo_in(tmp, extra_env)
+
+
+def run_demo_in(tmp, extra_env):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GPULEAK_", "ROLES_"))}
     env.update({
         "LD_LIBRARY_PATH": os.path.join(BUILD, "fakecuda"),

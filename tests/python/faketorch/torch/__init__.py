@@ -112,20 +112,7 @@ class Tensor:
         return self._storage.nbytes()
 
     def backward(self):
-        """Gives every parameter the graph reaches a gradient of its size
-        (accumulated: made once) and lets go of what the graph saved, as
-        PyTorch's backward does."""
-        todo, seen = [self.grad_fn], set()
-        while todo:
-            fn = todo.pop()
-            if fn is None or id(fn) in seen:
-                continue
-            seen.add(id(fn))
-            fn._storage = None
-            for p in fn.leaves:
-                if p._grad is None:
-                    p._grad = Tensor(p.nbytes())
-            todo.extend(n for n, _ in fn.next_functions)
+        autograd.backward(self)
 
     def __add__(self, other):
         """A running sum: its graph reaches both sides' (loss.item() would
@@ -166,4 +153,4 @@ def empty(nbytes):
     return Tensor(nbytes)
 
 
-from . import nn, optim  # noqa: E402  (PyTorch's import torch loads them too)
+from . import autograd, nn, optim  # noqa: E402  (PyTorch's import torch loads them too)
