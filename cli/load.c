@@ -1123,6 +1123,7 @@ static void load_peak(ctx_t *ctx, json_t *root, load_report_t *r)
         get_u64(ctx, peak, RK(peak), RK(sites_at_bytes), 0, &r->peak_sites_bytes);
         for (size_t i = 0; r->peak_sites_bytes == 0 && i < r->peak_sites.n; i++)
             r->peak_sites_bytes = units_add(r->peak_sites_bytes, r->peak_sites.v[i].bytes);
+        load_composition(r, json_object_get(peak, RK(composition)), &r->peak_composition);
     }
 }
 

@@ -257,7 +257,7 @@ static void print_search(FILE *f, const load_report_t *r)
     fprintf(f, "; it named holders for %s of the %s held (%.0f%%).\n", units_format_size(named, a),
             units_format_size(r->held_bytes, b),
             r->held_bytes ? 100.0 * (double)named / (double)r->held_bytes : 100.0);
-    composition_print(f, 2, "Python's finish", &r->held_composition);
+    composition_print(f, 2, COMPOSITION_AT_FINISH, &r->held_composition);
     diagnosis_composition(f, 2, &r->held_composition, 0);
 }
 
@@ -282,7 +282,7 @@ static void print_oom(FILE *f, const load_report_t *r, const text_options_t *o)
     fputc('\n', f);
     diagnosis_oom_t d = { oom->site.bytes, oom->torch_allocated_bytes, oom->torch_reserved_bytes };
     diagnosis_oom(f, 2, &d);
-    composition_print(f, 2, "the failure", &oom->composition);
+    composition_print(f, 2, COMPOSITION_AT_OOM, &oom->composition);
     diagnosis_composition(f, 2, &oom->composition, 1);
     fprintf(f, "  %s was live then", units_format_size(oom->live_bytes, a));
     if (oom->holders.n == 0) {
@@ -448,6 +448,9 @@ void text_print(FILE *f, const load_report_t *r, const text_options_t *o)
         snprintf(title, sizeof title, "Peak composition (live at PyTorch's tensors' peak, %s allocated)",
                  units_format_size(r->peak_sites_bytes, a));
         print_table(f, &r->peak_sites, title, "at peak", r->peak_sites_bytes, 0, 0, o);
+        composition_print(f, 2, COMPOSITION_AT_PEAK, &r->peak_composition);
+        if (r->has_oom)
+            diagnosis_peak(f, 2, &r->peak_composition);
     } else if (r->has_peak) {
         print_table(f, &r->peak_sites, "Peak composition (live at the peak)", "at peak",
                     r->peak_bytes ? r->peak_bytes : r->totals.peak_bytes, 0, 0, o);

@@ -5,6 +5,22 @@
 
 #include <string.h>
 
+/* Whether s ends with suffix. */
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+/* Whether word is one of the NULL-terminated words. */
+static int one_of(const char *word, const char *const *words)
+{
+    for (; *words != NULL; words++)
+        if (strcmp(word, *words) == 0)
+            return 1;
+    return 0;
+}
+
 #define COMPOSITION_FIELDS(id, word, phrase) { #id, word, phrase },
 static const struct {
     const char *name, *word, *phrase;
@@ -71,12 +87,17 @@ int composition_has_tensors(const composition_t *c)
     return 0;
 }
 
-void composition_print(FILE *f, int indent, const char *moment, const composition_t *c)
+void composition_print(FILE *f, int indent, composition_moment_t moment, const composition_t *c)
 {
+    static const char *const leads[] = {
+        [COMPOSITION_AT_FINISH] = "GPU memory at Python's finish",
+        [COMPOSITION_AT_OOM] = "GPU memory at the failure",
+        [COMPOSITION_AT_PEAK] = "Tensors at their peak, by the calls that made them",
+    };
     if (!composition_has_tensors(c))
         return;
     char size[UNITS_SIZE_BUF];
-    fprintf(f, "%*sGPU memory at %s, %s:", indent, "", moment, units_format_size(c->gpu_bytes, size));
+    fprintf(f, "%*s%s, %s:", indent, "", leads[moment], units_format_size(c->gpu_bytes, size));
     const char *sep = " ";
     for (int r = 0; r < COMPOSITION_ROLE_COUNT; r++) {
         if (c->bytes[r] == 0)
@@ -87,4 +108,41 @@ void composition_print(FILE *f, int indent, const char *moment, const compositio
         sep = ", ";
     }
     fputs(".\n", f);
+}
+
+/* The role one frame decides, or -1 when it decides none. function may be
+ * qualified ("Module._call_impl"): its last part is compared. */
+static int role_of_frame(const char *function, const char *file)
+{
+    const char *dot = strrchr(function, '.');
+    if (dot != NULL)
+        function = dot + 1;
+    static const char *const moves[] = { "_apply", "to", "cuda", "load_state_dict",
+                                         "_load_from_state_dict", NULL };
+    static const char *const builds[] = { "__init__", "reset_parameters", NULL };
+    static const char *const calls[] = { "_call_impl", "_wrapped_call_impl", NULL };
+    if (strstr(file, "/torch/optim/") != NULL)
+        return COMPOSITION_optimizer_state;
+    if (strstr(file, "/torch/autograd/") != NULL)
+        return COMPOSITION_gradients;
+    if (ends_with(file, "/torch/nn/modules/module.py") && one_of(function, moves))
+        return COMPOSITION_parameters;
+    if (strstr(file, "/torch/nn/") != NULL && one_of(function, builds))
+        return COMPOSITION_parameters;
+    if (ends_with(file, "/torch/nn/modules/module.py") && one_of(function, calls))
+        return COMPOSITION_activations;
+    return -1;
+}
+
+composition_role_t composition_role_of_call(const char *const *functions, const char *const *files,
+                                            size_t n, int python)
+{
+    if (n == 0)
+        return python ? COMPOSITION_gradients : COMPOSITION_other_tensors;
+    for (size_t i = 0; i < n; i++) {
+        int role = functions[i] != NULL && files[i] != NULL ? role_of_frame(functions[i], files[i]) : -1;
+        if (role >= 0)
+            return (composition_role_t)role;
+    }
+    return COMPOSITION_other_tensors;
 }

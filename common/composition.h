@@ -25,6 +25,7 @@
     X(optimizer_state, "optimizer", "optimizer state") \
     X(buffers, "buffer", "buffers") \
     X(saved_for_backward, "saved", "saved for backward") \
+    X(activations, NULL, "made in a module's forward") \
     X(other_tensors, "held", "other tensors") \
     X(unnamed_tensors, NULL, "tensors no object was found for") \
     X(torch_cache, NULL, "PyTorch's cache") \
@@ -74,9 +75,30 @@ void composition_add(composition_t *c, composition_role_t role, const char *name
  * would read one part. */
 int composition_has_tensors(const composition_t *c);
 
-/* Writes, indented, one line: "GPU memory at <moment>, 1.2 GiB: parameters
- * 400 MiB (model), ...", the roles with bytes, largest owner in
+/* The role a tensor most likely has, from the Python frames of the call
+ * that made it (functions[i] in files[i], innermost first), PyTorch's own
+ * files telling: an optimizer's (torch/optim/): optimizer_state; autograd's
+ * backward (torch/autograd/): gradients; a module moved or loaded
+ * (module.py's _apply, to, cuda, load_state_dict) or built (an __init__
+ * or reset_parameters under torch/nn/): parameters; a module's call
+ * (module.py's _call_impl): activations; the innermost of those decides.
+ * No frame at all in a Python process (python): a native thread's,
+ * PyTorch's autograd engine in backward: gradients. Else other_tensors.
+ * For a moment no heap walk saw (the peak): the report says it is
+ * inferred. */
+composition_role_t composition_role_of_call(const char *const *functions, const char *const *files,
+                                            size_t n, int python);
+
+/* The moments a composition is of, for its line's lead. */
+typedef enum composition_moment {
+    COMPOSITION_AT_FINISH,   /* Python's finish: "GPU memory at Python's finish" */
+    COMPOSITION_AT_OOM,      /* the first OOM: "GPU memory at the failure" */
+    COMPOSITION_AT_PEAK,     /* the tensors' peak, inferred */
+} composition_moment_t;
+
+/* Writes, indented, one line: "GPU memory at Python's finish, 1.2 GiB:
+ * parameters 400 MiB (model), ...", the roles with bytes, largest owner in
  * parentheses. Nothing when !composition_has_tensors(c). */
-void composition_print(FILE *f, int indent, const char *moment, const composition_t *c);
+void composition_print(FILE *f, int indent, composition_moment_t moment, const composition_t *c);
 
 #endif

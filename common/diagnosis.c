@@ -135,3 +135,30 @@ int diagnosis_composition(FILE *f, int indent, const composition_t *c, int at_oo
 {
     return graphs(f, indent, c, at_oom) + copies(f, indent, c) + untrained(f, indent, c);
 }
+
+int diagnosis_peak(FILE *f, int indent, const composition_t *c)
+{
+    uint64_t activations = c->bytes[COMPOSITION_activations];
+    uint64_t optimizer = c->bytes[COMPOSITION_optimizer_state];
+    uint64_t weights = c->bytes[COMPOSITION_parameters] + c->bytes[COMPOSITION_gradients]
+                     + c->bytes[COMPOSITION_untrained_gradients];
+    uint64_t largest = activations > optimizer ? activations : optimizer;
+    largest = largest > weights ? largest : weights;
+    if (largest == 0 || largest < c->gpu_bytes / 100 * 40)
+        return 0;
+    char size[UNITS_SIZE_BUF];
+    units_format_size(largest, size);
+    if (largest == activations)
+        fprintf(f, "%*sLever: tensors made in modules' forward were %s of the peak: a smaller batch or\n"
+                   "%*ssequence, activation checkpointing (torch.utils.checkpoint) or mixed precision\n"
+                   "%*s(torch.autocast) make them smaller.\n", indent, "", size, indent, "", indent, "");
+    else if (largest == optimizer)
+        fprintf(f, "%*sLever: the optimizer's state was %s of the peak: an optimizer that keeps less\n"
+                   "%*s(SGD, Adafactor, an 8-bit Adam) or its state sharded across ranks (ZeRO, FSDP).\n",
+                indent, "", size, indent, "");
+    else
+        fprintf(f, "%*sLever: the weights and their gradients were %s of the peak: bf16 weights, frozen\n"
+                   "%*slayers (requires_grad_(False)), or sharding across ranks (FSDP).\n",
+                indent, "", size, indent, "");
+    return 1;
+}

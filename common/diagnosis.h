@@ -37,6 +37,15 @@ int diagnosis_oom(FILE *f, int indent, const diagnosis_oom_t *oom);
 struct composition;
 int diagnosis_composition(FILE *f, int indent, const struct composition *c, int at_oom);
 
+/* Writes, indented, what dominated the peak in c (the tensors at their
+ * peak by the role their calls imply, composition_role_of_call) and the
+ * usual levers on it: the forward's activations (a smaller batch,
+ * activation checkpointing, mixed precision), the optimizer's state, or
+ * the weights and their gradients, when that part is the largest and at
+ * least 40% of the peak. Meant for a run that ran out of memory: a clean
+ * run gets no advice. Returns 1 when it gave a lever. */
+int diagnosis_peak(FILE *f, int indent, const struct composition *c);
+
 /* Writes, indented, the cause and cure of a line that grew when the
  * largest holder of its memory is a container (its name has "[...]": a
  * list, a dict) that keeps tensors themselves, not their graphs (role:

@@ -114,9 +114,10 @@
     X(held_by_more, "u64", "site") \
     X(role, "string", "holder, composition part") \
     X(part, "string", "holder") \
-    X(composition, "object", "held_at_finish, oom, report (on request)") \
+    X(composition, "object", "held_at_finish, oom, peak, report (on request)") \
     X(parts, "array", "composition") \
     X(by, "array", "composition part") \
+    X(inferred, "bool", "composition (the peak's)") \
     X(type, "string", "holder") \
     X(path, "string", "holder") \
     X(graph, "bool", "holder") \

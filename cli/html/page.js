@@ -30,7 +30,8 @@
   const ROLES = [["parameters", "parameters", "#1c7ed6"], ["gradients", "gradients", "#74c0fc"],
     ["untrained_gradients", "gradients no optimizer steps", "#a5d8ff"],
     ["optimizer_state", "optimizer state", "#7048e8"], ["buffers", "buffers", "#b197fc"],
-    ["saved_for_backward", "saved for backward", "#e03131"], ["other_tensors", "other tensors", "#f08c00"],
+    ["saved_for_backward", "saved for backward", "#e03131"],
+    ["activations", "made in a module's forward", "#ff8787"], ["other_tensors", "other tensors", "#f08c00"],
     ["unnamed_tensors", "tensors no object was found for", "#ffd43b"], ["torch_cache", "PyTorch's cache", "#adb5bd"],
     ["outside_torch", "outside PyTorch's allocator", "#495057"]];
   const KIND_COLOR = {
@@ -788,7 +789,7 @@
     renderCompositions() {
       const doc = this.r.doc, box = slot(this.root, "compositions");
       const moments = [["At Python's finish", obj(doc.held_at_finish)], ["At the out-of-memory failure", obj(doc.oom)],
-        ["When this report was asked for", doc]];
+        ["When this report was asked for", doc], ["Tensors at their peak, by the calls that made them", obj(doc.peak)]];
       let drawn = 0;
       for (const [title, from] of moments) {
         const c = from && obj(from.composition);
@@ -803,8 +804,9 @@
           bar.append(el("span", { title: text, style: `flex: ${num(part.bytes)} 0 0; background: ${color}` }));
           legend.append(el("li", {}, el("i", { style: `background: ${color}` }), text));
         }
+        const what = c.inferred === true ? "of tensors, by the role their calls imply" : "of GPU memory, by what it is";
         box.append(el("section", { className: "composition", dataset: { role: "composition", bytes: String(num(c.gpu_bytes)) } },
-          el("h3", {}, `${title}: ${fmtBytes(num(c.gpu_bytes))} of GPU memory, by what it is`), bar, legend));
+          el("h3", {}, `${title}: ${fmtBytes(num(c.gpu_bytes))} ${what}`), bar, legend));
         drawn++;
       }
       box.hidden = drawn === 0;

@@ -734,12 +734,15 @@ static void put_python_layout(FILE *f)
 }
 
 /* ,"composition":{...}: the GPU memory by role (common/composition.h),
- * each role's largest owners. */
-static void put_composition(FILE *f, const composition_t *c)
+ * each role's largest owners; inferred: from the calls that made it, not
+ * from a walk of the heap. */
+static void put_composition(FILE *f, const composition_t *c, int inferred)
 {
     fputc_unlocked(',', f);
     put_open(f, RK(composition), '{');
     put_u64(f, RK(gpu_bytes), c->gpu_bytes, 1);
+    if (inferred)
+        put_bool(f, RK(inferred), 1, 1);
     put_open(f, RK(parts), '[');
     const char *sep = "";
     for (int r = 0; r < COMPOSITION_ROLE_COUNT; r++) {
@@ -777,7 +780,7 @@ static void put_search(FILE *f, const char *lead, const holder_search_t *hs)
     put_u64(f, RK(named_bytes), hs->named_bytes, 0);
     fputc_unlocked('}', f);
     if (hs->composition.gpu_bytes > 0)
-        put_composition(f, &hs->composition);
+        put_composition(f, &hs->composition, 0);
 }
 
 /* What filled the GPU when an allocation first ran out of memory, and
@@ -974,6 +977,8 @@ static void put_peak(FILE *f, frame_tables_t *tables, const report_view_t *view)
     put_u64(f, RK(sites_at_bytes), at->peak_bytes, 1);
     put_u64(f, RK(sites_at_time_ns), epoch_ns(view, at->peak_time_ns), 1);
     put_list(f, tables, RK(sites), &view->peak, SECTION_PEAK);
+    if (view->peak_composition.gpu_bytes > 0)
+        put_composition(f, &view->peak_composition, 1);
     fputs_unlocked("},\n", f);
 }
 

@@ -280,7 +280,7 @@ static void print_held(FILE *f, const report_view_t *view)
                 (unsigned long long)hs->objects, hs->elapsed_ns / 1e9, hs->ended,
                 units_format_size(named, b),
                 view->held_bytes ? 100.0 * (double)named / (double)view->held_bytes : 100.0);
-        composition_print(f, 2, "Python's finish", &hs->composition);
+        composition_print(f, 2, COMPOSITION_AT_FINISH, &hs->composition);
         diagnosis_composition(f, 2, &hs->composition, 0);
     }
 }
@@ -341,7 +341,7 @@ static void print_oom(FILE *f, const report_view_t *view)
     fputs(".\n", f);
     diagnosis_oom_t d = { oom->bytes_asked, oom->torch_allocated_bytes, oom->torch_reserved_bytes };
     diagnosis_oom(f, 0, &d);
-    composition_print(f, 0, "the failure", &view->oom_search.composition);
+    composition_print(f, 0, COMPOSITION_AT_OOM, &view->oom_search.composition);
     diagnosis_composition(f, 0, &view->oom_search.composition, 1);
     fprintf(f, "%s was live then; the largest holders:\n", units_format_size(oom->live_bytes, b));
     for (size_t i = 0; i < view->oom_holder_count && i < (size_t)view->run.summary_sites; i++) {
@@ -389,10 +389,14 @@ static void print_growth_and_peak(FILE *f, const report_view_t *view)
         if (h != NULL)
             diagnosis_kept(f, 6, h->name, h->graph, h->role, groups[i].bytes);
     }
-    if (view->peak.count > 0 && view->peak_is_tensors)
+    if (view->peak.count > 0 && view->peak_is_tensors) {
         fprintf(f, "\nLive at the tensors' peak (%s allocated at %.2f s):\n",
                 units_format_size(view->tensors.peak_bytes, a),
                 seconds_since_start(view, view->tensors.peak_time_ns));
+        composition_print(f, 2, COMPOSITION_AT_PEAK, &view->peak_composition);
+        if (view->has_oom)
+            diagnosis_peak(f, 2, &view->peak_composition);
+    }
     else if (view->peak.count > 0)
         fprintf(f, "\nLive at the peak (%s):\n", units_format_size(view->totals.peak_bytes, a));
     n = group_by_line(view, &view->peak, at_peak_of, groups);

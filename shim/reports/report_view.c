@@ -489,6 +489,39 @@ static void settle_lists(report_view_t *view, int reach_known)
  * read that takes a lock is made here, so that the writers know how many
  * locks were given up. Call between origin_init and origin_end (owners
  * decide the reserve). */
+/* Most Python frames a site's role is inferred from. */
+#define ROLE_FRAMES 64
+
+/* The tensors at their peak, by the role the Python frames of each site's
+ * call imply (composition_role_of_call); the part the peak list does not
+ * hold (none today) counts as other tensors, so the parts sum to the peak. */
+static void gather_peak_composition(report_view_t *view)
+{
+    composition_t *c = &view->peak_composition;
+    if (!view->peak_is_tensors)
+        return;
+    int python = view->run.python_version != NULL;
+    uint64_t listed = 0;
+    for (size_t i = 0; i < view->peak.count; i++) {
+        const report_site_t *s = &view->peak.sites[i];
+        if (s->stats.kind != REPORT_KIND_tensor)
+            continue;
+        const char *functions[ROLE_FRAMES], *files[ROLE_FRAMES];
+        size_t n = 0;
+        const stack_record_t *stack = stacks_get(s->id);
+        for (uint16_t k = 0; stack != NULL && k < stack->python_count && n < ROLE_FRAMES; k++) {
+            int line;
+            if (python_describe(stack->frames[stack->native_count + k], &functions[n], &files[n], &line) == 0)
+                n++;
+        }
+        composition_add(c, composition_role_of_call(functions, files, n, python), NULL,
+                        s->stats.at_peak_bytes);
+        listed += s->stats.at_peak_bytes;
+    }
+    if (view->tensors.peak_bytes > listed)
+        composition_add(c, COMPOSITION_other_tensors, NULL, view->tensors.peak_bytes - listed);
+}
+
 int report_view_gather(report_view_t *view, report_moment_t moment, int signal)
 {
     memset(view, 0, sizeof *view);
@@ -524,6 +557,7 @@ int report_view_gather(report_view_t *view, report_moment_t moment, int signal)
         rc = select_lists(view, all, count);
         free(all);
         settle_lists(view, ctx.reach_bytes != NULL);
+        gather_peak_composition(view);
     }
     free(ctx.held_by_site);
     free(ctx.reach_bytes);

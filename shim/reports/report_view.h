@@ -109,6 +109,9 @@ typedef struct report_view {
     totals_t totals;          /* the driver's GPU memory (reserved, with tensors) */
     totals_t tensors;         /* PyTorch's tensors (allocated); zero when unseen */
     int peak_is_tensors;      /* 1: the peak section is at the tensors' peak */
+    composition_t peak_composition;  /* the tensors at their peak by the role the
+                                 call that made each implies (inferred: no heap
+                                 walk saw that moment); zero unless peak_is_tensors */
     uint64_t reserve_bytes;   /* live bytes of the reserve sites */
     uint64_t leaked_bytes, leaked_allocations;  /* the leaks section's sums */
     uint64_t kept_bytes, kept_allocations;      /* the kept section's sums */

@@ -111,6 +111,29 @@ class CompositionTest(unittest.TestCase):
             self.assertIn("GPU memory at Python's finish", view)
             self.assertNotIn("Cause:", view)
 
+    def test_the_peak_by_the_calls_that_made_it(self):
+        """No walk saw the tensors' peak: its composition is inferred from
+        each site's Python frames (torch/nn's __init__, autograd's
+        backward, torch/optim, a module's call), sums to the peak, and
+        gives levers only in a run that ran out of memory."""
+        peak = self.report["peak"]
+        composition = peak["composition"]
+        self.assertTrue(composition["inferred"])
+        self.assertEqual(composition["gpu_bytes"], peak["sites_at_bytes"])
+        self.assertEqual(sum(p["bytes"] for p in composition["parts"]), composition["gpu_bytes"])
+        parts = parts_of(composition)
+        for role in ("parameters", "gradients", "optimizer_state"):
+            self.assertEqual(parts[role]["bytes"], self.expect[role], role)
+        self.assertGreater(parts["activations"]["bytes"], 0)
+        for view, out in (("summary", self.stderr), ("gpuleak report", self.text)):
+            with self.subTest(view=view):
+                self.assertIn("Tensors at their peak, by the calls that made them", out)
+                self.assertNotIn("Lever:", out)
+        _, _, stderr, text = run_demo({"ROLES_OOM": "1"})
+        for view, out in (("summary", stderr), ("gpuleak report", text)):
+            with self.subTest(view=view, oom=True):
+                self.assertIn("Lever: the optimizer's state was 2.5 MiB of the peak", out)
+
     def test_gradients_no_optimizer_steps(self):
         """The optimizer steps the head only: the encoder's gradient is
         computed and kept for nothing; every gradient of the full run is
