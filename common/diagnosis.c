@@ -35,27 +35,44 @@ static int owned_by_the_step(const char *name)
     return strstr(name, "() local ") != NULL || strncmp(name, "the exception", 13) == 0;
 }
 
+/* The kept-graph cause for holder's bytes saved for backward, and its cure
+ * (cure: 0 when a cause before gave it). */
+static void graph_cause(FILE *f, int indent, const char *holder, uint64_t bytes, int cure)
+{
+    char size[UNITS_SIZE_BUF];
+    fprintf(f, "%*sCause: %s keeps the autograd graph it was computed from: %s of tensors saved\n"
+               "%*sfor backward that no backward() will free (a loss summed or kept across steps,\n"
+               "%*sor evaluation outside torch.no_grad()).\n",
+            indent, "", holder, units_format_size(bytes, size), indent, "", indent, "");
+    if (cure)
+        fprintf(f, "%*sCure: keep a number (loss.item()) or a tensor without its graph (.detach())\n"
+                   "%*swhere it is summed or stored; evaluate and generate under torch.no_grad()\n"
+                   "%*sor torch.inference_mode().\n",
+                indent, "", indent, "", indent, "");
+}
+
 /* A graph kept: each owner of memory saved for backward past 1% of c. */
 static int graphs(FILE *f, int indent, const composition_t *c, int at_oom)
 {
     const composition_part_t *by = c->by[COMPOSITION_saved_for_backward];
-    char size[UNITS_SIZE_BUF];
     int named = 0;
     for (int i = 0; i < COMPOSITION_TOP && by[i].name != NULL; i++) {
         if (by[i].bytes == 0 || by[i].bytes < c->gpu_bytes / 100
             || (at_oom && owned_by_the_step(by[i].name)))
             continue;
-        fprintf(f, "%*sCause: %s keeps the autograd graph it was computed from: %s of tensors saved\n"
-                   "%*sfor backward that no backward() will free (a loss summed or kept across steps,\n"
-                   "%*sor evaluation outside torch.no_grad()).\n",
-                indent, "", by[i].name, units_format_size(by[i].bytes, size), indent, "", indent, "");
-        if (named++ == 0)
-            fprintf(f, "%*sCure: keep a number (loss.item()) or a tensor without its graph (.detach())\n"
-                       "%*swhere it is summed or stored; evaluate and generate under torch.no_grad()\n"
-                       "%*sor torch.inference_mode().\n",
-                    indent, "", indent, "", indent, "");
+        graph_cause(f, indent, by[i].name, by[i].bytes, named++ == 0);
     }
     return named;
+}
+
+int diagnosis_holder(FILE *f, int indent, const char *holder, int graph, int role, uint64_t bytes,
+                     int grew)
+{
+    if (graph) {
+        graph_cause(f, indent, holder, bytes, 1);
+        return 1;
+    }
+    return grew ? diagnosis_kept(f, indent, holder, graph, role, bytes) : 0;
 }
 
 int diagnosis_kept(FILE *f, int indent, const char *holder, int graph, int role, uint64_t grew)

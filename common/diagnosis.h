@@ -46,6 +46,15 @@ int diagnosis_composition(FILE *f, int indent, const struct composition *c, int 
  * run gets no advice. Returns 1 when it gave a lever. */
 int diagnosis_peak(FILE *f, int indent, const struct composition *c);
 
+/* Writes, indented, the cause one holder of a finding's memory shows by
+ * itself: its autograd graph kept (graph: bytes it holds saved for
+ * backward), or, for memory that grew (grew), tensors kept across steps
+ * (diagnosis_kept). For a view that has the holders but no composition
+ * (the pytest plugin, by way of the shim's gpuleak_diagnosis). Returns 1
+ * when it named a cause. */
+int diagnosis_holder(FILE *f, int indent, const char *holder, int graph, int role, uint64_t bytes,
+                     int grew);
+
 /* Writes, indented, the cause and cure of a line that grew when the
  * largest holder of its memory is a container (its name has "[...]": a
  * list, a dict) that keeps tensors themselves, not their graphs (role:

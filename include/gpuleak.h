@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define GPULEAK_API_VERSION 4
+#define GPULEAK_API_VERSION 5
 
 /* GPULEAK_API_VERSION of the loaded shim. */
 int gpuleak_api_version(void);
@@ -93,6 +93,16 @@ void *gpuleak_holders_walker(void); /* since version 3 */
  * snprintf returns. Since version 3 (version 2 had no path). */
 int gpuleak_holder_phrase(const char *name, const char *type, const char *owner,
                           const char *file, int graph, const char *path, char *out, size_t size);
+
+/* The cause and cure one holder of a finding's memory shows by itself, as
+ * every view words it (docs/diagnosis.md): its autograd graph kept (graph
+ * 1: bytes it holds saved for backward), or, for memory that grew (grew
+ * 1), tensors kept across steps by a container (role: the answer's role
+ * word, "held" for tensors kept themselves). Lines indented by indent, into
+ * out; "" when the holder shows no cause. Returns the text's length, or
+ * -1. Since version 5. */
+int gpuleak_diagnosis(const char *name, int graph, const char *role, uint64_t bytes, int grew,
+                      int indent, char *out, size_t size);
 
 /* The source of layout(), which asks the interpreter where it keeps its
  * standard library and installed packages (the shim runs it at Python's

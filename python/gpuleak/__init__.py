@@ -9,7 +9,7 @@ import ctypes
 import os
 
 __all__ = ["loaded", "tracking", "live_bytes", "mark", "live_since", "snapshot",
-           "holders", "kinds", "Mark", "Site"]
+           "holders", "diagnosis", "kinds", "Mark", "Site"]
 
 
 class _Site(ctypes.Structure):
@@ -51,6 +51,10 @@ def _find_shim():
                                                                   ctypes.c_size_t]
     lib.gpuleak_layout_source.restype = ctypes.c_char_p
     lib.gpuleak_snapshot.restype = ctypes.c_int
+    if version() >= 5:
+        lib.gpuleak_diagnosis.restype = ctypes.c_int
+        lib.gpuleak_diagnosis.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint64,
+                                          ctypes.c_int, ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]
     lib.gpuleak_kind_name.restype = ctypes.c_char_p
     lib.gpuleak_kind_name.argtypes = [ctypes.c_int]
     return lib
@@ -120,6 +124,7 @@ class Site:
         self.bytes, self.live_bytes = raw.bytes, raw.live_bytes
         self.live_allocations = raw.live_allocations
         self.holders = []
+        self.holder_facts = []
 
     @property
     def origin(self):
@@ -200,7 +205,8 @@ def holders(sites, budget=1.0):
     that keep its live allocations, as the report's "held_by" names them
     (the same search, from the shim, which looks in the modules of the
     standard library and installed packages last): "history[...] (list in
-    train.py)". Returns the sites."""
+    train.py)"; and .holder_facts with (expression, graph, role, bytes) of
+    each, for diagnosis(). Returns the sites."""
     global _find, _layout
     if _shim is None or not sites:
         return sites
@@ -221,13 +227,15 @@ def holders(sites, budget=1.0):
     except ValueError:  # NULL: the interpreter's functions were not found
         walker = None
     answer = _find("".join("%d %d %d%s\n" % t for t in targets), budget, _layout(), walker)
-    named = {}
+    named, facts = {}, {}
     for line in answer.split("\n"):
         fields = line.split("\t")
         if fields[0] == "#" or len(fields) < 7:
             continue
         site, size = owner[int(fields[0])]
         graph, name, kind, owner_type, file, path = fields[1:7]
+        fact = (id(site), name, graph == "1", fields[7] if len(fields) > 7 else "held")
+        facts[fact] = facts.get(fact, 0) + size
         phrase = ctypes.create_string_buffer(1024)
         _shim.gpuleak_holder_phrase(name.encode(), kind.encode(), owner_type.encode(), file.encode(),
                                     graph == "1", path.encode(), phrase, len(phrase))
@@ -236,7 +244,21 @@ def holders(sites, budget=1.0):
     for s in sites:
         s.holders = sorted(((text, n) for (sid, text), n in named.items() if sid == id(s)),
                            key=lambda h: -h[1])
+        s.holder_facts = sorted((f[1:] + (n,) for f, n in facts.items() if f[0] == id(s)),
+                                key=lambda h: -h[3])
     return sites
+
+
+def diagnosis(name, graph, role, size, grew, indent=0):
+    """The cause and cure one holder shows by itself (a holder_facts entry:
+    its graph kept; tensors kept across steps, when its memory grew), as
+    every view of gpuleak words it; "" when none or with an older shim."""
+    function = getattr(_shim, "gpuleak_diagnosis", None) if _shim is not None else None
+    if function is None or function.argtypes is None:
+        return ""
+    out = ctypes.create_string_buffer(2048)
+    function(name.encode(), int(graph), role.encode(), size, int(grew), indent, out, len(out))
+    return out.value.decode(errors="replace")
 
 
 def _library_path():

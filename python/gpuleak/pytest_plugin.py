@@ -352,12 +352,19 @@ class _Session:
                 members[0].kind, own))
             for via in sorted(group["via"]):
                 lines.append("    by way of %s" % via)
-            named = {}
+            named, facts = {}, {}
             for s in members:
                 for text, size in s.holders:
                     named[text] = named.get(text, 0) + size
+                for name, graph, role, size in s.holder_facts:
+                    facts[(name, graph, role)] = facts.get((name, graph, role), 0) + size
             for text, size in sorted(named.items(), key=lambda h: -h[1])[:2]:
                 lines.append("    held by %s: %s" % (text, _human(size)))
+            # The cause its largest holder shows, in every view's words.
+            if facts:
+                (name, graph, role), size = max(facts.items(), key=lambda f: f[1])
+                cause = gpuleak.diagnosis(name, graph, role, size, growth is not None, 4)
+                lines.extend(cause.rstrip("\n").split("\n") if cause else [])
         if len(ranked) > 5:
             lines.append("  ... and %d more line(s)" % (len(ranked) - 5))
         headline = "gpuleak: %s %s at %s" % (

@@ -5,6 +5,8 @@
 #define _GNU_SOURCE
 #include "gpuleak.h"
 #include "clock.h"
+#include "composition.h"
+#include "diagnosis.h"
 #include "search.h"
 #include "refwalk.h"
 #include "guard.h"
@@ -245,6 +247,22 @@ EXPORT int gpuleak_holder_phrase(const char *name, const char *type, const char 
                                  size_t size)
 {
     return report_holder_phrase(out, size, name, type, owner, file, graph, path);
+}
+
+EXPORT int gpuleak_diagnosis(const char *name, int graph, const char *role, uint64_t bytes, int grew,
+                             int indent, char *out, size_t size)
+{
+    if (name == NULL || out == NULL || size == 0)
+        return -1;
+    out[0] = '\0';
+    FILE *f = fmemopen(out, size, "w");
+    if (f == NULL)
+        return -1;
+    int role_id = role != NULL ? composition_role_of_word(role) : -1;
+    diagnosis_holder(f, indent, name, graph, role_id, bytes, grew);
+    long n = ftell(f);
+    fclose(f);
+    return n < 0 ? -1 : (int)n;
 }
 
 EXPORT const char *gpuleak_layout_source(void)

@@ -99,6 +99,10 @@ class PytestPluginTest(unittest.TestCase):
         self.assertIn("held by kept[...] (list in test_gpu.py): 64.0 KiB", out)
         self.assertIn("grew by at least 8.0 KiB on each of 3 runs", out)
         self.assertIn("test_gpu.py:%d in test_grows_on_each_run" % line_of("# GROW-LINE"), out)
+        # The cause its holder shows, in every view's words (common/diagnosis.c).
+        self.assertIn("Cause: cache[...] keeps tensors from step after step", out)
+        self.assertIn("collections.deque(maxlen=N)", out)
+        self.assertEqual(out.count("Cause:"), 1, out)  # a leak that did not grow has none
         self.assertIn("gpuleak: 3 test(s) left GPU memory behind", out)
         # pytest's own words: FAILED with the line, as a broken assertion.
         self.assertIn("3 failed, 8 passed, 1 skipped", out)
