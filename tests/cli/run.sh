@@ -32,6 +32,7 @@ mkdir -p "$BUILD/tests"
 cc ${TEST_CFLAGS:-} -Wall -Wextra -std=gnu11 -g -iquote cli -iquote shim -iquote common -o "$BUILD/tests/test_cli" tests/cli/test_cli.c \
     "$BUILD"/cli/load.o "$BUILD"/cli/supp.o "$BUILD"/cli/units.o "$BUILD"/cli/frames.o "$BUILD"/cli/opts.o \
     "$BUILD"/cli/frame_text.o "$BUILD"/cli/origin_rules.o "$BUILD"/cli/json_split.o "$BUILD"/cli/strpool.o \
+    "$BUILD"/cli/composition.o \
     -lcheck -lsubunit -lm -lrt -lpthread -ljansson || exit 1
 "$BUILD/tests/test_cli" || fails=$((fails + 1))
 
