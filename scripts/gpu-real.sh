@@ -13,7 +13,7 @@
 # Writes "${OUT:-/tmp/gpuleak-out}"/gpu-real.log, gpu-real-summary.txt and
 # gpu-real-files.tar.gz (the reports and logs). Knobs: GPU_REAL_BUDGET_S
 # (default 780); GPU_REAL_ONLY, a list of parts to run (teardown real oom
-# pytest assert compile; default all), GPU_REAL_TEARDOWN_MODES (the probe's modes:
+# causes pytest assert compile; default all), GPU_REAL_TEARDOWN_MODES (the probe's modes:
 # none storage dataptr saved). Exit status 1 when a check failed.
 set -u -o pipefail
 
@@ -149,6 +149,21 @@ if wants oom && have_time "OOM" 60; then
     else
         result FAIL "OOM fragmentation run" "see oom-fragmented.log"
     fi
+fi
+
+section "causes and the composition by role (issue 38)"
+if wants causes && have_time "CAUSES" 120; then
+    for cause in graph kept copy frozen clean; do
+        if run_logged "cause-$cause" 90 env LD_PRELOAD="$SHIM" CAUSE="$cause" \
+            GPULEAK_OUTPUT="$R/cause-$cause-%p.json" EXPECT_OUT="$R/cause-$cause-expect.json" \
+            "$PY" "$REAL/causes.py"; then
+            rep=$(find "$R" -name "cause-$cause-*.json" ! -name "cause-$cause-expect.json" | head -n 1)
+            check "cause $cause: named, and its composition" "$PY" "$REAL/check_causes.py" "$rep" \
+                "$R/cause-$cause-expect.json" "$WORK/cause-$cause.log"
+        else
+            result FAIL "cause $cause run" "see cause-$cause.log"
+        fi
+    done
 fi
 
 section "pytest --gpuleak on real PyTorch"

@@ -30,7 +30,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     text_print(sink, r, &o);
     supp_set_t *supp = supp_new();
     supp_add_defaults(supp);
-    check_budget_t b = { true, r->has_growth, true, 0, 0, 0, "--max-leaked", "--max-growth", "--max-peak", false };
+    check_budget_t b = { .leaked = true, .growth = r->has_growth, .peak = true,
+                         .leaked_flag = "--max-leaked", .growth_flag = "--max-growth",
+                         .peak_flag = "--max-peak" };
     check_report(sink, r, &b, supp, NULL);
     for (size_t i = 0; i < r->leaks.n; i++) {
         frames_id_t id;
