@@ -1160,6 +1160,7 @@ static int load_doc(ctx_t *ctx, json_t *root, load_report_t *r)
         return -1;
     load_lists(ctx, root, r);
     load_growth_and_held(ctx, root, r);
+    load_composition(r, json_object_get(root, RK(composition)), &r->request_composition);
     load_peak(ctx, root, r);
     json_t *timeline = field(ctx, root, "", RK(timeline), 0);
     if (timeline != NULL && !ctx->error) {

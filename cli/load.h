@@ -200,6 +200,8 @@ typedef struct {
     const char *search_ended;
     composition_t held_composition;  /* the GPU memory by role then; all zero when
                                         not written */
+    composition_t request_composition;  /* a report on request's, beside its
+                                        holders_search; all zero when not written */
     composition_t peak_composition;  /* the tensors at their peak by the role their
                                         calls imply (inferred); all zero when not
                                         written */

@@ -93,6 +93,7 @@ void composition_print(FILE *f, int indent, composition_moment_t moment, const c
         [COMPOSITION_AT_FINISH] = "GPU memory at Python's finish",
         [COMPOSITION_AT_OOM] = "GPU memory at the failure",
         [COMPOSITION_AT_PEAK] = "Tensors at their peak, by the calls that made them",
+        [COMPOSITION_AT_REQUEST] = "GPU memory when this report was asked for",
     };
     if (!composition_has_tensors(c))
         return;

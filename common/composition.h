@@ -94,6 +94,7 @@ typedef enum composition_moment {
     COMPOSITION_AT_FINISH,   /* Python's finish: "GPU memory at Python's finish" */
     COMPOSITION_AT_OOM,      /* the first OOM: "GPU memory at the failure" */
     COMPOSITION_AT_PEAK,     /* the tensors' peak, inferred */
+    COMPOSITION_AT_REQUEST,  /* a report on request, the program running */
 } composition_moment_t;
 
 /* Writes, indented, one line: "GPU memory at Python's finish, 1.2 GiB:

@@ -28,8 +28,8 @@ int diagnosis_oom(FILE *f, int indent, const diagnosis_oom_t *oom)
     return 1;
 }
 
-/* Whether a graph's owner is the failing step's own: a frame's local or the
- * exception in flight. */
+/* Whether a graph's owner is the running step's own: a frame's local or
+ * the exception in flight. */
 static int owned_by_the_step(const char *name)
 {
     return strstr(name, "() local ") != NULL || strncmp(name, "the exception", 13) == 0;
@@ -52,13 +52,13 @@ static void graph_cause(FILE *f, int indent, const char *holder, uint64_t bytes,
 }
 
 /* A graph kept: each owner of memory saved for backward past 1% of c. */
-static int graphs(FILE *f, int indent, const composition_t *c, int at_oom)
+static int graphs(FILE *f, int indent, const composition_t *c, int running)
 {
     const composition_part_t *by = c->by[COMPOSITION_saved_for_backward];
     int named = 0;
     for (int i = 0; i < COMPOSITION_TOP && by[i].name != NULL; i++) {
         if (by[i].bytes == 0 || by[i].bytes < c->gpu_bytes / 100
-            || (at_oom && owned_by_the_step(by[i].name)))
+            || (running && owned_by_the_step(by[i].name)))
             continue;
         graph_cause(f, indent, by[i].name, by[i].bytes, named++ == 0);
     }
@@ -148,9 +148,9 @@ static int untrained(FILE *f, int indent, const composition_t *c)
     return 1;
 }
 
-int diagnosis_composition(FILE *f, int indent, const composition_t *c, int at_oom)
+int diagnosis_composition(FILE *f, int indent, const composition_t *c, int running)
 {
-    return graphs(f, indent, c, at_oom) + copies(f, indent, c) + untrained(f, indent, c);
+    return graphs(f, indent, c, running) + copies(f, indent, c) + untrained(f, indent, c);
 }
 
 int diagnosis_peak(FILE *f, int indent, const composition_t *c)

@@ -25,9 +25,9 @@ int diagnosis_oom(FILE *f, int indent, const diagnosis_oom_t *oom);
 /* Writes, indented, every cause the composition c holds the evidence for
  * (docs/diagnosis.md), each with its cure:
  * - an autograd graph kept: memory saved for backward owned by one name,
- *   at least 1% of the GPU memory then (at an OOM, at_oom, not for a
- *   frame's local or the exception being handled: the step that failed
- *   was using its graph);
+ *   at least 1% of the GPU memory then (while the program ran, running: at
+ *   an OOM or a report on request, not for a frame's local or the
+ *   exception being handled: the step under way was using its graph);
  * - a second copy of the weights: two outermost modules with parameters of
  *   the same size within 2%, or a name holding other tensors that weigh
  *   what a module's parameters do (a checkpoint kept on the GPU), each at
@@ -35,7 +35,7 @@ int diagnosis_oom(FILE *f, int indent, const diagnosis_oom_t *oom);
  * - gradients no optimizer steps, at least 1%.
  * Returns how many causes it named. */
 struct composition;
-int diagnosis_composition(FILE *f, int indent, const struct composition *c, int at_oom);
+int diagnosis_composition(FILE *f, int indent, const struct composition *c, int running);
 
 /* Writes, indented, what dominated the peak in c (the tensors at their
  * peak by the role their calls imply, composition_role_of_call) and the

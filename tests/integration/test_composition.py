@@ -166,6 +166,22 @@ class CompositionTest(unittest.TestCase):
         self.assertNotIn("copies of the same weights", self.stderr)
         self.assertNotIn("as much as", self.stderr)
 
+    def test_a_report_on_request_gives_it_too(self):
+        """Asked for while the program runs: the composition then, in the
+        report and gpuleak report's view, with the cause its evidence shows."""
+        with tempfile.TemporaryDirectory(prefix="gpuleak-roles-") as tmp:
+            copy = os.path.join(tmp, "asked.json")
+            run_demo_in(tmp, {"ROLES_DUMP": "1", "GPULEAK_DUMP_SIGNAL": "USR2", "DUMP_COPY": copy})
+            asked = report_files.load(copy)
+            text = subprocess.run([os.path.join(BUILD, "gpuleak"), "report", copy], capture_output=True,
+                                  text=True, timeout=120).stdout
+        self.assertEqual(asked["status"]["moment"], "request")
+        composition = asked["composition"]
+        self.assertEqual(sum(p["bytes"] for p in composition["parts"]), composition["gpu_bytes"])
+        self.assertEqual(parts_of(composition)["optimizer_state"]["bytes"], self.expect["optimizer_state"])
+        self.assertIn("GPU memory when this report was asked for", text)
+        self.assertIn("Cause: total_val keeps the autograd graph", text)
+
     def test_at_an_oom_the_failing_steps_own_graph_is_not_a_cause(self):
         """The step that failed was using its graph (a local of its frame,
         kept by the exception in flight); the validation total kept across

@@ -8,11 +8,15 @@ ROLES_CLEAN=1 validates under torch.no_grad() instead: no graph kept.
 ROLES_FROZEN=1 gives the optimizer the head's parameters only: the
 encoder's gradients are computed and kept for nothing. ROLES_COPY=1 also keeps a second model of the same size (a model loaded
 twice) and a dict of tensors as large as its weights and buffer (a
-checkpoint loaded onto the GPU and kept). ROLES_OOM=1 then runs a step that runs out of memory after its forward,
+checkpoint loaded onto the GPU and kept). ROLES_DUMP=1 then asks for a report while it runs (GPULEAK_DUMP_SIGNAL,
+SIGUSR2), waits for it and copies it to DUMP_COPY. ROLES_OOM=1 then runs a step that runs out of memory after its forward,
 whose own graph (a local of the step) is in use, not kept. Writes the
 sizes to EXPECT_OUT."""
 import json
 import os
+import shutil
+import signal
+import time
 
 import torch
 
@@ -64,6 +68,14 @@ if os.environ.get("ROLES_COPY"):
     backup = Net()
     checkpoint = {"encoder.weight": torch.empty(1 << 20), "head.weight": torch.empty(1 << 18),
                   "running_mean": torch.empty(1 << 12)}
+if os.environ.get("ROLES_DUMP"):
+    asked = os.environ["GPULEAK_OUTPUT"].replace(".json", ".request-1.json")
+    os.kill(os.getpid(), signal.SIGUSR2)
+    deadline = time.monotonic() + 20
+    while not os.path.exists(asked) and time.monotonic() < deadline:
+        sum(range(1000))  # Python bytecode: the pending search runs here
+    time.sleep(0.2)
+    shutil.copy(asked, os.environ["DUMP_COPY"])
 if os.environ.get("ROLES_OOM"):
     try:
         failing_step(model)
