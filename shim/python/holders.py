@@ -320,7 +320,7 @@ class _Search:
             return
         for attr, role in (("_parameters", "parameter"), ("_buffers", "buffer")):
             part = d.get(attr)
-            for key, tensor in dict.items(part) if isinstance(part, dict) else ():
+            for key, tensor in dict.items(part) if issubclass(type(part), dict) else ():
                 key = _plain(key)
                 self.give_role(tensor, role, node, key)
                 if role == "parameter" and tensor is not None and self.torch.is_tensor(tensor) \
@@ -335,12 +335,12 @@ class _Search:
             self.trained = set()
         groups = d.get("param_groups") if d is not None else None
         for group in groups if type(groups) is list else ():
-            params = dict.get(group, "params") if isinstance(group, dict) else None
+            params = dict.get(group, "params") if issubclass(type(group), dict) else None
             for p in params if type(params) is list else ():
                 self.trained.add(id(p))
         state = d.get("state") if d is not None else None
-        for per_parameter in dict.values(state) if isinstance(state, dict) else ():
-            for tensor in dict.values(per_parameter) if isinstance(per_parameter, dict) else ():
+        for per_parameter in dict.values(state) if issubclass(type(state), dict) else ():
+            for tensor in dict.values(per_parameter) if issubclass(type(per_parameter), dict) else ():
                 self.give_role(tensor, "optimizer", node)
 
     def look_at(self, kind, node, obj):

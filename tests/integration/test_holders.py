@@ -97,15 +97,20 @@ def fake_torch():
     """tests/python/faketorch as the module torch, for the search to find
     its Tensor type; this interpreter's own torch (if any) put back after."""
     sys.path.insert(0, os.path.join(ROOT, "tests", "python", "faketorch"))
-    saved = sys.modules.pop("torch", None)
+
+    def take():
+        """torch and its submodules out of sys.modules: a fresh fake's
+        torch.nn must subclass its own Tensor, not an earlier fake's."""
+        return {name: sys.modules.pop(name) for name in list(sys.modules)
+                if name == "torch" or name.startswith("torch.")}
+    saved = take()
     try:
         import torch
         yield torch
     finally:
         sys.path.pop(0)
-        sys.modules.pop("torch", None)
-        if saved is not None:
-            sys.modules["torch"] = saved
+        take()
+        sys.modules.update(saved)
 
 
 class Net:
@@ -590,6 +595,42 @@ class HoldersTest(unittest.TestCase):
         self.assertEqual(ran, [])
         self.assertEqual(found[2][0], "keyed[...]")
         self.assertEqual(ending[2], "all")
+
+    def test_roles_are_read_without_running_code(self):
+        """A module's _parameters and an optimizer's state and param_groups
+        that are the program's own objects (a __class__ property, a dict
+        subclass whose iteration would run code): the roles are read from
+        the dicts alone, nothing of the program's runs, and the tensor is
+        still named and given its role."""
+        ran = []
+
+        class Sly:
+            @property
+            def __class__(self):
+                ran.append("__class__")
+                return dict
+
+        class Loud(dict):
+            def items(self):
+                ran.append("items")
+                return dict.items(self)
+
+            def values(self):
+                ran.append("values")
+                return dict.values(self)
+
+        with fake_torch() as torch:
+            model = torch.nn.Linear(256)
+            opt = torch.optim.Adam(model.parameters())
+            object.__setattr__(model, "_buffers", Sly())
+            model.__dict__["_parameters"] = Loud(model.__dict__["_parameters"])
+            opt.state = Sly()
+            opt.param_groups.append(Sly())
+            weight = model.weight
+            found, _ = search({"model": model, "opt": opt},
+                              [(weight.data_ptr(), 256, 1, " t")])
+        self.assertEqual(ran, [])
+        self.assertEqual(found[1][0], "model.weight")
 
 
 if __name__ == "__main__":
