@@ -231,8 +231,22 @@
     }
 
     /* The name ids of a site's frames, outermost first: Python frames, then
-     * native ones, as `gpuleak export --format folded` orders them; into
-     * out (reused from site to site), returning the count. */
+     * native ones, as `gpuleak export --format folded` orders them; an
+     * array kept per site of the stack table (a site is in several
+     * measures: leaked, peak, held). */
+    flameIdsOf(entry) {
+      const cached = this.flameCache && this.flameCache.get(entry.site);
+      if (cached !== undefined) return cached;
+      const ids = [];
+      ids.length = this.flameIds(entry, ids);
+      if (!Array.isArray(entry.stack) && !Array.isArray(entry.python_stack)) {
+        if (!this.flameCache) this.flameCache = new Map();
+        this.flameCache.set(entry.site, ids);
+      }
+      return ids;
+    }
+
+    /* flameIdsOf's ids into out, returning the count. */
     flameIds(entry, out) {
       let n = 0;
       if (Array.isArray(entry.stack) || Array.isArray(entry.python_stack)) {
@@ -907,7 +921,9 @@
        * the panel's data-flame-KEY-bytes and -frames. */
       const treeOf = (key) => {
         if (!trees.has(key)) {
+          const t = performance.now();
           const tree = buildFlame(this.r, measures.find((x) => x[0] === key)[2]);
+          this.root.dataset.flameBuildMs = (num(Number(this.root.dataset.flameBuildMs)) + performance.now() - t).toFixed(0);
           trees.set(key, tree);
           const name = key[0].toUpperCase() + key.slice(1);
           this.root.dataset[`flame${name}Bytes`] = String(tree.value);
@@ -1065,35 +1081,48 @@
    * takes a quarter of the time of building the whole tree first).
    * tree.frames counts the frames kept. */
   function buildFlame(report, rows) {
-    const ids = [], start = [], len = [], vals = [];
-    const one = [];
+    /* Each row's frames: a site's ids array as the report keeps it, so
+     * measures that share sites share them; ids[r][depth]. */
+    const ids = [], len = [], vals = [];
     let total = 0;
     for (const row of rows) {
       const v = row.bytes;
       if (!(v > 0)) continue;
-      start.push(ids.length);
-      const n = report.flameIds(row.entry, one);
-      for (let i = 0; i < n; i++) ids.push(one[i]);
-      if (n === 0) ids.push(report.internName(`[no stack: ${row.kind}]`, false));
-      len.push(ids.length - start[start.length - 1]);
+      let frames = report.flameIdsOf(row.entry);
+      if (frames.length === 0) frames = [report.internName(`[no stack: ${row.kind}]`, false)];
+      ids.push(frames);
+      len.push(frames.length);
       vals.push(v);
       total += v;
     }
     const min = total * FLAME_MIN_SHARE;
     let frames = 0;
-    const expand = (out, members, depth) => {
-      frames++;
+    /* The members' frames at depth, by frame: one group when every member
+     * has the same frame there (the long common part of a program's stacks
+     * is walked without a map or a copy of the members). */
+    const groupsAt = (members, depth, value) => {
+      const first = members.length && len[members[0]] > depth ? ids[members[0]][depth] : -1;
+      let same = first >= 0;
+      for (let i = 0; same && i < members.length; i++) {
+        const r = members[i];
+        same = len[r] > depth && ids[r][depth] === first;
+      }
+      if (same) return [{ id: first, value, members }];
       const groups = new Map();
       for (const r of members) {
         if (len[r] <= depth) continue;
-        const id = ids[start[r] + depth];
+        const id = ids[r][depth];
         let g = groups.get(id);
         if (g === undefined) groups.set(id, (g = { id, value: 0, members: [] }));
         g.value += vals[r];
         g.members.push(r);
       }
-      if (!groups.size) return;
-      const list = [...groups.values()].sort((a, b) => b.value - a.value);
+      return [...groups.values()].sort((a, b) => b.value - a.value);
+    };
+    const expand = (out, members, depth) => {
+      frames++;
+      const list = groupsAt(members, depth, out.value);
+      if (!list.length) return;
       out.children = [];
       let small = 0, rest = 0;
       for (const g of list) {
