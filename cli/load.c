@@ -502,6 +502,7 @@ static void load_composition(const load_report_t *r, json_t *v, composition_t *c
                 break;
         }
     }
+    c->inferred = json_is_true(json_object_get(v, RK(inferred)));
     if (quiet.error != NULL)
         memset(c, 0, sizeof *c);
     free(quiet.error);

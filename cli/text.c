@@ -423,7 +423,7 @@ void text_print(FILE *f, const load_report_t *r, const text_options_t *o)
                                : text_killed(r) ? "Leaks (live when a signal ended the program)"
                                            : "Leaks (still live at exit)",
                  "leak", o);
-    composition_print(f, 2, COMPOSITION_AT_REQUEST, &r->request_composition);
+    composition_print(f, 2, COMPOSITION_AT_REPORT, &r->request_composition);
     diagnosis_composition(f, 2, &r->request_composition, 1);
     uint64_t kept_bytes = 0;
     for (size_t i = 0; i < r->kept.n; i++)

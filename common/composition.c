@@ -92,13 +92,14 @@ void composition_print(FILE *f, int indent, composition_moment_t moment, const c
     static const char *const leads[] = {
         [COMPOSITION_AT_FINISH] = "GPU memory at Python's finish",
         [COMPOSITION_AT_OOM] = "GPU memory at the failure",
-        [COMPOSITION_AT_PEAK] = "Tensors at their peak, by the calls that made them",
-        [COMPOSITION_AT_REQUEST] = "GPU memory when this report was asked for",
+        [COMPOSITION_AT_PEAK] = "Tensors at their peak",
+        [COMPOSITION_AT_REPORT] = "GPU memory when this report was taken",
     };
     if (!composition_has_tensors(c))
         return;
     char size[UNITS_SIZE_BUF];
-    fprintf(f, "%*s%s, %s:", indent, "", leads[moment], units_format_size(c->gpu_bytes, size));
+    fprintf(f, "%*s%s%s, %s:", indent, "", leads[moment], c->inferred ? ", by the calls that made them" : "",
+            units_format_size(c->gpu_bytes, size));
     const char *sep = " ";
     for (int r = 0; r < COMPOSITION_ROLE_COUNT; r++) {
         if (c->bytes[r] == 0)

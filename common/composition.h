@@ -51,6 +51,8 @@ typedef struct composition_part {
 
 typedef struct composition {
     uint64_t gpu_bytes;  /* the sum of bytes[]; 0: nothing known */
+    int inferred;        /* 1: the tensors' roles are those their calls imply
+                            (composition_role_of_call), no walk of the heap */
     uint64_t bytes[COMPOSITION_ROLE_COUNT];
     composition_part_t by[COMPOSITION_ROLE_COUNT][COMPOSITION_TOP];  /* largest first */
 } composition_t;
@@ -93,13 +95,14 @@ composition_role_t composition_role_of_call(const char *const *functions, const 
 typedef enum composition_moment {
     COMPOSITION_AT_FINISH,   /* Python's finish: "GPU memory at Python's finish" */
     COMPOSITION_AT_OOM,      /* the first OOM: "GPU memory at the failure" */
-    COMPOSITION_AT_PEAK,     /* the tensors' peak, inferred */
-    COMPOSITION_AT_REQUEST,  /* a report on request, the program running */
+    COMPOSITION_AT_PEAK,     /* the tensors' peak */
+    COMPOSITION_AT_REPORT,   /* a report on request or a snapshot, the program running */
 } composition_moment_t;
 
 /* Writes, indented, one line: "GPU memory at Python's finish, 1.2 GiB:
  * parameters 400 MiB (model), ...", the roles with bytes, largest owner in
- * parentheses. Nothing when !composition_has_tensors(c). */
+ * parentheses; an inferred composition says so ("by the calls that made
+ * them"). Nothing when !composition_has_tensors(c). */
 void composition_print(FILE *f, int indent, composition_moment_t moment, const composition_t *c);
 
 #endif

@@ -803,7 +803,7 @@
     renderCompositions() {
       const doc = this.r.doc, box = slot(this.root, "compositions");
       const moments = [["At Python's finish", obj(doc.held_at_finish)], ["At the out-of-memory failure", obj(doc.oom)],
-        ["When this report was asked for", doc], ["Tensors at their peak, by the calls that made them", obj(doc.peak)]];
+        ["When this report was taken", doc], ["Tensors at their peak, by the calls that made them", obj(doc.peak)]];
       let drawn = 0;
       for (const [title, from] of moments) {
         const c = from && obj(from.composition);

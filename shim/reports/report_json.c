@@ -733,15 +733,16 @@ static void put_python_layout(FILE *f)
     fputs_unlocked("]},\n", f);
 }
 
-/* ,"composition":{...}: the GPU memory by role (common/composition.h),
- * each role's largest owners; inferred: from the calls that made it, not
- * from a walk of the heap. */
-static void put_composition(FILE *f, const composition_t *c, int inferred)
+/* lead, then "composition":{...}: the GPU memory by role
+ * (common/composition.h), each role's largest owners; "inferred" where the
+ * roles come from the calls that made the tensors, not from a walk of the
+ * heap. */
+static void put_composition(FILE *f, const char *lead, const composition_t *c)
 {
-    fputc_unlocked(',', f);
+    fputs_unlocked(lead, f);
     put_open(f, RK(composition), '{');
     put_u64(f, RK(gpu_bytes), c->gpu_bytes, 1);
-    if (inferred)
+    if (c->inferred)
         put_bool(f, RK(inferred), 1, 1);
     put_open(f, RK(parts), '[');
     const char *sep = "";
@@ -780,7 +781,7 @@ static void put_search(FILE *f, const char *lead, const holder_search_t *hs)
     put_u64(f, RK(named_bytes), hs->named_bytes, 0);
     fputc_unlocked('}', f);
     if (hs->composition.gpu_bytes > 0)
-        put_composition(f, &hs->composition, 0);
+        put_composition(f, ",", &hs->composition);
 }
 
 /* What filled the GPU when an allocation first ran out of memory, and
@@ -978,7 +979,7 @@ static void put_peak(FILE *f, frame_tables_t *tables, const report_view_t *view)
     put_u64(f, RK(sites_at_time_ns), epoch_ns(view, at->peak_time_ns), 1);
     put_list(f, tables, RK(sites), &view->peak, SECTION_PEAK);
     if (view->peak_composition.gpu_bytes > 0)
-        put_composition(f, &view->peak_composition, 1);
+        put_composition(f, ",", &view->peak_composition);
     fputs_unlocked("},\n", f);
 }
 
@@ -1002,6 +1003,9 @@ static void put_held(FILE *f, frame_tables_t *tables, const report_view_t *view)
     fputs_unlocked(",\n", f);
     if (view->holder_set != NULL && !view->holders_at_finish) {
         put_search(f, "", &view->holders);
+        fputs_unlocked(",\n", f);
+    } else if (view->live_composition.gpu_bytes > 0) {
+        put_composition(f, "", &view->live_composition);
         fputs_unlocked(",\n", f);
     }
 }

@@ -492,34 +492,70 @@ static void settle_lists(report_view_t *view, int reach_known)
 /* Most Python frames a site's role is inferred from. */
 #define ROLE_FRAMES 64
 
-/* The tensors at their peak, by the role the Python frames of each site's
- * call imply (composition_role_of_call); the part the peak list does not
- * hold (none today) counts as other tensors, so the parts sum to the peak. */
+/* The role the Python frames of a tensor site's call imply
+ * (composition_role_of_call). */
+static composition_role_t site_role(const report_view_t *view, uint32_t site)
+{
+    const char *functions[ROLE_FRAMES], *files[ROLE_FRAMES];
+    size_t n = 0;
+    const stack_record_t *stack = stacks_get(site);
+    for (uint16_t k = 0; stack != NULL && k < stack->python_count && n < ROLE_FRAMES; k++) {
+        int line;
+        if (python_describe(stack->frames[stack->native_count + k], &functions[n], &files[n], &line) == 0)
+            n++;
+    }
+    return composition_role_of_call(functions, files, n, view->run.python_version != NULL);
+}
+
+/* The tensors at their peak, by the role each site's call implies; the
+ * part the peak list does not hold (none today) counts as other tensors,
+ * so the parts sum to the peak. */
 static void gather_peak_composition(report_view_t *view)
 {
     composition_t *c = &view->peak_composition;
     if (!view->peak_is_tensors)
         return;
-    int python = view->run.python_version != NULL;
+    c->inferred = 1;
     uint64_t listed = 0;
     for (size_t i = 0; i < view->peak.count; i++) {
         const report_site_t *s = &view->peak.sites[i];
         if (s->stats.kind != REPORT_KIND_tensor)
             continue;
-        const char *functions[ROLE_FRAMES], *files[ROLE_FRAMES];
-        size_t n = 0;
-        const stack_record_t *stack = stacks_get(s->id);
-        for (uint16_t k = 0; stack != NULL && k < stack->python_count && n < ROLE_FRAMES; k++) {
-            int line;
-            if (python_describe(stack->frames[stack->native_count + k], &functions[n], &files[n], &line) == 0)
-                n++;
-        }
-        composition_add(c, composition_role_of_call(functions, files, n, python), NULL,
-                        s->stats.at_peak_bytes);
+        composition_add(c, site_role(view, s->id), NULL, s->stats.at_peak_bytes);
         listed += s->stats.at_peak_bytes;
     }
     if (view->tensors.peak_bytes > listed)
         composition_add(c, COMPOSITION_other_tensors, NULL, view->tensors.peak_bytes - listed);
+}
+
+/* A report taken while the program runs with no walk of the heap made for
+ * it (a periodic snapshot; a report on request the main thread did not
+ * answer): the GPU memory now, its tensors by the role each site's call
+ * implies, PyTorch's cache (its segments' bytes no tensor uses) and the
+ * rest outside its allocator; the parts sum to the live GPU bytes. A job
+ * killed without warning keeps its last snapshot's. */
+static void gather_live_composition(report_view_t *view)
+{
+    composition_t *c = &view->live_composition;
+    if (view->holder_set != NULL || view->tensors.live_bytes == 0)
+        return;
+    c->inferred = 1;
+    uint64_t tensors = 0, reserve = 0;
+    for (size_t i = 0; i < view->sites.count; i++) {
+        const report_site_t *s = &view->sites.sites[i];
+        if (s->stats.kind == REPORT_KIND_tensor && s->stats.live_bytes > 0 && !s->aside) {
+            composition_add(c, site_role(view, s->id), NULL, s->stats.live_bytes);
+            tensors += s->stats.live_bytes;
+        } else if (s->stats.kind != REPORT_KIND_tensor) {
+            reserve += s->stats.reserve_bytes < s->stats.live_bytes ? s->stats.reserve_bytes
+                                                                   : s->stats.live_bytes;
+        }
+    }
+    uint64_t gpu = view->totals.live_bytes;
+    uint64_t outside = gpu > reserve ? gpu - reserve : 0;
+    composition_add(c, COMPOSITION_outside_torch, NULL, outside);
+    if (reserve > tensors)
+        composition_add(c, COMPOSITION_torch_cache, NULL, reserve - tensors);
 }
 
 int report_view_gather(report_view_t *view, report_moment_t moment, int signal)
@@ -558,6 +594,8 @@ int report_view_gather(report_view_t *view, report_moment_t moment, int signal)
         free(all);
         settle_lists(view, ctx.reach_bytes != NULL);
         gather_peak_composition(view);
+        if (moment == REPORT_SNAPSHOT || moment == REPORT_ON_REQUEST)
+            gather_live_composition(view);
     }
     free(ctx.held_by_site);
     free(ctx.reach_bytes);

@@ -112,6 +112,9 @@ typedef struct report_view {
     composition_t peak_composition;  /* the tensors at their peak by the role the
                                  call that made each implies (inferred: no heap
                                  walk saw that moment); zero unless peak_is_tensors */
+    composition_t live_composition;  /* a report while the program runs with no
+                                 search made for it: the memory now, inferred
+                                 the same way; zero otherwise */
     uint64_t reserve_bytes;   /* live bytes of the reserve sites */
     uint64_t leaked_bytes, leaked_allocations;  /* the leaks section's sums */
     uint64_t kept_bytes, kept_allocations;      /* the kept section's sums */

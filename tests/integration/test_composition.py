@@ -179,8 +179,29 @@ class CompositionTest(unittest.TestCase):
         composition = asked["composition"]
         self.assertEqual(sum(p["bytes"] for p in composition["parts"]), composition["gpu_bytes"])
         self.assertEqual(parts_of(composition)["optimizer_state"]["bytes"], self.expect["optimizer_state"])
-        self.assertIn("GPU memory when this report was asked for", text)
+        self.assertIn("GPU memory when this report was taken, 8.0 MiB:", text)
         self.assertIn("Cause: total_val keeps the autograd graph", text)
+
+    def test_a_periodic_snapshot_gives_the_live_memory_by_call(self):
+        """A snapshot asks for no walk of the heap: its composition is the
+        memory then, the tensors by the roles their calls imply, summing
+        to the live GPU bytes; a job killed after it keeps that."""
+        with tempfile.TemporaryDirectory(prefix="gpuleak-roles-") as tmp:
+            copy = os.path.join(tmp, "snapshot.json")
+            run_demo_in(tmp, {"ROLES_SNAPSHOT": "1", "GPULEAK_FLUSH_INTERVAL": "1", "DUMP_COPY": copy})
+            snap = report_files.load(copy)
+            text = subprocess.run([os.path.join(BUILD, "gpuleak"), "report", copy], capture_output=True,
+                                  text=True, timeout=120).stdout
+        self.assertEqual(snap["status"]["moment"], "snapshot")
+        composition = snap["composition"]
+        self.assertTrue(composition["inferred"])
+        self.assertEqual(sum(p["bytes"] for p in composition["parts"]), composition["gpu_bytes"])
+        self.assertEqual(composition["gpu_bytes"], snap["totals"]["live_bytes"])
+        parts = parts_of(composition)
+        for role in ("parameters", "gradients", "optimizer_state"):
+            self.assertEqual(parts[role]["bytes"], self.expect[role], role)
+        self.assertIn("GPU memory when this report was taken, by the calls that made them", text)
+        self.assertNotIn("Cause:", text)
 
     def test_at_an_oom_the_failing_steps_own_graph_is_not_a_cause(self):
         """The step that failed was using its graph (a local of its frame,

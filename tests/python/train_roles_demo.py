@@ -9,7 +9,8 @@ ROLES_FROZEN=1 gives the optimizer the head's parameters only: the
 encoder's gradients are computed and kept for nothing. ROLES_COPY=1 also keeps a second model of the same size (a model loaded
 twice) and a dict of tensors as large as its weights and buffer (a
 checkpoint loaded onto the GPU and kept). ROLES_DUMP=1 then asks for a report while it runs (GPULEAK_DUMP_SIGNAL,
-SIGUSR2), waits for it and copies it to DUMP_COPY. ROLES_OOM=1 then runs a step that runs out of memory after its forward,
+SIGUSR2), waits for it and copies it to DUMP_COPY. ROLES_SNAPSHOT=1 then waits for a periodic snapshot
+(GPULEAK_FLUSH_INTERVAL) and copies it to DUMP_COPY. ROLES_OOM=1 then runs a step that runs out of memory after its forward,
 whose own graph (a local of the step) is in use, not kept. Writes the
 sizes to EXPECT_OUT."""
 import json
@@ -76,6 +77,17 @@ if os.environ.get("ROLES_DUMP"):
         sum(range(1000))  # Python bytecode: the pending search runs here
     time.sleep(0.2)
     shutil.copy(asked, os.environ["DUMP_COPY"])
+if os.environ.get("ROLES_SNAPSHOT"):
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            with open(os.environ["GPULEAK_OUTPUT"]) as fh:
+                if json.load(fh)["status"]["moment"] == "snapshot":
+                    break
+        except (OSError, ValueError, KeyError):
+            pass
+        time.sleep(0.05)
+    shutil.copy(os.environ["GPULEAK_OUTPUT"], os.environ["DUMP_COPY"])
 if os.environ.get("ROLES_OOM"):
     try:
         failing_step(model)
