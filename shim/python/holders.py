@@ -331,9 +331,12 @@ class _Search:
         """An optimizer's state: a dict per parameter of its tensors; and
         the parameters it steps (param_groups' "params")."""
         d = _own_dict(optimizer)
-        if self.trained is None:
-            self.trained = set()
         groups = d.get("param_groups") if d is not None else None
+        # Only an optimizer whose groups are read says what trains: a
+        # wrapper that forwards param_groups through a property (accelerate's
+        # AcceleratedOptimizer) leaves that to the optimizer it wraps.
+        if type(groups) is list and self.trained is None:
+            self.trained = set()
         for group in groups if type(groups) is list else ():
             params = dict.get(group, "params") if issubclass(type(group), dict) else None
             for p in params if type(params) is list else ():

@@ -64,6 +64,7 @@ class Trap:
 
 
 paths = {}  # target id -> the whole path, for names that start at a type
+answers = []  # the last search's answer, whole
 
 
 def search(namespace, targets, budget=5.0, layout=""):
@@ -78,6 +79,7 @@ def search(namespace, targets, budget=5.0, layout=""):
     try:
         text = "".join("%d %d %d%s\n" % (t + ("",))[:4] for t in sorted(targets))
         answer = find(text, budget, layout, new_walker())
+        answers[:] = [answer]
     finally:
         sys.modules["__main__"] = saved
     found, ending = {}, None
@@ -631,6 +633,38 @@ class HoldersTest(unittest.TestCase):
                               [(weight.data_ptr(), 256, 1, " t")])
         self.assertEqual(ran, [])
         self.assertEqual(found[1][0], "model.weight")
+
+    def test_a_wrapper_optimizer_does_not_make_gradients_untrained(self):
+        """An optimizer that wraps another and forwards its state and
+        param_groups through properties (accelerate's): gradients are
+        judged by the optimizers whose groups are read; with only the
+        wrapper reachable, none is called untrained."""
+        with fake_torch() as torch:
+            class Wrapper(torch.optim.Optimizer):
+                def __init__(self, inner):
+                    self.inner = inner
+
+                @property
+                def param_groups(self):
+                    return self.inner.param_groups
+
+            model = torch.nn.Linear(256)
+            inner = torch.optim.Adam(model.parameters())
+            model.weight.grad = torch.empty(256)
+            grad = model.weight.grad
+            wrapped = Wrapper(inner)
+            target = [(grad.data_ptr(), 256, 1, " t")]
+            found, _ = search({"model": model, "opt": wrapped}, target)
+            self.assertEqual(found[1][0], "model.weight.grad")
+            role = [line for line in self.last_answer().split("\n") if line.startswith("1\t")][0].split("\t")[7]
+            self.assertEqual(role, "gradient")
+            del wrapped.inner
+            search({"model": model, "opt": wrapped}, target)
+            role = [line for line in self.last_answer().split("\n") if line.startswith("1\t")][0].split("\t")[7]
+            self.assertEqual(role, "gradient")
+
+    def last_answer(self):
+        return answers[-1]
 
 
 if __name__ == "__main__":
