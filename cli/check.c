@@ -287,8 +287,8 @@ static void group_line(FILE *out, FILE *detail, const char *file, const char *fl
             frame_text_put(f, phrase);
         }
         fputc('\n', f);
-        if (h != NULL && strcmp(what, "growth of") == 0)
-            diagnosis_kept(f, 2, h->name, h->graph, h->role, g->bytes);
+        if (h != NULL)
+            diagnosis_holder(f, 2, h->name, h->graph, h->role, g->bytes, strcmp(what, "growth of") == 0);
     }
     free(origin);
 }

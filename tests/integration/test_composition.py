@@ -222,5 +222,29 @@ class CompositionTest(unittest.TestCase):
                 self.assertNotIn("Cause: failing_step() local out", out)
 
 
+class CheckCauseTest(unittest.TestCase):
+    def test_a_failing_line_held_by_a_graph_gives_its_cause(self):
+        """gpuleak check (and gpuleak run, which judges with it): a leaking
+        line whose largest holder is an autograd graph gives that cause
+        under its FAIL line; the same line held by a plain name gives none."""
+        fixture = os.path.join(ROOT, "tests", "cli", "fixtures", "demo.json")
+        with open(fixture) as fh:
+            doc = json.load(fh)
+        leak = doc["leaks"][0]
+        for graph, want in ((True, True), (False, False)):
+            leak["held_by"] = [{"name": "losses[...]", "type": "list", "owner": None, "file": "train.py",
+                                "graph": graph, "role": "saved_for_backward" if graph else "other_tensors",
+                                "part": "losses[...]", "bytes": leak["bytes"], "allocations": 1}]
+            with tempfile.TemporaryDirectory(prefix="gpuleak-roles-") as tmp:
+                path = os.path.join(tmp, "r.json")
+                with open(path, "w") as fh:
+                    json.dump(doc, fh)
+                out = subprocess.run([os.path.join(BUILD, "gpuleak"), "check", "--max-leaked", "0", path],
+                                     capture_output=True, text=True, timeout=60).stdout
+            with self.subTest(graph=graph):
+                self.assertIn("FAIL", out)
+                self.assertEqual("Cause: losses[...] keeps the autograd graph" in out, want, out)
+
+
 if __name__ == "__main__":
     unittest.main()
