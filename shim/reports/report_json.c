@@ -25,6 +25,8 @@
 
 #define MAX_REPORT_FRAMES 512
 
+/* ---- the JSON writer --------------------------------------------------- */
+
 /* Writes s as a JSON string; control characters and bytes that are not
  * valid UTF-8 lead bytes are escaped, so any file name stays parseable. */
 static void put_string(FILE *f, const char *s)
@@ -53,12 +55,6 @@ static void put_string(FILE *f, const char *s)
     fputc_unlocked('"', f);
 }
 
-static void put_key(FILE *f, const char *key)
-{
-    put_string(f, key);
-    fputc_unlocked(':', f);
-}
-
 /* Writes value in decimal. A report of 100k stacks holds millions of
  * numbers, and fprintf's format parsing was the largest part of writing
  * them. */
@@ -73,101 +69,144 @@ static void put_uint(FILE *f, uint64_t value)
     fwrite_unlocked(digits + sizeof digits - n, 1, n, f);
 }
 
-static void put_u64(FILE *f, const char *key, uint64_t value, int comma)
+/* The report is about six containers deep; the writer keeps this many. */
+#define JW_DEPTH 16
+
+/* The report's JSON writer. It places its own commas: each member of an
+ * object and each element of an array after the first gets one, so a
+ * section's writer says what it writes and nothing of separators. A
+ * container opened with lines puts each member after the first on a line
+ * of its own (the report's sections, its lists of sites and frames), for a
+ * person or a line-based tool reading the file. */
+typedef struct jw {
+    FILE *f;
+    int depth;                 /* containers open */
+    char close[JW_DEPTH];      /* each one's closing bracket */
+    uint8_t lines[JW_DEPTH];   /* 1: a member per line */
+    uint8_t filled[JW_DEPTH];  /* 1: it has a member already */
+} jw_t;
+
+/* Before a member or an element: the comma after the one before, and the
+ * line break where its container puts one. */
+static void jw_next(jw_t *w)
 {
-    put_key(f, key);
-    put_uint(f, value);
-    if (comma)
-        fputc_unlocked(',', f);
+    int d = w->depth - 1;
+    if (d < 0 || d >= JW_DEPTH)
+        return;
+    if (w->filled[d]) {
+        fputc_unlocked(',', w->f);
+        if (w->lines[d])
+            fputc_unlocked('\n', w->f);
+    }
+    w->filled[d] = 1;
 }
 
-/* "key":value for the other kinds of value, each then a comma when comma:
- * the keys come from common/report_keys.h (RK), the commas are the
- * caller's, as put_u64's. */
-static void put_int(FILE *f, const char *key, long long value, int comma)
+/* "key": before an object's member; an array's element has none (key
+ * NULL). The keys come from common/report_keys.h (RK). */
+static void jw_key(jw_t *w, const char *key)
 {
-    put_key(f, key);
-    fprintf(f, comma ? "%lld," : "%lld", value);
+    jw_next(w);
+    if (key != NULL) {
+        put_string(w->f, key);
+        fputc_unlocked(':', w->f);
+    }
 }
 
-static void put_bool(FILE *f, const char *key, int value, int comma)
+/* Opens an object ('{') or an array ('['), as key's value; lines: a
+ * member per line. Closed by jw_close. */
+static void jw_open(jw_t *w, const char *key, char bracket, int lines)
 {
-    put_key(f, key);
-    fputs_unlocked(value ? "true" : "false", f);
-    if (comma)
-        fputc_unlocked(',', f);
+    jw_key(w, key);
+    fputc_unlocked(bracket, w->f);
+    if (w->depth < JW_DEPTH) {
+        w->close[w->depth] = bracket == '{' ? '}' : ']';
+        w->lines[w->depth] = (uint8_t)lines;
+        w->filled[w->depth] = 0;
+    }
+    w->depth++;
 }
 
-static void put_real(FILE *f, const char *key, const char *format, double value, int comma)
+static void jw_close(jw_t *w)
 {
-    put_key(f, key);
-    fprintf(f, format, value);
-    if (comma)
-        fputc_unlocked(',', f);
+    if (w->depth > 0 && --w->depth < JW_DEPTH)
+        fputc_unlocked(w->close[w->depth], w->f);
 }
 
-static void put_str(FILE *f, const char *key, const char *value, int comma)
+/* Values, each as key's (NULL in an array). */
+static void jw_u64(jw_t *w, const char *key, uint64_t value)
 {
-    put_key(f, key);
-    put_string(f, value);
-    if (comma)
-        fputc_unlocked(',', f);
+    jw_key(w, key);
+    put_uint(w->f, value);
 }
 
-static void put_hex(FILE *f, const char *key, uint64_t value, int comma)
+static void jw_int(jw_t *w, const char *key, long long value)
 {
-    put_key(f, key);
-    fprintf(f, comma ? "\"0x%llx\"," : "\"0x%llx\"", (unsigned long long)value);
+    jw_key(w, key);
+    fprintf(w->f, "%lld", value);
 }
 
-/* "key":{ or "key":[, the object or array the caller fills and closes. */
-static void put_open(FILE *f, const char *key, char bracket)
+static void jw_bool(jw_t *w, const char *key, int value)
 {
-    put_key(f, key);
-    fputc_unlocked(bracket, f);
+    jw_key(w, key);
+    fputs_unlocked(value ? "true" : "false", w->f);
 }
+
+static void jw_real(jw_t *w, const char *key, const char *format, double value)
+{
+    jw_key(w, key);
+    fprintf(w->f, format, value);
+}
+
+/* A string, or null for NULL. */
+static void jw_str(jw_t *w, const char *key, const char *value)
+{
+    jw_key(w, key);
+    put_string(w->f, value);
+}
+
+static void jw_hex(jw_t *w, const char *key, uint64_t value)
+{
+    jw_key(w, key);
+    fprintf(w->f, "\"0x%llx\"", (unsigned long long)value);
+}
+
+/* A line number, or null when unknown (0). */
+static void jw_line(jw_t *w, const char *key, int line)
+{
+    jw_key(w, key);
+    if (line > 0)
+        fprintf(w->f, "%d", line);
+    else
+        fputs_unlocked("null", w->f);
+}
+
+/* ---- sections ---------------------------------------------------------- */
 
 /* The fields of a totals row, without braces, so a device entry can hold
  * them beside its "device" key. */
-static void put_totals_fields(FILE *f, const totals_t *t)
+static void put_totals_fields(jw_t *w, const totals_t *t)
 {
-    put_u64(f, RK(allocations), t->allocations, 1);
-    put_u64(f, RK(frees), t->frees, 1);
-    put_u64(f, RK(failed_allocations), t->failures, 1);
-    put_u64(f, RK(bytes_allocated), t->bytes_allocated, 1);
-    put_u64(f, RK(live_bytes), t->live_bytes, 1);
-    put_u64(f, RK(peak_bytes), t->peak_bytes, 1);
-    put_u64(f, RK(leaked_bytes), t->live_bytes, 1);
-    put_u64(f, RK(leaked_allocations), t->live_allocations, 1);
-    put_u64(f, RK(teardown_leaked_bytes), t->teardown_bytes, 1);
-    put_u64(f, RK(teardown_leaked_allocations), t->teardown_allocations, 0);
-}
-
-static void put_totals(FILE *f, const totals_t *t)
-{
-    fputc_unlocked('{', f);
-    put_totals_fields(f, t);
-    fputc_unlocked('}', f);
+    jw_u64(w, RK(allocations), t->allocations);
+    jw_u64(w, RK(frees), t->frees);
+    jw_u64(w, RK(failed_allocations), t->failures);
+    jw_u64(w, RK(bytes_allocated), t->bytes_allocated);
+    jw_u64(w, RK(live_bytes), t->live_bytes);
+    jw_u64(w, RK(peak_bytes), t->peak_bytes);
+    jw_u64(w, RK(leaked_bytes), t->live_bytes);
+    jw_u64(w, RK(leaked_allocations), t->live_allocations);
+    jw_u64(w, RK(teardown_leaked_bytes), t->teardown_bytes);
+    jw_u64(w, RK(teardown_leaked_allocations), t->teardown_allocations);
 }
 
 /* The fields every frame has: "function", "file", "line" (null when
  * unknown) and "module", without braces, so each kind of frame adds its own. */
-static void put_frame_fields(FILE *f, const char *function, const char *file, int line,
+static void put_frame_fields(jw_t *w, const char *function, const char *file, int line,
                              const char *module)
 {
-    put_key(f, RK(function));
-    put_string(f, function);
-    fputc_unlocked(',', f);
-    put_key(f, RK(file));
-    put_string(f, file);
-    fputc_unlocked(',', f);
-    put_key(f, RK(line));
-    if (line > 0)
-        fprintf(f, "%d,", line);
-    else
-        fputs_unlocked("null,", f);
-    put_key(f, RK(module));
-    put_string(f, module);
+    jw_str(w, RK(function), function);
+    jw_str(w, RK(file), file);
+    jw_line(w, RK(line), line);
+    jw_str(w, RK(module), module);
 }
 
 /* Stacks are written once each, in "stacks", keyed by site; their frames
@@ -282,36 +321,32 @@ static frame_slot_t *python_slot(frame_tables_t *t, uint64_t packed)
     return kept(slot);
 }
 
-/* Writes the indices of slot's frames, after a comma unless *first. */
-static void put_indices(FILE *f, const frame_slot_t *slot, int *first, int *budget)
+/* Writes the indices of slot's frames as elements of the open array. */
+static void put_indices(jw_t *w, const frame_slot_t *slot, int *budget)
 {
-    for (uint32_t i = 0; slot != NULL && i < slot->count && *budget > 0; i++, (*budget)--) {
-        if (!*first)
-            fputc_unlocked(',', f);
-        put_uint(f, slot->first + i);
-        *first = 0;
-    }
+    for (uint32_t i = 0; slot != NULL && i < slot->count && *budget > 0; i++, (*budget)--)
+        jw_u64(w, NULL, slot->first + i);
 }
 
 /* One entry of "stacks": the site's native frames (inlined ones expanded)
  * and its Python frames, as indices into the frame tables. */
-static void put_stack_entry(FILE *f, frame_tables_t *t, uint32_t site)
+static void put_stack_entry(jw_t *w, frame_tables_t *t, uint32_t site)
 {
     const stack_record_t *stack = report_view_stack(site);
-    fputc_unlocked('"', f);
-    put_uint(f, site);
-    fputs_unlocked("\":{", f);
-    put_open(f, RK(stack), '[');
-    int first = 1, budget = MAX_REPORT_FRAMES;
+    char key[16];
+    snprintf(key, sizeof key, "%u", site);
+    jw_open(w, key, '{', 0);
+    jw_open(w, RK(stack), '[', 0);
+    int budget = MAX_REPORT_FRAMES;
     for (int i = 0; stack != NULL && i < stack->native_count; i++)
-        put_indices(f, native_slot(t, (uintptr_t)stack->frames[i]), &first, &budget);
-    fputs_unlocked("],", f);
-    put_open(f, RK(python_stack), '[');
-    first = 1;
+        put_indices(w, native_slot(t, (uintptr_t)stack->frames[i]), &budget);
+    jw_close(w);
+    jw_open(w, RK(python_stack), '[', 0);
     budget = MAX_REPORT_FRAMES;
     for (int i = 0; stack != NULL && i < stack->python_count; i++)
-        put_indices(f, python_slot(t, stack->frames[stack->native_count + i]), &first, &budget);
-    fputs_unlocked("]}", f);
+        put_indices(w, python_slot(t, stack->frames[stack->native_count + i]), &budget);
+    jw_close(w);
+    jw_close(w);
 }
 
 /* Marks site as named by a section, so that its stack is written. */
@@ -322,44 +357,34 @@ static void list_site(frame_tables_t *t, uint32_t site)
 }
 
 /* "stacks", "frames" and "python_frames", for every site marked. */
-static void put_frame_tables(FILE *f, frame_tables_t *t)
+static void put_frame_tables(jw_t *w, frame_tables_t *t)
 {
-    put_open(f, RK(stacks), '{');
-    int first = 1;
-    for (uint32_t site = 0; t->listed != NULL && site <= t->listed_high; site++) {
-        if (!t->listed[site])
-            continue;
-        fputs_unlocked(first ? "\n" : ",\n", f);
-        first = 0;
-        put_stack_entry(f, t, site);
-    }
-    fputs_unlocked("},\n", f);
-    put_open(f, RK(frames), '[');
+    jw_open(w, RK(stacks), '{', 1);
+    for (uint32_t site = 0; t->listed != NULL && site <= t->listed_high; site++)
+        if (t->listed[site])
+            put_stack_entry(w, t, site);
+    jw_close(w);
+    jw_open(w, RK(frames), '[', 1);
     for (size_t i = 0; i < t->native_count; i++) {
         const symbolized_frame_t *fr = &t->native[i];
-        fputs_unlocked(i ? ",\n{" : "\n{", f);
-        put_frame_fields(f, fr->function, fr->file, fr->line, fr->module ? fr->module : "?");
-        fputc_unlocked(',', f);
-        put_hex(f, RK(offset), fr->offset, 1);
-        put_hex(f, RK(address), fr->address, 1);
-        put_bool(f, RK(inlined), fr->inlined, 0);
-        fputc_unlocked('}', f);
+        jw_open(w, NULL, '{', 0);
+        put_frame_fields(w, fr->function, fr->file, fr->line, fr->module ? fr->module : "?");
+        jw_hex(w, RK(offset), fr->offset);
+        jw_hex(w, RK(address), fr->address);
+        jw_bool(w, RK(inlined), fr->inlined);
+        jw_close(w);
     }
-    fputs_unlocked("],\n", f);
-    put_open(f, RK(python_frames), '[');
+    jw_close(w);
+    jw_open(w, RK(python_frames), '[', 1);
     for (size_t i = 0; i < t->python_count; i++) {
         const python_entry_t *e = &t->python[i];
-        fputs_unlocked(i ? ",\n{" : "\n{", f);
-        put_key(f, RK(function));
-        put_string(f, e->function);
-        fputc_unlocked(',', f);
-        put_key(f, RK(file));
-        put_string(f, e->file);
-        fputc_unlocked(',', f);
-        put_int(f, RK(line), e->line, 0);
-        fputc_unlocked('}', f);
+        jw_open(w, NULL, '{', 0);
+        jw_str(w, RK(function), e->function);
+        jw_str(w, RK(file), e->file);
+        jw_int(w, RK(line), e->line);
+        jw_close(w);
     }
-    fputs_unlocked("],\n", f);
+    jw_close(w);
 }
 
 static void free_frame_tables(frame_tables_t *t)
@@ -395,49 +420,46 @@ static origin_site_t site_origin(frame_tables_t *t, uint32_t site, int kind)
     return o;
 }
 
+/* The origin's frame, its offset or Python mark, the library and "via"
+ * marks and the user's callers shown with it. */
+static void put_origin_frame(jw_t *w, frame_tables_t *t, uint32_t site, const origin_site_t *o)
+{
+    jw_open(w, RK(origin), '{', 0);
+    put_frame_fields(w, o->frame.function, o->frame.file, o->frame.line, o->frame.module);
+    if (!o->frame.is_python)
+        jw_hex(w, RK(offset), o->offset);
+    jw_bool(w, RK(python), o->frame.is_python);
+    if (o->library)
+        jw_bool(w, RK(library), 1);
+    if (o->has_via) {
+        jw_open(w, RK(via), '{', 0);
+        put_frame_fields(w, o->via.function, o->via.file, o->via.line, o->via.module);
+        jw_close(w);
+    }
+    origin_frame_t callers[UINT8_MAX];
+    int n = report_view_origin_callers(t->view, site, callers);
+    if (n > 0) {
+        jw_open(w, RK(callers), '[', 0);
+        for (int i = 0; i < n; i++) {
+            jw_open(w, NULL, '{', 0);
+            put_frame_fields(w, callers[i].function, callers[i].file, callers[i].line, callers[i].module);
+            jw_close(w);
+        }
+        jw_close(w);
+    }
+    jw_close(w);
+}
+
 /* The site's "origin" (the frame docs/origin-rules.md picks as the user's
- * line, or null) and "owner", the last fields of a site entry. */
-static void put_origin(FILE *f, frame_tables_t *t, uint32_t site, int kind)
+ * line, or null) and "owner". */
+static void put_origin(jw_t *w, frame_tables_t *t, uint32_t site, int kind)
 {
     origin_site_t o = site_origin(t, site, kind);
-    put_key(f, RK(origin));
-    if (!o.found) {
-        fputs_unlocked("null", f);
-    } else {
-        fputc_unlocked('{', f);
-        put_frame_fields(f, o.frame.function, o.frame.file, o.frame.line, o.frame.module);
-        fputc_unlocked(',', f);
-        if (!o.frame.is_python)
-            put_hex(f, RK(offset), o.offset, 1);
-        put_bool(f, RK(python), o.frame.is_python, 0);
-        if (o.library) {
-            fputc_unlocked(',', f);
-            put_bool(f, RK(library), 1, 0);
-        }
-        if (o.has_via) {
-            fputc_unlocked(',', f);
-            put_open(f, RK(via), '{');
-            put_frame_fields(f, o.via.function, o.via.file, o.via.line, o.via.module);
-            fputc_unlocked('}', f);
-        }
-        origin_frame_t callers[UINT8_MAX];
-        int n = report_view_origin_callers(t->view, site, callers);
-        if (n > 0) {
-            fputc_unlocked(',', f);
-            put_open(f, RK(callers), '[');
-            for (int i = 0; i < n; i++) {
-                fputs_unlocked(i ? ",{" : "{", f);
-                put_frame_fields(f, callers[i].function, callers[i].file, callers[i].line,
-                                 callers[i].module);
-                fputc_unlocked('}', f);
-            }
-            fputc_unlocked(']', f);
-        }
-        fputc_unlocked('}', f);
-    }
-    fputc_unlocked(',', f);
-    put_key(f, RK(owner));
-    put_string(f, o.owner);
+    if (o.found)
+        put_origin_frame(w, t, site, &o);
+    else
+        jw_str(w, RK(origin), NULL);
+    jw_str(w, RK(owner), o.owner);
 }
 
 static const char *teardown_name(int reason)
@@ -453,109 +475,100 @@ enum section { SECTION_LEAKS, SECTION_TEARDOWN, SECTION_FAILURES, SECTION_SITES,
 #define HOLDERS_LISTED 5
 
 /* The Python objects that held a site's memory (count of them). */
-static void put_holder_list(FILE *f, const holder_t *holders, size_t count)
+static void put_holder_list(jw_t *w, const holder_t *holders, size_t count)
 {
     if (count == 0)
         return;
-    fputc_unlocked(',', f);
-    put_open(f, RK(held_by), '[');
+    jw_open(w, RK(held_by), '[', 0);
     size_t n = count < HOLDERS_LISTED ? count : HOLDERS_LISTED;
     for (size_t i = 0; i < n; i++) {
         const holder_t *h = &holders[i];
-        fputs_unlocked(i ? ",{" : "{", f);
-        put_key(f, RK(name));
-        put_string(f, h->name);
-        fputs_unlocked(",", f);
-        put_key(f, RK(type));
-        put_string(f, h->type);
-        fputs_unlocked(",", f);
-        put_key(f, RK(owner));
-        put_string(f, h->owner[0] ? h->owner : NULL);
-        fputs_unlocked(",", f);
-        put_key(f, RK(file));
-        put_string(f, h->file);
-        if (h->path[0] != '\0') {
-            fputs_unlocked(",", f);
-            put_key(f, RK(path));
-            put_string(f, h->path);
-        }
-        fputc_unlocked(',', f);
-        put_bool(f, RK(graph), h->graph, 1);
-        put_str(f, RK(role), composition_role_name((composition_role_t)h->role), 1);
-        put_str(f, RK(part), h->part, 1);
-        put_u64(f, RK(bytes), h->bytes, 1);
-        put_u64(f, RK(allocations), h->allocations, 0);
-        fputc_unlocked('}', f);
+        jw_open(w, NULL, '{', 0);
+        jw_str(w, RK(name), h->name);
+        jw_str(w, RK(type), h->type);
+        jw_str(w, RK(owner), h->owner[0] ? h->owner : NULL);
+        jw_str(w, RK(file), h->file);
+        if (h->path[0] != '\0')
+            jw_str(w, RK(path), h->path);
+        jw_bool(w, RK(graph), h->graph);
+        jw_str(w, RK(role), composition_role_name((composition_role_t)h->role));
+        jw_str(w, RK(part), h->part);
+        jw_u64(w, RK(bytes), h->bytes);
+        jw_u64(w, RK(allocations), h->allocations);
+        jw_close(w);
     }
-    fputc_unlocked(']', f);
-    if (count > n) {
-        fputc_unlocked(',', f);
-        put_u64(f, RK(held_by_more), count - n, 0);
-    }
+    jw_close(w);
+    if (count > n)
+        jw_u64(w, RK(held_by_more), count - n);
 }
 
-static void put_holders(FILE *f, const report_site_t *site)
+/* A site entry's "bytes" and "allocations" (or "count"): what its section
+ * is about: live at exit for leaks, live at teardown, asked for and
+ * refused, live at the peak, gained, held, or ever allocated for the sites
+ * list. */
+static void site_amounts(const report_site_t *site, enum section section, uint64_t *bytes,
+                         uint64_t *count)
 {
-    put_holder_list(f, site->holders, site->holder_count);
+    const site_stats_t *s = &site->stats;
+    *bytes = s->bytes_allocated;
+    *count = s->allocations;
+    if (section == SECTION_LEAKS) {
+        *bytes = s->live_bytes;
+        *count = s->live_allocations;
+    } else if (section == SECTION_TEARDOWN) {
+        *bytes = s->teardown_bytes;
+        *count = s->teardown_allocations;
+    } else if (section == SECTION_FAILURES) {
+        *bytes = s->failed_bytes;
+        *count = s->failures;
+    } else if (section == SECTION_PEAK) {
+        *bytes = s->at_peak_bytes;
+    } else if (section == SECTION_GROWTH) {
+        *bytes = site->growth.bytes_gained;
+    } else if (section == SECTION_HELD) {
+        *bytes = site->held_bytes;
+    }
 }
 
-/* One site entry. "bytes" and "allocations" mean what the section is about:
- * live at exit for leaks, live at teardown, asked for and refused, or ever
- * allocated for the sites list. */
-static void put_site(FILE *f, frame_tables_t *tables, const report_site_t *site,
+/* What a growth finding says of its site. */
+static void put_growth_fields(jw_t *w, const growth_finding_t *g)
+{
+    jw_real(w, RK(bytes_per_second), "%.1f", g->bytes_per_second);
+    jw_real(w, RK(bytes_per_1k_allocations), "%.1f", g->bytes_per_1k_allocations);
+    jw_real(w, RK(steadiness), "%.3f", g->steadiness);
+    jw_real(w, RK(trend), "%.3f", g->trend);
+    jw_u64(w, RK(baseline_bytes), g->baseline_bytes);
+    jw_u64(w, RK(high_bytes), g->high_bytes);
+}
+
+/* One site entry of a section. */
+static void put_site(jw_t *w, frame_tables_t *tables, const report_site_t *site,
                      enum section section)
 {
     const site_stats_t *s = &site->stats;
-    uint64_t bytes = s->bytes_allocated, count = s->allocations;
-    if (section == SECTION_LEAKS) {
-        bytes = s->live_bytes;
-        count = s->live_allocations;
-    } else if (section == SECTION_TEARDOWN) {
-        bytes = s->teardown_bytes;
-        count = s->teardown_allocations;
-    } else if (section == SECTION_FAILURES) {
-        bytes = s->failed_bytes;
-        count = s->failures;
-    } else if (section == SECTION_PEAK) {
-        bytes = s->at_peak_bytes;
-    } else if (section == SECTION_GROWTH) {
-        bytes = site->growth.bytes_gained;
-    } else if (section == SECTION_HELD) {
-        bytes = site->held_bytes;
-    }
-    fputc_unlocked('{', f);
-    put_u64(f, RK(site), site->id, 1);
-    put_key(f, RK(kind));
-    put_string(f, report_kind_name(s->kind));
-    fputc_unlocked(',', f);
-    put_int(f, RK(device), s->device, 1);
-    put_u64(f, RK(bytes), bytes, 1);
-    put_u64(f, section == SECTION_FAILURES ? RK(count) : RK(allocations), count, 1);
+    uint64_t bytes, count;
+    site_amounts(site, section, &bytes, &count);
+    jw_open(w, NULL, '{', 0);
+    jw_u64(w, RK(site), site->id);
+    jw_str(w, RK(kind), report_kind_name(s->kind));
+    jw_int(w, RK(device), s->device);
+    jw_u64(w, RK(bytes), bytes);
+    jw_u64(w, section == SECTION_FAILURES ? RK(count) : RK(allocations), count);
     if (section == SECTION_FAILURES)
-        put_int(f, RK(result), s->last_failure, 1);
-    if (section == SECTION_TEARDOWN) {
-        put_key(f, RK(teardown));
-        put_string(f, teardown_name(s->teardown_reason));
-        fputc_unlocked(',', f);
-    }
+        jw_int(w, RK(result), s->last_failure);
+    if (section == SECTION_TEARDOWN)
+        jw_str(w, RK(teardown), teardown_name(s->teardown_reason));
     if (section == SECTION_HELD)
-        put_bool(f, RK(grew), site->growth.grew, 1);
-    if (section == SECTION_GROWTH) {
-        const growth_finding_t *g = &site->growth;
-        put_real(f, RK(bytes_per_second), "%.1f", g->bytes_per_second, 1);
-        put_real(f, RK(bytes_per_1k_allocations), "%.1f", g->bytes_per_1k_allocations, 1);
-        put_real(f, RK(steadiness), "%.3f", g->steadiness, 1);
-        put_real(f, RK(trend), "%.3f", g->trend, 1);
-        put_u64(f, RK(baseline_bytes), g->baseline_bytes, 1);
-        put_u64(f, RK(high_bytes), g->high_bytes, 1);
-    }
-    put_u64(f, RK(total_allocations), s->allocations, 1);
-    put_u64(f, RK(frees), s->frees, 1);
-    put_u64(f, RK(live_bytes), s->live_bytes, 1);
-    put_u64(f, RK(peak_live_bytes), s->peak_live_bytes, 1);
-    put_origin(f, tables, site->id, s->kind);
-    put_holders(f, site);
-    fputc_unlocked('}', f);
+        jw_bool(w, RK(grew), site->growth.grew);
+    if (section == SECTION_GROWTH)
+        put_growth_fields(w, &site->growth);
+    jw_u64(w, RK(total_allocations), s->allocations);
+    jw_u64(w, RK(frees), s->frees);
+    jw_u64(w, RK(live_bytes), s->live_bytes);
+    jw_u64(w, RK(peak_live_bytes), s->peak_live_bytes);
+    put_origin(w, tables, site->id, s->kind);
+    put_holder_list(w, site->holders, site->holder_count);
+    jw_close(w);
     list_site(tables, site->id);
 }
 
@@ -563,57 +576,33 @@ static void put_site(FILE *f, frame_tables_t *tables, const report_site_t *site,
  * full, not every site's lifetime counters. */
 #define SITES_LISTED 1000
 
-static void put_list(FILE *f, frame_tables_t *tables, const char *key,
+static void put_list(jw_t *w, frame_tables_t *tables, const char *key,
                      const report_list_t *list, enum section section)
 {
     size_t n = list->count;
     if (section == SECTION_SITES && n > SITES_LISTED)
         n = SITES_LISTED;
-    put_key(f, key);
-    fputc_unlocked('[', f);
-    for (size_t i = 0; i < n; i++) {
-        if (i)
-            fputs_unlocked(",\n", f);
-        put_site(f, tables, &list->sites[i], section);
-    }
-    fputs_unlocked("]", f);
+    jw_open(w, key, '[', 1);
+    for (size_t i = 0; i < n; i++)
+        put_site(w, tables, &list->sites[i], section);
+    jw_close(w);
 }
 
 /* A rank's digits as a number ("007" is no JSON number), or null. */
-static void put_rank(FILE *f, const char *rank)
+static void put_rank(jw_t *w, const char *key, const char *rank)
 {
     if (rank != NULL)
-        fprintf(f, "%lu", strtoul(rank, NULL, 10));
+        jw_u64(w, key, strtoul(rank, NULL, 10));
     else
-        fputs_unlocked("null", f);
+        jw_str(w, key, NULL);
 }
 
-static void put_process(FILE *f, const report_view_t *view)
+/* The process's arguments, from this thread's view: the process's
+ * (main's) is empty once main has left through pthread_exit. */
+static void put_argv(jw_t *w, int redact)
 {
-    char host[256] = "";
-    if (gethostname(host, sizeof host) != 0)
-        host[0] = '\0';
-    host[sizeof host - 1] = '\0';
-    const char *rank = view->run.rank;
-    put_open(f, RK(process), '{');
-    put_int(f, RK(pid), getpid(), 1);
-    put_key(f, RK(host));
-    put_string(f, host);
-    fputc_unlocked(',', f);
-    put_key(f, RK(rank));
-    put_rank(f, rank);
-    fputc_unlocked(',', f);
-    put_key(f, RK(local_rank));
-    put_rank(f, view->run.local_rank);
-    fputc_unlocked(',', f);
-    put_key(f, RK(job));
-    put_string(f, view->run.job);
-    fputc_unlocked(',', f);
-    put_open(f, RK(argv), '[');
-    /* This thread's: the process's (main's) is empty once main has left
-     * through pthread_exit. */
+    jw_open(w, RK(argv), '[', 0);
     FILE *cmdline = fopen("/proc/thread-self/cmdline", "r");
-    int redact = view->run.redact_argv;
     if (cmdline != NULL) {
         char arg[4096];
         size_t len = 0;
@@ -626,202 +615,209 @@ static void put_process(FILE *f, const report_view_t *view)
             if (c != '\0')
                 continue;
             arg[len] = '\0';
-            fputs_unlocked(first ? "" : ",", f);
-            put_string(f, redact && !first ? "<redacted>" : arg);
+            jw_str(w, NULL, redact && !first ? "<redacted>" : arg);
             first = 0;
             len = 0;
         }
         fclose(cmdline);
     }
-    fputs_unlocked("],", f);
-    put_u64(f, RK(end_time_ns), view->now_ns + view->run.epoch_offset_ns, 1);
-    put_key(f, RK(python));
-    put_string(f, view->run.python_version);
-    fputs_unlocked("},\n", f);
+    jw_close(w);
+}
+
+static void put_process(jw_t *w, const report_view_t *view)
+{
+    char host[256] = "";
+    if (gethostname(host, sizeof host) != 0)
+        host[0] = '\0';
+    host[sizeof host - 1] = '\0';
+    jw_open(w, RK(process), '{', 0);
+    jw_int(w, RK(pid), getpid());
+    jw_str(w, RK(host), host);
+    put_rank(w, RK(rank), view->run.rank);
+    put_rank(w, RK(local_rank), view->run.local_rank);
+    jw_str(w, RK(job), view->run.job);
+    put_argv(w, view->run.redact_argv);
+    jw_u64(w, RK(end_time_ns), view->now_ns + view->run.epoch_offset_ns);
+    jw_str(w, RK(python), view->run.python_version);
+    jw_close(w);
+}
+
+/* One timeline point: its time since start, live bytes, high, and the
+ * bytes by kind and device. */
+static void put_point(jw_t *w, const report_view_t *view, const timeline_point_t *p, uint64_t start)
+{
+    jw_open(w, NULL, '{', 0);
+    jw_u64(w, RK(t_ns), p->time_ns - start);
+    jw_u64(w, RK(bytes), p->bytes);
+    jw_u64(w, RK(max_bytes), p->max_bytes);
+    jw_open(w, RK(kinds), '{', 0);
+    for (int k = 0; k < REPORT_KIND_COUNT; k++)
+        jw_u64(w, report_kind_name(k), p->kind_bytes[k]);
+    jw_close(w);
+    jw_open(w, RK(devices), '{', 0);
+    for (int d = 0; d < TIMELINE_DEVICES; d++) {
+        char key[8];
+        snprintf(key, sizeof key, "%d", d);
+        if (view->devices_seen & (1ull << d))
+            jw_u64(w, key, p->device_bytes[d]);
+    }
+    jw_close(w);
+    if (p->pool_reserved_bytes)
+        jw_u64(w, RK(pool_reserved_bytes), p->pool_reserved_bytes);
+    jw_close(w);
 }
 
 /* Times in the timeline are ns since tracking started; start_ns gives the
  * epoch, so points stay small and charts need no subtraction. */
-static void put_timeline(FILE *f, const report_view_t *view)
+static void put_timeline(jw_t *w, const report_view_t *view)
 {
     uint64_t start = view->run.started_ns;
-    put_open(f, RK(timeline), '{');
-    put_u64(f, RK(start_ns), start + view->run.epoch_offset_ns, 1);
-    put_u64(f, RK(interval_ns), view->timeline_interval_ns, 1);
-    put_open(f, RK(points), '[');
-    for (size_t i = 0; i < view->timeline_count; i++) {
-        const timeline_point_t *p = &view->timeline[i];
-        fputs_unlocked(i ? ",\n{" : "\n{", f);
-        put_u64(f, RK(t_ns), p->time_ns - start, 1);
-        put_u64(f, RK(bytes), p->bytes, 1);
-        put_u64(f, RK(max_bytes), p->max_bytes, 1);
-        put_open(f, RK(kinds), '{');
-        for (int k = 0; k < REPORT_KIND_COUNT; k++)
-            fprintf(f, "%s\"%s\":%llu", k ? "," : "", report_kind_name(k),
-                    (unsigned long long)p->kind_bytes[k]);
-        fputs_unlocked("},", f);
-        put_open(f, RK(devices), '{');
-        int first = 1;
-        for (int d = 0; d < TIMELINE_DEVICES; d++) {
-            if (!(view->devices_seen & (1ull << d)))
-                continue;
-            fprintf(f, "%s\"%d\":%llu", first ? "" : ",", d, (unsigned long long)p->device_bytes[d]);
-            first = 0;
-        }
-        fputs_unlocked("}", f);
-        if (p->pool_reserved_bytes) {
-            fputc_unlocked(',', f);
-            put_u64(f, RK(pool_reserved_bytes), p->pool_reserved_bytes, 0);
-        }
-        fputs_unlocked("}", f);
-    }
-    fputs_unlocked("],\n", f);
-    put_open(f, RK(marks), '[');
+    jw_open(w, RK(timeline), '{', 0);
+    jw_u64(w, RK(start_ns), start + view->run.epoch_offset_ns);
+    jw_u64(w, RK(interval_ns), view->timeline_interval_ns);
+    jw_open(w, RK(points), '[', 1);
+    for (size_t i = 0; i < view->timeline_count; i++)
+        put_point(w, view, &view->timeline[i], start);
+    jw_close(w);
+    jw_open(w, RK(marks), '[', 0);
     for (size_t i = 0; i < view->mark_count; i++) {
         const mark_t *m = &view->marks[i];
-        fputs_unlocked(i ? ",{" : "{", f);
-        put_u64(f, RK(t_ns), m->time_ns > start ? m->time_ns - start : 0, 1);
-        put_str(f, RK(name), m->name, 0);
-        fputc_unlocked('}', f);
+        jw_open(w, NULL, '{', 0);
+        jw_u64(w, RK(t_ns), m->time_ns > start ? m->time_ns - start : 0);
+        jw_str(w, RK(name), m->name);
+        jw_close(w);
     }
-    fputs_unlocked("],", f);
-    put_u64(f, RK(marks_dropped), view->marks_dropped, 0);
-    fputs_unlocked("},\n", f);
+    jw_close(w);
+    jw_u64(w, RK(marks_dropped), view->marks_dropped);
+    jw_close(w);
 }
 
 /* Which PyTorch allocator mode ran, whether its tensors were followed
  * through its events (and why not), the events of each action that
  * arrived, and what its cache held at the end (reserve sites' bytes). */
-static void put_torch_mode(FILE *f, const report_view_t *view)
+static void put_torch_mode(jw_t *w, const report_view_t *view)
 {
-    put_open(f, RK(torch_allocator), '{');
-    put_str(f, RK(mode), view->run.torch_mode, 1);
-    put_str(f, RK(PYTORCH_CUDA_ALLOC_CONF), view->run.torch_alloc_conf, 1);
-    put_str(f, RK(tensors), view->run.torch_status, 1);
-    put_open(f, RK(events), '{');
+    jw_open(w, RK(torch_allocator), '{', 0);
+    jw_str(w, RK(mode), view->run.torch_mode);
+    jw_str(w, RK(PYTORCH_CUDA_ALLOC_CONF), view->run.torch_alloc_conf);
+    jw_str(w, RK(tensors), view->run.torch_status);
+    jw_open(w, RK(events), '{', 0);
     for (int a = 0; a < TORCH_ACTIONS; a++)
-        put_u64(f, torch_events_action_name(a), view->run.torch_events[a], a + 1 < TORCH_ACTIONS);
-    fputs_unlocked("},", f);
-    put_u64(f, RK(reserve_bytes), view->reserve_bytes, 0);
-    fputs_unlocked("}\n", f);
+        jw_u64(w, torch_events_action_name(a), view->run.torch_events[a]);
+    jw_close(w);
+    jw_u64(w, RK(reserve_bytes), view->reserve_bytes);
+    jw_close(w);
 }
 
 /* Where the program's Python keeps its standard library and installed
  * packages, as it said at its finish (null before that, or without
  * Python): the layout this report's origins were judged by, kept so that
  * `gpuleak report --origin-skip` judges them again the same way. */
-static void put_python_layout(FILE *f)
+static void put_python_layout(jw_t *w)
 {
     const origin_layout_t *layout = report_view_layout();
-    put_key(f, RK(python_layout));
     if (layout == NULL) {
-        fputs_unlocked("null,\n", f);
+        jw_str(w, RK(python_layout), NULL);
         return;
     }
     const struct { const char *key; const char *const *folders; size_t n; } lists[] = {
         { RK(stdlib), layout->stdlib, layout->nstdlib },
         { RK(packages), layout->packages, layout->npackages },
     };
+    jw_open(w, RK(python_layout), '{', 0);
     for (size_t l = 0; l < sizeof lists / sizeof lists[0]; l++) {
-        fputs_unlocked(l ? "]," : "{", f);
-        put_open(f, lists[l].key, '[');
-        for (size_t i = 0; i < lists[l].n; i++) {
-            fputs_unlocked(i ? "," : "", f);
-            put_string(f, lists[l].folders[i]);
-        }
+        jw_open(w, lists[l].key, '[', 0);
+        for (size_t i = 0; i < lists[l].n; i++)
+            jw_str(w, NULL, lists[l].folders[i]);
+        jw_close(w);
     }
-    fputs_unlocked("]},\n", f);
+    jw_close(w);
 }
 
-/* lead, then "composition":{...}: the GPU memory by role
- * (common/composition.h), each role's largest owners; "inferred" where the
- * roles come from the calls that made the tensors, not from a walk of the
- * heap. */
-static void put_composition(FILE *f, const char *lead, const composition_t *c)
+/* "composition":{...}: the GPU memory by role (common/composition.h), each
+ * role's largest owners; "inferred" where the roles come from the calls
+ * that made the tensors, not from a walk of the heap. */
+static void put_composition(jw_t *w, const composition_t *c)
 {
-    fputs_unlocked(lead, f);
-    put_open(f, RK(composition), '{');
-    put_u64(f, RK(gpu_bytes), c->gpu_bytes, 1);
+    jw_open(w, RK(composition), '{', 0);
+    jw_u64(w, RK(gpu_bytes), c->gpu_bytes);
     if (c->inferred)
-        put_bool(f, RK(inferred), 1, 1);
-    put_open(f, RK(parts), '[');
-    const char *sep = "";
+        jw_bool(w, RK(inferred), 1);
+    jw_open(w, RK(parts), '[', 0);
     for (int r = 0; r < COMPOSITION_ROLE_COUNT; r++) {
         if (c->bytes[r] == 0)
             continue;
-        fputs_unlocked(sep, f);
-        sep = ",";
-        fputc_unlocked('{', f);
-        put_str(f, RK(role), composition_role_name((composition_role_t)r), 1);
-        put_u64(f, RK(bytes), c->bytes[r], 1);
-        put_open(f, RK(by), '[');
+        jw_open(w, NULL, '{', 0);
+        jw_str(w, RK(role), composition_role_name((composition_role_t)r));
+        jw_u64(w, RK(bytes), c->bytes[r]);
+        jw_open(w, RK(by), '[', 0);
         for (int i = 0; i < COMPOSITION_TOP && c->by[r][i].name != NULL; i++) {
-            fputs_unlocked(i ? ",{" : "{", f);
-            put_str(f, RK(name), c->by[r][i].name, 1);
-            put_u64(f, RK(bytes), c->by[r][i].bytes, 0);
-            fputc_unlocked('}', f);
+            jw_open(w, NULL, '{', 0);
+            jw_str(w, RK(name), c->by[r][i].name);
+            jw_u64(w, RK(bytes), c->by[r][i].bytes);
+            jw_close(w);
         }
-        fputs_unlocked("]}", f);
+        jw_close(w);
+        jw_close(w);
     }
-    fputs_unlocked("]}", f);
+    jw_close(w);
+    jw_close(w);
 }
 
-/* How a holder search went: "holders_search":{...}, after lead, and what
- * the GPU memory was then: "composition":{...}. */
-static void put_search(FILE *f, const char *lead, const holder_search_t *hs)
+/* How a holder search went: "holders_search":{...}, and what the GPU
+ * memory was then: "composition":{...}. Nothing when none ran. */
+static void put_search(jw_t *w, const holder_search_t *hs)
 {
     if (!hs->ran)
         return;
-    fputs_unlocked(lead, f);
-    put_open(f, RK(holders_search), '{');
-    put_u64(f, RK(objects), hs->objects, 1);
-    put_real(f, RK(seconds), "%.3f", hs->elapsed_ns / 1e9, 1);
-    put_str(f, RK(ended), hs->ended, 1);
-    put_u64(f, RK(named_allocations), hs->named_allocations, 1);
-    put_u64(f, RK(named_bytes), hs->named_bytes, 0);
-    fputc_unlocked('}', f);
+    jw_open(w, RK(holders_search), '{', 0);
+    jw_u64(w, RK(objects), hs->objects);
+    jw_real(w, RK(seconds), "%.3f", hs->elapsed_ns / 1e9);
+    jw_str(w, RK(ended), hs->ended);
+    jw_u64(w, RK(named_allocations), hs->named_allocations);
+    jw_u64(w, RK(named_bytes), hs->named_bytes);
+    jw_close(w);
     if (hs->composition.gpu_bytes > 0)
-        put_composition(f, ",", &hs->composition);
+        put_composition(w, &hs->composition);
 }
 
 /* What filled the GPU when an allocation first ran out of memory, and
  * who held it then (the search made at the failure). */
-static void put_oom(FILE *f, frame_tables_t *tables, const report_view_t *view)
+static void put_oom(jw_t *w, frame_tables_t *tables, const report_view_t *view)
 {
     const tracker_oom_t *oom = view->has_oom ? &view->oom : NULL;
-    put_key(f, RK(oom));
     if (oom == NULL) {
-        fputs_unlocked("null,\n", f);
+        jw_str(w, RK(oom), NULL);
         return;
     }
-    fputc_unlocked('{', f);
-    put_u64(f, RK(count), oom->count, 1);
-    put_u64(f, RK(time_ns), oom->time_ns + view->run.epoch_offset_ns, 1);
-    put_u64(f, RK(bytes), oom->bytes_asked, 1);
-    put_str(f, RK(kind), report_kind_name(oom->kind), 1);
-    put_int(f, RK(device), oom->device, 1);
-    put_u64(f, RK(live_bytes), oom->live_bytes, 1);
+    jw_open(w, RK(oom), '{', 0);
+    jw_u64(w, RK(count), oom->count);
+    jw_u64(w, RK(time_ns), oom->time_ns + view->run.epoch_offset_ns);
+    jw_u64(w, RK(bytes), oom->bytes_asked);
+    jw_str(w, RK(kind), report_kind_name(oom->kind));
+    jw_int(w, RK(device), oom->device);
+    jw_u64(w, RK(live_bytes), oom->live_bytes);
     if (oom->kind == REPORT_KIND_tensor) {
-        put_u64(f, RK(torch_reserved_bytes), oom->torch_reserved_bytes, 1);
-        put_u64(f, RK(torch_allocated_bytes), oom->torch_allocated_bytes, 1);
+        jw_u64(w, RK(torch_reserved_bytes), oom->torch_reserved_bytes);
+        jw_u64(w, RK(torch_allocated_bytes), oom->torch_allocated_bytes);
     }
-    put_u64(f, RK(site), oom->site, 1);
-    put_open(f, RK(sites), '[');
+    jw_u64(w, RK(site), oom->site);
+    jw_open(w, RK(sites), '[', 0);
     list_site(tables, oom->site);
     for (size_t i = 0; i < view->oom_holder_count; i++) {
         const tracker_site_bytes_t *h = &oom->sites[view->oom_holders[i]];
-        fputs_unlocked(i ? ",{" : "{", f);
-        put_u64(f, RK(site), h->site, 1);
-        put_str(f, RK(kind), report_kind_name(report_view_site_kind(h->site)), 1);
-        put_u64(f, RK(bytes), h->bytes, 0);
+        jw_open(w, NULL, '{', 0);
+        jw_u64(w, RK(site), h->site);
+        jw_str(w, RK(kind), report_kind_name(report_view_site_kind(h->site)));
+        jw_u64(w, RK(bytes), h->bytes);
         const holder_t *held;
-        put_holder_list(f, held, report_view_holders(view->oom_set, h->site, &held));
-        fputc_unlocked('}', f);
+        put_holder_list(w, held, report_view_holders(view->oom_set, h->site, &held));
+        jw_close(w);
         list_site(tables, h->site);
     }
-    fputc_unlocked(']', f);
-    put_search(f, ",", &view->oom_search);
-    fputs_unlocked("},\n", f);
+    jw_close(w);
+    put_search(w, &view->oom_search);
+    jw_close(w);
 }
 
 /* An epoch time of the coarse clock's t, or 0 for none. */
@@ -832,55 +828,51 @@ static uint64_t epoch_ns(const report_view_t *view, uint64_t t)
 
 /* "status": the report's moment, whether tracking ran to it, what was
  * skipped or dropped, and whether growth was judged. */
-static void put_status(FILE *f, const report_view_t *view)
+static void put_status(jw_t *w, const report_view_t *view)
 {
     const char *reason = view->run.stop_reason;
     static const char *const moments[] = { "exit", "signal", "request", "snapshot" };
-    put_open(f, RK(status), '{');
-    put_str(f, RK(moment), moments[view->moment], 1);
-    put_bool(f, RK(complete), view->moment <= REPORT_ON_SIGNAL, 1);
-    put_str(f, RK(tracking), reason ? "off" : "on", 1);
-    put_str(f, RK(reason), reason, 1);
+    jw_open(w, RK(status), '{', 0);
+    jw_str(w, RK(moment), moments[view->moment]);
+    jw_bool(w, RK(complete), view->moment <= REPORT_ON_SIGNAL);
+    jw_str(w, RK(tracking), reason ? "off" : "on");
+    jw_str(w, RK(reason), reason);
     if (view->moment == REPORT_ON_SIGNAL)
-        put_int(f, RK(signal), view->signal, 1);
+        jw_int(w, RK(signal), view->signal);
     else
-        put_str(f, RK(signal), NULL, 1);
-    put_u64(f, RK(locks_skipped), view->locks_skipped, 1);
-    put_u64(f, RK(stacks_dropped), view->run.stacks_dropped, 1);
-    put_u64(f, RK(growth_sites_unfollowed), view->run.growth_sites_unfollowed, 1);
+        jw_str(w, RK(signal), NULL);
+    jw_u64(w, RK(locks_skipped), view->locks_skipped);
+    jw_u64(w, RK(stacks_dropped), view->run.stacks_dropped);
+    jw_u64(w, RK(growth_sites_unfollowed), view->run.growth_sites_unfollowed);
     /* Without it an empty growth list of a short run read as "nothing grew". */
-    put_u64(f, RK(growth_samples), view->growth_samples, 1);
-    put_bool(f, RK(growth_judged), view->growth_judged, 0);
-    fputs_unlocked("},\n", f);
+    jw_u64(w, RK(growth_samples), view->growth_samples);
+    jw_bool(w, RK(growth_judged), view->growth_judged);
+    jw_close(w);
 }
 
-/* The shim's own time, when it was timed (GPULEAK_SELF_TIME), after the
- * totals' last field. */
-static void put_self_time(FILE *f, const selftime_totals_t *self_time)
+/* The shim's own time, when it was timed (GPULEAK_SELF_TIME), in the
+ * totals. */
+static void put_self_time(jw_t *w, const selftime_totals_t *self_time)
 {
     const selftime_totals_t own = *self_time;
     if (own.calls == 0)
         return;
-    fputc_unlocked(',', f);
-    put_u64(f, RK(shim_time_ns), own.ns, 1);
-    put_u64(f, RK(shim_timed_calls), own.calls, 1);
-    put_u64(f, RK(shim_clock_read_ns), (uint64_t)(own.clock_ns + 0.5), 1);
-    put_u64(f, RK(shim_captures), own.captures, 1);
-    put_u64(f, RK(shim_native_stack_ns), own.native_ns, 1);
-    put_u64(f, RK(shim_python_frames_ns), own.python_ns, 1);
-    put_u64(f, RK(shim_intern_ns), own.intern_ns, 1);
-    put_u64(f, RK(shim_native_frames), own.native_frames, 1);
-    put_u64(f, RK(shim_unwound_frames), own.unwound_frames, 1);
-    put_u64(f, RK(shim_reused_frames), own.reused_frames, 0);
+    jw_u64(w, RK(shim_time_ns), own.ns);
+    jw_u64(w, RK(shim_timed_calls), own.calls);
+    jw_u64(w, RK(shim_clock_read_ns), (uint64_t)(own.clock_ns + 0.5));
+    jw_u64(w, RK(shim_captures), own.captures);
+    jw_u64(w, RK(shim_native_stack_ns), own.native_ns);
+    jw_u64(w, RK(shim_python_frames_ns), own.python_ns);
+    jw_u64(w, RK(shim_intern_ns), own.intern_ns);
+    jw_u64(w, RK(shim_native_frames), own.native_frames);
+    jw_u64(w, RK(shim_unwound_frames), own.unwound_frames);
+    jw_u64(w, RK(shim_reused_frames), own.reused_frames);
 }
 
-/* "totals": every kind the driver handed out (host included, tensors not:
- * they live inside segments already counted, and have their own entry
- * under kinds); peak_bytes is GPU memory; the leaked fields are the leaks
- * section's, where PyTorch's cache is not a leak. */
-static void put_totals_section(FILE *f, const report_view_t *view)
+/* Every driver kind's totals summed: tensors left out, they live inside
+ * segments already counted. */
+static totals_t driver_totals(const report_view_t *view)
 {
-    const totals_t *t = &view->totals;
     totals_t all = { 0 };
     for (int k = 0; k < REPORT_KIND_COUNT; k++) {
         const totals_t kt = view->kinds[k];
@@ -895,119 +887,118 @@ static void put_totals_section(FILE *f, const report_view_t *view)
         all.teardown_bytes += kt.teardown_bytes;
         all.teardown_allocations += kt.teardown_allocations;
     }
-    put_open(f, RK(totals), '{');
-    put_u64(f, RK(allocations), all.allocations, 1);
-    put_u64(f, RK(frees), all.frees, 1);
-    put_u64(f, RK(failed_allocations), all.failures, 1);
-    put_u64(f, RK(unknown_frees), view->run.unknown_frees, 1);
-    put_u64(f, RK(bytes_allocated), all.bytes_allocated, 1);
-    put_u64(f, RK(live_bytes), all.live_bytes, 1);
-    put_u64(f, RK(peak_bytes), t->peak_bytes, 1);
-    put_u64(f, RK(peak_time_ns), epoch_ns(view, t->peak_time_ns), 1);
-    put_u64(f, RK(leaked_bytes), view->leaked_bytes, 1);
-    put_u64(f, RK(leaked_allocations), view->leaked_allocations, 1);
-    put_u64(f, RK(kept_bytes), view->kept_bytes, 1);
-    put_u64(f, RK(kept_allocations), view->kept_allocations, 1);
-    put_u64(f, RK(reachable_bytes), view->reachable_bytes, 1);
-    put_u64(f, RK(reachable_allocations), view->reachable_allocations, 1);
-    put_u64(f, RK(teardown_leaked_bytes), all.teardown_bytes, 1);
-    put_u64(f, RK(teardown_leaked_allocations), all.teardown_allocations, 1);
-    put_u64(f, RK(maps), view->run.maps, 1);
-    put_u64(f, RK(unmaps), view->run.unmaps, 1);
-    put_u64(f, RK(sites), view->sites.count, 1);
-    put_u64(f, RK(stacks), view->run.stacks, 1);
-    put_u64(f, RK(shim_bytes), view->shim_bytes, 0);
-    put_self_time(f, &view->run.self_time);
-    fputs_unlocked("},\n", f);
+    return all;
+}
+
+/* "totals": every kind the driver handed out (host included, tensors not:
+ * they have their own entry under kinds); peak_bytes is GPU memory; the
+ * leaked fields are the leaks section's, where PyTorch's cache is not a
+ * leak. */
+static void put_totals_section(jw_t *w, const report_view_t *view)
+{
+    const totals_t *t = &view->totals;
+    totals_t all = driver_totals(view);
+    jw_open(w, RK(totals), '{', 0);
+    jw_u64(w, RK(allocations), all.allocations);
+    jw_u64(w, RK(frees), all.frees);
+    jw_u64(w, RK(failed_allocations), all.failures);
+    jw_u64(w, RK(unknown_frees), view->run.unknown_frees);
+    jw_u64(w, RK(bytes_allocated), all.bytes_allocated);
+    jw_u64(w, RK(live_bytes), all.live_bytes);
+    jw_u64(w, RK(peak_bytes), t->peak_bytes);
+    jw_u64(w, RK(peak_time_ns), epoch_ns(view, t->peak_time_ns));
+    jw_u64(w, RK(leaked_bytes), view->leaked_bytes);
+    jw_u64(w, RK(leaked_allocations), view->leaked_allocations);
+    jw_u64(w, RK(kept_bytes), view->kept_bytes);
+    jw_u64(w, RK(kept_allocations), view->kept_allocations);
+    jw_u64(w, RK(reachable_bytes), view->reachable_bytes);
+    jw_u64(w, RK(reachable_allocations), view->reachable_allocations);
+    jw_u64(w, RK(teardown_leaked_bytes), all.teardown_bytes);
+    jw_u64(w, RK(teardown_leaked_allocations), all.teardown_allocations);
+    jw_u64(w, RK(maps), view->run.maps);
+    jw_u64(w, RK(unmaps), view->run.unmaps);
+    jw_u64(w, RK(sites), view->sites.count);
+    jw_u64(w, RK(stacks), view->run.stacks);
+    jw_u64(w, RK(shim_bytes), view->shim_bytes);
+    put_self_time(w, &view->run.self_time);
+    jw_close(w);
 }
 
 /* "kinds" and "devices": the totals of each. */
-static void put_kinds_and_devices(FILE *f, const report_view_t *view)
+static void put_kinds_and_devices(jw_t *w, const report_view_t *view)
 {
-    put_open(f, RK(kinds), '{');
+    jw_open(w, RK(kinds), '{', 0);
     for (int k = 0; k < REPORT_KIND_COUNT; k++) {
-        fputs_unlocked(k ? "," : "", f);
-        put_key(f, report_kind_name(k));
-        put_totals(f, &view->kinds[k]);
+        jw_open(w, report_kind_name(k), '{', 0);
+        put_totals_fields(w, &view->kinds[k]);
+        jw_close(w);
     }
-    fputs_unlocked("},\n", f);
-    put_open(f, RK(devices), '[');
-    int first = 1;
+    jw_close(w);
+    jw_open(w, RK(devices), '[', 0);
     for (int d = 0; d < TRACKER_MAX_DEVICES; d++) {
         if (!(view->devices_seen & (1ull << d)))
             continue;
-        fputs_unlocked(first ? "{" : ",{", f);
-        put_int(f, RK(device), d, 1);
-        put_totals_fields(f, &view->devices[d]);
-        fputc_unlocked('}', f);
-        first = 0;
+        jw_open(w, NULL, '{', 0);
+        jw_int(w, RK(device), d);
+        put_totals_fields(w, &view->devices[d]);
+        jw_close(w);
     }
-    fputs_unlocked("],\n", f);
+    jw_close(w);
 }
 
 /* The lists of sites at exit: leaks; live at exit as the leaks are but a
  * library's for the process; live at exit too but held by the program's
  * names as Python finished (its shutdown, not the program, left it);
  * teardown leaks; failures; every site. */
-static void put_exit_lists(FILE *f, frame_tables_t *tables, const report_view_t *view)
+static void put_exit_lists(jw_t *w, frame_tables_t *tables, const report_view_t *view)
 {
-    put_list(f, tables, RK(leaks), &view->leaks, SECTION_LEAKS);
-    fputs_unlocked(",\n", f);
-    put_list(f, tables, RK(kept_by_libraries), &view->kept, SECTION_LEAKS);
-    fputs_unlocked(",\n", f);
-    put_list(f, tables, RK(reachable_at_exit), &view->reachable, SECTION_LEAKS);
-    fputs_unlocked(",\n", f);
-    put_list(f, tables, RK(teardown_leaks), &view->teardown, SECTION_TEARDOWN);
-    fputs_unlocked(",\n", f);
-    put_list(f, tables, RK(failures), &view->failures, SECTION_FAILURES);
-    fputs_unlocked(",\n", f);
-    put_list(f, tables, RK(sites), &view->sites, SECTION_SITES);
-    fputs_unlocked(",\n", f);
+    put_list(w, tables, RK(leaks), &view->leaks, SECTION_LEAKS);
+    put_list(w, tables, RK(kept_by_libraries), &view->kept, SECTION_LEAKS);
+    put_list(w, tables, RK(reachable_at_exit), &view->reachable, SECTION_LEAKS);
+    put_list(w, tables, RK(teardown_leaks), &view->teardown, SECTION_TEARDOWN);
+    put_list(w, tables, RK(failures), &view->failures, SECTION_FAILURES);
+    put_list(w, tables, RK(sites), &view->sites, SECTION_SITES);
 }
 
 /* "peak": the GPU's peak, and what each site held at the peak the sites
  * are taken at (the tensors' where PyTorch's events are followed). */
-static void put_peak(FILE *f, frame_tables_t *tables, const report_view_t *view)
+static void put_peak(jw_t *w, frame_tables_t *tables, const report_view_t *view)
 {
     const totals_t *t = &view->totals;
-    put_open(f, RK(peak), '{');
-    put_u64(f, RK(bytes), t->peak_bytes, 1);
-    put_u64(f, RK(time_ns), epoch_ns(view, t->peak_time_ns), 1);
+    jw_open(w, RK(peak), '{', 0);
+    jw_u64(w, RK(bytes), t->peak_bytes);
+    jw_u64(w, RK(time_ns), epoch_ns(view, t->peak_time_ns));
     const totals_t *at = view->peak_is_tensors ? &view->tensors : t;
-    put_str(f, RK(sites_at), view->peak_is_tensors ? "tensors" : "gpu", 1);
-    put_u64(f, RK(sites_at_bytes), at->peak_bytes, 1);
-    put_u64(f, RK(sites_at_time_ns), epoch_ns(view, at->peak_time_ns), 1);
-    put_list(f, tables, RK(sites), &view->peak, SECTION_PEAK);
+    jw_str(w, RK(sites_at), view->peak_is_tensors ? "tensors" : "gpu");
+    jw_u64(w, RK(sites_at_bytes), at->peak_bytes);
+    jw_u64(w, RK(sites_at_time_ns), epoch_ns(view, at->peak_time_ns));
+    put_list(w, tables, RK(sites), &view->peak, SECTION_PEAK);
     if (view->peak_composition.gpu_bytes > 0)
-        put_composition(f, ",", &view->peak_composition);
-    fputs_unlocked("},\n", f);
+        put_composition(w, &view->peak_composition);
+    jw_close(w);
 }
 
 /* "held_at_finish" (null before Python finished, or without Python), and
- * the holder search of a report on request or a snapshot. */
-static void put_held(FILE *f, frame_tables_t *tables, const report_view_t *view)
+ * the holder search of a report on request, or the composition of one no
+ * search was made for. */
+static void put_held(jw_t *w, frame_tables_t *tables, const report_view_t *view)
 {
-    put_key(f, RK(held_at_finish));
     if (view->held_time_ns == 0) {
-        fputs_unlocked("null", f);
+        jw_str(w, RK(held_at_finish), NULL);
     } else {
-        fputc_unlocked('{', f);
-        put_u64(f, RK(time_ns), epoch_ns(view, view->held_time_ns), 1);
-        put_u64(f, RK(gpu_bytes), view->held_gpu_bytes, 1);
-        put_u64(f, RK(tensor_bytes), view->held_tensor_bytes, 1);
-        put_list(f, tables, RK(sites), &view->held, SECTION_HELD);
+        jw_open(w, RK(held_at_finish), '{', 0);
+        jw_u64(w, RK(time_ns), epoch_ns(view, view->held_time_ns));
+        jw_u64(w, RK(gpu_bytes), view->held_gpu_bytes);
+        jw_u64(w, RK(tensor_bytes), view->held_tensor_bytes);
+        put_list(w, tables, RK(sites), &view->held, SECTION_HELD);
         if (view->holder_set != NULL && view->holders_at_finish)
-            put_search(f, ",\n", &view->holders);
-        fputc_unlocked('}', f);
+            put_search(w, &view->holders);
+        jw_close(w);
     }
-    fputs_unlocked(",\n", f);
-    if (view->holder_set != NULL && !view->holders_at_finish) {
-        put_search(f, "", &view->holders);
-        fputs_unlocked(",\n", f);
-    } else if (view->live_composition.gpu_bytes > 0) {
-        put_composition(f, "", &view->live_composition);
-        fputs_unlocked(",\n", f);
-    }
+    if (view->holder_set != NULL && !view->holders_at_finish)
+        put_search(w, &view->holders);
+    else if (view->live_composition.gpu_bytes > 0)
+        put_composition(w, &view->live_composition);
 }
 
 /* The whole report, section by section, in the format's order
@@ -1019,30 +1010,31 @@ static void write_body(FILE *f, const report_view_t *view)
     tables.view = view;
     tables.listed = calloc((size_t)tables.listed_high + 1, 1); /* NULL: no stacks written */
     tables.origins = calloc((size_t)tables.listed_high + 1, sizeof *tables.origins);
-    fputc_unlocked('{', f);
-    put_str(f, RK(format), REPORT_FORMAT_NAME, 1);
-    put_int(f, RK(version), REPORT_FORMAT_VERSION, 1);
-    fputc_unlocked('\n', f);
-    put_open(f, RK(tool), '{');
-    put_str(f, RK(name), "gpuleak", 1);
-    put_str(f, RK(version), GPULEAK_VERSION, 0);
-    fputs_unlocked("},\n", f);
-    put_process(f, view);
-    put_status(f, view);
-    put_totals_section(f, view);
-    put_kinds_and_devices(f, view);
-    put_exit_lists(f, &tables, view);
-    put_timeline(f, view);
-    put_peak(f, &tables, view);
-    put_list(f, &tables, RK(growth), &view->growth, SECTION_GROWTH);
-    fputs_unlocked(",\n", f);
-    put_held(f, &tables, view);
-    put_python_layout(f);
-    put_oom(f, &tables, view);
-    put_frame_tables(f, &tables);
+    jw_t writer = { .f = f }, *w = &writer;
+    jw_open(w, NULL, '{', 1);
+    /* Its first member's text is how replaceable() knows a report. */
+    jw_str(w, RK(format), REPORT_FORMAT_NAME);
+    jw_int(w, RK(version), REPORT_FORMAT_VERSION);
+    jw_open(w, RK(tool), '{', 0);
+    jw_str(w, RK(name), "gpuleak");
+    jw_str(w, RK(version), GPULEAK_VERSION);
+    jw_close(w);
+    put_process(w, view);
+    put_status(w, view);
+    put_totals_section(w, view);
+    put_kinds_and_devices(w, view);
+    put_exit_lists(w, &tables, view);
+    put_timeline(w, view);
+    put_peak(w, &tables, view);
+    put_list(w, &tables, RK(growth), &view->growth, SECTION_GROWTH);
+    put_held(w, &tables, view);
+    put_python_layout(w);
+    put_oom(w, &tables, view);
+    put_frame_tables(w, &tables);
     free_frame_tables(&tables);
-    put_torch_mode(f, view);
-    fputs_unlocked("}\n", f);
+    put_torch_mode(w, view);
+    jw_close(w);
+    fputc_unlocked('\n', f);
 }
 
 /* Whether path may be replaced: it does not exist, or it is a regular
