@@ -96,7 +96,16 @@ class MetricsTest(Base):
         proc = self.start(4, {"GPULEAK_PROMETHEUS_DIR": folder, "GPULEAK_PROMETHEUS_INTERVAL": "1",
                               "RANK": "2", "TORCHELASTIC_RUN_ID": "run7"})
         path = os.path.join(folder, "gpuleak-%s-%d.prom" % (socket.gethostname(), proc.pid))
-        text = self.wait_for(lambda: open(path).read() if os.path.exists(path) else None)
+        def with_a_device():
+            """The file once it has a device's line: the first one may come
+            before the program's first allocation."""
+            try:
+                with open(path) as fh:
+                    text = fh.read()
+            except OSError:
+                return None
+            return text if "gpuleak_device_live_bytes" in text else None
+        text = self.wait_for(with_a_device)
         proc.communicate(timeout=30)
         self.assertIsNotNone(text)
         written = {n for (n, _) in samples(text)}
