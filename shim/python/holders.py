@@ -245,6 +245,7 @@ class _Search:
         self.named = {}  # target index -> (node, suffix, graph)
         self.roles = {}  # target index -> (role, node of what it belongs to or None, key)
         self.grad_of = {}  # a gradient's target index -> id() of its parameter
+        self.outer = {}  # node -> the outermost module's node over it (outermost)
         self.trained = None  # id() of every parameter an optimizer found holds (None: none found)
         self.torch = _Torch()
         ctypes_module = sys.modules.get("_ctypes")
@@ -766,13 +767,22 @@ class _Search:
             fields = (name + tail, "Parameter" if role == "parameter" else "Tensor", kind, file,
                       path + tail if path else "")
             graph = 0
-        outer, n = owner_node, owner_node
-        while n >= 0:
-            obj, parent = self.up(n)
-            if self.torch.is_a(obj, self.torch.module_type):
-                outer = n
-            n = parent
-        return (graph,) + fields + (role, self.name_of(outer, "")[0])
+        return (graph,) + fields + (role, self.name_of(self.outermost(owner_node), "")[0])
+
+    def outermost(self, node):
+        """The outermost module on the path to node (node itself when none
+        is above it), once per node: a model's thousands of tensors share
+        a few owners."""
+        got = self.outer.get(node)
+        if got is None:
+            got, n = node, node
+            while n >= 0:
+                obj, parent = self.up(n)
+                if self.torch.is_a(obj, self.torch.module_type):
+                    got = n
+                n = parent
+            self.outer[node] = got
+        return got
 
     # -- the roots, group by group ---------------------------------------
     def module_roots(self, modules):
