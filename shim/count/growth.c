@@ -97,7 +97,10 @@ void growth_note(uint64_t now_ns, uint64_t (*allocations)(void), uint32_t site_h
         pthread_mutex_unlock(&growth_lock);
         return;
     }
-    uint64_t started_ns = clock_monotonic_ns();
+    /* Its cost in this thread's CPU time: a checkpoint that was descheduled
+     * midway (a loaded machine) must not hold the next ones back for 19
+     * times the time it waited, which left a short run with two samples. */
+    uint64_t started_ns = clock_thread_cpu_ns();
     if (checkpoint_count == GROWTH_CHECKPOINTS)
         halve(site_high);
     size_t c = checkpoint_count++;
@@ -115,7 +118,11 @@ void growth_note(uint64_t now_ns, uint64_t (*allocations)(void), uint32_t site_h
     }
     for (uint32_t s = 0; s <= last; s++)
         series[s][c] = read_site(s);
-    uint64_t wait_ns = (clock_monotonic_ns() - started_ns) * CHECKPOINT_COST_FACTOR;
+    /* The first one's cost is the code's and the tables' first touch (half
+     * a millisecond of page faults and symbol binding against tens of
+     * microseconds after): 19 times it held every checkpoint of a short
+     * run's loop back. */
+    uint64_t wait_ns = c == 0 ? 0 : (clock_thread_cpu_ns() - started_ns) * CHECKPOINT_COST_FACTOR;
     atomic_store(&next_due_ns, now_ns + (wait_ns > interval_ns ? wait_ns : interval_ns));
     atomic_store(&next_allowed_ns, clock_monotonic_ns() + wait_ns);
     pthread_mutex_unlock(&growth_lock);
