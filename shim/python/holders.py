@@ -747,11 +747,12 @@ class _Search:
     def answer_fields(self, i, node, suffix, graph):
         """The answer's fields for target i, met at node: whether a graph
         saved it, its holder's name, type, owner type, file and path, its
-        role and the name of what it belongs to. A module's parameter, gradient or buffer is
-        named through its module (model.fc.weight.grad), whatever path
-        met it first (an optimizer's state is keyed by the parameters);
-        its part is the outermost module over it (model, not model.fc);
-        an optimizer's state's, the optimizer; else the holder itself."""
+        role and the name of what it belongs to. A module's parameter,
+        gradient or buffer is named through its module
+        (model.fc.weight.grad), whatever path met it first (an optimizer's
+        state is keyed by the parameters); its part is the outermost module
+        over it (model, not model.fc); an optimizer's state's, the
+        optimizer; else the holder itself."""
         role, owner_node, key = self.roles.get(i, ("saved" if graph else "held", None, None))
         # A gradient no optimizer found steps: computed and kept for nothing
         # (said only when an optimizer was found: one gone by exit would

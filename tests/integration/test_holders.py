@@ -663,6 +663,18 @@ class HoldersTest(unittest.TestCase):
             role = [line for line in self.last_answer().split("\n") if line.startswith("1\t")][0].split("\t")[7]
             self.assertEqual(role, "gradient")
 
+    def test_a_module_s_odd_keys_do_not_end_the_search(self):
+        """A parameter kept under a key that is no str (a program's own
+        _parameters): the search still ends well, and names the tensor by
+        the path that met it."""
+        with fake_torch() as torch:
+            model = torch.nn.Linear(256)
+            extra = torch.nn.Parameter(512)
+            model.__dict__["_parameters"][7] = extra
+            found, ending = search({"model": model}, [(extra.data_ptr(), 512, 1, " t")])
+        self.assertEqual(ending[2], "all")
+        self.assertIn(1, found)
+
     def last_answer(self):
         return answers[-1]
 
