@@ -257,8 +257,7 @@ static void print_search(FILE *f, const load_report_t *r)
     fprintf(f, "; it named holders for %s of the %s held (%.0f%%).\n", units_format_size(named, a),
             units_format_size(r->held_bytes, b),
             r->held_bytes ? 100.0 * (double)named / (double)r->held_bytes : 100.0);
-    composition_print(f, 2, COMPOSITION_AT_FINISH, &r->held_composition);
-    diagnosis_composition(f, 2, &r->held_composition, 0);
+    diagnosis_composition(f, 2, COMPOSITION_AT_FINISH, &r->held_composition);
 }
 
 static void print_oom(FILE *f, const load_report_t *r, const text_options_t *o)
@@ -282,8 +281,7 @@ static void print_oom(FILE *f, const load_report_t *r, const text_options_t *o)
     fputc('\n', f);
     diagnosis_oom_t d = { oom->site.bytes, oom->torch_allocated_bytes, oom->torch_reserved_bytes };
     diagnosis_oom(f, 2, &d);
-    composition_print(f, 2, COMPOSITION_AT_OOM, &oom->composition);
-    diagnosis_composition(f, 2, &oom->composition, 1);
+    diagnosis_composition(f, 2, COMPOSITION_AT_OOM, &oom->composition);
     fprintf(f, "  %s was live then", units_format_size(oom->live_bytes, a));
     if (oom->holders.n == 0) {
         fputs("\n", f);
@@ -423,8 +421,7 @@ void text_print(FILE *f, const load_report_t *r, const text_options_t *o)
                                : text_killed(r) ? "Leaks (live when a signal ended the program)"
                                            : "Leaks (still live at exit)",
                  "leak", o);
-    composition_print(f, 2, COMPOSITION_AT_REPORT, &r->request_composition);
-    diagnosis_composition(f, 2, &r->request_composition, 1);
+    diagnosis_composition(f, 2, COMPOSITION_AT_REPORT, &r->request_composition);
     uint64_t kept_bytes = 0;
     for (size_t i = 0; i < r->kept.n; i++)
         kept_bytes += r->kept.v[i].bytes;

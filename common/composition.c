@@ -62,13 +62,6 @@ void composition_add(composition_t *c, composition_role_t role, const char *name
     composition_part_t *top = c->by[role];
     int at = COMPOSITION_TOP;
     for (int i = 0; i < COMPOSITION_TOP; i++)
-        if (top[i].name != NULL && strcmp(top[i].name, name) == 0) {
-            bytes = units_add(bytes, top[i].bytes);
-            memmove(&top[i], &top[i + 1], (size_t)(COMPOSITION_TOP - 1 - i) * sizeof *top);
-            top[COMPOSITION_TOP - 1] = (composition_part_t){ 0 };
-            break;
-        }
-    for (int i = 0; i < COMPOSITION_TOP; i++)
         if (top[i].name == NULL || top[i].bytes < bytes) {
             at = i;
             break;

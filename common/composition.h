@@ -68,8 +68,8 @@ int composition_role_of_word(const char *word);
 int composition_role_of_name(const char *name);
 
 /* Adds bytes of role owned by name (NULL: no owner to list) into c, keeping
- * each role's COMPOSITION_TOP largest owners. An owner met again is summed
- * only while it is in the top: callers add each owner's bytes at once. */
+ * each role's COMPOSITION_TOP largest owners. Add each owner's bytes of a
+ * role in one call: a second call lists it twice. */
 void composition_add(composition_t *c, composition_role_t role, const char *name, uint64_t bytes);
 
 /* Whether c says anything about PyTorch (a tensor or its cache seen): the

@@ -148,8 +148,10 @@ static int untrained(FILE *f, int indent, const composition_t *c)
     return 1;
 }
 
-int diagnosis_composition(FILE *f, int indent, const composition_t *c, int running)
+int diagnosis_composition(FILE *f, int indent, composition_moment_t moment, const composition_t *c)
 {
+    composition_print(f, indent, moment, c);
+    int running = moment != COMPOSITION_AT_FINISH;
     return graphs(f, indent, c, running) + copies(f, indent, c) + untrained(f, indent, c);
 }
 

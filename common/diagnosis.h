@@ -5,6 +5,8 @@
 #ifndef GPULEAK_DIAGNOSIS_H
 #define GPULEAK_DIAGNOSIS_H
 
+#include "composition.h"
+
 #include <stdint.h>
 #include <stdio.h>
 
@@ -22,20 +24,20 @@ typedef struct diagnosis_oom {
  * driver's OOM). Returns 1 when it named a cause, else 0. */
 int diagnosis_oom(FILE *f, int indent, const diagnosis_oom_t *oom);
 
-/* Writes, indented, every cause the composition c holds the evidence for
- * (docs/diagnosis.md), each with its cure:
+/* Writes, indented, the composition c of moment (composition_print's
+ * line), then every cause it holds the evidence for (docs/diagnosis.md),
+ * each with its cure:
  * - an autograd graph kept: memory saved for backward owned by one name,
- *   at least 1% of the GPU memory then (while the program ran, running: at
- *   an OOM or a report on request, not for a frame's local or the
- *   exception being handled: the step under way was using its graph);
+ *   at least 1% of the GPU memory then (but while the program ran, at an
+ *   OOM or a report on request, not for a frame's local or the exception
+ *   being handled: the step under way was using its graph);
  * - a second copy of the weights: two outermost modules with parameters of
  *   the same size within 2%, or a name holding other tensors that weigh
  *   what a module's parameters do (a checkpoint kept on the GPU), each at
  *   least 1%;
  * - gradients no optimizer steps, at least 1%.
  * Returns how many causes it named. */
-struct composition;
-int diagnosis_composition(FILE *f, int indent, const struct composition *c, int running);
+int diagnosis_composition(FILE *f, int indent, composition_moment_t moment, const composition_t *c);
 
 /* Writes, indented, what dominated the peak in c (the tensors at their
  * peak by the role their calls imply, composition_role_of_call) and the
@@ -44,7 +46,7 @@ int diagnosis_composition(FILE *f, int indent, const struct composition *c, int 
  * the weights and their gradients, when that part is the largest and at
  * least 40% of the peak. Meant for a run that ran out of memory: a clean
  * run gets no advice. Returns 1 when it gave a lever. */
-int diagnosis_peak(FILE *f, int indent, const struct composition *c);
+int diagnosis_peak(FILE *f, int indent, const composition_t *c);
 
 /* Writes, indented, the cause one holder of a finding's memory shows by
  * itself: its autograd graph kept (graph: bytes it holds saved for

@@ -280,8 +280,7 @@ static void print_held(FILE *f, const report_view_t *view)
                 (unsigned long long)hs->objects, hs->elapsed_ns / 1e9, hs->ended,
                 units_format_size(named, b),
                 view->held_bytes ? 100.0 * (double)named / (double)view->held_bytes : 100.0);
-        composition_print(f, 2, COMPOSITION_AT_FINISH, &hs->composition);
-        diagnosis_composition(f, 2, &hs->composition, 0);
+        diagnosis_composition(f, 2, COMPOSITION_AT_FINISH, &hs->composition);
     }
 }
 
@@ -341,8 +340,7 @@ static void print_oom(FILE *f, const report_view_t *view)
     fputs(".\n", f);
     diagnosis_oom_t d = { oom->bytes_asked, oom->torch_allocated_bytes, oom->torch_reserved_bytes };
     diagnosis_oom(f, 0, &d);
-    composition_print(f, 0, COMPOSITION_AT_OOM, &view->oom_search.composition);
-    diagnosis_composition(f, 0, &view->oom_search.composition, 1);
+    diagnosis_composition(f, 0, COMPOSITION_AT_OOM, &view->oom_search.composition);
     fprintf(f, "%s was live then; the largest holders:\n", units_format_size(oom->live_bytes, b));
     for (size_t i = 0; i < view->oom_holder_count && i < (size_t)view->run.summary_sites; i++) {
         const tracker_site_bytes_t *h = &oom->sites[view->oom_holders[i]];
