@@ -91,3 +91,9 @@ uint32_t capture_site(alloc_kind_t kind, int device)
     selftime_capture_end(&timing, native_count);
     return site;
 }
+
+uint32_t capture_site_of_frames(alloc_kind_t kind, int device, const python_frame_t *python,
+                                int count)
+{
+    return stacks_intern(site_tag(kind, device), NULL, 0, python, count);
+}

@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 
+#include "python.h"
 #include "tracker.h"
 
 /* Captures the calling thread's stack (native, then Python, as deep as
@@ -18,5 +19,11 @@
  * device's) frameless site; 0 when the depot is full. Blocks on nothing but
  * the depot's insert lock. */
 uint32_t capture_site(alloc_kind_t kind, int device);
+
+/* The site of an allocation a framework recorded the Python frames of
+ * itself (innermost first), with no native frames: for arrays seen only in
+ * a snapshot of the framework's pool (pools.h). 0 when the depot is full. */
+uint32_t capture_site_of_frames(alloc_kind_t kind, int device, const python_frame_t *python,
+                                int count);
 
 #endif

@@ -12,6 +12,7 @@
 #include "timeline.h"
 #include "torch_trace.h"
 #include "tracker.h"
+#include "vmm_maps.h"
 
 #include <cuda.h>
 #include <errno.h>
@@ -106,8 +107,10 @@ static void record_alloc(alloc_kind_t kind, CUresult result, uint64_t key, size_
     }
     /* How PyTorch's segments arrive (device, VMM), or its cudaMallocAsync
      * backend's tensors (pool), which the adapter then names as refused. */
-    if (kind == REPORT_KIND_device || kind == REPORT_KIND_vmm || kind == REPORT_KIND_pool)
+    if (kind == REPORT_KIND_device || kind == REPORT_KIND_vmm || kind == REPORT_KIND_pool) {
         torch_trace_notice_segment(kind, key);
+        search_pools_soon();  /* CuPy's first chunk: its hook, registered soon, sees the arrays */
+    }
 }
 
 /* The common shape of a free: the record leaves the table before the driver
@@ -245,11 +248,19 @@ EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 }
 
 /* Maps and unmaps move no physical memory; they are counted for the report
- * (a handle released while still mapped stays resident until unmapped). */
-static CUresult count_mapping(CUresult result, size_t size, int is_unmap)
+ * (a handle released while still mapped stays resident until unmapped), and
+ * where each handle is mapped is kept (vmm_maps.h): the program's objects
+ * name VMM memory by those addresses. */
+static CUresult count_mapping(CUresult result, CUdeviceptr ptr, size_t size,
+                              CUmemGenericAllocationHandle handle, int is_unmap)
 {
-    if (result == CUDA_SUCCESS && guard_depth == 0 && start_tracking(wrappers_sample_point))
-        tracker_map(size, is_unmap);
+    if (result != CUDA_SUCCESS || guard_depth != 0 || !start_tracking(wrappers_sample_point))
+        return result;
+    tracker_map(size, is_unmap);
+    if (is_unmap)
+        vmm_maps_remove(ptr, size);
+    else
+        vmm_maps_add(ptr, size, handle);
     return result;
 }
 
@@ -259,7 +270,7 @@ EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
     REAL(cuMemMap, CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long);
     CUresult result = real(ptr, size, offset, handle, flags);
     int driver_errno = errno;
-    result = count_mapping(result, size, 0);
+    result = count_mapping(result, ptr, size, handle, 0);
     errno = driver_errno;
     return result;
 }
@@ -269,7 +280,7 @@ EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
     REAL(cuMemUnmap, CUdeviceptr, size_t);
     CUresult result = real(ptr, size);
     int driver_errno = errno;
-    result = count_mapping(result, size, 1);
+    result = count_mapping(result, ptr, size, 0, 1);
     errno = driver_errno;
     return result;
 }

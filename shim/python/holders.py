@@ -14,7 +14,8 @@
 # name. It matches the objects that expose device memory against targets:
 # "start size id [t]" lines sorted by start, one per live allocation (t:
 # PyTorch's memory, a tensor's or its allocator's segment). Device
-# memory is seen as a PyTorch tensor's data_ptr(), a C-level
+# memory is seen as a PyTorch tensor's data_ptr(), a JAX array's buffer
+# pointer (its own unsafe_buffer_pointer), a C-level
 # __cuda_array_interface__ (CuPy), a ctypes number, or any int kept by an
 # object whose value lies inside an allocation (Numba's and hand-made
 # arrays, an interface set on the instance). For a tensor with an autograd
@@ -270,10 +271,19 @@ class _Search:
         self.heap = []  # gc.get_objects()'s list, once made
 
     # -- matching --------------------------------------------------------
+    @staticmethod
+    def is_jax_array(kind):
+        """Whether kind is jaxlib's array type (ArrayImpl, defined in C++:
+        its Python-level __cuda_array_interface__ is JAX's code too)."""
+        d = _type_dict(kind)
+        module = d.get("__module__")
+        return _type_name(kind) == "ArrayImpl" and type(module) is str \
+            and module.startswith("jaxlib")
+
     def classify(self, kind):
         """1: a tensor; 2: a C-level __cuda_array_interface__; 3: a ctypes
-        number; 4: a torch.nn.Module; 5: a torch.optim.Optimizer; 0:
-        nothing to read (its numbers are still matched)."""
+        number; 4: a torch.nn.Module; 5: a torch.optim.Optimizer; 6: a JAX
+        array; 0: nothing to read (its numbers are still matched)."""
         mro = _type_mro(kind)
         if self.torch.tensor_type is not None and self.torch.tensor_type in mro:
             return 1
@@ -284,6 +294,8 @@ class _Search:
         desc = _lookup(kind, "__cuda_array_interface__")
         if type(desc) in (_getset_type, _member_type):
             return 2
+        if self.is_jax_array(kind):
+            return 6
         if self.simple_cdata is not None and self.simple_cdata in mro and kind is not self.simple_cdata:
             return 3
         return 0
@@ -379,6 +391,10 @@ class _Search:
                 self.note(data[0], node, "", 0)
         elif kind == 3:
             self.note(_read(obj, _lookup(self.simple_cdata, "value")), node, "", 0)
+        elif kind == 6:
+            # JAX's own reader of its array's buffer (a sharded array's
+            # raises: its shards are arrays the walk meets on their own).
+            self.note(_lookup(type(obj), "unsafe_buffer_pointer")(obj), node, "", 0)
 
     def look(self, found):
         """Matches what a walk found against the targets, in the order met."""

@@ -7,9 +7,11 @@
 #include "lifecycle.h"
 #include "pylayout.h"
 #include "holder_set.h"
+#include "pools.h"
 #include "bounded.h"
 #include "refwalk.h"
 #include "tracker.h"
+#include "vmm_maps.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -133,10 +135,55 @@ static char *read_layout(int keep)
  * have a few hundred thousand. */
 #define TARGETS_MAX 1000000
 
-static int by_key(const void *a, const void *b)
+/* A target of the search: where a live allocation is seen by the program
+ * (its address; VMM memory's, where its handle is mapped), and its record. */
+typedef struct target {
+    uint64_t start;
+    size_t record;
+} target_t;
+
+static int by_start(const void *a, const void *b)
 {
-    const tracker_record_t *x = a, *y = b;
-    return x->key < y->key ? -1 : x->key > y->key;
+    const target_t *x = a, *y = b;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* The targets holders.py reads, one "start size id[ t]" line each, sorted
+ * by start, as malloc'd text (NULL when memory is short). A VMM handle is
+ * no address: its memory is looked for where it is mapped, or not at all;
+ * a CUDA array's handle never. */
+static char *targets_text(const tracker_record_t *records, size_t count)
+{
+    target_t *targets = malloc((count ? count : 1) * sizeof *targets);
+    /* At most 20 + 20 + 7 + 5 characters a line. */
+    char *text = malloc(count * 52 + 1);
+    if (targets == NULL || text == NULL) {
+        free(targets);
+        free(text);
+        return NULL;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < count; i++) {
+        uint64_t start = records[i].key;
+        if (records[i].kind == REPORT_KIND_vmm)
+            start = vmm_maps_address_of(start);
+        else if (records[i].kind == REPORT_KIND_array)
+            start = 0;
+        if (start != 0)
+            targets[n++] = (target_t){ start, i };
+    }
+    qsort(targets, n, sizeof *targets, by_start);
+    size_t used = 0;
+    for (size_t i = 0; i < n; i++) {
+        const tracker_record_t *r = &records[targets[i].record];
+        used += (size_t)sprintf(text + used, "%llu %llu %zu%s\n",
+                                (unsigned long long)targets[i].start,
+                                (unsigned long long)r->size, targets[i].record,
+                                r->kind == REPORT_KIND_tensor ? " t" : "");
+    }
+    text[used] = '\0';
+    free(targets);
+    return text;
 }
 
 /* Asks holders.py, with the GIL held, who keeps the live allocations now;
@@ -151,20 +198,11 @@ static holder_set_t *run_search(const char *layout, const char *moment)
         return NULL;
     if (count > TARGETS_MAX)
         count = TARGETS_MAX;
-    qsort(records, count, sizeof *records, by_key);
-    /* "start size id[ t]\n", at most 20 + 20 + 7 + 5 characters a line. */
-    char *targets = malloc(count * 52 + 1);
+    char *targets = targets_text(records, count);
     if (targets == NULL) {
         free(records);
         return NULL;
     }
-    size_t used = 0;
-    for (size_t i = 0; i < count; i++)
-        used += (size_t)sprintf(targets + used, "%llu %llu %zu%s\n",
-                                (unsigned long long)records[i].key,
-                                (unsigned long long)records[i].size, i,
-                                records[i].kind == REPORT_KIND_tensor ? " t" : "");
-    targets[used] = '\0';
     py_object_t *globals;
     py_object_t *find = embedded_function(search_holders_py, "find", &globals);
     py_object_t *walker = find != NULL ? refwalk_new() : NULL;
@@ -252,12 +290,119 @@ static void search_at(search_moment_t moment)
     free(layout);
 }
 
-/* The atexit callback: the program's own callbacks registered before
- * tracking started have not run yet, the later ones have; its modules are
- * whole. */
+/* 1 once the atexit callback ran. */
 static _Atomic int finished;
 /* 1 once search_watch found an interpreter up (the py table is whole). */
 static _Atomic int python_up;
+
+/* ------------------------------------------------------------ the pools */
+
+/* 1 once CuPy's hook is registered on the main thread (pools.h). */
+static _Atomic int cupy_armed;
+static _Atomic uint64_t pools_cost_ns;  /* the last checkpoint's */
+
+/* pools.py's function name, from its namespace, run once and kept for
+ * the process's life (the checkpoints come often: compiling the file each
+ * time would cost them more than their work). With the GIL held. */
+static py_object_t *pools_function(const char *name)
+{
+    static py_object_t *globals;
+    if (globals == NULL) {
+        py_object_t *first = embedded_function(search_pools_py, "arrays", &globals);
+        if (first == NULL) {
+            py.clear_error();
+            py_release(globals);
+            globals = NULL;
+            return NULL;
+        }
+    }
+    return py.dict_get(globals, name);
+}
+
+/* Registers CuPy's hook when CuPy is loaded and it is not yet. */
+static void arm_cupy(void)
+{
+    void *hooks[3];
+    py_object_t *arm = pools_function("arm");
+    if (atomic_load(&cupy_armed) || arm == NULL || pools_hook_functions(hooks) != 0)
+        return;
+    char *answer = answer_text(py.call(arm, "OOO", hooks[0], hooks[1], hooks[2]));
+    if (answer != NULL && strcmp(answer, "cupy") == 0) {
+        atomic_store(&cupy_armed, 1);
+        pools_armed();
+    }
+    free(answer);
+    for (int i = 0; i < 3; i++)
+        py_release(hooks[i]);
+}
+
+/* Reads the arrays inside JAX's and CuPy's pools into the records
+ * (pools_sync), with the GIL held; heap: CuPy's too (found among every
+ * object the collector tracks). */
+static void sync_pools(int heap)
+{
+    uint64_t began = clock_monotonic_ns();
+    arm_cupy();
+    char *known = pools_known();
+    py_object_t *arrays = pools_function("arrays");
+    char *listing = answer_text(arrays != NULL ? py.call(arrays, "si", known != NULL ? known : "",
+                                                         heap)
+                                               : NULL);
+    free(known);
+    pools_sync(listing);
+    free(listing);
+    atomic_store(&pools_cost_ns, clock_monotonic_ns() - began);
+}
+
+static _Atomic int pools_asked;  /* a checkpoint's pending call not yet run */
+
+static int pools_call(void *unused)
+{
+    (void)unused;
+    if (!py.is_finalizing() && !atomic_load(&finished) && lifecycle_report_owed()) {
+        int saved_errno = errno;
+        guard_depth++;
+        sync_pools(0);
+        guard_depth--;
+        errno = saved_errno;
+    }
+    atomic_store(&pools_asked, 0);
+    return 0;
+}
+
+/* Asks the main thread for a checkpoint of the pools, unless one is asked
+ * for already. Any thread, no GIL. */
+static void ask_pools(void)
+{
+    if (atomic_load(&python_up) && !py.is_finalizing() && !atomic_load(&finished)
+        && !atomic_exchange(&pools_asked, 1) && py.add_pending_call(pools_call, NULL) != 0)
+        atomic_store(&pools_asked, 0);
+}
+
+void search_pools_soon(void)
+{
+    static _Atomic uint64_t last_ns;
+    if (atomic_load(&cupy_armed) || !atomic_load(&python_up))
+        return;
+    uint64_t now = clock_coarse_ns(), last = atomic_load(&last_ns);
+    if (now - last >= SEARCH_POOLS_SOON_NS && atomic_compare_exchange_strong(&last_ns, &last, now))
+        ask_pools();
+}
+
+uint64_t search_pools_tick(uint64_t now_ns)
+{
+    if (!atomic_load(&python_up))
+        return UINT64_MAX;
+    ask_pools();
+    if (!pools_want_checkpoints())
+        return now_ns + SEARCH_POOLS_IDLE_NS;
+    uint64_t spaced = atomic_load(&pools_cost_ns) * SEARCH_POOLS_COST_FACTOR;
+    return now_ns + (spaced > SEARCH_POOLS_INTERVAL_NS ? spaced : SEARCH_POOLS_INTERVAL_NS);
+}
+
+/* The atexit callback: the program's own callbacks registered before
+ * tracking started have not run yet, the later ones have; its modules are
+ * whole. */
 
 static py_object_t *at_finish(py_object_t *self, py_object_t *unused)
 {
@@ -268,6 +413,7 @@ static py_object_t *at_finish(py_object_t *self, py_object_t *unused)
         /* layout.py's stats of folders that do not exist fail by design. */
         int saved_errno = errno;
         guard_depth++;
+        sync_pools(1);  /* JAX's and CuPy's arrays as they stand, before the snapshot */
         tracker_take_held();
         search_at(SEARCH_AT_EXIT);
         guard_depth--;
@@ -288,6 +434,7 @@ static void search_now(search_moment_t moment)
         return;
     int saved_errno = errno;
     guard_depth++;
+    sync_pools(1);
     search_at(moment);
     guard_depth--;
     errno = saved_errno;

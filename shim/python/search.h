@@ -26,9 +26,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* shim/python/holders.py and shim/python/layout.py, NUL-terminated (embedded_py.S). */
+/* shim/python/holders.py, layout.py and pools.py, NUL-terminated (embedded_py.S). */
 extern const char search_holders_py[] __attribute__((visibility("hidden")));
 extern const char search_layout_py[] __attribute__((visibility("hidden")));
+extern const char search_pools_py[] __attribute__((visibility("hidden")));
 
 /* Registers the atexit callback when a CPython interpreter is up in this
  * process: asks its main thread to do it (Py_AddPendingCall), and returns
@@ -64,5 +65,26 @@ void search_at_oom(void);
  * finishing, the main thread busy in C code past the wait). Call from the
  * reporter thread only: a thread that holds the GIL would wait in vain. */
 int search_on_request(uint64_t wait_ns);
+
+/* The pools' checkpoints (pools.h): JAX's arrays are seen only in its
+ * listings of them, taken by the main thread from a pending call. The
+ * reporter thread calls search_pools_tick when the time it returned has
+ * come: it asks for a checkpoint (at most one waits at a time) and returns
+ * when the next is due: SEARCH_POOLS_IDLE_NS while no JAX is found (the
+ * checkpoint also registers CuPy's hook once CuPy is loaded), then
+ * SEARCH_POOLS_INTERVAL_NS or SEARCH_POOLS_COST_FACTOR times what the last
+ * one took, whichever is longer, so that they cost the program at most
+ * about 2% of its time; UINT64_MAX without Python. */
+#define SEARCH_POOLS_IDLE_NS (1000ull * 1000 * 1000)
+#define SEARCH_POOLS_INTERVAL_NS (100ull * 1000 * 1000)
+#define SEARCH_POOLS_COST_FACTOR 50
+uint64_t search_pools_tick(uint64_t now_ns);
+
+/* A driver allocation was made: asks for a checkpoint at once, at most
+ * every SEARCH_POOLS_SOON_NS, until CuPy's hook is registered, so that the
+ * hook sees the arrays after a pool's first chunk. Any thread, no GIL;
+ * costs a load once the hook is in. */
+#define SEARCH_POOLS_SOON_NS (100ull * 1000 * 1000)
+void search_pools_soon(void);
 
 #endif

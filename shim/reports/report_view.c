@@ -10,6 +10,7 @@
 #include "lifecycle.h"
 #include "log.h"
 #include "origin.h"
+#include "pools.h"
 #include "bounded.h"
 #include "python.h"
 #include "rank.h"
@@ -566,7 +567,8 @@ int report_view_gather(report_view_t *view, report_moment_t moment, int signal)
     view->now_ns = clock_coarse_ns();
     gather_run(&view->run);
     gather_totals(view, moment);
-    site_context_t ctx = { .followed = torch_events_followed() && view->tensors.allocations > 0 };
+    site_context_t ctx = { .followed = (torch_events_followed() || pools_followed())
+                                       && view->tensors.allocations > 0 };
     ctx.allocations = tracker_allocation_count();
     uint32_t high = tracker_site_count();
     /* Where Python finished, its moment is the growth rule's last sample:

@@ -215,8 +215,10 @@ static void *reporter_main(void *unused)
     uint64_t interval_ns = (uint64_t)config.flush_interval_s * 1000000000ull;
     uint64_t snapshot_ns = interval_ns > 0 ? monotonic_ns() + interval_ns : UINT64_MAX;
     uint64_t metrics_ns = metrics_enabled() ? monotonic_ns() : UINT64_MAX;
+    uint64_t pools_ns = monotonic_ns() + SEARCH_POOLS_IDLE_NS;
     for (;;) {
         uint64_t until = snapshot_ns < metrics_ns ? snapshot_ns : metrics_ns;
+        until = pools_ns < until ? pools_ns : until;
         if (atomic_load(&main_gone)) {
             if (alone() != 0)
                 break;
@@ -240,6 +242,10 @@ static void *reporter_main(void *unused)
                 metrics_write();
             metrics_ns = monotonic_ns() + metrics_interval_ns();
         }
+        if (monotonic_ns() >= pools_ns)
+            pools_ns = atomic_load(&lifecycle_state_now) == LIFECYCLE_TRACKING
+                           ? search_pools_tick(monotonic_ns())
+                           : monotonic_ns() + SEARCH_POOLS_IDLE_NS;
         if (monotonic_ns() >= snapshot_ns) {
             if (atomic_load(&lifecycle_state_now) == LIFECYCLE_TRACKING)
                 report_write(REPORT_SNAPSHOT, 0, 0);

@@ -662,6 +662,16 @@ int python_key(int max, uint64_t *key)
     return walk(NULL, max, key);
 }
 
+/* Contract in python.h. */
+python_frame_t python_frame_of(const void *code, long addr)
+{
+    uintptr_t c = (uintptr_t)code;
+    if (!py_on || !ptr_ok(c) || !is_type(c, type_code))
+        return 0;
+    uint32_t index = intern_code(c);
+    return ((uint64_t)index << 32) | cached_line(index, c, addr);
+}
+
 /* Contract in python.h. Lock-free: records are immutable once published. */
 int python_describe(python_frame_t frame, const char **function,
                     const char **file, int *line)

@@ -39,6 +39,13 @@ int python_capture(python_frame_t *out, int max);
  * line give different keys. */
 int python_key(int max, uint64_t *key);
 
+/* The packed frame of a live code object executing at byte offset addr,
+ * as python_capture would take it: for frames a framework recorded itself
+ * (JAX keeps each array's (code, instruction) pairs). Call with the GIL
+ * held, the code object kept alive by the caller. 0 when code is no code
+ * object or Python support is off. */
+python_frame_t python_frame_of(const void *code, long addr);
+
 /* Describes a packed frame for the report: qualified function name, file and
  * line. The strings are owned by the python module and live until exit.
  * Returns 0 on success, -1 for a frame this module never produced. */

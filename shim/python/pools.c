@@ -1,0 +1,449 @@
+#define _GNU_SOURCE
+#include "pools.h"
+#include "capture.h"
+#include "guard.h"
+#include "lifecycle.h"
+#include "python.h"
+#include "real_dl.h"
+#include "tracker.h"
+#include "vmm_maps.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uthash.h>
+
+#define POOLS_NAME(name) #name,
+static const char *const framework_names[POOLS_COUNT] = { POOLS_FRAMEWORKS(POOLS_NAME) };
+
+const char *pools_framework_name(int framework)
+{
+    return framework >= 0 && framework < POOLS_COUNT ? framework_names[framework] : "unknown";
+}
+
+/* One array recorded as a tensor. */
+typedef struct pool_array {
+    uint64_t address;       /* the hash key */
+    uint64_t size;
+    uint64_t identity;      /* tells it from a later array at the same address */
+    uint64_t listed;        /* the last listing that had it */
+    int framework;
+    UT_hash_handle hh;
+} pool_array_t;
+
+/* Every function runs with the GIL held, which orders them; the lock
+ * keeps the table whole should a framework call a hook without it. */
+static pthread_mutex_t arrays_lock = PTHREAD_MUTEX_INITIALIZER;
+static pool_array_t *arrays;
+static uint64_t listings;             /* pools_sync calls so far */
+static pools_counts_t counts[POOLS_COUNT];
+static _Atomic int followed, jax_loaded;
+
+/* Records an array at address as a tensor of site; returns its entry, or
+ * NULL when memory is lacking (then tracking goes off). */
+static pool_array_t *record(int framework, uint64_t address, uint64_t size, uint64_t identity,
+                            int device, uint32_t site)
+{
+    pool_array_t *a = malloc(sizeof *a);
+    if (a == NULL || tracker_alloc(REPORT_KIND_tensor, address, size, device, NULL, site) != 0) {
+        free(a);
+        lifecycle_disable("no memory left for allocation records");
+        return NULL;
+    }
+    *a = (pool_array_t){ .address = address, .size = size, .identity = identity,
+                         .framework = framework };
+    HASH_ADD(hh, arrays, address, sizeof a->address, a);
+    counts[framework].live_arrays++;
+    counts[framework].live_bytes += size;
+    atomic_store(&followed, 1);
+    return a;
+}
+
+/* Frees a's record and forgets it. */
+static void forget(pool_array_t *a)
+{
+    if (python_finished())
+        tracker_take_held();  /* the frees of Python's shutdown come after its snapshot */
+    tracker_pending_t pending;
+    tracker_free_begin(SPACE_TENSOR, a->address, &pending);
+    tracker_free_end(&pending, 1);
+    counts[a->framework].live_arrays--;
+    counts[a->framework].live_bytes -= a->size;
+    HASH_DEL(arrays, a);
+    free(a);
+}
+
+static int framework_of(const char *name, size_t length)
+{
+    for (int i = 0; i < POOLS_COUNT; i++)
+        if (strlen(framework_names[i]) == length && memcmp(framework_names[i], name, length) == 0)
+            return i;
+    return -1;
+}
+
+/* The site of frames ("code:offset,..." innermost first, or "-"). */
+static uint32_t site_of_frames(const char *frames, int device)
+{
+    python_frame_t python[64];
+    int n = 0;
+    for (const char *p = frames; *p != '\0' && *p != '-' && n < 64;) {
+        char *end;
+        unsigned long long code = strtoull(p, &end, 10);
+        if (*end != ':')
+            break;
+        long offset = strtol(end + 1, &end, 10);
+        python_frame_t frame = python_frame_of((const void *)(uintptr_t)code, offset);
+        if (frame != 0)
+            python[n++] = frame;
+        p = *end == ',' ? end + 1 : end;
+        if (*end != ',')
+            break;
+    }
+    return capture_site_of_frames(REPORT_KIND_tensor, device, python, n);
+}
+
+/* A driver block the program sees at start: its address (VMM memory's
+ * where its handle is mapped), its record's key and kind. */
+typedef struct block {
+    uint64_t start, size, key;
+    int kind;
+} block_t;
+
+static int by_start(const void *a, const void *b)
+{
+    const block_t *x = a, *y = b;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* The live driver blocks not yet anyone's cache, sorted by start, in
+ * memory the caller frees (*n of them); NULL when none or memory is short. */
+static block_t *driver_blocks(size_t *n)
+{
+    size_t count;
+    *n = 0;
+    tracker_record_t *records = tracker_live_records(&count);
+    block_t *blocks = records != NULL ? malloc(count * sizeof *blocks) : NULL;
+    for (size_t i = 0; blocks != NULL && i < count; i++) {
+        int kind = records[i].kind;
+        if (kind != REPORT_KIND_device && kind != REPORT_KIND_vmm && kind != REPORT_KIND_pool &&
+            kind != REPORT_KIND_managed)
+            continue;
+        uint64_t start = kind == REPORT_KIND_vmm ? vmm_maps_address_of(records[i].key)
+                                                 : records[i].key;
+        if (start != 0)
+            blocks[(*n)++] = (block_t){ start, records[i].size, records[i].key, kind };
+    }
+    free(records);
+    if (blocks != NULL)
+        qsort(blocks, *n, sizeof *blocks, by_start);
+    return blocks;
+}
+
+/* Marks the block address lies in as a framework's cache. */
+static void mark_block(const block_t *blocks, size_t n, uint64_t address)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {  /* the first block starting past address */
+        size_t mid = lo + (hi - lo) / 2;
+        if (blocks[mid].start <= address)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo > 0 && address - blocks[lo - 1].start < blocks[lo - 1].size)
+        tracker_mark_reserve((alloc_kind_t)blocks[lo - 1].kind, blocks[lo - 1].key);
+}
+
+/* One listing line: records the array it names when new; returns its
+ * address (0 for a line that names none). */
+static uint64_t sync_line(char *line, uint64_t listing)
+{
+    char *field[6];
+    int n = 0;
+    for (char *p = line; n < 6; n++) {
+        field[n] = p;
+        p = strchr(p, '\t');
+        if (p == NULL) {
+            n++;
+            break;
+        }
+        *p++ = '\0';
+    }
+    int framework = n == 6 ? framework_of(field[0], strlen(field[0])) : -1;
+    if (framework < 0)
+        return 0;
+    uint64_t address = strtoull(field[1], NULL, 10), size = strtoull(field[2], NULL, 10);
+    uint64_t identity = strtoull(field[4], NULL, 10);
+    int device = atoi(field[3]);
+    if (address == 0)
+        return 0;
+    pool_array_t *a;
+    HASH_FIND(hh, arrays, &address, sizeof address, a);
+    if (a != NULL && (a->size != size || a->framework != framework || a->identity != identity)) {
+        forget(a);
+        a = NULL;
+    }
+    if (a == NULL) {
+        a = record(framework, address, size, identity, device, site_of_frames(field[5], device));
+        if (a == NULL)
+            return 0;
+        counts[framework].from_snapshots++;
+    }
+    a->listed = listing;
+    return address;
+}
+
+/* Contract in pools.h. */
+size_t pools_sync(const char *listing)
+{
+    if (atomic_load(&lifecycle_state_now) != LIFECYCLE_TRACKING || listing == NULL)
+        return 0;
+    char *text = strdup(listing);
+    if (text == NULL)
+        return 0;
+    size_t n_blocks, listed = 0;
+    block_t *blocks = driver_blocks(&n_blocks);
+    int complete[POOLS_COUNT] = { 0 };
+    pthread_mutex_lock(&arrays_lock);
+    uint64_t this_listing = ++listings;
+    for (char *line = text, *next; line != NULL; line = next) {
+        next = strchr(line, '\n');
+        if (next != NULL)
+            *next++ = '\0';
+        if (line[0] == '#') {  /* "#\tjax cupy": the frameworks listed whole */
+            for (char *w = strtok(line + 1, "\t "); w != NULL; w = strtok(NULL, "\t ")) {
+                int f = framework_of(w, strlen(w));
+                if (f >= 0)
+                    complete[f] = 1;
+            }
+            continue;
+        }
+        uint64_t address = sync_line(line, this_listing);
+        if (address != 0) {
+            listed++;
+            if (blocks != NULL)
+                mark_block(blocks, n_blocks, address);
+        }
+    }
+    pool_array_t *a, *tmp;
+    HASH_ITER(hh, arrays, a, tmp)
+        if (complete[a->framework] && a->listed != this_listing)
+            forget(a);
+    for (int f = 0; f < POOLS_COUNT; f++)
+        counts[f].snapshots += complete[f];
+    pthread_mutex_unlock(&arrays_lock);
+    if (complete[POOLS_jax])
+        atomic_store(&jax_loaded, 1);
+    free(blocks);
+    free(text);
+    return listed;
+}
+
+char *pools_known(void)
+{
+    pthread_mutex_lock(&arrays_lock);
+    size_t room = (size_t)HASH_COUNT(arrays) * 63 + 1, used = 0;
+    char *text = malloc(room);
+    pool_array_t *a, *tmp;
+    HASH_ITER(hh, arrays, a, tmp)
+        if (text != NULL)
+            used += (size_t)snprintf(text + used, room - used, "%s%llu %llu %llu", used ? "\n" : "",
+                                     (unsigned long long)a->address, (unsigned long long)a->size,
+                                     (unsigned long long)a->identity);
+    if (text != NULL)
+        text[used] = '\0';
+    pthread_mutex_unlock(&arrays_lock);
+    return text;
+}
+
+int pools_followed(void)
+{
+    return atomic_load(&followed);
+}
+
+int pools_want_checkpoints(void)
+{
+    return atomic_load(&jax_loaded);
+}
+
+void pools_counts(int framework, pools_counts_t *out)
+{
+    memset(out, 0, sizeof *out);
+    if (framework < 0 || framework >= POOLS_COUNT)
+        return;
+    pthread_mutex_lock(&arrays_lock);
+    *out = counts[framework];
+    pthread_mutex_unlock(&arrays_lock);
+}
+
+/* ------------------------------------------------------------ CuPy's hook */
+
+/* CPython's API as the hook uses it, found with dlsym (no libpython link):
+ * the stable ABI only. */
+typedef struct _object py_object_t;
+typedef struct py_method_def {
+    const char *name;
+    py_object_t *(*method)(py_object_t *self, py_object_t *args, py_object_t *kwargs);
+    int flags;
+    const char *doc;
+} py_method_def_t;
+#define PY_METH_VARARGS 0x0001
+#define PY_METH_KEYWORDS 0x0002
+
+static struct {
+    py_object_t *(*dict_get)(py_object_t *dict, const char *key);
+    unsigned long long (*as_ull)(py_object_t *number);
+    long (*as_long)(py_object_t *number);
+    py_object_t *(*new_function)(py_method_def_t *def, py_object_t *self, py_object_t *module);
+    void (*clear_error)(void);
+    void (*incref)(py_object_t *obj);
+    py_object_t *none;
+} py;
+
+static int py_resolve(void)
+{
+    struct { void **slot; const char *name; } want[] = {
+        { (void **)&py.dict_get, "PyDict_GetItemString" },
+        { (void **)&py.as_ull, "PyLong_AsUnsignedLongLong" },
+        { (void **)&py.as_long, "PyLong_AsLong" },
+        { (void **)&py.new_function, "PyCFunction_NewEx" },
+        { (void **)&py.clear_error, "PyErr_Clear" },
+        { (void **)&py.incref, "Py_IncRef" },
+        { (void **)&py.none, "_Py_NoneStruct" },
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        if ((*want[i].slot = real_dl_lookup(RTLD_DEFAULT, want[i].name)) == NULL)
+            return 0;
+    return 1;
+}
+
+/* A hook's keyword as a number (0 when absent or not one); no error is
+ * left set, as CuPy must never see one of the shim's. */
+static uint64_t keyword(py_object_t *kwargs, const char *name)
+{
+    py_object_t *value = kwargs != NULL ? py.dict_get(kwargs, name) : NULL;
+    if (value == NULL)
+        return 0;
+    unsigned long long number = py.as_ull(value);
+    if (number == (unsigned long long)-1) {
+        py.clear_error();
+        return 0;
+    }
+    return number;
+}
+
+static py_object_t *none(void)
+{
+    py.incref(py.none);
+    return py.none;
+}
+
+/* Whether a hook call is recorded: tracking on, not from inside the shim. */
+static int hook_begins(void)
+{
+    if (guard_depth != 0 || atomic_load(&lifecycle_state_now) != LIFECYCLE_TRACKING)
+        return 0;
+    guard_depth++;
+    return 1;
+}
+
+/* malloc_postprocess(device_id, size, mem_size, mem_ptr, pmem_id): an
+ * array's memory taken from the pool, on this thread. */
+static py_object_t *on_malloc(py_object_t *self, py_object_t *args, py_object_t *kwargs)
+{
+    (void)self;
+    (void)args;
+    int saved_errno = errno;
+    uint64_t address = keyword(kwargs, "mem_ptr"), size = keyword(kwargs, "mem_size");
+    if (address != 0 && hook_begins()) {
+        int device = (int)keyword(kwargs, "device_id");
+        uint64_t identity = keyword(kwargs, "pmem_id");
+        uint32_t site = capture_site(REPORT_KIND_tensor, device);
+        pthread_mutex_lock(&arrays_lock);
+        pool_array_t *a;
+        HASH_FIND(hh, arrays, &address, sizeof address, a);
+        if (a != NULL)  /* its free was made on a thread without the hook */
+            forget(a);
+        a = record(POOLS_cupy, address, size, identity, device, site);
+        if (a != NULL) {
+            a->listed = listings;
+            counts[POOLS_cupy].events++;
+        }
+        pthread_mutex_unlock(&arrays_lock);
+        guard_depth--;
+    }
+    errno = saved_errno;
+    return none();
+}
+
+/* free_postprocess(device_id, mem_size, mem_ptr, pmem_id): given back. */
+static py_object_t *on_free(py_object_t *self, py_object_t *args, py_object_t *kwargs)
+{
+    (void)self;
+    (void)args;
+    int saved_errno = errno;
+    uint64_t address = keyword(kwargs, "mem_ptr");
+    if (address != 0 && hook_begins()) {
+        pthread_mutex_lock(&arrays_lock);
+        pool_array_t *a;
+        HASH_FIND(hh, arrays, &address, sizeof address, a);
+        if (a != NULL)
+            forget(a);
+        pthread_mutex_unlock(&arrays_lock);
+        guard_depth--;
+    }
+    errno = saved_errno;
+    return none();
+}
+
+/* alloc_postprocess(device_id, mem_size, mem_ptr): a chunk the pool took
+ * from the driver, its cache from now on. */
+static py_object_t *on_chunk(py_object_t *self, py_object_t *args, py_object_t *kwargs)
+{
+    (void)self;
+    (void)args;
+    int saved_errno = errno;
+    uint64_t address = keyword(kwargs, "mem_ptr");
+    if (address != 0 && hook_begins()) {
+        tracker_mark_reserve(REPORT_KIND_device, address);
+        guard_depth--;
+    }
+    errno = saved_errno;
+    return none();
+}
+
+void pools_armed(void)
+{
+    atomic_store(&followed, 1);
+}
+
+int pools_hook_functions(void *out[3])
+{
+    static py_method_def_t defs[3] = {
+        { "malloc_postprocess", on_malloc, PY_METH_VARARGS | PY_METH_KEYWORDS,
+          "gpuleak: an array's memory taken from CuPy's pool" },
+        { "free_postprocess", on_free, PY_METH_VARARGS | PY_METH_KEYWORDS,
+          "gpuleak: an array's memory given back to CuPy's pool" },
+        { "alloc_postprocess", on_chunk, PY_METH_VARARGS | PY_METH_KEYWORDS,
+          "gpuleak: a chunk CuPy's pool took from the driver" },
+    };
+    static int resolved = -1;
+    if (resolved < 0)
+        resolved = py_resolve();
+    if (!resolved)
+        return -1;
+    for (int i = 0; i < 3; i++) {
+        out[i] = py.new_function(&defs[i], NULL, NULL);
+        if (out[i] == NULL) {
+            py.clear_error();
+            while (i-- > 0)
+                out[i] = NULL;  /* leaked: a few bytes, once, in a failure */
+            return -1;
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,78 @@
+/* pools.h: the arrays JAX and CuPy place inside their own memory pools,
+ * followed as tensors.
+ *
+ * Both frameworks take large blocks from the driver and hand out arrays
+ * from inside them, as PyTorch's caching allocator does; the driver's view
+ * (one 60 GiB block made by the first operation) names neither the arrays
+ * nor the lines that made them. Each framework keeps what is needed, and
+ * nothing here changes their allocators or settings:
+ *   - JAX lists its live arrays with the Python frames that made each
+ *     (jax.live_arrays(), an array's traceback): read in snapshots, at the
+ *     moments the heap is walked (Python's finish, an OOM, a report on
+ *     request) and at the pools' own checkpoints (pools_due), each array a
+ *     tensor record at its buffer's address, with a site from those frames;
+ *     an array gone from the list is freed.
+ *   - CuPy calls memory hooks on each array's allocation and free, per
+ *     thread: the shim's hook, registered on the main thread once CuPy is
+ *     loaded (pools_hook_functions), records each one as PyTorch's events
+ *     are recorded, with the allocating thread's stack; arrays made before
+ *     it was registered or on other threads are found in snapshots of the
+ *     live PooledMemory objects (no line then).
+ * A block an array lies in is marked as the framework's cache
+ * (tracker_mark_reserve): its bytes are shown by the arrays inside it,
+ * never as the user's leak. Every function here runs with the GIL held. */
+#ifndef GPULEAK_POOLS_H
+#define GPULEAK_POOLS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The frameworks, by the names shim/python/pools.py answers with. */
+#define POOLS_FRAMEWORKS(X) X(jax) X(cupy)
+#define POOLS_ENUM(name) POOLS_##name,
+enum pools_framework { POOLS_FRAMEWORKS(POOLS_ENUM) POOLS_COUNT };
+
+/* What was seen of one framework's arrays. */
+typedef struct pools_counts {
+    uint64_t live_arrays, live_bytes;  /* recorded now */
+    uint64_t events;                   /* allocations seen one by one (a hook) */
+    uint64_t from_snapshots;           /* arrays first seen in a snapshot */
+    uint64_t snapshots;                /* listings of every live array read */
+} pools_counts_t;
+
+/* "jax", "cupy". */
+const char *pools_framework_name(int framework);
+
+/* Reconciles the records with listing, pools.py's arrays() answer: a new
+ * array is recorded as a tensor (its site from the frames listed), one
+ * listed at another size replaces the record there, and a record of a
+ * framework whose every array was listed that is missing from it is freed.
+ * Marks the blocks the arrays lie in as the framework's cache. Returns how
+ * many arrays were listed. */
+size_t pools_sync(const char *listing);
+
+/* The records' "address bytes identity" keys, one a line, malloc'd (NULL
+ * when none or memory is short): pools.py leaves out the frames of an array
+ * recorded already. */
+char *pools_known(void);
+
+/* Makes the three functions the CuPy hook calls (malloc_postprocess,
+ * free_postprocess, alloc_postprocess: CuPy calls them with keywords), as
+ * new references in out[]. Returns 0, or -1 when the interpreter's
+ * functions could not be found. */
+int pools_hook_functions(void *out[3]);
+
+/* Notes that the hook was registered (arm answered "cupy"). */
+void pools_armed(void);
+
+/* 1 once any framework's arrays are recorded as tensors. */
+int pools_followed(void);
+
+/* 1 once a listing found JAX loaded: its arrays are seen only in
+ * snapshots, so checkpoints of them are worth asking for. */
+int pools_want_checkpoints(void);
+
+/* A copy of one framework's counts. */
+void pools_counts(int framework, pools_counts_t *out);
+
+#endif

@@ -1,0 +1,179 @@
+# pools.py: the arrays JAX and CuPy place inside their own memory pools, as
+# the frameworks themselves record them. libgpuleak.so embeds this file
+# (shim/python/embedded_py.S) and runs it in the watched program's
+# interpreter with the GIL held (shim/python/search.c): arrays() at the
+# moments the heap is walked and at the pools' own checkpoints, arm() once
+# CuPy is loaded. The driver sees only the pools' blocks (JAX's XLA takes
+# 75% of the GPU at its first operation; CuPy's pool takes chunks); the
+# arrays inside them come from here (shim/python/pools.c records them as
+# tensors).
+#
+# arrays(previous, heap) returns one line per live array on a GPU (CuPy's
+# only with heap nonzero: they are found among every object the collector
+# tracks, a cost paid where the heap is walked anyway):
+#   framework \t address \t bytes \t device \t identity \t frames
+# framework: "jax" or "cupy"; identity: what tells this array from another
+# one later placed at the same address with the same size (id() of a JAX
+# array's traceback, of a CuPy PooledMemory, which CuPy's hook names as
+# pmem_id); frames: where the array was made, innermost first, as
+# "code:offset" pairs (id() of a live code object and the byte offset of
+# its instruction: JAX's own traceback of each array), or "-" when the
+# framework recorded none (CuPy) or the array was listed before (previous:
+# the records' "address bytes identity" keys; its frames are known); and a
+# last line
+#   "#" \t the frameworks whose every live array was listed
+# (a record of theirs not listed is freed).
+#
+# arm(malloc, free, chunk) registers a CuPy memory hook (cupy.cuda.MemoryHook,
+# CuPy's own API for this) whose malloc_postprocess, free_postprocess and
+# alloc_postprocess are the shim's C functions, on the calling thread (CuPy
+# keeps hooks per thread); returns "cupy" once it did, "" when CuPy is not
+# loaded (yet).
+#
+# Rules it keeps: it imports nothing (the frameworks are read only when the
+# program loaded them: sys.modules), calls only the frameworks' own readers
+# of their own arrays (JAX's live_arrays, an array's buffer pointer, size,
+# devices and traceback; CuPy's PooledMemory fields, C descriptors) and
+# never a class of the program's, never raises, and keeps no reference to
+# an array after it returns.
+import sys
+
+_module_type = type(sys)
+_module_dict = _module_type.__dict__["__dict__"].__get__
+_type_mro = type.__dict__["__mro__"].__get__
+_type_dict = type.__dict__["__dict__"].__get__
+_getset_type = type(type.__dict__["__dict__"])
+_member_type = type(type.__dict__["__weakrefoffset__"])
+
+
+def _attrs_of(name):
+    """The namespace of the module the program loaded as name, read without
+    getattr (a module's __getattr__ is code of its own); {} when absent."""
+    module = sys.modules.get(name)
+    if type(module) is not _module_type:
+        return {}
+    try:
+        attrs = _module_dict(module)
+    except Exception:
+        return {}
+    return attrs if type(attrs) is dict else {}
+
+
+# The code objects the last answer names, kept until the next call: the
+# shim interns them after arrays() returns, and an array the program let
+# go meanwhile must not take its frames' code with it.
+_codes = []
+
+
+def _frames(traceback):
+    """A JAX traceback's (code, offset) pairs as "id:offset" text."""
+    raw = traceback.raw_frames()
+    codes, offsets = raw[0], raw[1]
+    _codes.extend(codes)
+    return ",".join("%d:%d" % (id(c), o) for c, o in zip(codes, offsets)) or "-"
+
+
+def _jax_pieces(array):
+    """(address, bytes, device, piece) of each single-device buffer of a JAX
+    array on a GPU: the array itself, or its shards'."""
+    if array.is_deleted():
+        return []
+    pieces = [array]
+    try:
+        pointers = [array.unsafe_buffer_pointer()]
+    except Exception:  # sharded over devices: each shard's own buffer
+        pieces = [shard.data for shard in array.addressable_shards]
+        pointers = [piece.unsafe_buffer_pointer() for piece in pieces]
+    out = []
+    for pointer, piece in zip(pointers, pieces):
+        device = next(iter(piece.devices()))
+        if device.platform not in ("gpu", "cuda", "rocm"):
+            continue
+        size = piece.on_device_size_in_bytes()
+        index = getattr(device, "local_hardware_id", None)
+        out.append((pointer, size, index if type(index) is int else device.id))
+    return out
+
+
+def _jax(lines, previous):
+    live = _attrs_of("jax").get("live_arrays")
+    if live is None:
+        return False
+    try:
+        arrays = live()
+    except Exception:
+        return False
+    for array in arrays:
+        try:
+            tb = array.traceback
+            for pointer, size, device in _jax_pieces(array):
+                known = "%d %d %d" % (pointer, size, id(tb)) in previous
+                frames = _frames(tb) if tb is not None and not known else "-"
+                lines.append("jax\t%d\t%d\t%d\t%d\t%s" % (pointer, size, device, id(tb), frames))
+        except Exception:
+            continue
+    return True
+
+
+def _field(kind, name):
+    """The reader of a C-level field of kind's instances (a getset or member
+    descriptor, as Cython makes them), or None."""
+    for c in _type_mro(kind):
+        d = _type_dict(c)
+        if name in d:
+            f = d[name]
+            return f.__get__ if type(f) in (_getset_type, _member_type) else None
+    return None
+
+
+def _cupy(lines):
+    pooled = _attrs_of("cupy.cuda.memory").get("PooledMemory")
+    if not isinstance(pooled, type):
+        return False
+    ptr, size, device = (_field(pooled, name) for name in ("ptr", "size", "device_id"))
+    if ptr is None or size is None or device is None:
+        return False
+    import gc  # built into the interpreter: never a file of the program's
+    for obj in gc.get_objects():
+        if type(obj) is pooled:
+            try:
+                address = ptr(obj)
+                if address:
+                    lines.append("cupy\t%d\t%d\t%d\t%d\t-" % (address, size(obj), device(obj),
+                                                                 id(obj)))
+            except Exception:
+                continue
+    return True
+
+
+def arrays(previous="", heap=1):
+    del _codes[:]
+    lines = []
+    known = set(previous.split("\n")) if previous else set()
+    complete = []
+    try:
+        if _jax(lines, known):
+            complete.append("jax")
+    except Exception:
+        pass
+    try:
+        if heap and _cupy(lines):
+            complete.append("cupy")
+    except Exception:
+        pass
+    lines.append("#\t" + " ".join(complete))
+    return "\n".join(lines)
+
+
+def arm(malloc, free, chunk):
+    base = _attrs_of("cupy.cuda.memory_hook").get("MemoryHook")
+    if not isinstance(base, type):
+        return ""
+    try:
+        hook_type = type("GpuleakHook", (base,), {
+            "name": "gpuleak", "malloc_postprocess": malloc,
+            "free_postprocess": free, "alloc_postprocess": chunk})
+        hook_type().__enter__()
+    except Exception:
+        return ""
+    return "cupy"

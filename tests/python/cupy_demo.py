@@ -1,0 +1,33 @@
+"""A CuPy loop with CuPy's default memory pool (tests/python/frameworks
+fakes it over the fake driver). CUPY_MODE: "keep" keeps each step's
+filtered result in a list, "clean" keeps nothing. Runs for CUPY_SECONDS;
+writes the lines to EXPECT_OUT."""
+import json
+import os
+import time
+
+import cupy
+
+MODE = os.environ.get("CUPY_MODE", "keep")
+
+
+def line_of(marker):
+    with open(__file__) as fh:
+        return next(i for i, text in enumerate(fh, 1) if marker in text and "line_of" not in text)
+
+
+signal = cupy.ones((4096,))
+kept = []
+end = time.monotonic() + float(os.environ.get("CUPY_SECONDS", "2.5"))
+i = 0
+while time.monotonic() < end:
+    noisy = signal + cupy.ones((4096,))
+    filtered = noisy * 0.5  # FILTER-LINE
+    if MODE == "keep":
+        kept.append(filtered)
+    del noisy, filtered
+    i += 1
+    time.sleep(0.005)
+
+with open(os.environ["EXPECT_OUT"], "w") as fh:
+    json.dump({"filter": line_of("# FILTER-LINE"), "steps": i}, fh)

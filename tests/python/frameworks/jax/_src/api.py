@@ -1,0 +1,39 @@
+"""jax.jit, live_arrays, device_put and devices over the fake pool."""
+import functools
+
+from jaxlib import _jax
+from jax._src import lax
+
+
+def live_arrays(platform=None):
+    """The client's live arrays, as JAX lists them."""
+    return [a for a in list(_jax.POOL.live.values()) if not a.is_deleted()]
+
+
+def devices():
+    return [_jax.GPU]
+
+
+def jit(fun):
+    compiled = {}
+
+    @functools.wraps(fun)
+    def cache_miss(*args, **kwargs):
+        if "shapes" not in compiled:
+            out = fun(*args, **kwargs)  # tracing: the body runs once
+            compiled["shapes"] = ("tuple", [o.shape for o in out]) if isinstance(out, tuple) \
+                else ("one", out.shape)
+            return out
+        how, shapes = compiled["shapes"]
+        if how == "tuple":
+            return tuple(lax.full(s) for s in shapes)
+        return lax.full(shapes)
+    return cache_miss
+
+
+def device_put(x):
+    return lax.full(getattr(x, "shape", ()))
+
+
+def block_until_ready(x):
+    return x

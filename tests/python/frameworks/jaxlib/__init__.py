@@ -1,0 +1,1 @@
+"""A fake of the part of jaxlib the shim reads (tests/python/frameworks)."""

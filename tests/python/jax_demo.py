@@ -1,0 +1,45 @@
+"""A JAX training loop as users write one, run with JAX's defaults (its
+pool takes one block at the first operation; tests/python/frameworks
+fakes it over the fake driver). JAX_MODE: "keep" keeps each step's
+activations in a list, "cache" keeps them in a dict keyed by step, "clean"
+keeps nothing but the loss of the last step. Runs for JAX_SECONDS (the
+growth rule needs samples); writes the lines to EXPECT_OUT."""
+import json
+import os
+import time
+
+import jax
+import jax.numpy as jnp
+
+MODE = os.environ.get("JAX_MODE", "keep")
+params = {"w": jnp.ones((256, 256)), "b": jnp.zeros((256,))}
+
+
+@jax.jit
+def step(params, x):
+    y = jnp.tanh(jnp.dot(x, params["w"]) + params["b"])
+    return jnp.mean(y), y
+
+
+def line_of(marker):
+    with open(__file__) as fh:
+        return next(i for i, text in enumerate(fh, 1) if marker in text and "line_of" not in text)
+
+
+history = []
+cache = {}
+end = time.monotonic() + float(os.environ.get("JAX_SECONDS", "2.5"))
+i = 0
+while time.monotonic() < end:
+    x = jnp.ones((64, 256))
+    loss, act = step(params, x)  # STEP-LINE
+    if MODE == "keep":
+        history.append(act)
+    elif MODE == "cache":
+        cache[i] = step(params, x)[1]  # CACHE-LINE
+    i += 1
+    time.sleep(0.005)
+
+with open(os.environ["EXPECT_OUT"], "w") as fh:
+    json.dump({"step": line_of("# STEP-LINE"), "cache": line_of("# CACHE-LINE"),
+               "steps": i, "act_bytes": 64 * 256 * 4}, fh)
