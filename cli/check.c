@@ -275,7 +275,7 @@ static void group_line(FILE *out, FILE *detail, const char *file, const char *fl
          * of 2 MiB each read wrong), so none is given. */
         if (strcmp(what, "growth of") != 0)
             fprintf(f, " in %llu allocation(s)", (unsigned long long)g->allocations);
-        fprintf(f, " of %s at ", frames_kind_phrase(g->top->kind));
+        fprintf(f, " of %s at ", frames_site_phrase(g->top));
         frame_text_put(f, origin ? origin : "?");
         if (g->sites > 1)
             fprintf(f, " (%zu sites)", g->sites);
@@ -288,7 +288,8 @@ static void group_line(FILE *out, FILE *detail, const char *file, const char *fl
         }
         fputc('\n', f);
         if (h != NULL)
-            diagnosis_holder(f, 2, h->name, h->graph, h->role, g->bytes, strcmp(what, "growth of") == 0);
+            diagnosis_holder(f, 2, h->name, h->graph, h->role, g->bytes, strcmp(what, "growth of") == 0,
+                             g->top->framework);
     }
     free(origin);
 }
@@ -531,7 +532,7 @@ static int judge_peak(FILE *out, const load_report_t *r, const check_budget_t *b
         if (s != NULL) {
             uint64_t sb = r->has_peak && r->peak_sites.n ? s->bytes : s->peak_live_bytes;
             fprintf(f, "; largest site %llu byte(s) of %s at ", (unsigned long long)sb,
-                    frames_kind_phrase(s->kind));
+                    frames_site_phrase(s));
             frame_text_put(f, origin ? origin : "?");
         }
         fputc('\n', f);

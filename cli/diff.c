@@ -170,7 +170,7 @@ static void print_line(const char *tag, uint64_t old_bytes, const agg_t *a)
     char *origin = frames_origin(a->site);
     printf("%-5s +%llu byte(s) (%llu -> %llu) of %s in %llu allocation(s) at ", tag,
            (unsigned long long)(a->bytes - old_bytes), (unsigned long long)old_bytes,
-           (unsigned long long)a->bytes, frames_kind_phrase(a->site->kind),
+           (unsigned long long)a->bytes, frames_site_phrase(a->site),
            (unsigned long long)a->allocations);
     frame_text_put(stdout, origin ? origin : "?");
     putchar('\n');
@@ -249,7 +249,7 @@ static int diff_main(const opts_t *opts)
             continue;
         char *origin = frames_origin(old[i].site);
         printf("%-5s -%llu byte(s) of %s at ", c ? "LESS" : "GONE",
-               (unsigned long long)(old[i].bytes - (c ? c->bytes : 0)), frames_kind_phrase(old[i].site->kind));
+               (unsigned long long)(old[i].bytes - (c ? c->bytes : 0)), frames_site_phrase(old[i].site));
         frame_text_put(stdout, origin ? origin : "?");
         putchar('\n');
         free(origin);

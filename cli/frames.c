@@ -10,11 +10,10 @@
 #include <string.h>
 
 /* The same phrases as the shim's exit summary, so both texts match. */
-const char *frames_kind_phrase(const char *kind)
+const char *frames_site_phrase(const load_site_t *site)
 {
-    static const char *const phrases[LOAD_KINDS] = { REPORT_KINDS(REPORT_KIND_PHRASE) };
-    int k = load_kind_index(kind);
-    return k >= 0 ? phrases[k] : "memory";
+    int k = load_kind_index(site->kind);
+    return k >= 0 ? report_site_phrase(k, site->framework) : "memory";
 }
 
 /* How many of site's innermost native frames are cudart's own, folded

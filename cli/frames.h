@@ -8,7 +8,9 @@
 
 #include <stdio.h>
 
-const char *frames_kind_phrase(const char *kind);
+/* How the views name site's memory: its kind's phrase, a tensor site's
+ * framework's ("JAX array memory"), as the shim's exit summary does. */
+const char *frames_site_phrase(const load_site_t *site);
 void frames_print_stack(FILE *f, const load_site_t *site, size_t limit);
 char *frames_origin(const load_site_t *site);
 

@@ -479,6 +479,7 @@ static void load_origin(const load_report_t *r, json_t *entry, load_site_t *s)
 static void load_composition(const load_report_t *r, json_t *v, composition_t *c)
 {
     memset(c, 0, sizeof *c);
+    c->frameworks = r->frameworks;
     json_t *parts = json_object_get(v, RK(parts));
     if (!json_is_object(v) || !json_is_array(parts))
         return;
@@ -560,6 +561,17 @@ static void load_holders(const load_report_t *r, json_t *entry, load_site_t *s)
 
 static int load_site_stack(ctx_t *ctx, json_t *v, const char *where, load_site_t *s);
 
+/* A site's "framework" (a tensor site's; PyTorch's when absent, as in
+ * reports before it was written, or a name this reader does not know). */
+static void load_framework(ctx_t *ctx, json_t *v, const char *where, load_site_t *s)
+{
+    const char *name = NULL;
+    get_str(ctx, v, where, RK(framework), 0, &name);
+    s->framework = s->kind == NULL || strcmp(s->kind, "tensor") != 0 ? -1
+                 : report_framework_of(name) >= 0 ? report_framework_of(name)
+                                                  : REPORT_FRAMEWORK_torch;
+}
+
 static int load_site(ctx_t *ctx, json_t *v, const char *where, enum list_kind kind, load_site_t *s)
 {
     if (!json_is_object(v))
@@ -567,6 +579,7 @@ static int load_site(ctx_t *ctx, json_t *v, const char *where, enum list_kind ki
     long long device;
     get_u64(ctx, v, where, RK(site), 0, &s->id);
     get_str(ctx, v, where, RK(kind), 1, &s->kind);
+    load_framework(ctx, v, where, s);
     get_int(ctx, v, where, RK(device), 0, -1, 1 << 20, &device);
     s->device = (long)device;
     get_u64(ctx, v, where, RK(bytes), 1, &s->bytes);
@@ -931,6 +944,7 @@ static int load_oom_site(ctx_t *quiet, json_t *v, const char *where, load_site_t
     long long device;
     get_u64(quiet, v, where, RK(site), 0, &s->id);
     get_str(quiet, v, where, RK(kind), 1, &s->kind);
+    load_framework(quiet, v, where, s);
     get_u64(quiet, v, where, RK(bytes), 1, &s->bytes);
     get_int(quiet, v, where, RK(device), 0, -1, 1 << 20, &device);
     s->device = field(quiet, v, where, RK(device), 0) != NULL ? (long)device : -1;
@@ -1145,12 +1159,28 @@ static void load_growth_and_held(ctx_t *ctx, json_t *root, load_report_t *r)
     }
 }
 
+/* "frameworks": whose arrays the tensor sites are (none: PyTorch's, or
+ * no tensors). A display hint: names this reader does not know are left. */
+static void load_frameworks(json_t *root, load_report_t *r)
+{
+    json_t *frameworks = json_object_get(root, RK(frameworks)), *entry;
+    const char *name;
+    if (!json_is_object(frameworks))
+        return;
+    json_object_foreach(frameworks, name, entry) {
+        int f = report_framework_of(name);
+        if (f >= 0)
+            r->frameworks |= 1u << f;
+    }
+}
+
 static int load_doc(ctx_t *ctx, json_t *root, load_report_t *r)
 {
     if (check_identity(ctx, root) != 0 || load_stack_tables(ctx, root, r) != 0)
         return -1;
     load_status(ctx, root, r);
     load_process(ctx, root, r);
+    load_frameworks(root, r);
     json_t *totals = get_typed(ctx, root, "", RK(totals), 1, is_object, "an object");
     if (ctx->error)
         return -1;

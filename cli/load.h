@@ -38,6 +38,7 @@ typedef struct {
 typedef struct {
     uint64_t id;
     const char *kind;
+    int framework;        /* a tensor site's (report_format.h), else -1 */
     long device;
     uint64_t bytes;       /* what the list is about: leaked, torn down, asked, grown... */
     uint64_t allocations; /* "allocations", or "count" in failures */
@@ -198,6 +199,8 @@ typedef struct {
     uint64_t search_objects, search_named_bytes;
     double search_seconds;
     const char *search_ended;
+    unsigned frameworks;         /* 1 << each framework whose arrays were followed
+                                    (report_format.h); 0 in older reports */
     composition_t held_composition;  /* the GPU memory by role then; all zero when
                                         not written */
     composition_t request_composition;  /* a report on request's, beside its

@@ -73,7 +73,7 @@ static int add_lines(merge_t *m, const load_report_t *r, size_t index)
                 return -1;
             }
             t->line = line;
-            t->kind = frames_kind_phrase(s->kind);
+            t->kind = frames_site_phrase(s);
             t->last_report = (size_t)-1;
             HASH_ADD_KEYPTR(hh, m->lines, t->line, strlen(t->line), t);
         } else {

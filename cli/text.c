@@ -216,13 +216,13 @@ static void print_blocks(FILE *f, const load_list_t *list, const char *title, co
             const char *why = s->result >= -(1LL << 31) && s->result < (1LL << 31)
                             ? cuda_error_name((int)s->result) : NULL;
             fprintf(f, "\n%llu allocation(s) of %s on device %ld refused (%llu byte(s) asked, last %s, %lld), from:\n",
-                    (unsigned long long)s->allocations, frames_kind_phrase(s->kind), s->device,
+                    (unsigned long long)s->allocations, frames_site_phrase(s), s->device,
                     (unsigned long long)s->bytes, why ? why : "result", s->result);
         }
         else {
             fprintf(f, "\n%s of %llu byte(s) in %llu allocation(s) of %s",
                     strcmp(what, "teardown") == 0 ? "Teardown leak" : "Leak", (unsigned long long)s->bytes,
-                    (unsigned long long)s->allocations, frames_kind_phrase(s->kind));
+                    (unsigned long long)s->allocations, frames_site_phrase(s));
             /* Pinned host memory lives in the host's RAM: "on device 0"
              * (the context current when it was asked for) misled. */
             if (s->kind == NULL || strcmp(s->kind, "host") != 0)
@@ -271,7 +271,7 @@ static void print_oom(FILE *f, const load_report_t *r, const text_options_t *o)
     if (at >= 0)
         fprintf(f, ", at %.2f s", at);
     fprintf(f, ":\n  %llu byte(s) of %s asked", (unsigned long long)oom->site.bytes,
-            frames_kind_phrase(oom->site.kind));
+            frames_site_phrase(&oom->site));
     if (oom->site.device >= 0)
         fprintf(f, " on device %ld", oom->site.device);
     char *origin = frames_origin(&oom->site);
@@ -363,7 +363,8 @@ static void print_table(FILE *f, const load_list_t *list, const char *title, con
         if (!lifetime)
             frames_print_holders(f, s, "           ", HOLDERS_SHOWN);
         if (growth && s->nholders > 0)
-            diagnosis_kept(f, 11, s->holders[0].name, s->holders[0].graph, s->holders[0].role, s->bytes);
+            diagnosis_kept(f, 11, s->holders[0].name, s->holders[0].graph, s->holders[0].role, s->bytes,
+                           s->framework);
     }
 }
 
@@ -444,7 +445,7 @@ void text_print(FILE *f, const load_report_t *r, const text_options_t *o)
     }
     if (r->has_peak && r->peak_at_tensors) {
         char title[96], a[UNITS_SIZE_BUF];
-        snprintf(title, sizeof title, "Peak composition (live at PyTorch's tensors' peak, %s allocated)",
+        snprintf(title, sizeof title, "Peak composition (live at the tensors' peak, %s allocated)",
                  units_format_size(r->peak_sites_bytes, a));
         print_table(f, &r->peak_sites, title, "at peak", r->peak_sites_bytes, 0, 0, o);
         composition_print(f, 2, COMPOSITION_AT_PEAK, &r->peak_composition);

@@ -1,6 +1,7 @@
 /* composition.c: the roles' names and the composition's one line
  * (composition.h). */
 #include "composition.h"
+#include "report_format.h"
 #include "units.h"
 
 #include <string.h>
@@ -30,6 +31,16 @@ static const struct {
 const char *composition_role_name(composition_role_t role)
 {
     return roles[role].name;
+}
+
+const char *composition_role_phrase_for(composition_role_t role, unsigned frameworks)
+{
+    int torch_alone = frameworks == 0 || frameworks == 1u << REPORT_FRAMEWORK_torch;
+    if (role == COMPOSITION_torch_cache)
+        return report_frameworks_cache(frameworks, 0);
+    if (role == COMPOSITION_outside_torch && !torch_alone)
+        return "outside the frameworks' pools";
+    return composition_role_phrase(role);
 }
 
 const char *composition_role_phrase(composition_role_t role)
@@ -97,7 +108,8 @@ void composition_print(FILE *f, int indent, composition_moment_t moment, const c
     for (int r = 0; r < COMPOSITION_ROLE_COUNT; r++) {
         if (c->bytes[r] == 0)
             continue;
-        fprintf(f, "%s%s %s", sep, roles[r].phrase, units_format_size(c->bytes[r], size));
+        fprintf(f, "%s%s %s", sep, composition_role_phrase_for(r, c->frameworks),
+                units_format_size(c->bytes[r], size));
         if (c->by[r][0].name != NULL)
             fprintf(f, " (%s%s)", c->by[r][0].name, c->by[r][1].name != NULL ? ", ..." : "");
         sep = ", ";

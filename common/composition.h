@@ -51,6 +51,8 @@ typedef struct composition_part {
 
 typedef struct composition {
     uint64_t gpu_bytes;  /* the sum of bytes[]; 0: nothing known */
+    unsigned frameworks; /* 1 << each framework whose arrays the tensors are
+                            (report_format.h; 0: PyTorch's): names the cache */
     int inferred;        /* 1: the tensors' roles are those their calls imply
                             (composition_role_of_call), no walk of the heap */
     uint64_t bytes[COMPOSITION_ROLE_COUNT];
@@ -60,6 +62,11 @@ typedef struct composition {
 /* The role's report name ("parameters"), and its phrase for people. */
 const char *composition_role_name(composition_role_t role);
 const char *composition_role_phrase(composition_role_t role);
+
+/* The role's phrase where the tensors are the arrays of frameworks (a
+ * mask of 1 << enum report_framework): the cache is "JAX's pool" when JAX's
+ * alone, and what lies outside is outside the frameworks' pools. */
+const char *composition_role_phrase_for(composition_role_t role, unsigned frameworks);
 
 /* The role holders.py's word names ("parameter" -> parameters), or -1. */
 int composition_role_of_word(const char *word);

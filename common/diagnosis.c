@@ -1,5 +1,6 @@
 /* diagnosis.c: each cause's sentence and cure (docs/diagnosis.md). */
 #include "diagnosis.h"
+#include "report_format.h"
 #include "composition.h"
 #include "units.h"
 
@@ -66,24 +67,27 @@ static int graphs(FILE *f, int indent, const composition_t *c, int running)
 }
 
 int diagnosis_holder(FILE *f, int indent, const char *holder, int graph, int role, uint64_t bytes,
-                     int grew)
+                     int grew, int framework)
 {
     if (graph) {
         graph_cause(f, indent, holder, bytes, 1);
         return 1;
     }
-    return grew ? diagnosis_kept(f, indent, holder, graph, role, bytes) : 0;
+    return grew ? diagnosis_kept(f, indent, holder, graph, role, bytes, framework) : 0;
 }
 
-int diagnosis_kept(FILE *f, int indent, const char *holder, int graph, int role, uint64_t grew)
+int diagnosis_kept(FILE *f, int indent, const char *holder, int graph, int role, uint64_t grew,
+                   int framework)
 {
     if (graph || role != COMPOSITION_other_tensors || strstr(holder, "[...]") == NULL)
         return 0;
     char size[UNITS_SIZE_BUF];
-    fprintf(f, "%*sCause: %s keeps tensors from step after step: this line grew %s during the run.\n"
-               "%*sCure: keep what later steps need as numbers (.item()) or on the CPU (.cpu()), clear\n"
+    int torch = framework < 0 || framework == REPORT_FRAMEWORK_torch;
+    fprintf(f, "%*sCause: %s keeps %s from step after step: this line grew %s during the run.\n"
+               "%*sCure: keep what later steps need %s, clear\n"
                "%*sit once used, or bound it (collections.deque(maxlen=N)).\n",
-            indent, "", holder, units_format_size(grew, size), indent, "", indent, "");
+            indent, "", holder, torch ? "tensors" : "arrays", units_format_size(grew, size),
+            indent, "", report_framework_text(framework, REPORT_FRAMEWORK_TO_HOST), indent, "");
     return 1;
 }
 

@@ -51,17 +51,20 @@ int diagnosis_peak(FILE *f, int indent, const composition_t *c);
 /* Writes, indented, the cause one holder of a finding's memory shows by
  * itself: its autograd graph kept (graph: bytes it holds saved for
  * backward), or, for memory that grew (grew), tensors kept across steps
- * (diagnosis_kept). For a view that has the holders but no composition
- * (the pytest plugin, by way of the shim's gpuleak_diagnosis). Returns 1
- * when it named a cause. */
+ * (diagnosis_kept, worded for framework). For a view that has the
+ * holders but no composition (the pytest plugin, by way of the shim's
+ * gpuleak_diagnosis). Returns 1 when it named a cause. */
 int diagnosis_holder(FILE *f, int indent, const char *holder, int graph, int role, uint64_t bytes,
-                     int grew);
+                     int grew, int framework);
 
 /* Writes, indented, the cause and cure of a line that grew when the
  * largest holder of its memory is a container (its name has "[...]": a
  * list, a dict) that keeps tensors themselves, not their graphs (role:
  * composition.h's, other_tensors): outputs or batches kept across steps.
- * grew: the bytes the line gained. Returns 1 when it named the cause. */
-int diagnosis_kept(FILE *f, int indent, const char *holder, int graph, int role, uint64_t grew);
+ * grew: the bytes the line gained; framework: whose arrays they are
+ * (report_format.h; -1: PyTorch's), for the cure's words. Returns 1 when
+ * it named the cause. */
+int diagnosis_kept(FILE *f, int indent, const char *holder, int graph, int role, uint64_t grew,
+                   int framework);
 
 #endif

@@ -168,7 +168,14 @@ typedef struct owner_rule {
  * (CachingHostAllocator: a CPU tensor's pin_memory(), .item() and
  * non-blocking copies stage through it); a block returns to the cache when
  * its tensor goes and is kept until the process ends, so what is live at
- * exit is PyTorch's cache, not the line that first asked for it. */
+ * exit is PyTorch's cache, not the line that first asked for it.
+ *
+ * JAX's pool (XLA's allocator, in its CUDA plugin or in jaxlib) and CuPy's
+ * (its memory module) take blocks from the driver and place arrays in them:
+ * a block is the framework's cache where its arrays are followed
+ * (shim/python/pools.h), whatever line first made the pool grow. CuPy
+ * reaches the runtime through its own wrappers (cupy_backends), a layer of
+ * the runtime's. */
 static const owner_rule_t owner_rules[] = {
     { ORIGIN_FUNCTION, "at::*CachingHostAllocator*", KINDS(REPORT_KIND_host), "pytorch-host-cache", KEEPS },
     { ORIGIN_FUNCTION, "at::cuda::getCurrentCUDABlasHandle*", KINDS(REPORT_KIND_tensor), "cublas",
@@ -182,6 +189,13 @@ static const owner_rule_t owner_rules[] = {
       ORIGIN_OWNER_CACHING, FOR_PROGRAM },
     { ORIGIN_MODULE, "*/libc10_cuda*", KINDS(REPORT_KIND_device) | KINDS(REPORT_KIND_vmm), ORIGIN_OWNER_CACHING,
       FOR_PROGRAM },
+    { ORIGIN_MODULE, "*/jax_plugins/*", KINDS(REPORT_KIND_device) | KINDS(REPORT_KIND_vmm),
+      ORIGIN_OWNER_XLA_POOL, FOR_PROGRAM },
+    { ORIGIN_MODULE, "*/jaxlib/*", KINDS(REPORT_KIND_device) | KINDS(REPORT_KIND_vmm),
+      ORIGIN_OWNER_XLA_POOL, FOR_PROGRAM },
+    { ORIGIN_MODULE, "*/cupy_backends/*", 0, NULL, FOR_PROGRAM },
+    { ORIGIN_MODULE, "*/cupy/cuda/memory.*", KINDS(REPORT_KIND_device) | KINDS(REPORT_KIND_pool)
+      | KINDS(REPORT_KIND_managed), ORIGIN_OWNER_CUPY_POOL, FOR_PROGRAM },
     { ORIGIN_MODULE, "*/libnccl*", 0, "nccl", KEEPS },
     { ORIGIN_FUNCTION, "nccl[A-Z]*", 0, "nccl", KEEPS },
     { ORIGIN_MODULE, "*/libcublas*", 0, "cublas", KEEPS },

@@ -92,10 +92,13 @@ int origin_find_via(const origin_frame_t *frames, int before);
 
 /* The owner of PyTorch's caching allocator's segments. */
 #define ORIGIN_OWNER_CACHING "pytorch-caching-allocator"
+/* The owners of JAX's (XLA's allocator's) and CuPy's pools' blocks. */
+#define ORIGIN_OWNER_XLA_POOL "xla-pool"
+#define ORIGIN_OWNER_CUPY_POOL "cupy-pool"
 
 /* Who owns the memory of a site whose frames and kind (alloc_kind_t) are
- * given: "pytorch-caching-allocator", "pytorch-tensor", "nccl", "cublas",
- * "cudnn", "cuda-runtime", "user", or "unknown" when count is 0 (no stack
+ * given: "pytorch-caching-allocator", "pytorch-tensor", "xla-pool",
+ * "cupy-pool", "nccl", "cublas", "cudnn", "cuda-runtime", "user", or "unknown" when count is 0 (no stack
  * was recorded). The string is static. */
 const char *origin_owner(const origin_frame_t *frames, int count, int kind);
 

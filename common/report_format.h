@@ -19,8 +19,9 @@
     X(managed, "managed memory")            /* cuMemAllocManaged */              \
     X(host, "pinned host memory")           /* cuMemAllocHost_v2, cuMemHostAlloc */ \
     X(array, "CUDA array memory")           /* cuArrayCreate_v2, cuArray3DCreate_v2 */ \
-    X(tensor, "PyTorch tensor memory")      /* PyTorch's allocator events (inside \
-                                               the driver kinds' segments) */
+    X(tensor, "tensor memory")              /* a framework's arrays inside its pool \
+                                               (inside the driver kinds' blocks): \
+                                               REPORT_FRAMEWORKS says whose */
 
 #define REPORT_KIND_NAME(name, phrase) #name,
 #define REPORT_KIND_PHRASE(name, phrase) phrase,
@@ -35,6 +36,68 @@ static inline const char *report_kind_name(int kind)
 {
     static const char *const names[] = { REPORT_KINDS(REPORT_KIND_NAME) };
     return kind >= 0 && kind < REPORT_KIND_COUNT ? names[kind] : "unknown";
+}
+
+/* The frameworks whose arrays a tensor site's memory is: X(name the report
+ * spells, what its arrays are, what its unused pool is, how a kept array
+ * becomes a number or host memory). PyTorch's tensors come from its
+ * allocator's events, JAX's and CuPy's from their own records of the
+ * arrays in their pools (docs/frameworks.md). A tensor site with no
+ * framework in the report is PyTorch's (reports before 2026-12-07). */
+#define REPORT_FRAMEWORKS(X)                                                         \
+    X(torch, "PyTorch tensor memory", "PyTorch's cache", "as numbers (.item()) or on the CPU (.cpu())") \
+    X(jax, "JAX array memory", "JAX's pool", "as numbers (float(x)) or on the host (jax.device_get)") \
+    X(cupy, "CuPy array memory", "CuPy's pool", "as numbers (float(x)) or on the host (.get())")
+
+#define REPORT_FRAMEWORK_ENUM(name, phrase, cache, to_host) REPORT_FRAMEWORK_##name,
+enum report_framework { REPORT_FRAMEWORKS(REPORT_FRAMEWORK_ENUM) REPORT_FRAMEWORK_COUNT };
+
+/* The framework's report name ("torch"), its arrays' phrase, its cache's
+ * phrase and its way to the host; framework out of range reads as torch. */
+#define REPORT_FRAMEWORK_FIELD(name, phrase, cache, to_host) { #name, phrase, cache, to_host },
+static inline const char *report_framework_text(int framework, int field)
+{
+    static const char *const table[][4] = { REPORT_FRAMEWORKS(REPORT_FRAMEWORK_FIELD) };
+    if (framework < 0 || framework >= REPORT_FRAMEWORK_COUNT)
+        framework = REPORT_FRAMEWORK_torch;
+    return table[framework][field];
+}
+#define REPORT_FRAMEWORK_NAME 0
+#define REPORT_FRAMEWORK_PHRASE 1
+#define REPORT_FRAMEWORK_CACHE 2
+#define REPORT_FRAMEWORK_TO_HOST 3
+
+/* The framework a report spells name, or -1. */
+#include <string.h>
+static inline int report_framework_of(const char *name)
+{
+    for (int f = 0; name != NULL && f < REPORT_FRAMEWORK_COUNT; f++)
+        if (strcmp(name, report_framework_text(f, REPORT_FRAMEWORK_NAME)) == 0)
+            return f;
+    return -1;
+}
+
+/* The cache of the frameworks in mask (1 << enum report_framework):
+ * "PyTorch's cache", "JAX's pool", or, for several, "the frameworks'
+ * caches" (capital: "The ..."). */
+static inline const char *report_frameworks_cache(unsigned mask, int capital)
+{
+    for (int f = 0; f < REPORT_FRAMEWORK_COUNT; f++)
+        if (mask == 1u << f)
+            return report_framework_text(f, REPORT_FRAMEWORK_CACHE);
+    if (mask == 0)
+        return "PyTorch's cache";
+    return capital ? "The frameworks' caches" : "the frameworks' caches";
+}
+
+/* How every view names a site's memory: its kind's phrase, or for tensors
+ * its framework's ("JAX array memory"). */
+static inline const char *report_site_phrase(int kind, int framework)
+{
+    static const char *const phrases[] = { REPORT_KINDS(REPORT_KIND_PHRASE) };
+    if (kind == REPORT_KIND_tensor)
+        return report_framework_text(framework, REPORT_FRAMEWORK_PHRASE);
+    return kind >= 0 && kind < REPORT_KIND_COUNT ? phrases[kind] : "memory of an unknown kind";
 }
 
 /* How every view names an object that held memory at Python's finish (a

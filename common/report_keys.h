@@ -85,6 +85,7 @@
     X(growth, "array", "report") \
     X(site, "u64", "site, oom, oom site") \
     X(kind, "string", "site, oom, oom site") \
+    X(framework, "string", "site, oom, oom site (tensor sites only)") \
     X(bytes, "u64", "site, holder, peak, oom, oom site, timeline point, composition part and owner") \
     X(count, "u64", "failure site, oom") \
     X(result, "int", "failure site") \
@@ -157,7 +158,13 @@
     X(PYTORCH_CUDA_ALLOC_CONF, "string or null", "torch_allocator") \
     X(tensors, "string", "torch_allocator") \
     X(events, "object", "torch_allocator") \
-    X(reserve_bytes, "u64", "torch_allocator")
+    X(reserve_bytes, "u64", "torch_allocator") \
+    X(frameworks, "object", "report") \
+    X(seen, "string", "frameworks entry") \
+    X(live_arrays, "u64", "frameworks entry") \
+    X(from_snapshots, "u64", "frameworks entry") \
+    X(snapshots, "u64", "frameworks entry") \
+    X(arrays_seen_one_by_one, "u64", "frameworks entry")
 
 #define REPORT_KEY_ENUM(key, type, where) REPORT_KEY_##key,
 enum report_key { REPORT_KEYS(REPORT_KEY_ENUM) REPORT_KEY_COUNT };

@@ -259,7 +259,7 @@ EXPORT int gpuleak_diagnosis(const char *name, int graph, const char *role, uint
     if (f == NULL)
         return -1;
     int role_id = role != NULL ? composition_role_of_word(role) : -1;
-    diagnosis_holder(f, indent, name, graph, role_id, bytes, grew);
+    diagnosis_holder(f, indent, name, graph, role_id, bytes, grew, REPORT_FRAMEWORK_torch);
     long n = ftell(f);
     fclose(f);
     return n < 0 ? -1 : (int)n;

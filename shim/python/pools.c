@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "pools.h"
 #include "capture.h"
+#include "bounded.h"
 #include "guard.h"
 #include "lifecycle.h"
 #include "python.h"
@@ -17,14 +18,6 @@
 #include <string.h>
 #include <uthash.h>
 
-#define POOLS_NAME(name) #name,
-static const char *const framework_names[POOLS_COUNT] = { POOLS_FRAMEWORKS(POOLS_NAME) };
-
-const char *pools_framework_name(int framework)
-{
-    return framework >= 0 && framework < POOLS_COUNT ? framework_names[framework] : "unknown";
-}
-
 /* One array recorded as a tensor. */
 typedef struct pool_array {
     uint64_t address;       /* the hash key */
@@ -37,17 +30,38 @@ typedef struct pool_array {
 
 /* Every function runs with the GIL held, which orders them; the lock
  * keeps the table whole should a framework call a hook without it. */
+/* A site this module made, and whose arrays it holds. */
+typedef struct pool_site {
+    uint32_t site;          /* the hash key */
+    int framework;
+    UT_hash_handle hh;
+} pool_site_t;
+
 static pthread_mutex_t arrays_lock = PTHREAD_MUTEX_INITIALIZER;
 static pool_array_t *arrays;
+static pool_site_t *sites;
 static uint64_t listings;             /* pools_sync calls so far */
-static pools_counts_t counts[POOLS_COUNT];
-static _Atomic int followed, jax_loaded;
+static pools_counts_t counts[REPORT_FRAMEWORK_COUNT];
+static _Atomic int followed, jax_loaded, cupy_hooked;
+
+/* Notes that site holds framework's arrays. */
+static void note_site(uint32_t site, int framework)
+{
+    pool_site_t *s;
+    HASH_FIND(hh, sites, &site, sizeof site, s);
+    if (s != NULL || (s = malloc(sizeof *s)) == NULL)
+        return;
+    *s = (pool_site_t){ .site = site, .framework = framework };
+    HASH_ADD(hh, sites, site, sizeof s->site, s);
+}
 
 /* Records an array at address as a tensor of site; returns its entry, or
  * NULL when memory is lacking (then tracking goes off). */
 static pool_array_t *record(int framework, uint64_t address, uint64_t size, uint64_t identity,
                             int device, uint32_t site)
 {
+    if (!atomic_load(&followed) && !tracker_peak_is_tensors())
+        tracker_peak_at_tensors();  /* the peak that matters is the arrays', not the pools' */
     pool_array_t *a = malloc(sizeof *a);
     if (a == NULL || tracker_alloc(REPORT_KIND_tensor, address, size, device, NULL, site) != 0) {
         free(a);
@@ -57,6 +71,7 @@ static pool_array_t *record(int framework, uint64_t address, uint64_t size, uint
     *a = (pool_array_t){ .address = address, .size = size, .identity = identity,
                          .framework = framework };
     HASH_ADD(hh, arrays, address, sizeof a->address, a);
+    note_site(site, framework);
     counts[framework].live_arrays++;
     counts[framework].live_bytes += size;
     atomic_store(&followed, 1);
@@ -75,14 +90,6 @@ static void forget(pool_array_t *a)
     counts[a->framework].live_bytes -= a->size;
     HASH_DEL(arrays, a);
     free(a);
-}
-
-static int framework_of(const char *name, size_t length)
-{
-    for (int i = 0; i < POOLS_COUNT; i++)
-        if (strlen(framework_names[i]) == length && memcmp(framework_names[i], name, length) == 0)
-            return i;
-    return -1;
 }
 
 /* The site of frames ("code:offset,..." innermost first, or "-"). */
@@ -173,8 +180,8 @@ static uint64_t sync_line(char *line, uint64_t listing)
         }
         *p++ = '\0';
     }
-    int framework = n == 6 ? framework_of(field[0], strlen(field[0])) : -1;
-    if (framework < 0)
+    int framework = n == 6 ? report_framework_of(field[0]) : -1;
+    if (framework != REPORT_FRAMEWORK_jax && framework != REPORT_FRAMEWORK_cupy)
         return 0;
     uint64_t address = strtoull(field[1], NULL, 10), size = strtoull(field[2], NULL, 10);
     uint64_t identity = strtoull(field[4], NULL, 10);
@@ -207,7 +214,7 @@ size_t pools_sync(const char *listing)
         return 0;
     size_t n_blocks, listed = 0;
     block_t *blocks = driver_blocks(&n_blocks);
-    int complete[POOLS_COUNT] = { 0 };
+    int complete[REPORT_FRAMEWORK_COUNT] = { 0 };
     pthread_mutex_lock(&arrays_lock);
     uint64_t this_listing = ++listings;
     for (char *line = text, *next; line != NULL; line = next) {
@@ -215,8 +222,10 @@ size_t pools_sync(const char *listing)
         if (next != NULL)
             *next++ = '\0';
         if (line[0] == '#') {  /* "#\tjax cupy": the frameworks listed whole */
-            for (char *w = strtok(line + 1, "\t "); w != NULL; w = strtok(NULL, "\t ")) {
-                int f = framework_of(w, strlen(w));
+            char *rest;
+            for (char *w = strtok_r(line + 1, "\t ", &rest); w != NULL;
+                 w = strtok_r(NULL, "\t ", &rest)) {
+                int f = report_framework_of(w);
                 if (f >= 0)
                     complete[f] = 1;
             }
@@ -233,10 +242,10 @@ size_t pools_sync(const char *listing)
     HASH_ITER(hh, arrays, a, tmp)
         if (complete[a->framework] && a->listed != this_listing)
             forget(a);
-    for (int f = 0; f < POOLS_COUNT; f++)
+    for (int f = 0; f < REPORT_FRAMEWORK_COUNT; f++)
         counts[f].snapshots += complete[f];
     pthread_mutex_unlock(&arrays_lock);
-    if (complete[POOLS_jax])
+    if (complete[REPORT_FRAMEWORK_jax])
         atomic_store(&jax_loaded, 1);
     free(blocks);
     free(text);
@@ -273,11 +282,26 @@ int pools_want_checkpoints(void)
 void pools_counts(int framework, pools_counts_t *out)
 {
     memset(out, 0, sizeof *out);
-    if (framework < 0 || framework >= POOLS_COUNT)
+    if (framework < 0 || framework >= REPORT_FRAMEWORK_COUNT || !bounded_mutex_lock(&arrays_lock))
         return;
-    pthread_mutex_lock(&arrays_lock);
     *out = counts[framework];
     pthread_mutex_unlock(&arrays_lock);
+}
+
+int pools_cupy_hooked(void)
+{
+    return atomic_load(&cupy_hooked);
+}
+
+int pools_site_framework(uint32_t site)
+{
+    if (!atomic_load(&followed) || !bounded_mutex_lock(&arrays_lock))
+        return -1;
+    pool_site_t *s;
+    HASH_FIND(hh, sites, &site, sizeof site, s);
+    int framework = s != NULL ? s->framework : -1;
+    pthread_mutex_unlock(&arrays_lock);
+    return framework;
 }
 
 /* ------------------------------------------------------------ CuPy's hook */
@@ -368,10 +392,10 @@ static py_object_t *on_malloc(py_object_t *self, py_object_t *args, py_object_t 
         HASH_FIND(hh, arrays, &address, sizeof address, a);
         if (a != NULL)  /* its free was made on a thread without the hook */
             forget(a);
-        a = record(POOLS_cupy, address, size, identity, device, site);
+        a = record(REPORT_FRAMEWORK_cupy, address, size, identity, device, site);
         if (a != NULL) {
             a->listed = listings;
-            counts[POOLS_cupy].events++;
+            counts[REPORT_FRAMEWORK_cupy].events++;
         }
         pthread_mutex_unlock(&arrays_lock);
         guard_depth--;
@@ -418,7 +442,7 @@ static py_object_t *on_chunk(py_object_t *self, py_object_t *args, py_object_t *
 
 void pools_armed(void)
 {
-    atomic_store(&followed, 1);
+    atomic_store(&cupy_hooked, 1);
 }
 
 int pools_hook_functions(void *out[3])

@@ -27,10 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The frameworks, by the names shim/python/pools.py answers with. */
-#define POOLS_FRAMEWORKS(X) X(jax) X(cupy)
-#define POOLS_ENUM(name) POOLS_##name,
-enum pools_framework { POOLS_FRAMEWORKS(POOLS_ENUM) POOLS_COUNT };
+#include "report_format.h"
 
 /* What was seen of one framework's arrays. */
 typedef struct pools_counts {
@@ -39,9 +36,6 @@ typedef struct pools_counts {
     uint64_t from_snapshots;           /* arrays first seen in a snapshot */
     uint64_t snapshots;                /* listings of every live array read */
 } pools_counts_t;
-
-/* "jax", "cupy". */
-const char *pools_framework_name(int framework);
 
 /* Reconciles the records with listing, pools.py's arrays() answer: a new
  * array is recorded as a tensor (its site from the frames listed), one
@@ -72,7 +66,17 @@ int pools_followed(void);
  * snapshots, so checkpoints of them are worth asking for. */
 int pools_want_checkpoints(void);
 
-/* A copy of one framework's counts. */
+/* A copy of one framework's counts (enum report_framework: jax, cupy;
+ * PyTorch's are torch_events.h's), within bounded.h's wait. */
 void pools_counts(int framework, pools_counts_t *out);
+
+/* Whether CuPy's hook was registered (its arrays seen one by one on the
+ * main thread). */
+int pools_cupy_hooked(void);
+
+/* The framework a tensor site's arrays belong to (enum report_framework),
+ * or -1 for a site this module did not record (PyTorch's). Within
+ * bounded.h's wait; -1 when given up. */
+int pools_site_framework(uint32_t site);
 
 #endif

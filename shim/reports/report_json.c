@@ -551,6 +551,8 @@ static void put_site(jw_t *w, frame_tables_t *tables, const report_site_t *site,
     jw_open(w, NULL, '{', 0);
     jw_u64(w, RK(site), site->id);
     jw_str(w, RK(kind), report_kind_name(s->kind));
+    if (site->framework >= 0)
+        jw_str(w, RK(framework), report_framework_text(site->framework, REPORT_FRAMEWORK_NAME));
     jw_int(w, RK(device), s->device);
     jw_u64(w, RK(bytes), bytes);
     jw_u64(w, section == SECTION_FAILURES ? RK(count) : RK(allocations), count);
@@ -709,6 +711,43 @@ static void put_torch_mode(jw_t *w, const report_view_t *view)
     jw_close(w);
 }
 
+/* "framework": a tensor site's, by report_view_site_framework. */
+static void put_framework(jw_t *w, uint32_t site, int kind)
+{
+    int framework = report_view_site_framework(site, kind);
+    if (framework >= 0)
+        jw_str(w, RK(framework), report_framework_text(framework, REPORT_FRAMEWORK_NAME));
+}
+
+/* "frameworks": each framework whose arrays were followed, and how they
+ * were seen: PyTorch's one by one (its allocator's events), JAX's in
+ * snapshots (its list of live arrays), CuPy's one by one on the main
+ * thread (its memory hook) and in snapshots for the others. */
+static void put_frameworks(jw_t *w, const report_view_t *view)
+{
+    jw_open(w, RK(frameworks), '{', 0);
+    for (int f = 0; f < REPORT_FRAMEWORK_COUNT; f++) {
+        if (!(view->run.frameworks & 1u << f))
+            continue;
+        jw_open(w, report_framework_text(f, REPORT_FRAMEWORK_NAME), '{', 0);
+        const pools_counts_t *c = &view->run.pools[f];
+        const char *seen = f == REPORT_FRAMEWORK_torch ? "events"
+                         : f == REPORT_FRAMEWORK_jax ? "snapshots"
+                         : view->run.cupy_hooked ? "events on the main thread, snapshots elsewhere"
+                                                 : "snapshots";
+        jw_str(w, RK(seen), seen);
+        if (f != REPORT_FRAMEWORK_torch) {
+            jw_u64(w, RK(live_arrays), c->live_arrays);
+            jw_u64(w, RK(live_bytes), c->live_bytes);
+            jw_u64(w, RK(arrays_seen_one_by_one), c->events);
+            jw_u64(w, RK(from_snapshots), c->from_snapshots);
+            jw_u64(w, RK(snapshots), c->snapshots);
+        }
+        jw_close(w);
+    }
+    jw_close(w);
+}
+
 /* Where the program's Python keeps its standard library and installed
  * packages, as it said at its finish (null before that, or without
  * Python): the layout this report's origins were judged by, kept so that
@@ -795,6 +834,7 @@ static void put_oom(jw_t *w, frame_tables_t *tables, const report_view_t *view)
     jw_u64(w, RK(time_ns), oom->time_ns + view->run.epoch_offset_ns);
     jw_u64(w, RK(bytes), oom->bytes_asked);
     jw_str(w, RK(kind), report_kind_name(oom->kind));
+    put_framework(w, oom->site, oom->kind);
     jw_int(w, RK(device), oom->device);
     jw_u64(w, RK(live_bytes), oom->live_bytes);
     if (oom->kind == REPORT_KIND_tensor) {
@@ -808,7 +848,9 @@ static void put_oom(jw_t *w, frame_tables_t *tables, const report_view_t *view)
         const tracker_site_bytes_t *h = &oom->sites[view->oom_holders[i]];
         jw_open(w, NULL, '{', 0);
         jw_u64(w, RK(site), h->site);
-        jw_str(w, RK(kind), report_kind_name(report_view_site_kind(h->site)));
+        int kind = report_view_site_kind(h->site);
+        jw_str(w, RK(kind), report_kind_name(kind));
+        put_framework(w, h->site, kind);
         jw_u64(w, RK(bytes), h->bytes);
         const holder_t *held;
         put_holder_list(w, held, report_view_holders(view->oom_set, h->site, &held));
@@ -1033,6 +1075,7 @@ static void write_body(FILE *f, const report_view_t *view)
     put_frame_tables(w, &tables);
     free_frame_tables(&tables);
     put_torch_mode(w, view);
+    put_frameworks(w, view);
     jw_close(w);
     fputc_unlocked('\n', f);
 }

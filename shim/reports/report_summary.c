@@ -163,10 +163,10 @@ static uint64_t held_of(const report_site_t *s) { return s->held_bytes; }
 
 static line_group_t groups[GROUPED_SITES];  /* the summary is single-threaded */
 
-static const char *kind_phrase(int kind)
+/* A listed site's memory as every view names it. */
+static const char *site_phrase(const report_site_t *s)
 {
-    static const char *const phrases[REPORT_KIND_COUNT] = { REPORT_KINDS(REPORT_KIND_PHRASE) };
-    return (unsigned)kind < REPORT_KIND_COUNT ? phrases[kind] : "memory";
+    return report_site_phrase(s->stats.kind, s->framework);
 }
 
 /* One holder of a line's memory, its bytes summed over the line's sites. */
@@ -265,7 +265,7 @@ static void print_held(FILE *f, const report_view_t *view)
     for (size_t i = 0; i < n && i < (size_t)view->run.summary_sites; i++) {
         const report_site_t *s = &view->held.sites[groups[i].top];
         fprintf(f, "  %10s %s from %s%s", units_format_size(groups[i].bytes, b),
-                kind_phrase(s->stats.kind), origin_phrase(view, s->id, s->stats.kind),
+                site_phrase(s), origin_phrase(view, s->id, s->stats.kind),
                 groups[i].grew ? " [grew during the run]" : "");
         if (groups[i].sites > 1)
             fprintf(f, " [%zu sites]", groups[i].sites);
@@ -334,7 +334,7 @@ static void print_oom(FILE *f, const report_view_t *view)
     const tracker_oom_t *oom = &view->oom;
     fprintf(f, "\nOut of memory at %.2f s: %s of %s asked on device %d, from %s",
             seconds_since_start(view, oom->time_ns), units_format_size(oom->bytes_asked, a),
-            kind_phrase(oom->kind), oom->device, origin_phrase(view, oom->site, oom->kind));
+            report_view_site_phrase(oom->site, oom->kind), oom->device, origin_phrase(view, oom->site, oom->kind));
     if (oom->count > 1)
         fprintf(f, " (%llu out-of-memory failures in all)", (unsigned long long)oom->count);
     fputs(".\n", f);
@@ -345,7 +345,8 @@ static void print_oom(FILE *f, const report_view_t *view)
     for (size_t i = 0; i < view->oom_holder_count && i < (size_t)view->run.summary_sites; i++) {
         const tracker_site_bytes_t *h = &oom->sites[view->oom_holders[i]];
         int kind = report_view_site_kind(h->site);
-        fprintf(f, "  %10s %s from %s\n", units_format_size(h->bytes, a), kind_phrase(kind),
+        fprintf(f, "  %10s %s from %s\n", units_format_size(h->bytes, a),
+                report_view_site_phrase(h->site, kind),
                 origin_phrase(view, h->site, kind));
         /* Who held it, as Python said just after the failure. */
         const holder_t *held;
@@ -378,14 +379,14 @@ static void print_growth_and_peak(FILE *f, const report_view_t *view)
         fprintf(f, "  +%s (%s/s, steadiness %.0f%%) %s from %s",
                 units_format_size(groups[i].bytes, a),
                 units_format_size((uint64_t)s->growth.bytes_per_second, b),
-                s->growth.steadiness * 100, kind_phrase(s->stats.kind),
+                s->growth.steadiness * 100, site_phrase(s),
                 origin_phrase(view, s->id, s->stats.kind));
         if (groups[i].sites > 1)
             fprintf(f, " [%zu sites; rate and steadiness of the largest]", groups[i].sites);
         fputc('\n', f);
         const holder_t *h = print_holders(f, view, &view->growth, &groups[i], "      ");
         if (h != NULL)
-            diagnosis_kept(f, 6, h->name, h->graph, h->role, groups[i].bytes);
+            diagnosis_kept(f, 6, h->name, h->graph, h->role, groups[i].bytes, s->framework);
     }
     if (view->peak.count > 0 && view->peak_is_tensors) {
         fprintf(f, "\nLive at the tensors' peak (%s allocated at %.2f s):\n",
@@ -401,7 +402,7 @@ static void print_growth_and_peak(FILE *f, const report_view_t *view)
     for (size_t i = 0; i < n && i < limit; i++) {
         const report_site_t *s = &view->peak.sites[groups[i].top];
         fprintf(f, "  %10s %s from %s", units_format_size(groups[i].bytes, a),
-                kind_phrase(s->stats.kind), origin_phrase(view, s->id, s->stats.kind));
+                site_phrase(s), origin_phrase(view, s->id, s->stats.kind));
         if (groups[i].sites > 1)
             fprintf(f, " [%zu sites]", groups[i].sites);
         fputc('\n', f);
@@ -425,7 +426,7 @@ static void print_kept(FILE *f, const report_view_t *view)
     for (size_t i = 0; i < lines && i < KEPT_SHOWN; i++) {
         const report_site_t *s = &view->kept.sites[groups[i].top];
         fprintf(f, "  %10s %s from %s\n", units_format_size(groups[i].bytes, a),
-                kind_phrase(s->stats.kind), origin_phrase(view, s->id, s->stats.kind));
+                site_phrase(s), origin_phrase(view, s->id, s->stats.kind));
     }
 }
 
@@ -454,7 +455,7 @@ static void print_leaks(FILE *f, const report_view_t *view)
         const report_site_t *s = &view->leaks.sites[g->top];
         fprintf(f, "\nLeak of %llu byte(s) in %llu allocation(s) of %s",
                 (unsigned long long)g->bytes, (unsigned long long)g->allocations,
-                kind_phrase(s->stats.kind));
+                site_phrase(s));
         /* Pinned host memory lives in the host's RAM: "on device 0" (the
          * context current when it was asked for) misled. */
         if (s->stats.kind != REPORT_KIND_host)
@@ -479,13 +480,21 @@ static void print_not_leaked(FILE *f, const report_view_t *view)
 {
     char a[UNITS_SIZE_BUF];
     if (view->reachable.count > 0)
-        fprintf(f, "\nOf it, %s in %llu allocation(s) was still live at exit: Python's shutdown did "
-                   "not free it. Still reachable from those names, not counted as leaked.\n",
-                units_format_size(view->reachable_bytes, a), (unsigned long long)view->reachable_allocations);
+        fprintf(f, "\nOf it, %s in %llu allocation(s) was still live at exit%s. Still reachable "
+                   "from those names, not counted as leaked.\n",
+                units_format_size(view->reachable_bytes, a), (unsigned long long)view->reachable_allocations,
+                view->run.frameworks & 1u << REPORT_FRAMEWORK_jax
+                    ? " as far as gpuleak saw (JAX's arrays are seen in snapshots, the last at "
+                      "Python's finish)"
+                    : ": Python's shutdown did not free it");
     print_kept(f, view);
-    if (view->reserve_bytes > 0)
+    if (view->reserve_bytes > 0 && view->run.frameworks == 1u << REPORT_FRAMEWORK_torch)
         fprintf(f, "\nPyTorch's caching allocator still reserved %s at exit: its cache, not a "
                 "leak (the tensors in it are reported instead).\n",
+                units_format_size(view->reserve_bytes, a));
+    else if (view->reserve_bytes > 0)
+        fprintf(f, "\n%s still held %s at exit, for arrays to come: not a leak (the arrays "
+                "in it are reported instead).\n", report_frameworks_cache(view->run.frameworks, 1),
                 units_format_size(view->reserve_bytes, a));
     if (view->teardown.count > 0) {
         uint64_t bytes = 0, count = 0;

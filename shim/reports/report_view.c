@@ -10,7 +10,6 @@
 #include "lifecycle.h"
 #include "log.h"
 #include "origin.h"
-#include "pools.h"
 #include "bounded.h"
 #include "python.h"
 #include "rank.h"
@@ -144,9 +143,26 @@ static void reachable_by_site(const holder_set_t *set, uint32_t high, uint64_t *
     *count = c;
 }
 
-/* Sets PyTorch's cache aside where its tensors are followed, so that its
- * memory is counted once, by the tensors inside it: a driver site whose
- * owner is the caching allocator is set aside whole; otherwise the segments
+/* Whether owner is the pool of a framework whose arrays are followed
+ * (frameworks: 1 << each, report_format.h). */
+static int pool_owner(const char *owner, unsigned frameworks)
+{
+    static const struct { const char *owner; int framework; } pools[] = {
+        { ORIGIN_OWNER_CACHING, REPORT_FRAMEWORK_torch },
+        { ORIGIN_OWNER_XLA_POOL, REPORT_FRAMEWORK_jax },
+        { ORIGIN_OWNER_CUPY_POOL, REPORT_FRAMEWORK_cupy },
+    };
+    for (size_t i = 0; owner != NULL && i < sizeof pools / sizeof pools[0]; i++)
+        if (strcmp(owner, pools[i].owner) == 0)
+            return (frameworks & 1u << pools[i].framework) != 0;
+    return 0;
+}
+
+/* Sets the frameworks' caches aside where their tensors are followed, so
+ * that their memory is counted once, by the tensors inside it: a driver
+ * site whose owner is PyTorch's caching allocator, or whose every live
+ * block is a framework's pool (JAX's block, CuPy's chunks: pools.h), is set
+ * aside whole; otherwise the segments
  * PyTorch's events named (a frameless site with stacks off holds them
  * beside the program's own allocations) leave the site's live counts. Where
  * the tensors' frees stopped being seen, tensor sites are set aside, as
@@ -162,7 +178,8 @@ static void set_aside_cache(report_view_t *view, report_site_t *site, int follow
         return;
     origin_site_t o;
     origin_site(site->id, st->kind, &o);
-    if (o.owner != NULL && strcmp(o.owner, ORIGIN_OWNER_CACHING) == 0) {
+    int all_reserve = st->live_allocations > 0 && st->reserve_allocations >= st->live_allocations;
+    if (all_reserve || pool_owner(o.owner, view->run.frameworks)) {
         site->aside = 1;
         view->reserve_bytes += st->live_bytes;
         return;
@@ -336,6 +353,13 @@ static void gather_run(report_run_t *run)
     run->torch_alloc_conf = config_getenv("PYTORCH_CUDA_ALLOC_CONF");
     run->torch_status = torch_events_status();
     torch_events_counts(run->torch_events);
+    run->frameworks = torch_events_followed() ? 1u << REPORT_FRAMEWORK_torch : 0;
+    for (int f = 0; f < REPORT_FRAMEWORK_COUNT; f++) {
+        pools_counts(f, &run->pools[f]);
+        if (run->pools[f].live_arrays + run->pools[f].events + run->pools[f].from_snapshots > 0)
+            run->frameworks |= 1u << f;
+    }
+    run->cupy_hooked = pools_cupy_hooked();
     run->python_version = python_version();
     run->rank = rank_of_process();
     run->local_rank = rank_local();
@@ -412,6 +436,7 @@ static void judge_site(report_view_t *view, const site_context_t *ctx, report_si
 {
     uint32_t id = site->id;
     site->aside = 0;
+    site->framework = report_view_site_framework(id, site->stats.kind);
     set_aside_cache(view, site, ctx->followed);
     site->held_bytes = ctx->held_by_site != NULL ? ctx->held_by_site[id] : 0;
     site->kept = 0;
@@ -599,6 +624,11 @@ int report_view_gather(report_view_t *view, report_moment_t moment, int signal)
         if (moment == REPORT_SNAPSHOT || moment == REPORT_ON_REQUEST)
             gather_live_composition(view);
     }
+    /* Each composition names its cache by the frameworks seen. */
+    view->holders.composition.frameworks = view->run.frameworks;
+    view->oom_search.composition.frameworks = view->run.frameworks;
+    view->peak_composition.frameworks = view->run.frameworks;
+    view->live_composition.frameworks = view->run.frameworks;
     free(ctx.held_by_site);
     free(ctx.reach_bytes);
     free(ctx.reach_count);
@@ -665,6 +695,19 @@ const origin_layout_t *report_view_layout(void)
 int report_view_site_kind(uint32_t site)
 {
     return tracker_site_kind(site);
+}
+
+int report_view_site_framework(uint32_t site, int kind)
+{
+    if (kind != REPORT_KIND_tensor)
+        return -1;
+    int framework = pools_site_framework(site);
+    return framework >= 0 ? framework : REPORT_FRAMEWORK_torch;
+}
+
+const char *report_view_site_phrase(uint32_t site, int kind)
+{
+    return report_site_phrase(kind, report_view_site_framework(site, kind));
 }
 
 size_t report_view_holders(const holder_set_t *set, uint32_t site, const holder_t **out)

@@ -12,6 +12,7 @@
 #include "growth.h"
 #include "marks.h"
 #include "origin.h"
+#include "pools.h"
 #include "selftime.h"
 #include "stacks.h"
 #include "symbolize.h"
@@ -23,6 +24,7 @@
 typedef struct report_site {
     uint32_t id;
     site_stats_t stats;
+    int framework;        /* a tensor site's (enum report_framework), else -1 */
     growth_finding_t growth;
     uint64_t held_bytes;  /* held list only: live when Python began to finish */
     const holder_t *holders;  /* the Python objects that held its memory,
@@ -73,6 +75,9 @@ typedef struct report_run {
     const char *torch_alloc_conf;  /* PYTORCH_CUDA_ALLOC_CONF, or NULL */
     const char *torch_status;      /* torch_events_status() */
     uint64_t torch_events[TORCH_ACTIONS];
+    pools_counts_t pools[REPORT_FRAMEWORK_COUNT];  /* JAX's and CuPy's arrays (pools.h) */
+    int cupy_hooked;               /* CuPy's hook registered on the main thread */
+    unsigned frameworks;           /* 1 << each framework whose arrays were followed */
     const char *python_version;    /* NULL: no interpreter */
     const char *rank, *local_rank, *job;  /* rank.h's, or NULL */
     uint32_t site_count;           /* the largest site id */
@@ -202,6 +207,14 @@ const origin_layout_t *report_view_layout(void);
 
 /* The kind of site's last event. */
 int report_view_site_kind(uint32_t site);
+
+/* The framework whose arrays site's memory is (enum report_framework): a
+ * tensor site's; -1 for another kind. */
+int report_view_site_framework(uint32_t site, int kind);
+
+/* How the views name the memory of site, of kind: the kind's phrase, or a
+ * tensor site's framework's ("JAX array memory"). */
+const char *report_view_site_phrase(uint32_t site, int kind);
 
 /* The holders set names for site, largest first, into *out; how many. */
 size_t report_view_holders(const holder_set_t *set, uint32_t site, const holder_t **out);

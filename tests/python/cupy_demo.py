@@ -1,9 +1,11 @@
 """A CuPy loop with CuPy's default memory pool (tests/python/frameworks
 fakes it over the fake driver). CUPY_MODE: "keep" keeps each step's
-filtered result in a list, "clean" keeps nothing. Runs for CUPY_SECONDS;
-writes the lines to EXPECT_OUT."""
+filtered result in a list, "thread" does so on a thread of its own (CuPy
+calls memory hooks per thread), "clean" keeps nothing. Runs for
+CUPY_SECONDS; writes the lines to EXPECT_OUT."""
 import json
 import os
+import threading
 import time
 
 import cupy
@@ -18,16 +20,28 @@ def line_of(marker):
 
 signal = cupy.ones((4096,))
 kept = []
-end = time.monotonic() + float(os.environ.get("CUPY_SECONDS", "2.5"))
-i = 0
-while time.monotonic() < end:
-    noisy = signal + cupy.ones((4096,))
-    filtered = noisy * 0.5  # FILTER-LINE
-    if MODE == "keep":
-        kept.append(filtered)
-    del noisy, filtered
-    i += 1
-    time.sleep(0.005)
+steps = [0]
+
+
+def loop():
+    end = time.monotonic() + float(os.environ.get("CUPY_SECONDS", "2.5"))
+    while time.monotonic() < end:
+        noisy = signal + cupy.ones((4096,))
+        filtered = noisy * 0.5  # FILTER-LINE
+        if MODE in ("keep", "thread"):
+            kept.append(filtered)
+        del noisy, filtered
+        steps[0] += 1
+        time.sleep(0.005)
+
+
+if MODE == "thread":
+    worker = threading.Thread(target=loop)
+    worker.start()
+    worker.join()
+else:
+    loop()
+i = steps[0]
 
 with open(os.environ["EXPECT_OUT"], "w") as fh:
     json.dump({"filter": line_of("# FILTER-LINE"), "steps": i}, fh)

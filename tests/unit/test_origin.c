@@ -175,6 +175,38 @@ static int torch_stack(origin_frame_t *out, const origin_frame_t *python, int np
     return n;
 }
 
+/* JAX's and CuPy's pools own the blocks their allocators take from the
+ * driver: XLA's in the CUDA plugin (or jaxlib), CuPy's in its memory
+ * module; the user's line is still the origin. */
+START_TEST(test_framework_pools)
+{
+    defaults();
+    /* As a site lists them: the Python frames, then the native ones. */
+    const origin_frame_t xla[] = {
+        PY("_execute", SITE "/jax/_src/interpreters/pxla.py", 1300),
+        PY("step", "/home/u/proj/train.py", 12),
+        NAT(LIBCUDA, "cuMemCreate"),
+        NAT(SITE "/jax_plugins/xla_cuda13/xla_cuda_plugin.so",
+            "stream_executor::gpu::GpuDriver::CreateMemoryHandle"),
+        NAT(SITE "/jaxlib/_jax.so", NULL),
+    };
+    ck_assert_str_eq(origin_owner(xla, COUNT(xla), REPORT_KIND_vmm), "xla-pool");
+    ck_assert_str_eq(origin_owner(xla, COUNT(xla), REPORT_KIND_device), "xla-pool");
+    ck_assert_str_eq(origin_owner(xla, COUNT(xla), REPORT_KIND_host), "user");
+    ck_assert_str_eq(xla[origin_find(xla, COUNT(xla))].file, "/home/u/proj/train.py");
+    const origin_frame_t cupy[] = {
+        PY("filter_step", "/home/u/proj/denoise.py", 30),
+        NAT(LIBCUDA, "cuMemAlloc_v2"),
+        NAT(SITE "/cupy_backends/cuda/api/runtime.cpython-312-x86_64-linux-gnu.so", NULL),
+        NAT(SITE "/cupy/cuda/memory.cpython-312-x86_64-linux-gnu.so", NULL),
+    };
+    ck_assert_str_eq(origin_owner(cupy, COUNT(cupy), REPORT_KIND_device), "cupy-pool");
+    int o = origin_find(cupy, COUNT(cupy));
+    ck_assert_str_eq(cupy[o].file, "/home/u/proj/denoise.py");
+    origin_end();
+}
+END_TEST
+
 /* PyTorch: the user's Python line wins over torch's Python files, the
  * standard library and every native frame; the caching allocator owns
  * device memory, the cudaMallocAsync backend owns pool memory. */
@@ -801,6 +833,7 @@ int main(void)
     Suite *suite = suite_create("origin");
     TCase *tc = tcase_create("rules");
     tcase_add_test(tc, test_plain_c);
+    tcase_add_test(tc, test_framework_pools);
     tcase_add_test(tc, test_static_cudart);
     tcase_add_test(tc, test_cudart_folded);
     tcase_add_test(tc, test_pytorch);

@@ -20,7 +20,7 @@ def _driver_alloc(size):
         device, _context = ctypes.c_int(), ctypes.c_void_p()
         assert _cuda.cuDeviceGet(ctypes.byref(device), 0) == 0
         assert _cuda.cuDevicePrimaryCtxRetain(ctypes.byref(_context), device) == 0
-        assert _cuda.cuCtxSetCurrent(_context) == 0
+    assert _cuda.cuCtxSetCurrent(_context) == 0  # each thread, as CuPy's device does
     ptr = ctypes.c_uint64()
     if _cuda.cuMemAlloc_v2(ctypes.byref(ptr), size) != 0:
         raise OutOfMemoryError(size)
