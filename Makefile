@@ -49,6 +49,9 @@ CXX ?= c++
 FAKEC10 := $(BUILD)/fakec10/libc10_cuda.so
 FAKEC10_STRIPPED := $(BUILD)/fakec10-stripped/libc10_cuda.so
 FAKEC10_OTHER := $(BUILD)/fakec10-other/libc10_cuda.so
+# The native frame of JAX's and CuPy's fake pools (tests/fakecuda/fake_pool_native.c),
+# at paths like the real modules'.
+FAKEPOOLS := $(BUILD)/fakepools/jaxlib/xla.fake.so $(BUILD)/fakepools/cupy/cuda/memory.fake.so
 
 .PHONY: all test unit integration sanitize demo bench deps clean install cli-test fuzz man litter-before
 
@@ -98,6 +101,11 @@ $(FAKEC10) $(FAKEC10_OTHER): tests/fakecuda/fake_c10_cuda.cpp $(FAKECUDA)
 	@mkdir -p $(@D)
 	$(CXX) $(FAKEC10_OPT) -g -std=c++17 $(WARN) -fPIC -shared -fvisibility=hidden \
 	    -I$(CUDA_HOME)/include -o $@ $< -L$(BUILD)/fakecuda -lcuda
+
+$(FAKEPOOLS): tests/fakecuda/fake_pool_native.c $(FAKECUDA)
+	@mkdir -p $(@D)
+	$(CC) -O1 -g $(WARN) -fPIC -shared -fvisibility=hidden -I$(CUDA_HOME)/include -o $@ $< \
+	    -L$(BUILD)/fakecuda -lcuda
 
 $(FAKEC10_STRIPPED): $(FAKEC10)
 	@mkdir -p $(@D)
@@ -184,7 +192,8 @@ unit: deps $(UNIT_BIN)
 # The tests' temporary files go to a folder of their own, removed after
 # them (scripts/in-test-tmp.sh): nothing stays in /tmp.
 TEST_TMP = $(abspath $(BUILD))/test-tmp
-integration: deps all $(PROG_BIN) $(SYMBOLS_BIN) $(FAKEC10) $(FAKEC10_STRIPPED) $(FAKEC10_OTHER) $(STUBCUDA)
+integration: deps all $(PROG_BIN) $(SYMBOLS_BIN) $(FAKEC10) $(FAKEC10_STRIPPED) $(FAKEC10_OTHER) $(STUBCUDA) \
+             $(FAKEPOOLS)
 	scripts/in-test-tmp.sh $(TEST_TMP)/integration \
 	    $(PYTHON) -m unittest discover -s tests/integration -p 'test_*.py' -v
 

@@ -116,7 +116,9 @@ char *frames_origin(const load_site_t *site)
         via = as_place(&site->via);
         o.via = &via;
     }
-    if (site->origin_kind == LOAD_ORIGIN_NONE && site->npython == 0 && native == NULL)
+    if (site->framework > REPORT_FRAMEWORK_torch && site->nstack == 0 && site->npython == 0)
+        o.unseen = 1 + site->framework;
+    if (site->origin_kind == LOAD_ORIGIN_NONE && site->npython == 0 && native == NULL && !o.unseen)
         fprintf(f, "site %llu (no stack recorded)", (unsigned long long)site->id);
     else
         frame_text_origin(f, &o);

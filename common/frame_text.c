@@ -1,4 +1,5 @@
 #include "frame_text.h"
+#include "report_format.h"
 
 #include <string.h>
 
@@ -60,6 +61,16 @@ static void put_place(FILE *f, const char *lead, const frame_text_place_t *p)
 
 void frame_text_origin(FILE *f, const frame_text_origin_t *o)
 {
+    if (o->unseen == 1 + REPORT_FRAMEWORK_jax) {
+        fputs("no call gpuleak saw (found in a snapshot of JAX's pool, without a traceback)", f);
+        return;
+    }
+    if (o->unseen > 0) {
+        fprintf(f, "no call gpuleak saw (found in a snapshot of %s: made on a thread "
+                   "without its hook, or before the hook was in)",
+                report_framework_text(o->unseen - 1, REPORT_FRAMEWORK_CACHE));
+        return;
+    }
     if (!o->found) {
         fputs("no frame outside the CUDA, PyTorch and runtime layers", f);
     } else {

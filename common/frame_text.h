@@ -48,6 +48,9 @@ typedef struct frame_text_origin {
     const frame_text_place_t *via;     /* NULL: none */
     int library;                       /* no frame of the program's own */
     const char *owner;                 /* NULL when unknown; "user" is not printed */
+    int unseen;                        /* 1 + the framework (report_format.h) whose
+                                          snapshot alone found the arrays, when the
+                                          site has no frame at all; 0 otherwise */
 } frame_text_origin_t;
 
 /* "train.py:42 in train_step, from main train.py:80, via forward

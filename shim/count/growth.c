@@ -83,8 +83,17 @@ static int due(uint64_t now_ns, int by_events)
         && clock_monotonic_ns() >= atomic_load_explicit(&next_allowed_ns, memory_order_relaxed);
 }
 
+static __thread int held __attribute__((tls_model("initial-exec")));
+
+void growth_hold(int on)
+{
+    held = on;
+}
+
 void growth_note(uint64_t now_ns, uint64_t (*allocations)(void), uint32_t site_high)
 {
+    if (held)
+        return;
     int by_events = ++thread_events >= atomic_load_explicit(&events_per_checkpoint,
                                                             memory_order_relaxed);
     if (by_events)

@@ -35,6 +35,11 @@ void growth_init(uint64_t start_ns, uint64_t interval_ns, growth_reader_t reader
  * checkpoints of its own. */
 void growth_note(uint64_t now_ns, uint64_t (*allocations)(void), uint32_t site_high);
 
+/* While on, growth_note takes no checkpoint on the calling thread: events
+ * that stand for one moment (a snapshot's arrays, recorded one by one) must
+ * not be sampled half done, as a rise over their microseconds. */
+void growth_hold(int on);
+
 /* What the rule found for one series. */
 typedef struct growth_finding {
     int grew;                 /* 1 when the rule calls it growth */

@@ -540,6 +540,14 @@ void tracker_mark_reserve(alloc_kind_t kind, uint64_t key)
     atomic_fetch_add_explicit(&s->reserve_allocations, 1, memory_order_relaxed);
 }
 
+void tracker_one_moment(int begin)
+{
+    growth_hold(begin);
+    if (!begin)
+        growth_note(clock_coarse_ns(), tracker_allocation_count,
+                    atomic_load_explicit(&site_high, memory_order_relaxed));
+}
+
 void tracker_map(size_t size, int is_unmap)
 {
     (void)size;

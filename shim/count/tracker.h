@@ -149,6 +149,12 @@ void tracker_failure(alloc_kind_t kind, size_t size, int result, int device, uin
  * key is ignored. */
 void tracker_mark_reserve(alloc_kind_t kind, uint64_t key);
 
+/* Brackets, on the calling thread, allocations and frees that stand for
+ * one moment (begin 1, then 0): a snapshot of a framework's arrays,
+ * recorded one by one. No growth checkpoint is taken between; the end
+ * offers one, as an event would. */
+void tracker_one_moment(int begin);
+
 /* Counts a cuMemMap or cuMemUnmap of size bytes. */
 void tracker_map(size_t size, int is_unmap);
 

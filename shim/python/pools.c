@@ -43,6 +43,7 @@ static pool_site_t *sites;
 static uint64_t listings;             /* pools_sync calls so far */
 static pools_counts_t counts[REPORT_FRAMEWORK_COUNT];
 static _Atomic int followed, jax_loaded, cupy_hooked;
+static _Atomic int cupy_unhooked;     /* the last heap scan found CuPy arrays no hook saw */
 
 /* Notes that site holds framework's arrays. */
 static void note_site(uint32_t site, int framework)
@@ -167,7 +168,7 @@ static void mark_block(const block_t *blocks, size_t n, uint64_t address)
 
 /* One listing line: records the array it names when new; returns its
  * address (0 for a line that names none). */
-static uint64_t sync_line(char *line, uint64_t listing)
+static uint64_t sync_line(char *line, uint64_t listing, size_t *unhooked)
 {
     char *field[6];
     int n = 0;
@@ -199,6 +200,7 @@ static uint64_t sync_line(char *line, uint64_t listing)
         if (a == NULL)
             return 0;
         counts[framework].from_snapshots++;
+        *unhooked += framework == REPORT_FRAMEWORK_cupy;
     }
     a->listed = listing;
     return address;
@@ -212,9 +214,10 @@ size_t pools_sync(const char *listing)
     char *text = strdup(listing);
     if (text == NULL)
         return 0;
-    size_t n_blocks, listed = 0;
+    size_t n_blocks, listed = 0, unhooked = 0;
     block_t *blocks = driver_blocks(&n_blocks);
     int complete[REPORT_FRAMEWORK_COUNT] = { 0 };
+    tracker_one_moment(1);
     pthread_mutex_lock(&arrays_lock);
     uint64_t this_listing = ++listings;
     for (char *line = text, *next; line != NULL; line = next) {
@@ -231,7 +234,7 @@ size_t pools_sync(const char *listing)
             }
             continue;
         }
-        uint64_t address = sync_line(line, this_listing);
+        uint64_t address = sync_line(line, this_listing, &unhooked);
         if (address != 0) {
             listed++;
             if (blocks != NULL)
@@ -245,8 +248,11 @@ size_t pools_sync(const char *listing)
     for (int f = 0; f < REPORT_FRAMEWORK_COUNT; f++)
         counts[f].snapshots += complete[f];
     pthread_mutex_unlock(&arrays_lock);
+    tracker_one_moment(0);
     if (complete[REPORT_FRAMEWORK_jax])
         atomic_store(&jax_loaded, 1);
+    if (complete[REPORT_FRAMEWORK_cupy])
+        atomic_store(&cupy_unhooked, unhooked > 0);
     free(blocks);
     free(text);
     return listed;
@@ -276,7 +282,12 @@ int pools_followed(void)
 
 int pools_want_checkpoints(void)
 {
-    return atomic_load(&jax_loaded);
+    return atomic_load(&jax_loaded) || atomic_load(&cupy_hooked);
+}
+
+int pools_cupy_unhooked(void)
+{
+    return atomic_load(&cupy_unhooked);
 }
 
 void pools_counts(int framework, pools_counts_t *out)

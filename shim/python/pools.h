@@ -62,9 +62,15 @@ void pools_armed(void);
 /* 1 once any framework's arrays are recorded as tensors. */
 int pools_followed(void);
 
-/* 1 once a listing found JAX loaded: its arrays are seen only in
- * snapshots, so checkpoints of them are worth asking for. */
+/* 1 once a listing found JAX loaded (its arrays are seen only in
+ * snapshots) or CuPy's hook is in (arrays other threads make are seen only
+ * in snapshots): checkpoints are worth asking for. */
 int pools_want_checkpoints(void);
+
+/* 1 when the last listing with CuPy's arrays (a heap scan) found some that
+ * no hook had seen: made on other threads, whose arrays only heap scans
+ * find, so the next checkpoint scans again. */
+int pools_cupy_unhooked(void);
 
 /* A copy of one framework's counts (enum report_framework: jax, cupy;
  * PyTorch's are torch_events.h's), within bounded.h's wait. */

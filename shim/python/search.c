@@ -359,10 +359,19 @@ static _Atomic int pools_asked;  /* a checkpoint's pending call not yet run */
 static int pools_call(void *unused)
 {
     (void)unused;
+    static uint64_t last_heap_ns, last_heap_cost_ns;  /* the main thread's alone */
     if (!py.is_finalizing() && !atomic_load(&finished) && lifecycle_report_owed()) {
         int saved_errno = errno;
         guard_depth++;
-        sync_pools(0);
+        uint64_t now = clock_monotonic_ns();
+        uint64_t spaced = last_heap_cost_ns * SEARCH_POOLS_COST_FACTOR;
+        int heap = pools_cupy_unhooked()
+                || now - last_heap_ns >= (spaced > SEARCH_POOLS_HEAP_NS ? spaced : SEARCH_POOLS_HEAP_NS);
+        sync_pools(heap);
+        if (heap) {
+            last_heap_ns = now;
+            last_heap_cost_ns = atomic_load(&pools_cost_ns);
+        }
         guard_depth--;
         errno = saved_errno;
     }

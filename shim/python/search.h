@@ -76,6 +76,11 @@ int search_on_request(uint64_t wait_ns);
  * one took, whichever is longer, so that they cost the program at most
  * about 2% of its time; UINT64_MAX without Python. */
 #define SEARCH_POOLS_IDLE_NS (1000ull * 1000 * 1000)
+/* A checkpoint also scans the heap for CuPy's arrays (every object the
+ * collector tracks) when the last scan found arrays no hook saw, else once
+ * this long, or SEARCH_POOLS_COST_FACTOR times the last scan's cost, after
+ * the last scan. */
+#define SEARCH_POOLS_HEAP_NS (1000ull * 1000 * 1000)
 #define SEARCH_POOLS_INTERVAL_NS (100ull * 1000 * 1000)
 #define SEARCH_POOLS_COST_FACTOR 50
 uint64_t search_pools_tick(uint64_t now_ns);

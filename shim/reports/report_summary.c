@@ -66,6 +66,11 @@ static const char *origin_phrase(const report_view_t *view, uint32_t site, int k
         .callers = places, .ncallers = (size_t)n, .via = o.has_via ? &via : NULL,
         .library = o.library, .owner = o.owner,
     };
+    int framework = report_view_site_framework(site, kind);
+    const stack_record_t *stack = report_view_stack(site);
+    if (framework != REPORT_FRAMEWORK_torch && framework >= 0 && stack != NULL
+        && stack->native_count == 0 && stack->python_count == 0)
+        text.unseen = 1 + framework;
     FILE *m = fmemopen(phrase, sizeof phrase, "w");
     if (m == NULL) {
         snprintf(phrase, sizeof phrase, "site %u", site);

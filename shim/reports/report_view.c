@@ -519,9 +519,12 @@ static void settle_lists(report_view_t *view, int reach_known)
 #define ROLE_FRAMES 64
 
 /* The role the Python frames of a tensor site's call imply
- * (composition_role_of_call). */
+ * (composition_role_of_call, which reads PyTorch's files): another
+ * framework's arrays are other tensors. */
 static composition_role_t site_role(const report_view_t *view, uint32_t site)
 {
+    if (report_view_site_framework(site, REPORT_KIND_tensor) != REPORT_FRAMEWORK_torch)
+        return COMPOSITION_other_tensors;
     const char *functions[ROLE_FRAMES], *files[ROLE_FRAMES];
     size_t n = 0;
     const stack_record_t *stack = stacks_get(site);

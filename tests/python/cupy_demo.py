@@ -38,7 +38,8 @@ def loop():
 if MODE == "thread":
     worker = threading.Thread(target=loop)
     worker.start()
-    worker.join()
+    while worker.is_alive():  # the main thread looks on, as a job's monitor does
+        time.sleep(0.01)
 else:
     loop()
 i = steps[0]

@@ -4,9 +4,11 @@ made it (innermost first, as (code, byte offset) pairs: raw_frames()), the
 GPU Device, and the client's pool, an XLA-style block taken at the first
 operation: a reserved address range with VMM memory mapped into it
 (cuMemAddressReserve, cuMemCreate, cuMemMap, as XLA's allocator grows its
-pool), from which every array's buffer is cut first fit. Without a
+pool), from which every array's buffer is cut first fit; through a native
+frame at jaxlib's path when FAKE_POOLS names build/fakepools. Without a
 libcuda.so.1 the block's addresses are made up (tests of the search alone)."""
 import ctypes
+import os
 import sys
 import weakref
 
@@ -68,6 +70,14 @@ class _Pool:
         assert cuda.cuDeviceGet(ctypes.byref(device), 0) == 0
         assert cuda.cuDevicePrimaryCtxRetain(ctypes.byref(context), device) == 0
         assert cuda.cuCtxSetCurrent(context) == 0
+        if os.environ.get("FAKE_POOLS"):  # the block's native frame where XLA's is
+            native = ctypes.CDLL(os.path.join(os.environ["FAKE_POOLS"], "jaxlib", "xla.fake.so"))
+            va, handle = u64(), u64()
+            native.fake_pool_map.argtypes = [ctypes.POINTER(u64), ctypes.POINTER(u64),
+                                             ctypes.c_size_t, ctypes.c_int]
+            assert native.fake_pool_map(ctypes.byref(va), ctypes.byref(handle), POOL_BYTES, 0) == 0
+            self.base = va.value
+            return
         va = u64()
         cuda.cuMemAddressReserve.argtypes = [ctypes.POINTER(u64), ctypes.c_size_t, ctypes.c_size_t,
                                              u64, ctypes.c_ulonglong]

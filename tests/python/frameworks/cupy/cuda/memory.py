@@ -1,15 +1,24 @@
 """cupy.cuda.memory as the shim reads it: PooledMemory with C-level ptr,
 size and device_id fields (slots here, Cython's there), MemoryPointer, and
 the pool: a request served first fit from the chunks given back, split as
-needed, else a new chunk of its rounded size from the driver (cuMemAlloc),
-calling the memory hooks as CuPy does."""
+needed, else a new chunk of its rounded size from the driver (cuMemAlloc,
+through a native frame at CuPy's memory module's path when FAKE_POOLS
+names build/fakepools), calling the memory hooks as CuPy does."""
 import ctypes
+import os
 import weakref
 
 from cupy.cuda import memory_hook
 
 _cuda = ctypes.CDLL("libcuda.so.1")
 _cuda.cuMemAlloc_v2.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t]
+# A chunk's native frame where CuPy's is (its memory module), when built:
+# FAKE_POOLS names build/fakepools (tests/fakecuda/fake_pool_native.c).
+_take = _cuda.cuMemAlloc_v2
+if os.environ.get("FAKE_POOLS"):
+    _take = ctypes.CDLL(os.path.join(os.environ["FAKE_POOLS"], "cupy", "cuda",
+                                     "memory.fake.so")).fake_pool_alloc
+    _take.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t]
 _context = None
 
 
@@ -22,7 +31,7 @@ def _driver_alloc(size):
         assert _cuda.cuDevicePrimaryCtxRetain(ctypes.byref(_context), device) == 0
     assert _cuda.cuCtxSetCurrent(_context) == 0  # each thread, as CuPy's device does
     ptr = ctypes.c_uint64()
-    if _cuda.cuMemAlloc_v2(ctypes.byref(ptr), size) != 0:
+    if _take(ctypes.byref(ptr), size) != 0:
         raise OutOfMemoryError(size)
     return ptr.value
 
