@@ -1,0 +1,258 @@
+"""JAX and CuPy as their users run them, over fakes of the frameworks'
+interfaces (tests/python/frameworks): JAX's pool as one VMM block its
+arrays are cut from, each array with its traceback and jax.live_arrays();
+CuPy's pool of chunks with its memory hooks (per thread) and PooledMemory.
+The demos (tests/python/jax_demo.py, cupy_demo.py) keep outputs across
+steps or keep nothing; under `gpuleak run --max-leaked --max-growth` the
+keeping ones must fail (23) with the line that made the arrays, the name
+that keeps them and the framework's words, the clean ones pass (0), and
+the pool itself must never be the leak nor the holder's memory. Also:
+shim/python/pools.py read directly, with hostile stand-ins for the
+frameworks (it must never raise, import, or run a class of the program's)."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import types
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUILD = os.path.join(ROOT, "build")
+FRAMEWORKS = os.path.join(ROOT, "tests", "python", "frameworks")
+
+
+def run_demo(script, mode_var, mode, seconds="2.5", gates=True):
+    """The demo under `gpuleak run`: (exit code, report, expectations,
+    stderr, `gpuleak report`'s text)."""
+    with tempfile.TemporaryDirectory(prefix="gpuleak-frameworks-") as tmp:
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("GPULEAK_", "JAX_", "CUPY_"))}
+        env.update({
+            "LD_LIBRARY_PATH": os.path.join(BUILD, "fakecuda"),
+            "PYTHONPATH": FRAMEWORKS,
+            "FAKE_POOLS": os.path.join(BUILD, "fakepools"),
+            "EXPECT_OUT": os.path.join(tmp, "expect.json"),
+            mode_var: mode,
+            mode_var.split("_")[0] + "_SECONDS": seconds,
+        })
+        report = os.path.join(tmp, "r.json")
+        cmd = [os.path.join(BUILD, "gpuleak"), "run", "-o", report]
+        if gates:
+            cmd += ["--max-leaked", "--max-growth"]
+        cmd += ["--", sys.executable, os.path.join(ROOT, "tests", "python", script)]
+        proc = subprocess.run(cmd, env=env, cwd=tmp, capture_output=True, text=True, timeout=120)
+        with open(env["EXPECT_OUT"]) as fh:
+            expect = json.load(fh)
+        with open(report) as fh:
+            doc = json.load(fh)
+        text = subprocess.run([os.path.join(BUILD, "gpuleak"), "report", report],
+                              capture_output=True, text=True, timeout=60).stdout
+        return proc.returncode, doc, expect, proc.stderr, text
+
+
+def sites(doc, section):
+    return doc.get(section) or []
+
+
+def origin_line(site):
+    origin = site.get("origin") or {}
+    return origin.get("file", ""), origin.get("line")
+
+
+class JaxTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.keep = run_demo("jax_demo.py", "JAX_MODE", "keep")
+        cls.cache = run_demo("jax_demo.py", "JAX_MODE", "cache")
+        cls.clean = run_demo("jax_demo.py", "JAX_MODE", "clean")
+
+    def test_kept_outputs_fail_the_gate_at_the_line_that_made_them(self):
+        code, doc, expect, stderr, _ = self.keep
+        self.assertEqual(code, 23, stderr)
+        grown = sites(doc, "growth")
+        self.assertTrue(grown, "no growth found")
+        top = grown[0]
+        self.assertEqual((top["kind"], top["framework"]), ("tensor", "jax"))
+        self.assertTrue(origin_line(top)[0].endswith("jax_demo.py"))
+        self.assertEqual(origin_line(top)[1], expect["step"])
+        self.assertEqual(top["held_by"][0]["name"], "history[...]")
+        self.assertIn("JAX array memory from", stderr)
+        self.assertIn("Cure: keep what later steps need as numbers (float(x)) or on the host "
+                      "(jax.device_get)", stderr)
+
+    def test_a_cache_keyed_by_step_is_named(self):
+        code, doc, expect, stderr, _ = self.cache
+        self.assertEqual(code, 23, stderr)
+        lines = {origin_line(s)[1]: s for s in sites(doc, "growth")}
+        self.assertIn(expect["cache"], lines, stderr)
+        self.assertEqual(lines[expect["cache"]]["held_by"][0]["name"], "cache[...]")
+
+    def test_a_clean_loop_passes(self):
+        code, doc, _, stderr, _ = self.clean
+        self.assertEqual(code, 0, stderr)
+        self.assertEqual(sites(doc, "leaks"), [])
+        self.assertEqual(sites(doc, "growth"), [])
+
+    def test_the_pool_is_the_cache_never_the_leak_or_the_holder(self):
+        """XLA's block (VMM memory mapped into a reserved range) made at the
+        first operation: not a leak, not held by the first array placed in
+        it, not at the peak; the report says JAX's arrays were seen in
+        snapshots and the composition names JAX's pool."""
+        for code, doc, _, stderr, text in (self.keep, self.clean):
+            kinds = {s["kind"] for section in ("leaks", "reachable_at_exit", "growth")
+                     for s in sites(doc, section)}
+            kinds |= {s["kind"] for s in doc["peak"]["sites"]}
+            self.assertNotIn("vmm", kinds, stderr)
+            self.assertEqual(doc["peak"]["sites_at"], "tensors")
+            held = doc["held_at_finish"]
+            self.assertEqual({s["kind"] for s in held["sites"]}, {"tensor"})
+            self.assertEqual(doc["frameworks"]["jax"]["seen"], "snapshots")
+            self.assertGreater(doc["frameworks"]["jax"]["snapshots"], 1)
+            parts = {p["role"]: p["bytes"] for p in held["composition"]["parts"]}
+            self.assertEqual(sum(parts.values()), held["composition"]["gpu_bytes"])
+            self.assertGreater(parts.get("torch_cache", 0), 0)
+            self.assertIn("JAX's pool", stderr)
+            self.assertIn("JAX's pool", text)
+            self.assertNotIn("PyTorch", stderr)
+
+    def test_the_command_words_the_framework(self):
+        _, _, expect, _, text = self.keep
+        self.assertIn("jax_demo.py:%d" % expect["step"], text)
+        self.assertIn("keeps arrays from step after step", text)
+        self.assertIn("(jax.device_get)", text)
+
+
+class CupyTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.keep = run_demo("cupy_demo.py", "CUPY_MODE", "keep")
+        cls.thread = run_demo("cupy_demo.py", "CUPY_MODE", "thread")
+        cls.clean = run_demo("cupy_demo.py", "CUPY_MODE", "clean")
+
+    def test_kept_results_fail_the_gate_at_their_line(self):
+        code, doc, expect, stderr, _ = self.keep
+        self.assertEqual(code, 23, stderr)
+        top = sites(doc, "growth")[0]
+        self.assertEqual((top["kind"], top["framework"]), ("tensor", "cupy"))
+        self.assertEqual(origin_line(top)[1], expect["filter"])
+        self.assertEqual(top["held_by"][0]["name"], "kept[...]")
+        self.assertIn("CuPy array memory from", stderr)
+        seen = doc["frameworks"]["cupy"]
+        self.assertEqual(seen["seen"], "events on the main thread, snapshots elsewhere")
+        self.assertGreater(seen["arrays_seen_one_by_one"], 100)
+
+    def test_a_clean_loop_passes_and_the_chunks_are_the_pools(self):
+        code, doc, _, stderr, _ = self.clean
+        self.assertEqual(code, 0, stderr)
+        self.assertEqual(sites(doc, "leaks"), [])
+        self.assertEqual(sites(doc, "growth"), [])
+        self.assertIn("CuPy's pool", stderr)
+
+    def test_arrays_of_another_thread_are_found_in_snapshots(self):
+        """CuPy's hooks are per thread: a worker's arrays are found by heap
+        scans at the checkpoints, with no line, and their growth and holder
+        still are; the chunks the worker took are CuPy's pool, not leaks."""
+        code, doc, _, stderr, _ = self.thread
+        self.assertEqual(code, 23, stderr)
+        self.assertEqual(sites(doc, "leaks"), [], stderr)
+        top = sites(doc, "growth")[0]
+        self.assertEqual(top["framework"], "cupy")
+        self.assertEqual(top["held_by"][0]["name"], "kept[...]")
+        self.assertGreater(doc["frameworks"]["cupy"]["from_snapshots"], 100)
+        self.assertIn("found in a snapshot of CuPy's pool", stderr)
+
+
+def load_pools():
+    """shim/python/pools.py as the shim runs it: its own namespace."""
+    namespace = {}
+    with open(os.path.join(ROOT, "shim", "python", "pools.py")) as fh:
+        exec(compile(fh.read(), "pools.py", "exec"), namespace)
+    return namespace
+
+
+class PoolsPyTest(unittest.TestCase):
+    """pools.py alone, with stand-ins for the frameworks in sys.modules."""
+
+    def setUp(self):
+        self.saved = {k: sys.modules[k] for k in list(sys.modules)
+                      if k.split(".")[0] in ("jax", "jaxlib", "cupy")}
+        for k in self.saved:
+            del sys.modules[k]
+        self.pools = load_pools()
+
+    def tearDown(self):
+        for k in [k for k in sys.modules if k.split(".")[0] in ("jax", "jaxlib", "cupy")]:
+            del sys.modules[k]
+        sys.modules.update(self.saved)
+
+    def test_nothing_loaded_lists_nothing_and_imports_nothing(self):
+        before = set(sys.modules)
+        self.assertEqual(self.pools["arrays"](), "#\t")
+        self.assertEqual(self.pools["arm"](print, print, print), "")
+        self.assertEqual(set(sys.modules) - before, set())
+
+    def test_hostile_frameworks_never_raise(self):
+        jax = types.ModuleType("jax")
+
+        def live_arrays():
+            raise RuntimeError("backend gone")
+        jax.live_arrays = live_arrays
+        sys.modules["jax"] = jax
+        memory = types.ModuleType("cupy.cuda.memory")
+
+        class PooledMemory:  # fields as properties: Python code, never read
+            @property
+            def ptr(self):
+                raise AssertionError("a property of the program's ran")
+            size = device_id = ptr
+        memory.PooledMemory = PooledMemory
+        sys.modules["cupy.cuda.memory"] = memory
+        keep = PooledMemory()  # noqa: F841 (found by the heap scan)
+        self.assertEqual(self.pools["arrays"]("", 1), "#\t")
+
+        class BadArray:
+            def is_deleted(self):
+                return False
+
+            def unsafe_buffer_pointer(self):
+                return 1 << 40
+
+            @property
+            def traceback(self):
+                raise ValueError("no traceback")
+
+            def devices(self):
+                raise RuntimeError("no devices")
+        jax.live_arrays = lambda: [BadArray(), 42, None]
+        self.assertEqual(self.pools["arrays"]("", 0), "#\tjax")
+
+    def test_a_module_getattr_is_never_run(self):
+        jax = types.ModuleType("jax")
+
+        def module_getattr(name):
+            raise AssertionError("the module's __getattr__ ran for %s" % name)
+        jax.__getattr__ = module_getattr
+        sys.modules["jax"] = jax
+        self.assertEqual(self.pools["arrays"](), "#\t")
+
+    def test_known_arrays_are_listed_without_their_frames(self):
+        sys.path.insert(0, FRAMEWORKS)
+        try:
+            import jax.numpy as jnp
+            a = jnp.ones((16,))
+            first = self.pools["arrays"]("", 0).split("\n")
+            line = next(l for l in first if l.startswith("jax\t")).split("\t")
+            self.assertEqual(int(line[1]), a.unsafe_buffer_pointer())
+            self.assertEqual(int(line[2]), a.on_device_size_in_bytes())
+            self.assertNotEqual(line[5], "-")
+            known = "%s %s %s" % (line[1], line[2], line[4])
+            again = self.pools["arrays"](known, 0).split("\n")
+            line2 = next(l for l in again if l.startswith("jax\t")).split("\t")
+            self.assertEqual(line2[5], "-")
+        finally:
+            sys.path.remove(FRAMEWORKS)
+
+
+if __name__ == "__main__":
+    unittest.main()
