@@ -20,7 +20,9 @@
 #   4 the CPU benchmarks over the fake driver (tests/bench/run.py: pairs,
 #     threads, memory, exit) on this host's cores, to $OUT/gpu-bench-cpu.md;
 #   5 (run after 2) tests/bench/unwind_probe.c on the training loop: what
-#     unw_backtrace and an unw_step walk cost a call on PyTorch's stacks.
+#     unw_backtrace and an unw_step walk cost a call on PyTorch's stacks;
+#   6 a JAX training step and a CuPy filter loop with the frameworks'
+#     defaults (tests/bench/gpu_frameworks.py), plain and under the shim.
 #
 # Writes to "${OUT:-/tmp/gpuleak-out}": gpu-bench.md (the tables, also
 # printed at the end), gpu-bench.log (everything printed), gpu-bench-runs.tsv
@@ -35,7 +37,7 @@
 # GPU_BENCH_SYNC_PAIRS (2000), GPU_BENCH_SANITIZER_ITERS (30),
 # GPU_BENCH_ANCHOR_REPS (the repetitions that run the history anchor too;
 # default all: a GPT-2 process takes about 20 s to start on the H200 host),
-# GPU_BENCH_STEPS ("1 2 3 4 5": the steps to run), GPU_BENCH_TRAIN_CONFIGS
+# GPU_BENCH_STEPS ("1 2 3 4 5 6": the steps to run), GPU_BENCH_TRAIN_CONFIGS
 # (the training loop's configurations, default these five: plain-caching
 # shim-default shim-off history shim-selftime, the last defaults with
 # GPULEAK_SELF_TIME=1, whose
@@ -66,7 +68,7 @@ SYNC_PAIRS=${GPU_BENCH_SYNC_PAIRS:-2000}
 SAN_ITERS=${GPU_BENCH_SANITIZER_ITERS:-30}
 ANCHOR_REPS=${GPU_BENCH_ANCHOR_REPS:-$REPS}
 DRY=${GPU_BENCH_DRY:-0}
-STEPS=${GPU_BENCH_STEPS:-1 2 3 4 5}
+STEPS=${GPU_BENCH_STEPS:-1 2 3 4 5 6}
 read -r -a TRAIN_CONFIGS <<<"${GPU_BENCH_TRAIN_CONFIGS:-plain-caching shim-default shim-off history shim-selftime}"
 # The pair and training runs are pinned to the same CPUs: a process that
 # lands on other cores (or another socket) from one run to the next spreads
@@ -298,6 +300,33 @@ PYEOF
 else
     echo "    no usable torch: $TORCH_INFO"
     echo "- no usable torch ($TORCH_INFO): no training rows" >>"$HEADER"
+fi
+
+# ---------------------------------------------------------------------------
+section "6. JAX and CuPy loops with their defaults (gpu_frameworks.py), $REPS interleaved repetitions"
+FRAMEWORKS=$REPO/tests/bench/gpu_frameworks.py
+if step 6; then
+    for fw in jax cupy; do
+        if ! "$PY" -c "import $fw" >/dev/null 2>&1; then
+            echo "    no $fw here"
+            echo "- no $fw: no $fw rows" >>"$HEADER"
+            continue
+        fi
+        for rep in $(seq 1 "$REPS"); do
+            [ "$(left)" -lt 60 ] && break
+            order=(plain shim)
+            [ $((rep % 2)) -eq 0 ] && order=(shim plain)
+            for c in "${order[@]}"; do
+                if [ "$c" = plain ]; then
+                    run_one "$fw" "plain" "$rep" 120 ms_per_iter "${PIN[@]}" env PYTHONUNBUFFERED=1 \
+                        "$PY" "$FRAMEWORKS" "$fw" "$ITERS" 20
+                else
+                    run_one "$fw" "shim" "$rep" 120 ms_per_iter "${PIN[@]}" env PYTHONUNBUFFERED=1 \
+                        "${SHIM_ENV[@]}" "$PY" "$FRAMEWORKS" "$fw" "$ITERS" 20
+                fi
+            done
+        done
+    done
 fi
 
 # ---------------------------------------------------------------------------

@@ -13,7 +13,7 @@
 # Writes "${OUT:-/tmp/gpuleak-out}"/gpu-real.log, gpu-real-summary.txt and
 # gpu-real-files.tar.gz (the reports and logs). Knobs: GPU_REAL_BUDGET_S
 # (default 780); GPU_REAL_ONLY, a list of parts to run (teardown real oom
-# causes pytest assert compile; default all), GPU_REAL_TEARDOWN_MODES (the probe's modes:
+# causes frameworks pytest assert compile; default all), GPU_REAL_TEARDOWN_MODES (the probe's modes:
 # none storage dataptr saved). Exit status 1 when a check failed.
 set -u -o pipefail
 
@@ -36,7 +36,7 @@ date -u '+date: %F %T UTC'
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | sed 's/^/gpu: /'
 "$PY" - <<'PYEOF' 2>&1 | sed 's/^/versions: /'
 import importlib
-for name in ("torch", "transformers", "timm", "lightning", "pytorch_lightning"):
+for name in ("torch", "transformers", "timm", "lightning", "pytorch_lightning", "jax", "cupy"):
     try:
         print(name, importlib.import_module(name).__version__)
     except Exception as e:
@@ -164,6 +164,44 @@ if wants causes && have_time "CAUSES" 120; then
             result FAIL "cause $cause run" "see cause-$cause.log"
         fi
     done
+fi
+
+section "JAX and CuPy with their defaults (issue 39)"
+# frameworks SCRIPT FRAMEWORK HOLDER MODE...: each mode under `gpuleak run
+# --max-leaked --max-growth`: clean must exit 0, the others 23, and the
+# report must name the LEAK-LINE and the holder (check_frameworks.py).
+frameworks() {
+    local script=$1 fw=$2 holder=$3 line rep rc want
+    shift 3
+    line=$(grep -n '# LEAK-LINE' "$REAL/$script.py" | cut -d: -f1)
+    if ! "$PY" -c "import $fw" >/dev/null 2>&1; then
+        result FAIL "$fw" "not importable here"
+        return
+    fi
+    for mode in "$@"; do
+        have_time "$fw $mode" 90 || continue
+        rep="$R/$script-$mode.json"
+        run_logged "$script-$mode" 150 env MODE="$mode" PYTHONUNBUFFERED=1 \
+            "$REPO/build/gpuleak" run --max-leaked --max-growth -o "$rep" -- "$PY" "$REAL/$script.py"
+        rc=$?
+        want=23
+        [ "$mode" = clean ] && want=0
+        if [ "$rc" != "$want" ]; then
+            result FAIL "$fw $mode: gpuleak run exit $rc, not $want" "see $script-$mode.log"
+        elif [ "$mode" = clean ]; then
+            check "$fw $mode: exit 0, no growth, no leak" "$PY" "$REAL/check_frameworks.py" "$rep" \
+                "$script.py" "$fw" --clean
+        else
+            check "$fw $mode: exit 23, $script.py:$line held by $holder" "$PY" \
+                "$REAL/check_frameworks.py" "$rep" "$script.py" "$fw" --line "$line" --holder "$holder"
+        fi
+    done
+}
+if wants frameworks; then
+    frameworks jax_train jax history keep
+    frameworks jax_train jax cache cache
+    frameworks jax_train jax - clean
+    frameworks cupy_filter cupy kept keep clean
 fi
 
 section "pytest --gpuleak on real PyTorch"

@@ -166,9 +166,10 @@ static void mark_block(const block_t *blocks, size_t n, uint64_t address)
         tracker_mark_reserve((alloc_kind_t)blocks[lo - 1].kind, blocks[lo - 1].key);
 }
 
-/* One listing line: records the array it names when new; returns its
- * address (0 for a line that names none). */
-static uint64_t sync_line(char *line, uint64_t listing, size_t *unhooked)
+/* One listing line: records the array it names when new (then *fresh is
+ * 1, and *unhooked counts a CuPy array no hook saw); returns its address
+ * (0 for a line that names none). */
+static uint64_t sync_line(char *line, uint64_t listing, size_t *unhooked, int *fresh)
 {
     char *field[6];
     int n = 0;
@@ -201,9 +202,33 @@ static uint64_t sync_line(char *line, uint64_t listing, size_t *unhooked)
             return 0;
         counts[framework].from_snapshots++;
         *unhooked += framework == REPORT_FRAMEWORK_cupy;
+        *fresh = 1;
     }
     a->listed = listing;
     return address;
+}
+
+/* Reads "#\tjax cupy", the frameworks whose every live array was listed,
+ * into complete[]. */
+static void read_complete(char *line, int complete[REPORT_FRAMEWORK_COUNT])
+{
+    char *rest;
+    for (char *w = strtok_r(line + 1, "\t ", &rest); w != NULL; w = strtok_r(NULL, "\t ", &rest)) {
+        int f = report_framework_of(w);
+        if (f >= 0)
+            complete[f] = 1;
+    }
+}
+
+/* Marks the blocks the n arrays at addresses lie in as their framework's
+ * cache (a block marked before is no longer among the live records). */
+static void mark_blocks(const uint64_t *addresses, size_t n)
+{
+    size_t n_blocks;
+    block_t *blocks = n > 0 ? driver_blocks(&n_blocks) : NULL;
+    for (size_t i = 0; blocks != NULL && i < n; i++)
+        mark_block(blocks, n_blocks, addresses[i]);
+    free(blocks);
 }
 
 /* Contract in pools.h. */
@@ -214,8 +239,8 @@ size_t pools_sync(const char *listing)
     char *text = strdup(listing);
     if (text == NULL)
         return 0;
-    size_t n_blocks, listed = 0, unhooked = 0;
-    block_t *blocks = driver_blocks(&n_blocks);
+    size_t listed = 0, unhooked = 0, n_fresh = 0, room = 0;
+    uint64_t *fresh = NULL;  /* the new arrays' addresses, whose blocks are marked */
     int complete[REPORT_FRAMEWORK_COUNT] = { 0 };
     tracker_one_moment(1);
     pthread_mutex_lock(&arrays_lock);
@@ -224,22 +249,22 @@ size_t pools_sync(const char *listing)
         next = strchr(line, '\n');
         if (next != NULL)
             *next++ = '\0';
-        if (line[0] == '#') {  /* "#\tjax cupy": the frameworks listed whole */
-            char *rest;
-            for (char *w = strtok_r(line + 1, "\t ", &rest); w != NULL;
-                 w = strtok_r(NULL, "\t ", &rest)) {
-                int f = report_framework_of(w);
-                if (f >= 0)
-                    complete[f] = 1;
-            }
+        if (line[0] == '#') {
+            read_complete(line, complete);
             continue;
         }
-        uint64_t address = sync_line(line, this_listing, &unhooked);
-        if (address != 0) {
-            listed++;
-            if (blocks != NULL)
-                mark_block(blocks, n_blocks, address);
+        int is_new = 0;
+        uint64_t address = sync_line(line, this_listing, &unhooked, &is_new);
+        listed += address != 0;
+        if (is_new && n_fresh == room) {
+            uint64_t *grown = realloc(fresh, (room = room ? room * 2 : 64) * sizeof *fresh);
+            if (grown == NULL)
+                is_new = 0;  /* its block stays unmarked: shown as driver memory */
+            else
+                fresh = grown;
         }
+        if (is_new)
+            fresh[n_fresh++] = address;
     }
     pool_array_t *a, *tmp;
     HASH_ITER(hh, arrays, a, tmp)
@@ -249,30 +274,14 @@ size_t pools_sync(const char *listing)
         counts[f].snapshots += complete[f];
     pthread_mutex_unlock(&arrays_lock);
     tracker_one_moment(0);
+    mark_blocks(fresh, n_fresh);
     if (complete[REPORT_FRAMEWORK_jax])
         atomic_store(&jax_loaded, 1);
     if (complete[REPORT_FRAMEWORK_cupy])
         atomic_store(&cupy_unhooked, unhooked > 0);
-    free(blocks);
+    free(fresh);
     free(text);
     return listed;
-}
-
-char *pools_known(void)
-{
-    pthread_mutex_lock(&arrays_lock);
-    size_t room = (size_t)HASH_COUNT(arrays) * 63 + 1, used = 0;
-    char *text = malloc(room);
-    pool_array_t *a, *tmp;
-    HASH_ITER(hh, arrays, a, tmp)
-        if (text != NULL)
-            used += (size_t)snprintf(text + used, room - used, "%s%llu %llu %llu", used ? "\n" : "",
-                                     (unsigned long long)a->address, (unsigned long long)a->size,
-                                     (unsigned long long)a->identity);
-    if (text != NULL)
-        text[used] = '\0';
-    pthread_mutex_unlock(&arrays_lock);
-    return text;
 }
 
 int pools_followed(void)
@@ -336,6 +345,7 @@ static struct {
     py_object_t *(*new_function)(py_method_def_t *def, py_object_t *self, py_object_t *module);
     void (*clear_error)(void);
     void (*incref)(py_object_t *obj);
+    void (*decref)(py_object_t *obj);
     py_object_t *none;
 } py;
 
@@ -348,6 +358,7 @@ static int py_resolve(void)
         { (void **)&py.new_function, "PyCFunction_NewEx" },
         { (void **)&py.clear_error, "PyErr_Clear" },
         { (void **)&py.incref, "Py_IncRef" },
+        { (void **)&py.decref, "Py_DecRef" },
         { (void **)&py.none, "_Py_NoneStruct" },
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
@@ -377,77 +388,85 @@ static py_object_t *none(void)
     return py.none;
 }
 
-/* Whether a hook call is recorded: tracking on, not from inside the shim. */
-static int hook_begins(void)
+/* An array's memory taken from CuPy's pool on this thread (taken), or
+ * given back; kwargs CuPy's keywords (device_id, mem_size, pmem_id). */
+static void hook_array(py_object_t *kwargs, uint64_t address, int taken)
 {
-    if (guard_depth != 0 || atomic_load(&lifecycle_state_now) != LIFECYCLE_TRACKING)
-        return 0;
-    guard_depth++;
-    return 1;
-}
-
-/* malloc_postprocess(device_id, size, mem_size, mem_ptr, pmem_id): an
- * array's memory taken from the pool, on this thread. */
-static py_object_t *on_malloc(py_object_t *self, py_object_t *args, py_object_t *kwargs)
-{
-    (void)self;
-    (void)args;
-    int saved_errno = errno;
-    uint64_t address = keyword(kwargs, "mem_ptr"), size = keyword(kwargs, "mem_size");
-    if (address != 0 && hook_begins()) {
-        int device = (int)keyword(kwargs, "device_id");
-        uint64_t identity = keyword(kwargs, "pmem_id");
-        uint32_t site = capture_site(REPORT_KIND_tensor, device);
-        pthread_mutex_lock(&arrays_lock);
-        pool_array_t *a;
-        HASH_FIND(hh, arrays, &address, sizeof address, a);
-        if (a != NULL)  /* its free was made on a thread without the hook */
-            forget(a);
-        a = record(REPORT_FRAMEWORK_cupy, address, size, identity, device, site);
+    uint32_t site = 0;
+    int device = 0;
+    if (taken) {
+        device = (int)keyword(kwargs, "device_id");
+        site = capture_site(REPORT_KIND_tensor, device);
+    }
+    pthread_mutex_lock(&arrays_lock);
+    pool_array_t *a;
+    HASH_FIND(hh, arrays, &address, sizeof address, a);
+    if (a != NULL)  /* given back, or its free was made on a thread without the hook */
+        forget(a);
+    if (taken) {
+        a = record(REPORT_FRAMEWORK_cupy, address, keyword(kwargs, "mem_size"),
+                   keyword(kwargs, "pmem_id"), device, site);
         if (a != NULL) {
             a->listed = listings;
             counts[REPORT_FRAMEWORK_cupy].events++;
         }
-        pthread_mutex_unlock(&arrays_lock);
+    }
+    pthread_mutex_unlock(&arrays_lock);
+}
+
+typedef enum hook_action { HOOK_MALLOC, HOOK_FREE, HOOK_CHUNK } hook_action_t;
+
+/* One call of the hook, for the memory at kwargs' mem_ptr: recorded when
+ * tracking is on and the call does not come from inside the shim; errno
+ * as the program left it. Returns None, as CuPy expects. */
+static py_object_t *hook_call(py_object_t *kwargs, hook_action_t action)
+{
+    int saved_errno = errno;
+    uint64_t address = keyword(kwargs, "mem_ptr");
+    if (address != 0 && guard_depth == 0
+        && atomic_load(&lifecycle_state_now) == LIFECYCLE_TRACKING) {
+        guard_depth++;
+        if (action == HOOK_CHUNK)  /* a chunk the pool took: its cache from now on */
+            tracker_mark_reserve(REPORT_KIND_device, address);
+        else
+            hook_array(kwargs, address, action == HOOK_MALLOC);
         guard_depth--;
     }
     errno = saved_errno;
     return none();
 }
 
-/* free_postprocess(device_id, mem_size, mem_ptr, pmem_id): given back. */
+/* malloc_postprocess(device_id, size, mem_size, mem_ptr, pmem_id). */
+static py_object_t *on_malloc(py_object_t *self, py_object_t *args, py_object_t *kwargs)
+{
+    (void)self;
+    (void)args;
+    return hook_call(kwargs, HOOK_MALLOC);
+}
+
+/* free_postprocess(device_id, mem_size, mem_ptr, pmem_id). */
 static py_object_t *on_free(py_object_t *self, py_object_t *args, py_object_t *kwargs)
 {
     (void)self;
     (void)args;
-    int saved_errno = errno;
-    uint64_t address = keyword(kwargs, "mem_ptr");
-    if (address != 0 && hook_begins()) {
-        pthread_mutex_lock(&arrays_lock);
-        pool_array_t *a;
-        HASH_FIND(hh, arrays, &address, sizeof address, a);
-        if (a != NULL)
-            forget(a);
-        pthread_mutex_unlock(&arrays_lock);
-        guard_depth--;
-    }
-    errno = saved_errno;
-    return none();
+    return hook_call(kwargs, HOOK_FREE);
 }
 
-/* alloc_postprocess(device_id, mem_size, mem_ptr): a chunk the pool took
- * from the driver, its cache from now on. */
+/* alloc_postprocess(device_id, mem_size, mem_ptr). */
 static py_object_t *on_chunk(py_object_t *self, py_object_t *args, py_object_t *kwargs)
 {
     (void)self;
     (void)args;
-    int saved_errno = errno;
-    uint64_t address = keyword(kwargs, "mem_ptr");
-    if (address != 0 && hook_begins()) {
-        tracker_mark_reserve(REPORT_KIND_device, address);
-        guard_depth--;
-    }
-    errno = saved_errno;
+    return hook_call(kwargs, HOOK_CHUNK);
+}
+
+/* The *_preprocess calls: nothing to do, in C (the base class's are
+ * Python functions, slower on every array). */
+static py_object_t *on_nothing(py_object_t *self, py_object_t *args, py_object_t *kwargs)
+{
+    (void)self;
+    (void)args;
+    (void)kwargs;
     return none();
 }
 
@@ -456,27 +475,29 @@ void pools_armed(void)
     atomic_store(&cupy_hooked, 1);
 }
 
-int pools_hook_functions(void *out[3])
+int pools_hook_functions(void *out[POOLS_HOOKS])
 {
-    static py_method_def_t defs[3] = {
+    static py_method_def_t defs[POOLS_HOOKS] = {
         { "malloc_postprocess", on_malloc, PY_METH_VARARGS | PY_METH_KEYWORDS,
           "gpuleak: an array's memory taken from CuPy's pool" },
         { "free_postprocess", on_free, PY_METH_VARARGS | PY_METH_KEYWORDS,
           "gpuleak: an array's memory given back to CuPy's pool" },
         { "alloc_postprocess", on_chunk, PY_METH_VARARGS | PY_METH_KEYWORDS,
           "gpuleak: a chunk CuPy's pool took from the driver" },
+        { "preprocess", on_nothing, PY_METH_VARARGS | PY_METH_KEYWORDS,
+          "gpuleak: nothing before CuPy's pool acts" },
     };
     static int resolved = -1;
     if (resolved < 0)
         resolved = py_resolve();
     if (!resolved)
         return -1;
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < POOLS_HOOKS; i++) {
         out[i] = py.new_function(&defs[i], NULL, NULL);
         if (out[i] == NULL) {
             py.clear_error();
             while (i-- > 0)
-                out[i] = NULL;  /* leaked: a few bytes, once, in a failure */
+                py.decref(out[i]);
             return -1;
         }
     }

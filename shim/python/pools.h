@@ -45,16 +45,13 @@ typedef struct pools_counts {
  * many arrays were listed. */
 size_t pools_sync(const char *listing);
 
-/* The records' "address bytes identity" keys, one a line, malloc'd (NULL
- * when none or memory is short): pools.py leaves out the frames of an array
- * recorded already. */
-char *pools_known(void);
-
-/* Makes the three functions the CuPy hook calls (malloc_postprocess,
- * free_postprocess, alloc_postprocess: CuPy calls them with keywords), as
- * new references in out[]. Returns 0, or -1 when the interpreter's
- * functions could not be found. */
-int pools_hook_functions(void *out[3]);
+/* Makes the functions the CuPy hook calls (malloc_postprocess,
+ * free_postprocess, alloc_postprocess, and one that does nothing for the
+ * *_preprocess calls: CuPy calls them with keywords), as new references in
+ * out[], in that order. Returns 0, or -1 when the interpreter's functions
+ * could not be found. */
+#define POOLS_HOOKS 4
+int pools_hook_functions(void *out[POOLS_HOOKS]);
 
 /* Notes that the hook was registered (arm answered "cupy"). */
 void pools_armed(void);

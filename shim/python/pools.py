@@ -8,9 +8,9 @@
 # arrays inside them come from here (shim/python/pools.c records them as
 # tensors).
 #
-# arrays(previous, heap) returns one line per live array on a GPU (CuPy's
-# only with heap nonzero: they are found among every object the collector
-# tracks, a cost paid where the heap is walked anyway):
+# arrays(heap) returns one line per live array on a GPU (CuPy's only with
+# heap nonzero: they are found among every object the collector tracks, a
+# cost paid where the heap is walked anyway):
 #   framework \t address \t bytes \t device \t identity \t frames
 # framework: "jax" or "cupy"; identity: what tells this array from another
 # one later placed at the same address with the same size (id() of a JAX
@@ -18,17 +18,17 @@
 # pmem_id); frames: where the array was made, innermost first, as
 # "code:offset" pairs (id() of a live code object and the byte offset of
 # its instruction: JAX's own traceback of each array), or "-" when the
-# framework recorded none (CuPy) or the array was listed before (previous:
-# the records' "address bytes identity" keys; its frames are known); and a
-# last line
+# framework recorded none (CuPy) or the array was listed the time before
+# (its frames are known); and a last line
 #   "#" \t the frameworks whose every live array was listed
 # (a record of theirs not listed is freed).
 #
-# arm(malloc, free, chunk) registers a CuPy memory hook (cupy.cuda.MemoryHook,
-# CuPy's own API for this) whose malloc_postprocess, free_postprocess and
-# alloc_postprocess are the shim's C functions, on the calling thread (CuPy
-# keeps hooks per thread); returns "cupy" once it did, "" when CuPy is not
-# loaded (yet).
+# arm(malloc, free, chunk, nothing) registers a CuPy memory hook
+# (cupy.cuda.MemoryHook, CuPy's own API for this) whose malloc_postprocess,
+# free_postprocess and alloc_postprocess are the shim's C functions, and
+# whose *_preprocess do nothing (in C: the base class's are Python calls on
+# every array), on the calling thread (CuPy keeps hooks per thread);
+# returns "cupy" once it did, "" when CuPy is not loaded (yet).
 #
 # Rules it keeps: it imports nothing (the frameworks are read only when the
 # program loaded them: sys.modules), calls only the frameworks' own readers
@@ -95,7 +95,15 @@ def _jax_pieces(array):
     return out
 
 
-def _jax(lines, previous):
+# The arrays of the last listing: id() -> (their traceback, their lines
+# without frames). An array listed before, still with the same traceback
+# object (an id another array took would not have it), is listed again
+# from here without reading it: a checkpoint costs little more than
+# live_arrays() itself. Tracebacks are kept, never an array.
+_listed = {}
+
+
+def _jax(lines):
     live = _attrs_of("jax").get("live_arrays")
     if live is None:
         return False
@@ -103,15 +111,24 @@ def _jax(lines, previous):
         arrays = live()
     except Exception:
         return False
+    listed = {}
     for array in arrays:
         try:
             tb = array.traceback
-            for pointer, size, device in _jax_pieces(array):
-                known = "%d %d %d" % (pointer, size, id(tb)) in previous
-                frames = _frames(tb) if tb is not None and not known else "-"
-                lines.append("jax\t%d\t%d\t%d\t%d\t%s" % (pointer, size, device, id(tb), frames))
+            known = _listed.get(id(array))
+            if known is not None and tb is not None and known[0] is tb:
+                lines.extend(known[1])
+                listed[id(array)] = known
+                continue
+            mine = ["jax\t%d\t%d\t%d\t%d\t" % (pointer, size, device, id(tb))
+                    for pointer, size, device in _jax_pieces(array)]
+            frames = _frames(tb) if tb is not None else "-"
+            lines.extend(line + frames for line in mine)
+            listed[id(array)] = (tb, [line + "-" for line in mine])
         except Exception:
             continue
+    _listed.clear()
+    _listed.update(listed)
     return True
 
 
@@ -146,13 +163,12 @@ def _cupy(lines):
     return True
 
 
-def arrays(previous="", heap=1):
+def arrays(heap=1):
     del _codes[:]
     lines = []
-    known = set(previous.split("\n")) if previous else set()
     complete = []
     try:
-        if _jax(lines, known):
+        if _jax(lines):
             complete.append("jax")
     except Exception:
         pass
@@ -165,14 +181,16 @@ def arrays(previous="", heap=1):
     return "\n".join(lines)
 
 
-def arm(malloc, free, chunk):
+def arm(malloc, free, chunk, nothing):
     base = _attrs_of("cupy.cuda.memory_hook").get("MemoryHook")
     if not isinstance(base, type):
         return ""
     try:
         hook_type = type("GpuleakHook", (base,), {
             "name": "gpuleak", "malloc_postprocess": malloc,
-            "free_postprocess": free, "alloc_postprocess": chunk})
+            "free_postprocess": free, "alloc_postprocess": chunk,
+            "malloc_preprocess": nothing, "free_preprocess": nothing,
+            "alloc_preprocess": nothing})
         hook_type().__enter__()
     except Exception:
         return ""

@@ -322,17 +322,17 @@ static py_object_t *pools_function(const char *name)
 /* Registers CuPy's hook when CuPy is loaded and it is not yet. */
 static void arm_cupy(void)
 {
-    void *hooks[3];
+    void *hooks[POOLS_HOOKS];
     py_object_t *arm = pools_function("arm");
     if (atomic_load(&cupy_armed) || arm == NULL || pools_hook_functions(hooks) != 0)
         return;
-    char *answer = answer_text(py.call(arm, "OOO", hooks[0], hooks[1], hooks[2]));
+    char *answer = answer_text(py.call(arm, "OOOO", hooks[0], hooks[1], hooks[2], hooks[3]));
     if (answer != NULL && strcmp(answer, "cupy") == 0) {
         atomic_store(&cupy_armed, 1);
         pools_armed();
     }
     free(answer);
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < POOLS_HOOKS; i++)
         py_release(hooks[i]);
 }
 
@@ -343,12 +343,8 @@ static void sync_pools(int heap)
 {
     uint64_t began = clock_monotonic_ns();
     arm_cupy();
-    char *known = pools_known();
     py_object_t *arrays = pools_function("arrays");
-    char *listing = answer_text(arrays != NULL ? py.call(arrays, "si", known != NULL ? known : "",
-                                                         heap)
-                                               : NULL);
-    free(known);
+    char *listing = answer_text(arrays != NULL ? py.call(arrays, "i", heap) : NULL);
     pools_sync(listing);
     free(listing);
     atomic_store(&pools_cost_ns, clock_monotonic_ns() - began);

@@ -74,7 +74,7 @@ int search_on_request(uint64_t wait_ns);
  * checkpoint also registers CuPy's hook once CuPy is loaded), then
  * SEARCH_POOLS_INTERVAL_NS or SEARCH_POOLS_COST_FACTOR times what the last
  * one took, whichever is longer, so that they cost the program at most
- * about 2% of its time; UINT64_MAX without Python. */
+ * about 1% of its time; UINT64_MAX without Python. */
 #define SEARCH_POOLS_IDLE_NS (1000ull * 1000 * 1000)
 /* A checkpoint also scans the heap for CuPy's arrays (every object the
  * collector tracks) when the last scan found arrays no hook saw, else once
@@ -82,7 +82,7 @@ int search_on_request(uint64_t wait_ns);
  * the last scan. */
 #define SEARCH_POOLS_HEAP_NS (1000ull * 1000 * 1000)
 #define SEARCH_POOLS_INTERVAL_NS (100ull * 1000 * 1000)
-#define SEARCH_POOLS_COST_FACTOR 50
+#define SEARCH_POOLS_COST_FACTOR 100
 uint64_t search_pools_tick(uint64_t now_ns);
 
 /* A driver allocation was made: asks for a checkpoint at once, at most

@@ -731,10 +731,10 @@ static void put_frameworks(jw_t *w, const report_view_t *view)
             continue;
         jw_open(w, report_framework_text(f, REPORT_FRAMEWORK_NAME), '{', 0);
         const pools_counts_t *c = &view->run.pools[f];
-        const char *seen = f == REPORT_FRAMEWORK_torch ? "events"
-                         : f == REPORT_FRAMEWORK_jax ? "snapshots"
-                         : view->run.cupy_hooked ? "events on the main thread, snapshots elsewhere"
-                                                 : "snapshots";
+        const char *seen = f == REPORT_FRAMEWORK_torch ? "one by one"
+                         : f == REPORT_FRAMEWORK_jax ? "in snapshots"
+                         : view->run.cupy_hooked ? "one by one on the main thread, in snapshots elsewhere"
+                                                 : "in snapshots";
         jw_str(w, RK(seen), seen);
         if (f != REPORT_FRAMEWORK_torch) {
             jw_u64(w, RK(live_arrays), c->live_arrays);

@@ -105,6 +105,12 @@ def main():
     out += table(rows, "train", TRAIN, "ms/iter", "%.3f",
                  "PyTorch training loop (tests/bench/gpu_train.py, the model of the settings line; "
                  "median ms/iter after 20 warm-up iterations, medians over interleaved runs)")
+    for fw, title in (("jax", "JAX training step (jit, value_and_grad, 1024x1024; JAX's pool)"),
+                      ("cupy", "CuPy filter loop (2^20 floats, convolve; CuPy's pool)")):
+        spec = [("plain", "plain, as the user runs it (no gpuleak)", "plain"),
+                ("shim", "gpuleak, defaults (the framework's records read)", "plain")]
+        out += table(rows, fw, spec, "ms/iter", "%.3f",
+                     title + ", tests/bench/gpu_frameworks.py, median ms/iter, interleaved runs")
     out += table(rows, "micro", MICRO, "ns/pair", "%.0f",
                  "Allocation pairs, 1 MiB, one stream (tests/bench/gpu_pairs.cu, nvcc, static cudart)",
                  added_unit="ns")
