@@ -23,8 +23,30 @@
   const KIND_PHRASE = {
     device: "device memory", pool: "stream-ordered pool memory", vmm: "VMM physical memory",
     managed: "managed memory", host: "pinned host memory", array: "CUDA array memory",
-    tensor: "PyTorch tensor memory",
+    tensor: "tensor memory",
   };
+  /* common/report_format.h's frameworks: what a tensor site's memory is,
+   * and what the framework's unused pool is called. */
+  const FRAMEWORKS = {
+    torch: ["PyTorch tensor memory", "PyTorch's cache"], jax: ["JAX array memory", "JAX's pool"],
+    cupy: ["CuPy array memory", "CuPy's pool"],
+  };
+  /* A site's memory as every view names it (report_site_phrase). */
+  function sitePhrase(r) {
+    if (r.kind === "tensor") return (FRAMEWORKS[r.framework] || FRAMEWORKS.torch)[0];
+    return KIND_PHRASE[r.kind] || r.kind;
+  }
+  /* A composition part's phrase where the tensors are the arrays of the
+   * report's "frameworks" (composition_role_phrase_for). */
+  function rolePhrase(role, phrase, frameworks) {
+    const names = Object.keys(frameworks || {}).filter((n) => FRAMEWORKS[n]);
+    const torchAlone = names.length === 0 || (names.length === 1 && names[0] === "torch");
+    if (role === "torch_cache") {
+      if (names.length === 1) return FRAMEWORKS[names[0]][1];
+      return names.length === 0 ? phrase : "the frameworks' caches";
+    }
+    return role === "outside_torch" && !torchAlone ? "outside the frameworks' pools" : phrase;
+  }
   /* common/composition.h's roles and phrases, in its order, so the page
    * names a part as every other view does. */
   const ROLES = [["parameters", "parameters", "#1c7ed6"], ["gradients", "gradients", "#74c0fc"],
@@ -297,6 +319,7 @@
       this.entry = entry;
       this.site = num(entry.site);
       this.kind = str(entry.kind) ?? "?";
+      this.framework = str(entry.framework);
       this.device = typeof entry.device === "number" ? entry.device : null;
       this.bytes = num(entry.bytes);
       this.allocations = num(entry.allocations !== undefined ? entry.allocations : entry.count);
@@ -458,7 +481,8 @@
   /* The columns every site table shares after its own. */
   function siteColumns(rows) {
     const cols = [
-      { label: "kind", type: "text", value: (r) => r.kind },
+      { label: "kind", type: "text", value: (r) => (r.kind === "tensor" && r.framework && r.framework !== "torch"
+        ? `tensor (${r.framework})` : r.kind) },
       { label: "device", type: "num", value: (r) => (r.device === null ? -1 : r.device), format: (v) => (v < 0 ? "" : String(v)) },
       { label: "origin", type: "text", wrap: true, value: (r) => r.origin },
     ];
@@ -472,7 +496,7 @@
   function showSites(row, detail) {
     const sites = row.sites();
     for (const r of sites.slice(0, DETAIL_SITES)) {
-      detail.append(el("h4", {}, `Site ${r.site}: ${fmtBytes(r.bytes)} of ${KIND_PHRASE[r.kind] || r.kind}` +
+      detail.append(el("h4", {}, `Site ${r.site}: ${fmtBytes(r.bytes)} of ${sitePhrase(r)}` +
         (r.device !== null && r.kind !== "host" ? ` on device ${r.device}` : "") + ` at ${r.origin}`));
       if (r.holders.length) {
         const ul = el("ul");
@@ -814,7 +838,8 @@
           const part = byRole.get(role);
           if (!part || num(part.bytes) <= 0) continue;
           const owner = obj(arr(part.by)[0]);
-          const text = `${phrase} ${fmtBytes(num(part.bytes))}` + (owner && str(owner.name) ? ` (${owner.name})` : "");
+          const text = `${rolePhrase(role, phrase, obj(doc.frameworks))} ${fmtBytes(num(part.bytes))}` +
+            (owner && str(owner.name) ? ` (${owner.name})` : "");
           bar.append(el("span", { title: text, style: `flex: ${num(part.bytes)} 0 0; background: ${color}` }));
           legend.append(el("li", {}, el("i", { style: `background: ${color}` }), text));
         }
@@ -1045,13 +1070,14 @@
       });
       const oom = obj(doc.oom);
       if (oom) {
-        const refused = new SiteRow(r, { site: oom.site, kind: oom.kind, device: oom.device, bytes: oom.bytes, allocations: 1 });
+        const refused = new SiteRow(r, { site: oom.site, kind: oom.kind, framework: oom.framework, device: oom.device,
+          bytes: oom.bytes, allocations: 1 });
         const start = this.summary.tl.start || num((obj(doc.process) || {}).start_time_ns);
         const when = start && num(oom.time_ns) >= start ? ` at ${fmtSeconds((oom.time_ns - start) / 1e9)}` : "";
         const oomRows = arr(oom.sites).filter(obj).map((e) => new SiteRow(r, e));
         new Table(holder, {
           title: "Out of memory: the largest holders then", rows: oomRows, onSelect,
-          about: `The first out-of-memory failure${when}: ${fmtBytes(num(oom.bytes))} of ${KIND_PHRASE[oom.kind] || oom.kind} asked` +
+          about: `The first out-of-memory failure${when}: ${fmtBytes(num(oom.bytes))} of ${sitePhrase(oom)} asked` +
             (typeof oom.device === "number" ? ` on device ${oom.device}` : "") +
             ` with ${fmtBytes(num(oom.live_bytes))} live, at ${refused.origin}` +
             (num(oom.count) > 1 ? `; ${fmtInt(oom.count)} in all.` : "."),

@@ -372,6 +372,20 @@ def compositions(tmp):
     check("parameters 1.2 MiB (model)" in out and "PyTorch's cache 1.0 MiB" in out,
           "composition: the legend does not give each part")
     check("<b>total</b>" not in out and "&lt;b&gt;total&lt;/b&gt;" in out, "composition: an owner's name is markup")
+    # JAX's arrays: the cache is JAX's pool, a tensor site is JAX array memory.
+    d["frameworks"] = {"jax": {"seen": "in snapshots"}}
+    for section in ("leaks", "growth"):
+        for site in d.get(section) or []:
+            site["kind"], site["framework"] = "tensor", "jax"
+    with open(path, "w") as f:
+        json.dump(d, f)
+    p = subprocess.run([G, "html", path, "-o", page], capture_output=True, text=True, timeout=60)
+    if not check(p.returncode == 0, f"html composition.json (JAX): exit {p.returncode}: {p.stderr.strip()}"):
+        return
+    out, _, _ = chromium(tmp, f"file://{page}#report=0", "--dump-dom")
+    check("JAX's pool 1.0 MiB" in out and "PyTorch's cache 1.0 MiB" not in out,
+          "composition: JAX's arrays' cache is not named JAX's pool")
+    check("tensor (jax)" in out or not d.get("leaks"), "composition: a JAX site's kind does not say JAX")
 
 
 def not_judged(tmp):

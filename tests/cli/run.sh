@@ -92,7 +92,7 @@ d["peak"]["sites_at"] = 3
 json.dump(d, open(f"{t}/tensor-peak-bad.json", "w"))
 PY
 expect 0 "report: the peak composition at the tensors' peak" -- $G report "$T/tensor-peak.json"
-has "$T/out" "Peak composition (live at PyTorch's tensors' peak, 20.0 MiB allocated):"
+has "$T/out" "Peak composition (live at the tensors' peak, 20.0 MiB allocated):"
 has "$T/out" "    10.0 MiB  50.0%"
 has "$T/out" "     4.0 MiB  20.0%"
 expect 0 "report: the peak composition at the GPU's peak" -- $G report $FIX/demo.json
