@@ -279,7 +279,8 @@ static void print_oom(FILE *f, const load_report_t *r, const text_options_t *o)
     frame_text_put(f, origin ? origin : "?");
     free(origin);
     fputc('\n', f);
-    diagnosis_oom_t d = { oom->site.bytes, oom->torch_allocated_bytes, oom->torch_reserved_bytes };
+    diagnosis_oom_t d = { oom->site.bytes, oom->torch_allocated_bytes, oom->torch_reserved_bytes,
+                          oom->site.framework };
     diagnosis_oom(f, 2, &d);
     diagnosis_composition(f, 2, COMPOSITION_AT_OOM, &oom->composition);
     fprintf(f, "  %s was live then", units_format_size(oom->live_bytes, a));

@@ -16,6 +16,12 @@ int diagnosis_oom(FILE *f, int indent, const diagnosis_oom_t *oom)
     units_format_size(oom->allocated, allocated);
     units_format_size(free_bytes, unused);
     units_format_size(oom->asked, asked);
+    if (oom->framework > REPORT_FRAMEWORK_torch) {
+        fprintf(f, "%*s%s held %s, %s of it in arrays and %s unused.\n", indent, "",
+                report_framework_text(oom->framework, REPORT_FRAMEWORK_CACHE), reserved, allocated,
+                unused);
+        return 0;
+    }
     fprintf(f, "%*sPyTorch had %s reserved, %s of it in tensors and %s cached but unused.\n", indent, "",
             reserved, allocated, unused);
     if (free_bytes < oom->asked || oom->asked == 0)

@@ -10,18 +10,20 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* What PyTorch's caching allocator held at its own out-of-memory failure. */
+/* What a framework's pool held at its own out-of-memory failure. */
 typedef struct diagnosis_oom {
     uint64_t asked;      /* bytes the refused allocation asked for */
     uint64_t allocated;  /* bytes in live tensors then */
     uint64_t reserved;   /* bytes of its cached segments then (0: not known) */
+    int framework;       /* whose pool (report_format.h; -1: PyTorch's) */
 } diagnosis_oom_t;
 
-/* Writes, indented by indent spaces, what PyTorch's reserved memory was
- * made of at its OOM and, where the facts show it, the cause and the
- * cure: fragmentation when the cache held more unused bytes than were
- * asked. Nothing when reserved is 0 (not known: an older report, a
- * driver's OOM). Returns 1 when it named a cause, else 0. */
+/* Writes, indented by indent spaces, what the framework's reserved memory
+ * was made of at its OOM and, where the facts show it, the cause and the
+ * cure: fragmentation of PyTorch's cache when it held more unused bytes
+ * than were asked (the cure is PyTorch's). Nothing when reserved is 0
+ * (not known: an older report, a driver's OOM). Returns 1 when it named a
+ * cause, else 0. */
 int diagnosis_oom(FILE *f, int indent, const diagnosis_oom_t *oom);
 
 /* Writes, indented, the composition c of moment (composition_print's

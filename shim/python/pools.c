@@ -284,6 +284,23 @@ size_t pools_sync(const char *listing)
     return listed;
 }
 
+int pools_oom(const char *answer)
+{
+    if (answer == NULL || answer[0] == '\0'
+        || atomic_load(&lifecycle_state_now) != LIFECYCLE_TRACKING)
+        return 0;
+    char *tab;
+    unsigned long long asked = strtoull(answer, &tab, 10);
+    if (*tab != '\t')
+        return 0;
+    uint32_t site = site_of_frames(tab + 1, 0);
+    pthread_mutex_lock(&arrays_lock);
+    note_site(site, REPORT_FRAMEWORK_jax);
+    pthread_mutex_unlock(&arrays_lock);
+    tracker_failure(REPORT_KIND_tensor, (size_t)asked, TRACKER_OUT_OF_MEMORY, 0, site);
+    return 1;
+}
+
 int pools_followed(void)
 {
     return atomic_load(&followed);

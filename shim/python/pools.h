@@ -56,6 +56,12 @@ int pools_hook_functions(void *out[POOLS_HOOKS]);
 /* Notes that the hook was registered (arm answered "cupy"). */
 void pools_armed(void);
 
+/* Records JAX's out-of-memory error that ended the program (answer:
+ * pools.py's oom(), "bytes asked \t frames", or "") as the OOM of kind
+ * tensor: JAX raises it inside its pool, where the driver refuses
+ * nothing. Returns 1 when it recorded one. */
+int pools_oom(const char *answer);
+
 /* 1 once any framework's arrays are recorded as tensors. */
 int pools_followed(void);
 

@@ -30,6 +30,8 @@
 # every array), on the calling thread (CuPy keeps hooks per thread);
 # returns "cupy" once it did, "" when CuPy is not loaded (yet).
 #
+# oom() names JAX's out-of-memory error that ended the program (below).
+#
 # Rules it keeps: it imports nothing (the frameworks are read only when the
 # program loaded them: sys.modules), calls only the frameworks' own readers
 # of their own arrays (JAX's live_arrays, an array's buffer pointer, size,
@@ -42,6 +44,7 @@ _module_type = type(sys)
 _module_dict = _module_type.__dict__["__dict__"].__get__
 _type_mro = type.__dict__["__mro__"].__get__
 _type_dict = type.__dict__["__dict__"].__get__
+_type_name = type.__dict__["__name__"].__get__
 _getset_type = type(type.__dict__["__dict__"])
 _member_type = type(type.__dict__["__weakrefoffset__"])
 
@@ -179,6 +182,46 @@ def arrays(heap=1):
         pass
     lines.append("#\t" + " ".join(complete))
     return "\n".join(lines)
+
+
+_exception_args = BaseException.__dict__["args"].__get__
+_exception_traceback = BaseException.__dict__["__traceback__"].__get__
+
+
+def _bytes_asked(text):
+    """N of JAX's "... while trying to allocate N bytes" (0: not said)."""
+    at = text.find("allocate ")
+    digits = ""
+    for c in text[at + 9:] if at >= 0 else "":
+        if not c.isdigit():
+            break
+        digits += c
+    return int(digits) if digits else 0
+
+
+def oom():
+    """JAX's out-of-memory error that ended the program, asked at Python's
+    finish: the interpreter keeps the exception it printed (sys.last_exc,
+    sys.last_value before 3.12), and with it the frames that held the
+    memory. Returns "bytes asked \t frames" (frames as arrays() gives
+    them, from the failing call outwards), or "" for any other end."""
+    d = _module_dict(sys)
+    exc = d.get("last_exc") or d.get("last_value")
+    if not isinstance(exc, BaseException) \
+            or _type_name(type(exc)) not in ("XlaRuntimeError", "JaxRuntimeError"):
+        return ""
+    args = _exception_args(exc)
+    text = args[0] if type(args) is tuple and args and type(args[0]) is str else ""
+    if not text.startswith("RESOURCE_EXHAUSTED"):
+        return ""
+    frames = []
+    tb = _exception_traceback(exc)
+    while tb is not None and len(frames) < 256:
+        frames.append((tb.tb_frame.f_code, tb.tb_lasti))
+        tb = tb.tb_next
+    _codes.extend(code for code, _ in frames)
+    return "%d\t%s" % (_bytes_asked(text),
+                       ",".join("%d:%d" % (id(c), o) for c, o in reversed(frames)) or "-")
 
 
 def arm(malloc, free, chunk, nothing):

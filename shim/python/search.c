@@ -350,6 +350,17 @@ static void sync_pools(int heap)
     atomic_store(&pools_cost_ns, clock_monotonic_ns() - began);
 }
 
+/* Whether the program ended with JAX's out-of-memory error, recorded as
+ * its OOM (pools_oom). With the GIL held, at Python's finish. */
+static int jax_out_of_memory(void)
+{
+    py_object_t *oom = pools_function("oom");
+    char *answer = answer_text(oom != NULL ? py.call(oom, NULL) : NULL);
+    int recorded = pools_oom(answer);
+    free(answer);
+    return recorded;
+}
+
 static _Atomic int pools_asked;  /* a checkpoint's pending call not yet run */
 
 static int pools_call(void *unused)
@@ -419,7 +430,10 @@ static py_object_t *at_finish(py_object_t *self, py_object_t *unused)
         int saved_errno = errno;
         guard_depth++;
         sync_pools(1);  /* JAX's and CuPy's arrays as they stand, before the snapshot */
+        int jax_oom = jax_out_of_memory();
         tracker_take_held();
+        if (jax_oom)  /* the frames of the error still hold what filled the GPU */
+            search_at(SEARCH_AT_OOM);
         search_at(SEARCH_AT_EXIT);
         guard_depth--;
         errno = saved_errno;

@@ -343,7 +343,8 @@ static void print_oom(FILE *f, const report_view_t *view)
     if (oom->count > 1)
         fprintf(f, " (%llu out-of-memory failures in all)", (unsigned long long)oom->count);
     fputs(".\n", f);
-    diagnosis_oom_t d = { oom->bytes_asked, oom->torch_allocated_bytes, oom->torch_reserved_bytes };
+    diagnosis_oom_t d = { oom->bytes_asked, oom->torch_allocated_bytes, oom->torch_reserved_bytes,
+                          report_view_site_framework(oom->site, oom->kind) };
     diagnosis_oom(f, 0, &d);
     diagnosis_composition(f, 0, COMPOSITION_AT_OOM, &view->oom_search.composition);
     fprintf(f, "%s was live then; the largest holders:\n", units_format_size(oom->live_bytes, b));

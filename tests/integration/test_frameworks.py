@@ -119,6 +119,25 @@ class JaxTest(unittest.TestCase):
             self.assertIn("JAX's pool", text)
             self.assertNotIn("PyTorch", stderr)
 
+    def test_an_uncaught_out_of_memory_error_is_the_oom_with_its_holder(self):
+        """JAX raises RESOURCE_EXHAUSTED inside its pool (the driver refuses
+        nothing); the program dies of it. At Python's finish the error's
+        frames still hold what filled the pool: the report's OOM names the
+        line, the bytes asked, the holder and JAX's pool."""
+        code, doc, expect, stderr, text = run_demo("jax_demo.py", "JAX_MODE", "oom", gates=False)
+        self.assertEqual(code, 1, stderr)
+        oom = doc["oom"]
+        self.assertEqual((oom["kind"], oom["framework"], oom["bytes"]), ("tensor", "jax", expect["batch"]))
+        site = doc["stacks"][str(oom["site"])]
+        frames = [doc["python_frames"][i] for i in site["python_stack"]]
+        self.assertIn(("jax_demo.py", expect["oom"]),
+                      [(os.path.basename(f["file"]), f["line"]) for f in frames])
+        self.assertEqual(oom["sites"][0]["held_by"][0]["name"], "batches[...]")
+        self.assertEqual(oom["sites"][0]["framework"], "jax")
+        self.assertIn("JAX's pool held 256.0 MiB", stderr)
+        self.assertIn("JAX array memory asked on device 0, from", stderr)
+        self.assertIn("JAX's pool held 256.0 MiB", text)
+
     def test_the_command_words_the_framework(self):
         _, _, expect, _, text = self.keep
         self.assertIn("jax_demo.py:%d" % expect["step"], text)

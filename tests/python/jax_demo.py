@@ -2,8 +2,9 @@
 pool takes one block at the first operation; tests/python/frameworks
 fakes it over the fake driver). JAX_MODE: "keep" keeps each step's
 activations in a list, "cache" keeps them in a dict keyed by step, "clean"
-keeps nothing but the loss of the last step. Runs for JAX_SECONDS (the
-growth rule needs samples); writes the lines to EXPECT_OUT."""
+keeps nothing but the loss of the last step, "oom" keeps batches until
+JAX's pool is full and dies of it. Runs for JAX_SECONDS (the growth rule
+needs samples); writes the lines to EXPECT_OUT."""
 import json
 import os
 import time
@@ -28,6 +29,13 @@ def line_of(marker):
 
 history = []
 cache = {}
+if MODE == "oom":  # keeps 16 MiB batches until JAX's pool is full: an uncaught RESOURCE_EXHAUSTED
+    with open(os.environ["EXPECT_OUT"], "w") as fh:
+        json.dump({"oom": line_of("# OOM-LINE"), "batch": 16 << 20}, fh)
+    batches = []
+    while True:
+        batches.append(jnp.ones((4 << 20,)))  # OOM-LINE
+
 end = time.monotonic() + float(os.environ.get("JAX_SECONDS", "2.5"))
 i = 0
 while time.monotonic() < end:

@@ -137,11 +137,12 @@ class ArrayImpl:
 
     def __init__(self, shape):
         self.shape = tuple(shape)
-        self._deleted = False
+        self._deleted = True  # until its buffer is had: a refused one frees nothing
         count = 1
         for n in self.shape:
             count *= n
         self._ptr, self._size = POOL.malloc(count * 4)
+        self._deleted = False
         self._traceback = Traceback()
         POOL.live[self._ptr] = self
 
