@@ -143,6 +143,12 @@ def _suspended(obj):
     return None
 
 
+def _read_property(desc, obj):
+    """A framework's own property of its own object (JAX's), or None."""
+    get = _lookup(type(desc), "__get__") if desc is not None else None
+    return get(desc, obj, type(obj)) if get is not None else None
+
+
 def _class_in(module_name, name):
     """The class module_name (already loaded) defines as name, or None."""
     module = sys.modules.get(module_name)
@@ -392,9 +398,16 @@ class _Search:
         elif kind == 3:
             self.note(_read(obj, _lookup(self.simple_cdata, "value")), node, "", 0)
         elif kind == 6:
-            # JAX's own reader of its array's buffer (a sharded array's
-            # raises: its shards are arrays the walk meets on their own).
-            self.note(_lookup(type(obj), "unsafe_buffer_pointer")(obj), node, "", 0)
+            # JAX's own readers of its array's buffer: one device's, or
+            # each shard's for an array sharded over devices.
+            try:
+                self.note(_lookup(type(obj), "unsafe_buffer_pointer")(obj), node, "", 0)
+            except Exception:
+                shards = _lookup(type(obj), "addressable_shards")
+                for shard in _read_property(shards, obj) or ():
+                    data = _read_property(_lookup(type(shard), "data"), shard)
+                    if data is not None and self.is_jax_array(type(data)):
+                        self.note(_lookup(type(data), "unsafe_buffer_pointer")(data), node, "", 0)
 
     def look(self, found):
         """Matches what a walk found against the targets, in the order met."""

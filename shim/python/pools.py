@@ -99,11 +99,20 @@ def _jax_pieces(array):
 
 
 # The arrays of the last listing: id() -> (their traceback, their lines
-# without frames). An array listed before, still with the same traceback
-# object (an id another array took would not have it), is listed again
-# from here without reading it: a checkpoint costs little more than
-# live_arrays() itself. Tracebacks are kept, never an array.
+# without frames, their addresses, whether sharded). An array listed
+# before, still with the same traceback object (an id another array took
+# would not have it), is listed again from here without reading it: a
+# checkpoint costs little more than live_arrays() itself. Tracebacks are
+# kept, never an array.
 _listed = {}
+
+
+def _jax_record(array, tb):
+    """What _listed keeps of array (its lines end before their frames)."""
+    pieces = _jax_pieces(array)
+    lines = ["jax\t%d\t%d\t%d\t%d\t" % (pointer, size, device, id(tb))
+             for pointer, size, device in pieces]
+    return (tb, lines, [p[0] for p in pieces], len(pieces) > 1)
 
 
 def _jax(lines):
@@ -114,22 +123,29 @@ def _jax(lines):
         arrays = live()
     except Exception:
         return False
-    listed = {}
+    listed, sharded, taken = {}, [], set()
     for array in arrays:
         try:
             tb = array.traceback
-            known = _listed.get(id(array))
-            if known is not None and tb is not None and known[0] is tb:
-                lines.extend(known[1])
-                listed[id(array)] = known
+            record = _listed.get(id(array))
+            frames = "-"
+            if record is None or tb is None or record[0] is not tb:
+                record = _jax_record(array, tb)
+                frames = _frames(tb) if tb is not None else "-"
+            listed[id(array)] = record
+            if record[3]:
+                sharded.append((record, frames))  # after the one-device arrays
                 continue
-            mine = ["jax\t%d\t%d\t%d\t%d\t" % (pointer, size, device, id(tb))
-                    for pointer, size, device in _jax_pieces(array)]
-            frames = _frames(tb) if tb is not None else "-"
-            lines.extend(line + frames for line in mine)
-            listed[id(array)] = (tb, [line + "-" for line in mine])
+            for line, address in zip(record[1], record[2]):
+                taken.add(address)
+                lines.append(line + frames)
         except Exception:
             continue
+    for record, frames in sharded:  # a shard's buffer is also an array of its own
+        for line, address in zip(record[1], record[2]):
+            if address not in taken:
+                taken.add(address)
+                lines.append(line + frames)
     _listed.clear()
     _listed.update(listed)
     return True

@@ -138,6 +138,15 @@ class JaxTest(unittest.TestCase):
         self.assertIn("JAX array memory asked on device 0, from", stderr)
         self.assertIn("JAX's pool held 256.0 MiB", text)
 
+    def test_a_sharded_array_is_held_by_its_name(self):
+        """Each piece of an array sharded over devices is its own array at
+        the line that made the whole, held by the whole's name."""
+        _, doc, expect, stderr, _ = self.clean
+        held = {origin_line(s)[1]: s for s in doc["held_at_finish"]["sites"]}
+        self.assertIn(expect["shard"], held, stderr)
+        self.assertEqual(held[expect["shard"]]["held_by"][0]["name"], "table")
+        self.assertEqual(held[expect["shard"]]["bytes"], 64 * 256 * 4)
+
     def test_the_command_words_the_framework(self):
         _, _, expect, _, text = self.keep
         self.assertIn("jax_demo.py:%d" % expect["step"], text)
@@ -283,6 +292,21 @@ class PoolsPyTest(unittest.TestCase):
             (third,) = jax_lines(self.pools["arrays"](0))
             self.assertNotEqual(third[4], line[4])
             self.assertNotEqual(third[5], "-")
+        finally:
+            sys.path.remove(FRAMEWORKS)
+
+
+    def test_a_sharded_array_is_listed_once_by_its_pieces(self):
+        """A sharded array's buffers are its pieces' (JAX lists both): each
+        address once, whichever array names it."""
+        sys.path.insert(0, FRAMEWORKS)
+        try:
+            import jax
+            whole = jax.shard((8, 16), 4)
+            answer = self.pools["arrays"](0)
+            addresses = [int(l.split("\t")[1]) for l in answer.split("\n") if l.startswith("jax\t")]
+            pieces = sorted(s.data.unsafe_buffer_pointer() for s in whole.addressable_shards)
+            self.assertEqual(sorted(addresses), pieces)
         finally:
             sys.path.remove(FRAMEWORKS)
 

@@ -14,6 +14,7 @@ import jax.numpy as jnp
 
 MODE = os.environ.get("JAX_MODE", "keep")
 params = {"w": jnp.ones((256, 256)), "b": jnp.zeros((256,))}
+table = jax.shard((64, 256), 4)  # SHARD-LINE: an embedding table over four devices
 
 
 @jax.jit
@@ -50,4 +51,5 @@ while time.monotonic() < end:
 
 with open(os.environ["EXPECT_OUT"], "w") as fh:
     json.dump({"step": line_of("# STEP-LINE"), "cache": line_of("# CACHE-LINE"),
+               "shard": line_of("# SHARD-LINE"),
                "steps": i, "act_bytes": 64 * 256 * 4}, fh)

@@ -5,4 +5,4 @@ arithmetic, device_put, devices(). Arrays live in jaxlib's pool
 starts in JAX's own files."""
 from jaxlib._jax import ArrayImpl as Array, XlaRuntimeError  # noqa: F401
 from jax import numpy  # noqa: F401
-from jax._src.api import jit, live_arrays, device_put, devices, block_until_ready  # noqa: F401
+from jax._src.api import jit, live_arrays, device_put, devices, block_until_ready, shard  # noqa: F401

@@ -56,7 +56,7 @@ class _Pool:
     def __init__(self):
         self.base = None
         self.free = []
-        self.live = weakref.WeakValueDictionary()  # address -> array
+        self.live = weakref.WeakValueDictionary()  # id -> array
 
     def _take_block(self):
         try:
@@ -131,25 +131,38 @@ POOL = _Pool()
 GPU = Device(0)
 
 
-class ArrayImpl:
-    """A device array: its buffer lives in the pool until the array goes."""
-    __slots__ = ("shape", "_ptr", "_size", "_traceback", "_deleted", "__weakref__")
+class Shard:
+    __slots__ = ("data",)
 
-    def __init__(self, shape):
+    def __init__(self, data):
+        self.data = data
+
+
+class ArrayImpl:
+    """A device array: its buffer lives in the pool until the array goes.
+    With pieces, an array sharded over devices: each piece a one-device
+    array of its own (JAX lists them too), the whole owning no buffer."""
+    __slots__ = ("shape", "_ptr", "_size", "_traceback", "_deleted", "_pieces", "__weakref__")
+
+    def __init__(self, shape, pieces=None):
         self.shape = tuple(shape)
         self._deleted = True  # until its buffer is had: a refused one frees nothing
-        count = 1
-        for n in self.shape:
-            count *= n
-        self._ptr, self._size = POOL.malloc(count * 4)
+        self._pieces = pieces
+        self._ptr = self._size = None
+        if pieces is None:
+            count = 1
+            for n in self.shape:
+                count *= n
+            self._ptr, self._size = POOL.malloc(count * 4)
         self._deleted = False
         self._traceback = Traceback()
-        POOL.live[self._ptr] = self
+        POOL.live[id(self)] = self
 
     def __del__(self):
         if not self._deleted:
             self._deleted = True
-            POOL.release(self._ptr, self._size)
+            if self._pieces is None:
+                POOL.release(self._ptr, self._size)
 
     def delete(self):
         self.__del__()
@@ -158,7 +171,13 @@ class ArrayImpl:
         return self._deleted
 
     def unsafe_buffer_pointer(self):
+        if self._pieces is not None:
+            raise ValueError("unsafe_buffer_pointer() is supported only for unsharded arrays.")
         return self._ptr
+
+    @property
+    def addressable_shards(self):
+        return [Shard(p) for p in self._pieces] if self._pieces is not None else [Shard(self)]
 
     def on_device_size_in_bytes(self):
         return self._size
