@@ -24,7 +24,7 @@ steps = [0]
 
 
 def loop():
-    end = time.monotonic() + float(os.environ.get("CUPY_SECONDS", "2.5"))
+    end = time.monotonic() + float(os.environ.get("CUPY_SECONDS", "4"))
     while time.monotonic() < end:
         noisy = signal + cupy.ones((4096,))
         filtered = noisy * 0.5  # FILTER-LINE
@@ -44,5 +44,5 @@ else:
     loop()
 i = steps[0]
 
-with open(os.environ["EXPECT_OUT"], "w") as fh:
+with open(os.environ.get("EXPECT_OUT", os.devnull), "w") as fh:
     json.dump({"filter": line_of("# FILTER-LINE"), "steps": i}, fh)
