@@ -28,8 +28,6 @@ typedef struct pool_array {
     UT_hash_handle hh;
 } pool_array_t;
 
-/* Every function runs with the GIL held, which orders them; the lock
- * keeps the table whole should a framework call a hook without it. */
 /* A site this module made, and whose arrays it holds. */
 typedef struct pool_site {
     uint32_t site;          /* the hash key */
@@ -37,6 +35,9 @@ typedef struct pool_site {
     UT_hash_handle hh;
 } pool_site_t;
 
+/* The syncs and the hooks run with the GIL held, which orders them; the
+ * lock keeps the tables whole for the reports' readers (any thread) and
+ * should a framework call a hook without the GIL. */
 static pthread_mutex_t arrays_lock = PTHREAD_MUTEX_INITIALIZER;
 static pool_array_t *arrays;
 static pool_site_t *sites;

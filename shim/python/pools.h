@@ -9,7 +9,7 @@
  *   - JAX lists its live arrays with the Python frames that made each
  *     (jax.live_arrays(), an array's traceback): read in snapshots, at the
  *     moments the heap is walked (Python's finish, an OOM, a report on
- *     request) and at the pools' own checkpoints (pools_due), each array a
+ *     request) and at the pools' own checkpoints (search_pools_tick), each array a
  *     tensor record at its buffer's address, with a site from those frames;
  *     an array gone from the list is freed.
  *   - CuPy calls memory hooks on each array's allocation and free, per
@@ -20,7 +20,8 @@
  *     live PooledMemory objects (no line then).
  * A block an array lies in is marked as the framework's cache
  * (tracker_mark_reserve): its bytes are shown by the arrays inside it,
- * never as the user's leak. Every function here runs with the GIL held. */
+ * never as the user's leak. pools_sync, pools_oom and the hook run with
+ * the GIL held; the readers (counts, a site's framework) from any thread. */
 #ifndef GPULEAK_POOLS_H
 #define GPULEAK_POOLS_H
 
