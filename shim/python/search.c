@@ -322,9 +322,10 @@ static py_object_t *pools_function(const char *name)
 /* Registers CuPy's hook when CuPy is loaded and it is not yet. */
 static void arm_cupy(void)
 {
-    void *hooks[POOLS_HOOKS];
+    static void *hooks[POOLS_HOOKS];  /* made once, kept: the hook holds them */
     py_object_t *arm = pools_function("arm");
-    if (atomic_load(&cupy_armed) || arm == NULL || pools_hook_functions(hooks) != 0)
+    if (atomic_load(&cupy_armed) || arm == NULL
+        || (hooks[0] == NULL && pools_hook_functions(hooks) != 0))
         return;
     char *answer = answer_text(py.call(arm, "OOOO", hooks[0], hooks[1], hooks[2], hooks[3]));
     if (answer != NULL && strcmp(answer, "cupy") == 0) {
@@ -332,8 +333,6 @@ static void arm_cupy(void)
         pools_armed();
     }
     free(answer);
-    for (int i = 0; i < POOLS_HOOKS; i++)
-        py_release(hooks[i]);
 }
 
 /* Reads the arrays inside JAX's and CuPy's pools into the records
