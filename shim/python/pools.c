@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "pools.h"
+#include "pyapi.h"
 #include "capture.h"
 #include "bounded.h"
 #include "guard.h"
@@ -344,67 +345,21 @@ int pools_site_framework(uint32_t site)
 
 /* ------------------------------------------------------------ CuPy's hook */
 
-/* CPython's API as the hook uses it, found with dlsym (no libpython link):
- * the stable ABI only. */
-typedef struct _object py_object_t;
-typedef struct py_method_def {
-    const char *name;
-    py_object_t *(*method)(py_object_t *self, py_object_t *args, py_object_t *kwargs);
-    int flags;
-    const char *doc;
-} py_method_def_t;
-#define PY_METH_VARARGS 0x0001
-#define PY_METH_KEYWORDS 0x0002
-
-static struct {
-    py_object_t *(*dict_get)(py_object_t *dict, const char *key);
-    unsigned long long (*as_ull)(py_object_t *number);
-    long (*as_long)(py_object_t *number);
-    py_object_t *(*new_function)(py_method_def_t *def, py_object_t *self, py_object_t *module);
-    void (*clear_error)(void);
-    void (*incref)(py_object_t *obj);
-    void (*decref)(py_object_t *obj);
-    py_object_t *none;
-} py;
-
-static int py_resolve(void)
-{
-    struct { void **slot; const char *name; } want[] = {
-        { (void **)&py.dict_get, "PyDict_GetItemString" },
-        { (void **)&py.as_ull, "PyLong_AsUnsignedLongLong" },
-        { (void **)&py.as_long, "PyLong_AsLong" },
-        { (void **)&py.new_function, "PyCFunction_NewEx" },
-        { (void **)&py.clear_error, "PyErr_Clear" },
-        { (void **)&py.incref, "Py_IncRef" },
-        { (void **)&py.decref, "Py_DecRef" },
-        { (void **)&py.none, "_Py_NoneStruct" },
-    };
-    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
-        if ((*want[i].slot = real_dl_lookup(RTLD_DEFAULT, want[i].name)) == NULL)
-            return 0;
-    return 1;
-}
-
 /* A hook's keyword as a number (0 when absent or not one); no error is
  * left set, as CuPy must never see one of the shim's. */
 static uint64_t keyword(py_object_t *kwargs, const char *name)
 {
-    py_object_t *value = kwargs != NULL ? py.dict_get(kwargs, name) : NULL;
+    py_object_t *value = kwargs != NULL ? pyapi.dict_get(kwargs, name) : NULL;
     if (value == NULL)
         return 0;
-    unsigned long long number = py.as_ull(value);
+    unsigned long long number = pyapi.as_ull(value);
     if (number == (unsigned long long)-1) {
-        py.clear_error();
+        pyapi.clear_error();
         return 0;
     }
     return number;
 }
 
-static py_object_t *none(void)
-{
-    py.incref(py.none);
-    return py.none;
-}
 
 /* An array's memory taken from CuPy's pool on this thread (taken), or
  * given back; kwargs CuPy's keywords (device_id, mem_size, pmem_id). */
@@ -451,7 +406,7 @@ static py_object_t *hook_call(py_object_t *kwargs, hook_action_t action)
         guard_depth--;
     }
     errno = saved_errno;
-    return none();
+    return pyapi_none();
 }
 
 /* malloc_postprocess(device_id, size, mem_size, mem_ptr, pmem_id). */
@@ -485,7 +440,7 @@ static py_object_t *on_nothing(py_object_t *self, py_object_t *args, py_object_t
     (void)self;
     (void)args;
     (void)kwargs;
-    return none();
+    return pyapi_none();
 }
 
 void pools_armed(void)
@@ -496,26 +451,23 @@ void pools_armed(void)
 int pools_hook_functions(void *out[POOLS_HOOKS])
 {
     static py_method_def_t defs[POOLS_HOOKS] = {
-        { "malloc_postprocess", on_malloc, PY_METH_VARARGS | PY_METH_KEYWORDS,
-          "gpuleak: an array's memory taken from CuPy's pool" },
-        { "free_postprocess", on_free, PY_METH_VARARGS | PY_METH_KEYWORDS,
-          "gpuleak: an array's memory given back to CuPy's pool" },
-        { "alloc_postprocess", on_chunk, PY_METH_VARARGS | PY_METH_KEYWORDS,
-          "gpuleak: a chunk CuPy's pool took from the driver" },
-        { "preprocess", on_nothing, PY_METH_VARARGS | PY_METH_KEYWORDS,
-          "gpuleak: nothing before CuPy's pool acts" },
+        { "malloc_postprocess", (py_cfunction_t)(void (*)(void))on_malloc,
+          PY_METH_VARARGS | PY_METH_KEYWORDS, "gpuleak: an array's memory taken from CuPy's pool" },
+        { "free_postprocess", (py_cfunction_t)(void (*)(void))on_free,
+          PY_METH_VARARGS | PY_METH_KEYWORDS, "gpuleak: an array's memory given back to CuPy's pool" },
+        { "alloc_postprocess", (py_cfunction_t)(void (*)(void))on_chunk,
+          PY_METH_VARARGS | PY_METH_KEYWORDS, "gpuleak: a chunk CuPy's pool took from the driver" },
+        { "preprocess", (py_cfunction_t)(void (*)(void))on_nothing,
+          PY_METH_VARARGS | PY_METH_KEYWORDS, "gpuleak: nothing before CuPy's pool acts" },
     };
-    static int resolved = -1;
-    if (resolved < 0)
-        resolved = py_resolve();
-    if (!resolved)
+    if (!pyapi_resolve())
         return -1;
     for (int i = 0; i < POOLS_HOOKS; i++) {
-        out[i] = py.new_function(&defs[i], NULL, NULL);
+        out[i] = pyapi.new_function(&defs[i], NULL, NULL);
         if (out[i] == NULL) {
-            py.clear_error();
+            pyapi.clear_error();
             while (i-- > 0)
-                py.decref(out[i]);
+                pyapi.decref(out[i]);
             return -1;
         }
     }

@@ -5,6 +5,7 @@
  * non-free-threaded CPython 3.x). */
 #define _GNU_SOURCE
 #include "refwalk.h"
+#include "pyapi.h"
 #include "real_dl.h"
 #include "clock.h"
 
@@ -15,83 +16,8 @@
 #include <sys/mman.h>
 #include <sys/types.h>
 
-typedef struct _object py_object_t;
 typedef int (*py_visit_t)(py_object_t *child, void *arg);
 typedef int (*py_traverse_t)(py_object_t *self, py_visit_t visit, void *arg);
-typedef struct py_method_def {
-    const char *name;
-    py_object_t *(*method)(py_object_t *self, py_object_t *args);
-    int flags;
-    const char *doc;
-} py_method_def_t;
-
-#define PY_METH_VARARGS 0x0001
-#define PY_METH_NOARGS 0x0004
-#define PY_METH_O 0x0008
-#define PY_TP_TRAVERSE 71 /* Py_tp_traverse, typeslots.h */
-#define PY_TPFLAGS_HEAPTYPE (1ul << 9)
-#define PY_TPFLAGS_HAVE_GC (1ul << 14)
-#define PY_TPFLAGS_TYPE_SUBCLASS (1ul << 31)
-
-static struct {
-    void *(*get_slot)(void *type, int slot);
-    unsigned long (*get_flags)(void *type);
-    int (*is_subtype)(void *a, void *b);
-    unsigned long long (*as_ull)(py_object_t *number);
-    py_object_t *(*err_occurred)(void);
-    void (*clear_error)(void);
-    py_object_t *(*new_list)(ssize_t size);
-    int (*list_append)(py_object_t *list, py_object_t *item);
-    ssize_t (*list_size)(py_object_t *list);
-    py_object_t *(*list_get)(py_object_t *list, ssize_t i);
-    py_object_t *(*build)(const char *format, ...);
-    int (*parse)(py_object_t *args, const char *format, ...);
-    py_object_t *(*call)(py_object_t *fn, ...);
-    long (*as_long)(py_object_t *number);
-    py_object_t *(*from_long)(long value);
-    py_object_t *(*capsule_new)(void *pointer, const char *name, void (*destructor)(py_object_t *));
-    void *(*capsule_get)(py_object_t *capsule, const char *name);
-    py_object_t *(*new_function)(py_method_def_t *def, py_object_t *self, py_object_t *module);
-    void (*incref)(py_object_t *obj);
-    void (*decref)(py_object_t *obj);
-    void *long_type, *module_type;
-} py;
-
-static int py_resolve(void)
-{
-    static int resolved = -1;
-    if (resolved >= 0)
-        return resolved;
-    struct { void **slot; const char *name; } want[] = {
-        { (void **)&py.get_slot, "PyType_GetSlot" },
-        { (void **)&py.get_flags, "PyType_GetFlags" },
-        { (void **)&py.is_subtype, "PyType_IsSubtype" },
-        { (void **)&py.as_ull, "PyLong_AsUnsignedLongLong" },
-        { (void **)&py.err_occurred, "PyErr_Occurred" },
-        { (void **)&py.clear_error, "PyErr_Clear" },
-        { (void **)&py.new_list, "PyList_New" },
-        { (void **)&py.list_append, "PyList_Append" },
-        { (void **)&py.list_size, "PyList_Size" },
-        { (void **)&py.list_get, "PyList_GetItem" },
-        { (void **)&py.build, "Py_BuildValue" },
-        { (void **)&py.parse, "PyArg_ParseTuple" },
-        { (void **)&py.call, "PyObject_CallFunctionObjArgs" },
-        { (void **)&py.as_long, "PyLong_AsLong" },
-        { (void **)&py.from_long, "PyLong_FromLong" },
-        { (void **)&py.capsule_new, "PyCapsule_New" },
-        { (void **)&py.capsule_get, "PyCapsule_GetPointer" },
-        { (void **)&py.new_function, "PyCFunction_NewEx" },
-        { (void **)&py.incref, "Py_IncRef" },
-        { (void **)&py.decref, "Py_DecRef" },
-        { (void **)&py.long_type, "PyLong_Type" },
-        { (void **)&py.module_type, "PyModule_Type" },
-    };
-    resolved = 1;
-    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
-        if ((*want[i].slot = real_dl_lookup(RTLD_DEFAULT, want[i].name)) == NULL)
-            resolved = 0;
-    return resolved;
-}
 
 static inline void *type_of(py_object_t *obj)
 {
@@ -233,7 +159,7 @@ static const char capsule_name[] = "gpuleak.refwalk";
 static void walk_close(walk_t *w)
 {
     for (size_t i = 0; i < w->count; i++)
-        py.decref(w->objects[i]);
+        pyapi.decref(w->objects[i]);
     free(w->objects);
     free(w->parents);
     free(w->batch);
@@ -250,9 +176,9 @@ static void walk_close(walk_t *w)
 
 static void walk_release(py_object_t *capsule)
 {
-    walk_t *w = py.capsule_get(capsule, capsule_name);
+    walk_t *w = pyapi.capsule_get(capsule, capsule_name);
     if (w == NULL) {
-        py.clear_error();
+        pyapi.clear_error();
         return;
     }
     walk_close(w);
@@ -288,7 +214,7 @@ static int walk_add(walk_t *w, py_object_t *obj, int32_t parent)
         return -1;
     if (table_put(&w->seen, obj, 0) != 0)
         return -1;
-    py.incref(obj);
+    pyapi.incref(obj);
     w->objects[w->count] = obj;
     w->parents[w->count] = parent;
     w->count++;
@@ -301,12 +227,12 @@ static int walk_add(walk_t *w, py_object_t *obj, int32_t parent)
 static py_traverse_t walk_traversal(py_object_t *obj)
 {
     void *type = type_of(obj);
-    unsigned long flags = py.get_flags(type);
-    if (!(flags & PY_TPFLAGS_HAVE_GC) || py.is_subtype(type, py.module_type))
+    unsigned long flags = pyapi.get_flags(type);
+    if (!(flags & PY_TPFLAGS_HAVE_GC) || pyapi.is_subtype(type, pyapi.module_type))
         return NULL;
-    if ((flags & PY_TPFLAGS_TYPE_SUBCLASS) && !(py.get_flags(obj) & PY_TPFLAGS_HEAPTYPE))
+    if ((flags & PY_TPFLAGS_TYPE_SUBCLASS) && !(pyapi.get_flags(obj) & PY_TPFLAGS_HEAPTYPE))
         return NULL;
-    return (py_traverse_t)py.get_slot(type, PY_TP_TRAVERSE);
+    return (py_traverse_t)pyapi.get_slot(type, PY_TP_TRAVERSE);
 }
 
 static void walk_referents(walk_t *w);
@@ -346,22 +272,22 @@ static int walk_visit(py_object_t *child, void *arg)
  * queued once. */
 static void walk_referent(walk_t *w, py_object_t *child)
 {
-    if (type_of(child) == py.long_type) {
-        unsigned long long value = py.as_ull(child);
-        if (py.err_occurred() != NULL) {
-            py.clear_error();
+    if (type_of(child) == pyapi.long_type) {
+        unsigned long long value = pyapi.as_ull(child);
+        if (pyapi.err_occurred() != NULL) {
+            pyapi.clear_error();
             return;
         }
         if (value >= w->lo && value < w->hi) {
-            py_object_t *entry = py.build("(iiO)", -1, (int)w->current, child);
-            if (entry == NULL || py.list_append(w->found, entry) != 0)
+            py_object_t *entry = pyapi.build("(iiO)", -1, (int)w->current, child);
+            if (entry == NULL || pyapi.list_append(w->found, entry) != 0)
                 w->failed = 1;
             if (entry != NULL)
-                py.decref(entry);
+                pyapi.decref(entry);
         }
         return;
     }
-    if (!(py.get_flags(type_of(child)) & PY_TPFLAGS_HAVE_GC) || table_get(&w->seen, child) >= 0)
+    if (!(pyapi.get_flags(type_of(child)) & PY_TPFLAGS_HAVE_GC) || table_get(&w->seen, child) >= 0)
         return;
     if (walk_add(w, child, w->current) != 0)
         w->failed = 1;
@@ -393,12 +319,12 @@ static long walk_kind(walk_t *w, py_object_t *classify, py_object_t *obj)
     int32_t known = table_get(&w->kinds, type);
     if (known >= 0)
         return known;
-    py_object_t *answer = py.call(classify, (py_object_t *)type, NULL);
-    long kind = answer != NULL ? py.as_long(answer) : 0;
+    py_object_t *answer = pyapi.call_objects(classify, (py_object_t *)type, NULL);
+    long kind = answer != NULL ? pyapi.as_long(answer) : 0;
     if (answer != NULL)
-        py.decref(answer);
-    if (py.err_occurred() != NULL) {
-        py.clear_error();
+        pyapi.decref(answer);
+    if (pyapi.err_occurred() != NULL) {
+        pyapi.clear_error();
         kind = 0;
     }
     if (kind < 0 || kind > 1000)
@@ -419,11 +345,11 @@ static const char *walk_run(walk_t *w, py_object_t *classify, double deadline)
         if (kind < 0)
             return NULL;
         if (kind > 0) {
-            py_object_t *entry = py.build("(ilO)", (int)kind, (long)w->next, obj);
-            if (entry == NULL || py.list_append(w->found, entry) != 0)
+            py_object_t *entry = pyapi.build("(ilO)", (int)kind, (long)w->next, obj);
+            if (entry == NULL || pyapi.list_append(w->found, entry) != 0)
                 w->failed = 1;
             if (entry != NULL)
-                py.decref(entry);
+                pyapi.decref(entry);
         }
         py_traverse_t traverse = walk_traversal(obj);
         if (traverse != NULL) {
@@ -437,27 +363,27 @@ static const char *walk_run(walk_t *w, py_object_t *classify, double deadline)
 
 static py_object_t *walk_call(py_object_t *capsule, py_object_t *args)
 {
-    walk_t *w = py.capsule_get(capsule, capsule_name);
+    walk_t *w = pyapi.capsule_get(capsule, capsule_name);
     py_object_t *roots, *ignore, *classify;
     unsigned long long lo, hi;
     double deadline;
     ssize_t expect = 0;
     int named = 1;
-    if (w == NULL || !py.parse(args, "OOOKKd|ni", &roots, &ignore, &classify, &lo, &hi, &deadline,
+    if (w == NULL || !pyapi.parse(args, "OOOKKd|ni", &roots, &ignore, &classify, &lo, &hi, &deadline,
                                &expect, &named) || w->closed)
         return NULL;
-    ssize_t n_roots = py.list_size(roots), n_ignore = py.list_size(ignore);
+    ssize_t n_roots = pyapi.list_size(roots), n_ignore = pyapi.list_size(ignore);
     if (n_roots < 0 || n_ignore < 0)
         return NULL;
     if (expect > 0 && (table_reserve(&w->seen, (size_t)expect) != 0
                        || walk_reserve(w, (size_t)expect) != 0))
         return NULL;
     for (ssize_t i = 0; i < n_ignore; i++) {
-        py_object_t *obj = py.list_get(ignore, i);
+        py_object_t *obj = pyapi.list_get(ignore, i);
         if (table_get(&w->seen, obj) < 0 && table_put(&w->seen, obj, 0) != 0)
             return NULL;
     }
-    py_object_t *indices = py.new_list(0), *found = py.new_list(0);
+    py_object_t *indices = pyapi.new_list(0), *found = pyapi.new_list(0);
     const char *ended = NULL;
     if (indices == NULL || found == NULL)
         goto out;
@@ -466,7 +392,7 @@ static py_object_t *walk_call(py_object_t *capsule, py_object_t *args)
     w->hi = hi;
     w->failed = 0;
     for (ssize_t i = 0; i < n_roots; i++) {
-        py_object_t *obj = py.list_get(roots, i);
+        py_object_t *obj = pyapi.list_get(roots, i);
         long node = -1;
         if (table_get(&w->seen, obj) < 0) {
             if (walk_add(w, obj, -1) != 0)
@@ -475,50 +401,50 @@ static py_object_t *walk_call(py_object_t *capsule, py_object_t *args)
         }
         if (!named)
             continue;
-        py_object_t *number = py.from_long(node);
-        int bad = number == NULL || py.list_append(indices, number) != 0;
+        py_object_t *number = pyapi.from_long(node);
+        int bad = number == NULL || pyapi.list_append(indices, number) != 0;
         if (number != NULL)
-            py.decref(number);
+            pyapi.decref(number);
         if (bad)
             goto out;
     }
     ended = walk_run(w, classify, deadline);
 out:;
-    py_object_t *result = ended != NULL ? py.build("(OOs)", indices, found, ended) : NULL;
+    py_object_t *result = ended != NULL ? pyapi.build("(OOs)", indices, found, ended) : NULL;
     if (indices != NULL)
-        py.decref(indices);
+        pyapi.decref(indices);
     if (found != NULL)
-        py.decref(found);
+        pyapi.decref(found);
     w->found = NULL;
     return result;
 }
 
 static py_object_t *up_call(py_object_t *capsule, py_object_t *arg)
 {
-    walk_t *w = py.capsule_get(capsule, capsule_name);
-    long node = py.as_long(arg);
-    if (w == NULL || py.err_occurred() != NULL)
+    walk_t *w = pyapi.capsule_get(capsule, capsule_name);
+    long node = pyapi.as_long(arg);
+    if (w == NULL || pyapi.err_occurred() != NULL)
         return NULL;
     if (node < 0 || (size_t)node >= w->count || w->closed)
-        return py.build("()"); /* holders.py asks only for nodes it was given */
-    return py.build("(Ol)", w->objects[node], (long)w->parents[node]);
+        return pyapi.build("()"); /* holders.py asks only for nodes it was given */
+    return pyapi.build("(Ol)", w->objects[node], (long)w->parents[node]);
 }
 
 static py_object_t *count_call(py_object_t *capsule, py_object_t *unused)
 {
     (void)unused;
-    walk_t *w = py.capsule_get(capsule, capsule_name);
-    return w != NULL ? py.from_long((long)(w->count + w->met)) : NULL;
+    walk_t *w = pyapi.capsule_get(capsule, capsule_name);
+    return w != NULL ? pyapi.from_long((long)(w->count + w->met)) : NULL;
 }
 
 static py_object_t *close_call(py_object_t *capsule, py_object_t *unused)
 {
     (void)unused;
-    walk_t *w = py.capsule_get(capsule, capsule_name);
+    walk_t *w = pyapi.capsule_get(capsule, capsule_name);
     if (w == NULL)
         return NULL;
     walk_close(w);
-    return py.build("");
+    return pyapi.build("");
 }
 
 /* A frame's first n fast locals, read where CPython keeps them. 3.11 to
@@ -541,7 +467,7 @@ static py_object_t *locals_call(py_object_t *capsule, py_object_t *args)
     py_object_t *frame;
     ssize_t n;
     int layout;
-    if (!py.parse(args, "Oni", &frame, &n, &layout) || n < 0)
+    if (!pyapi.parse(args, "Oni", &frame, &n, &layout) || n < 0)
         return NULL;
     py_object_t **values;
     if (layout == 1) {
@@ -550,16 +476,16 @@ static py_object_t *locals_call(py_object_t *capsule, py_object_t *args)
         char *iframe = *(char **)((char *)frame + FRAME_F_FRAME);
         values = iframe != NULL ? (py_object_t **)(iframe + IFRAME_LOCALSPLUS) : NULL;
     }
-    py_object_t *out = py.new_list(0);
+    py_object_t *out = pyapi.new_list(0);
     for (ssize_t i = 0; out != NULL && values != NULL && i < n; i++) {
         if (values[i] == NULL)
             continue;
-        py_object_t *pair = py.build("(nO)", i, values[i]);
-        int bad = pair == NULL || py.list_append(out, pair) != 0;
+        py_object_t *pair = pyapi.build("(nO)", i, values[i]);
+        int bad = pair == NULL || pyapi.list_append(out, pair) != 0;
         if (pair != NULL)
-            py.decref(pair);
+            pyapi.decref(pair);
         if (bad) {
-            py.decref(out);
+            pyapi.decref(out);
             out = NULL;
         }
     }
@@ -574,31 +500,31 @@ static py_method_def_t locals_def = { "locals", locals_call, PY_METH_VARARGS, "g
 
 void *refwalk_new(void)
 {
-    if (!py_resolve())
+    if (!pyapi_resolve())
         return NULL;
     walk_t *w = calloc(1, sizeof *w);
     if (w == NULL)
         return NULL;
     w->kinds.valued = 1;
-    py_object_t *capsule = py.capsule_new(w, capsule_name, walk_release);
+    py_object_t *capsule = pyapi.capsule_new(w, capsule_name, walk_release);
     if (capsule == NULL) {
         free(w);
-        py.clear_error();
+        pyapi.clear_error();
         return NULL;
     }
-    py_object_t *walk = py.new_function(&walk_def, capsule, NULL);
-    py_object_t *up = py.new_function(&up_def, capsule, NULL);
-    py_object_t *count = py.new_function(&count_def, capsule, NULL);
-    py_object_t *close = py.new_function(&close_def, capsule, NULL);
-    py_object_t *locals = py.new_function(&locals_def, capsule, NULL);
+    py_object_t *walk = pyapi.new_function(&walk_def, capsule, NULL);
+    py_object_t *up = pyapi.new_function(&up_def, capsule, NULL);
+    py_object_t *count = pyapi.new_function(&count_def, capsule, NULL);
+    py_object_t *close = pyapi.new_function(&close_def, capsule, NULL);
+    py_object_t *locals = pyapi.new_function(&locals_def, capsule, NULL);
     py_object_t *walker = walk != NULL && up != NULL && count != NULL && close != NULL
                               && locals != NULL
-                              ? py.build("(OOOOO)", walk, up, count, close, locals) : NULL;
+                              ? pyapi.build("(OOOOO)", walk, up, count, close, locals) : NULL;
     py_object_t *made[] = { walk, up, count, close, locals, capsule };
     for (size_t i = 0; i < sizeof made / sizeof made[0]; i++)
         if (made[i] != NULL)
-            py.decref(made[i]);
+            pyapi.decref(made[i]);
     if (walker == NULL)
-        py.clear_error();
+        pyapi.clear_error();
     return walker;
 }

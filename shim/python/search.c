@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "search.h"
+#include "pyapi.h"
 #include "real_dl.h"
 #include "clock.h"
 #include "config.h"
@@ -22,84 +23,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* CPython's API as this file uses it, found with dlsym: the shim links no
- * libpython. Only functions of the stable ABI, and PyMethodDef's layout,
- * which has not changed since Python 3.0. */
-typedef struct _object py_object_t;
-typedef struct py_method_def {
-    const char *name;
-    py_object_t *(*method)(py_object_t *self, py_object_t *unused);
-    int flags;
-    const char *doc;
-} py_method_def_t;
-#define PY_METH_NOARGS 0x0004
-#define PY_FILE_INPUT 257
-
-static struct {
-    int (*is_initialized)(void);
-    int (*is_finalizing)(void);
-    py_object_t *(*import)(const char *name);
-    py_object_t *(*get_attr)(py_object_t *obj, const char *name);
-    py_object_t *(*call)(py_object_t *fn, const char *format, ...);
-    py_object_t *(*new_function)(py_method_def_t *def, py_object_t *self, py_object_t *module);
-    py_object_t *(*new_dict)(void);
-    py_object_t *(*run_string)(const char *source, int start, py_object_t *globals,
-                               py_object_t *locals, void *flags);
-    py_object_t *(*dict_get)(py_object_t *dict, const char *key);
-    const char *(*as_utf8)(py_object_t *text);
-    void (*incref)(py_object_t *obj);
-    void (*decref)(py_object_t *obj);
-    void (*clear_error)(void);
-    int (*add_pending_call)(int (*call)(void *arg), void *arg);
-    py_object_t *none;
-} py;
-
-/* Finds every function; all or nothing. */
-static int py_resolve(void)
-{
-    struct { void **slot; const char *name; } want[] = {
-        { (void **)&py.is_initialized, "Py_IsInitialized" },
-        { (void **)&py.add_pending_call, "Py_AddPendingCall" },
-        { (void **)&py.import, "PyImport_ImportModule" },
-        { (void **)&py.get_attr, "PyObject_GetAttrString" },
-        { (void **)&py.call, "PyObject_CallFunction" },
-        { (void **)&py.new_function, "PyCFunction_NewEx" },
-        { (void **)&py.new_dict, "PyDict_New" },
-        { (void **)&py.run_string, "PyRun_StringFlags" },
-        { (void **)&py.dict_get, "PyDict_GetItemString" },
-        { (void **)&py.as_utf8, "PyUnicode_AsUTF8" },
-        { (void **)&py.incref, "Py_IncRef" },
-        { (void **)&py.decref, "Py_DecRef" },
-        { (void **)&py.clear_error, "PyErr_Clear" },
-        { (void **)&py.none, "_Py_NoneStruct" },
-    };
-    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
-        if ((*want[i].slot = real_dl_lookup(RTLD_DEFAULT, want[i].name)) == NULL)
-            return 0;
-    /* 3.13 made it public; before, only the underscored name exists. */
-    py.is_finalizing = (int (*)(void))real_dl_lookup(RTLD_DEFAULT, "Py_IsFinalizing");
-    if (py.is_finalizing == NULL)
-        py.is_finalizing = (int (*)(void))real_dl_lookup(RTLD_DEFAULT, "_Py_IsFinalizing");
-    return py.is_finalizing != NULL;
-}
-
-static void py_release(py_object_t *obj)
-{
-    if (obj != NULL)
-        py.decref(obj);
-}
-
 /* Runs source (one of the embedded files) in a namespace of its own, with
  * the GIL held, and returns its function name (borrowed from *globals,
  * which the caller releases), or NULL with *globals NULL or to release. */
 static py_object_t *embedded_function(const char *source, const char *name, py_object_t **globals)
 {
-    *globals = py.new_dict();
+    *globals = pyapi.new_dict();
     if (*globals == NULL)
         return NULL;
-    py_object_t *module = py.run_string(source, PY_FILE_INPUT, *globals, *globals, NULL);
-    py_object_t *function = module != NULL ? py.dict_get(*globals, name) : NULL;
-    py_release(module);
+    py_object_t *module = pyapi.run_string(source, PY_FILE_INPUT, *globals, *globals, NULL);
+    py_object_t *function = module != NULL ? pyapi.dict_get(*globals, name) : NULL;
+    pyapi_release(module);
     return function;
 }
 
@@ -108,11 +42,11 @@ static py_object_t *embedded_function(const char *source, const char *name, py_o
  * must never see one of the shim's. */
 static char *answer_text(py_object_t *answer)
 {
-    const char *text = answer != NULL ? py.as_utf8(answer) : NULL;
+    const char *text = answer != NULL ? pyapi.as_utf8(answer) : NULL;
     char *copy = text != NULL ? strdup(text) : NULL;
     if (text == NULL)
-        py.clear_error();
-    py_release(answer);
+        pyapi.clear_error();
+    pyapi_release(answer);
     return copy;
 }
 
@@ -124,8 +58,8 @@ static char *read_layout(int keep)
 {
     py_object_t *globals;
     py_object_t *layout = embedded_function(search_layout_py, "layout", &globals);
-    char *answer = answer_text(layout != NULL ? py.call(layout, NULL) : NULL);
-    py_release(globals);
+    char *answer = answer_text(layout != NULL ? pyapi.call_function(layout, NULL) : NULL);
+    pyapi_release(globals);
     if (answer != NULL && keep)
         pylayout_set(answer);
     return answer;
@@ -206,12 +140,12 @@ static holder_set_t *run_search(const char *layout, const char *moment)
     py_object_t *globals;
     py_object_t *find = embedded_function(search_holders_py, "find", &globals);
     py_object_t *walker = find != NULL ? refwalk_new() : NULL;
-    char *answer = answer_text(walker != NULL ? py.call(find, "sdsOs", targets,
+    char *answer = answer_text(walker != NULL ? pyapi.call_function(find, "sdsOs", targets,
                                                          config.holders_ms / 1000.0, layout,
                                                          walker, moment)
                                               : NULL);
-    py_release(walker);
-    py_release(globals);
+    pyapi_release(walker);
+    pyapi_release(globals);
     free(targets);
     totals_t gpu;
     tracker_totals(&gpu);
@@ -292,7 +226,7 @@ static void search_at(search_moment_t moment)
 
 /* 1 once the atexit callback ran. */
 static _Atomic int finished;
-/* 1 once search_watch found an interpreter up (the py table is whole). */
+/* 1 once search_watch found an interpreter up (the pyapi table is whole). */
 static _Atomic int python_up;
 
 /* ------------------------------------------------------------ the pools */
@@ -310,13 +244,13 @@ static py_object_t *pools_function(const char *name)
     if (globals == NULL) {
         py_object_t *first = embedded_function(search_pools_py, "arrays", &globals);
         if (first == NULL) {
-            py.clear_error();
-            py_release(globals);
+            pyapi.clear_error();
+            pyapi_release(globals);
             globals = NULL;
             return NULL;
         }
     }
-    return py.dict_get(globals, name);
+    return pyapi.dict_get(globals, name);
 }
 
 /* Registers CuPy's hook when CuPy is loaded and it is not yet. */
@@ -327,7 +261,7 @@ static void arm_cupy(void)
     if (atomic_load(&cupy_armed) || arm == NULL
         || (hooks[0] == NULL && pools_hook_functions(hooks) != 0))
         return;
-    char *answer = answer_text(py.call(arm, "OOOO", hooks[0], hooks[1], hooks[2], hooks[3]));
+    char *answer = answer_text(pyapi.call_function(arm, "OOOO", hooks[0], hooks[1], hooks[2], hooks[3]));
     if (answer != NULL && strcmp(answer, "cupy") == 0) {
         atomic_store(&cupy_armed, 1);
         pools_armed();
@@ -343,7 +277,7 @@ static void sync_pools(int heap)
     uint64_t began = clock_monotonic_ns();
     arm_cupy();
     py_object_t *arrays = pools_function("arrays");
-    char *listing = answer_text(arrays != NULL ? py.call(arrays, "i", heap) : NULL);
+    char *listing = answer_text(arrays != NULL ? pyapi.call_function(arrays, "i", heap) : NULL);
     pools_sync(listing);
     free(listing);
     atomic_store(&pools_cost_ns, clock_monotonic_ns() - began);
@@ -354,7 +288,7 @@ static void sync_pools(int heap)
 static int jax_out_of_memory(void)
 {
     py_object_t *oom = pools_function("oom");
-    char *answer = answer_text(oom != NULL ? py.call(oom, NULL) : NULL);
+    char *answer = answer_text(oom != NULL ? pyapi.call_function(oom, NULL) : NULL);
     int recorded = pools_oom(answer);
     free(answer);
     return recorded;
@@ -366,7 +300,7 @@ static int pools_call(void *unused)
 {
     (void)unused;
     static uint64_t last_heap_ns, last_heap_cost_ns;  /* the main thread's alone */
-    if (!py.is_finalizing() && !atomic_load(&finished) && lifecycle_report_owed()) {
+    if (!pyapi.is_finalizing() && !atomic_load(&finished) && lifecycle_report_owed()) {
         int saved_errno = errno;
         guard_depth++;
         uint64_t now = clock_monotonic_ns();
@@ -389,8 +323,8 @@ static int pools_call(void *unused)
  * for already. Any thread, no GIL. */
 static void ask_pools(void)
 {
-    if (atomic_load(&python_up) && !py.is_finalizing() && !atomic_load(&finished)
-        && !atomic_exchange(&pools_asked, 1) && py.add_pending_call(pools_call, NULL) != 0)
+    if (atomic_load(&python_up) && !pyapi.is_finalizing() && !atomic_load(&finished)
+        && !atomic_exchange(&pools_asked, 1) && pyapi.add_pending_call(pools_call, NULL) != 0)
         atomic_store(&pools_asked, 0);
 }
 
@@ -437,8 +371,8 @@ static py_object_t *at_finish(py_object_t *self, py_object_t *unused)
         guard_depth--;
         errno = saved_errno;
     }
-    py.incref(py.none);
-    return py.none;
+    pyapi.incref(pyapi.none);
+    return pyapi.none;
 }
 
 /* A search while the program runs, from a pending call (the main thread,
@@ -448,7 +382,7 @@ static py_object_t *at_finish(py_object_t *self, py_object_t *unused)
  * answers then. */
 static void search_now(search_moment_t moment)
 {
-    if (py.is_finalizing() || !lifecycle_report_owed())
+    if (pyapi.is_finalizing() || !lifecycle_report_owed())
         return;
     int saved_errno = errno;
     guard_depth++;
@@ -468,9 +402,9 @@ static int oom_call(void *unused)
 void search_at_oom(void)
 {
     static _Atomic int asked;
-    if (config.holders_ms > 0 && atomic_load(&python_up) && !py.is_finalizing()
+    if (config.holders_ms > 0 && atomic_load(&python_up) && !pyapi.is_finalizing()
         && !atomic_exchange(&asked, 1))
-        py.add_pending_call(oom_call, NULL);
+        pyapi.add_pending_call(oom_call, NULL);
 }
 
 /* A request's state: the reporter asks (wanted = its generation) and waits
@@ -507,14 +441,14 @@ int search_on_request(uint64_t wait_ns)
 {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     static uint64_t generation;
-    if (config.holders_ms <= 0 || !atomic_load(&python_up) || py.is_finalizing()
+    if (config.holders_ms <= 0 || !atomic_load(&python_up) || pyapi.is_finalizing()
         || atomic_load(&finished))
         return 0;
     pthread_once(&once, request_init);
     pthread_mutex_lock(&request_lock);
     request_wanted = ++generation;
     pthread_mutex_unlock(&request_lock);
-    if (py.add_pending_call(request_call, (void *)(uintptr_t)generation) != 0)
+    if (pyapi.add_pending_call(request_call, (void *)(uintptr_t)generation) != 0)
         return 0;
     struct timespec until;
     clock_gettime(CLOCK_MONOTONIC, &until);
@@ -544,17 +478,17 @@ static int register_at_finish(void *unused)
 {
     (void)unused;
     guard_depth++;
-    if (!py.is_finalizing()) {
-        py_object_t *atexit = py.import("atexit");
-        py_object_t *reg = atexit != NULL ? py.get_attr(atexit, "register") : NULL;
-        py_object_t *fn = reg != NULL ? py.new_function(&at_finish_def, NULL, NULL) : NULL;
-        py_object_t *done = fn != NULL ? py.call(reg, "O", fn) : NULL;
+    if (!pyapi.is_finalizing()) {
+        py_object_t *atexit = pyapi.import("atexit");
+        py_object_t *reg = atexit != NULL ? pyapi.get_attr(atexit, "register") : NULL;
+        py_object_t *fn = reg != NULL ? pyapi.new_function(&at_finish_def, NULL, NULL) : NULL;
+        py_object_t *done = fn != NULL ? pyapi.call_function(reg, "O", fn) : NULL;
         if (done == NULL)
-            py.clear_error();
-        py_release(done);
-        py_release(fn);
-        py_release(reg);
-        py_release(atexit);
+            pyapi.clear_error();
+        pyapi_release(done);
+        pyapi_release(fn);
+        pyapi_release(reg);
+        pyapi_release(atexit);
     }
     guard_depth--;
     return 0;
@@ -563,9 +497,9 @@ static int register_at_finish(void *unused)
 void search_watch(void)
 {
     /* Needs no GIL and no thread state: any thread may ask. */
-    if (py_resolve() && py.is_initialized() && !py.is_finalizing()) {
+    if (pyapi_resolve() && pyapi.is_initialized() && !pyapi.is_finalizing()) {
         atomic_store(&python_up, 1);
-        py.add_pending_call(register_at_finish, NULL);
+        pyapi.add_pending_call(register_at_finish, NULL);
     }
 }
 
