@@ -6,11 +6,9 @@
 #include "guard.h"
 #include "lifecycle.h"
 #include "python.h"
-#include "real_dl.h"
 #include "tracker.h"
 #include "vmm_maps.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>

@@ -6,10 +6,8 @@
 #define _GNU_SOURCE
 #include "refwalk.h"
 #include "pyapi.h"
-#include "real_dl.h"
 #include "clock.h"
 
-#include <dlfcn.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

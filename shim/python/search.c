@@ -1,7 +1,6 @@
 #define _GNU_SOURCE
 #include "search.h"
 #include "pyapi.h"
-#include "real_dl.h"
 #include "clock.h"
 #include "config.h"
 #include "guard.h"
@@ -14,7 +13,6 @@
 #include "tracker.h"
 #include "vmm_maps.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
