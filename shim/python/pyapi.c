@@ -18,6 +18,7 @@ static void resolve(void)
         { (void **)&pyapi.add_pending_call, "Py_AddPendingCall" },
         { (void **)&pyapi.run_string, "PyRun_StringFlags" },
         { (void **)&pyapi.import, "PyImport_ImportModule" },
+        { (void **)&pyapi.module_dict, "PyImport_GetModuleDict" },
         { (void **)&pyapi.incref, "Py_IncRef" },
         { (void **)&pyapi.decref, "Py_DecRef" },
         { (void **)&pyapi.get_attr, "PyObject_GetAttrString" },

@@ -38,6 +38,7 @@ typedef struct pyapi {
     py_object_t *(*run_string)(const char *source, int start, py_object_t *globals,
                                py_object_t *locals, void *flags);
     py_object_t *(*import)(const char *name);
+    py_object_t *(*module_dict)(void);  /* sys.modules, borrowed */
     /* objects */
     void (*incref)(py_object_t *obj);
     void (*decref)(py_object_t *obj);

@@ -267,11 +267,23 @@ static void arm_cupy(void)
     free(answer);
 }
 
+/* Whether the program loaded JAX or CuPy, asked of sys.modules in C: a
+ * program without them never runs pools.py's code (a profiler or a
+ * tracer of its own would see it). With the GIL held. */
+static int frameworks_loaded(void)
+{
+    py_object_t *modules = pyapi.module_dict();
+    return modules != NULL
+        && (pyapi.dict_get(modules, "jax") != NULL || pyapi.dict_get(modules, "cupy") != NULL);
+}
+
 /* Reads the arrays inside JAX's and CuPy's pools into the records
- * (pools_sync), with the GIL held; heap: CuPy's too (found among every
- * object the collector tracks). */
+ * (pools_sync), with the GIL held, when the program loaded either; heap:
+ * CuPy's too (found among every object the collector tracks). */
 static void sync_pools(int heap)
 {
+    if (!frameworks_loaded())
+        return;
     uint64_t began = clock_monotonic_ns();
     arm_cupy();
     py_object_t *arrays = pools_function("arrays");
@@ -285,6 +297,8 @@ static void sync_pools(int heap)
  * its OOM (pools_oom). With the GIL held, at Python's finish. */
 static int jax_out_of_memory(void)
 {
+    if (!frameworks_loaded())
+        return 0;
     py_object_t *oom = pools_function("oom");
     char *answer = answer_text(oom != NULL ? pyapi.call_function(oom, NULL) : NULL);
     int recorded = pools_oom(answer);

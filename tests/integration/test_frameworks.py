@@ -194,6 +194,26 @@ class CupyTest(unittest.TestCase):
         self.assertIn("found in a snapshot of CuPy's pool", stderr)
 
 
+class NoFrameworkTest(unittest.TestCase):
+    def test_a_program_without_them_runs_none_of_the_pools_code(self):
+        """The checkpoints ask sys.modules from C: a program without JAX or
+        CuPy, profiled by itself over seconds of checkpoints, never sees
+        pools.py's functions (only the holder search's, at its finish)."""
+        with tempfile.TemporaryDirectory(prefix="gpuleak-profiled-") as tmp:
+            env = {k: v for k, v in os.environ.items() if not k.startswith("GPULEAK_")}
+            env.update({"LD_LIBRARY_PATH": os.path.join(BUILD, "fakecuda"),
+                        "LD_PRELOAD": os.path.join(BUILD, "libgpuleak.so"),
+                        "GPULEAK_OUTPUT": os.path.join(tmp, "r.json"),
+                        "EXPECT_OUT": os.path.join(tmp, "seen.json")})
+            proc = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "python", "profiled_demo.py")],
+                                  env=env, cwd=tmp, capture_output=True, text=True, timeout=120)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            with open(env["EXPECT_OUT"]) as fh:
+                seen = json.load(fh)
+        self.assertEqual([n for n in seen if n in ("arrays", "arm", "oom", "_jax", "_cupy")], [])
+        self.assertIn("layout", seen, "the profiler saw nothing of the shim's: the test would pass blind")
+
+
 def load_pools():
     """shim/python/pools.py as the shim runs it: its own namespace."""
     namespace = {}
