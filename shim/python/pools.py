@@ -68,12 +68,36 @@ def _attrs_of(name):
 _codes = []
 
 
+def _traceback_pairs(tb):
+    """(code, offset) pairs of a Python traceback chain, innermost first."""
+    pairs = []
+    while tb is not None and len(pairs) < 256:
+        pairs.append((tb.tb_frame.f_code, tb.tb_lasti))
+        tb = tb.tb_next
+    pairs.reverse()
+    return pairs
+
+
 def _frames(traceback):
-    """A JAX traceback's (code, offset) pairs as "id:offset" text."""
-    raw = traceback.raw_frames()
-    codes, offsets = raw[0], raw[1]
-    _codes.extend(codes)
-    return ",".join("%d:%d" % (id(c), o) for c, o in zip(codes, offsets)) or "-"
+    """A JAX traceback's (code, offset) pairs as "id:offset" text, innermost
+    first: from raw_frames(), or, in a jaxlib without it, from the Python
+    traceback it makes of itself (as_python_traceback())."""
+    try:
+        raw = traceback.raw_frames()
+        pairs = list(zip(raw[0], raw[1]))
+    except Exception:
+        pairs = _traceback_pairs(traceback.as_python_traceback())
+    _codes.extend(code for code, _ in pairs)
+    return ",".join("%d:%d" % (id(c), o) for c, o in pairs) or "-"
+
+
+def _size_of(piece):
+    """A one-device array's bytes on its device (padding included where
+    JAX says so)."""
+    try:
+        return piece.on_device_size_in_bytes()
+    except Exception:
+        return piece.nbytes
 
 
 def _jax_pieces(array):
@@ -92,7 +116,7 @@ def _jax_pieces(array):
         device = next(iter(piece.devices()))
         if device.platform not in ("gpu", "cuda", "rocm"):
             continue
-        size = piece.on_device_size_in_bytes()
+        size = _size_of(piece)
         index = getattr(device, "local_hardware_id", None)
         out.append((pointer, size, index if type(index) is int else device.id))
     return out
@@ -230,14 +254,9 @@ def oom():
     text = args[0] if type(args) is tuple and args and type(args[0]) is str else ""
     if not text.startswith("RESOURCE_EXHAUSTED"):
         return ""
-    frames = []
-    tb = _exception_traceback(exc)
-    while tb is not None and len(frames) < 256:
-        frames.append((tb.tb_frame.f_code, tb.tb_lasti))
-        tb = tb.tb_next
+    frames = _traceback_pairs(_exception_traceback(exc))
     _codes.extend(code for code, _ in frames)
-    return "%d\t%s" % (_bytes_asked(text),
-                       ",".join("%d:%d" % (id(c), o) for c, o in reversed(frames)) or "-")
+    return "%d\t%s" % (_bytes_asked(text), ",".join("%d:%d" % (id(c), o) for c, o in frames) or "-")
 
 
 def arm(malloc, free, chunk, nothing):

@@ -316,6 +316,46 @@ class PoolsPyTest(unittest.TestCase):
             sys.path.remove(FRAMEWORKS)
 
 
+    def test_an_older_jaxlib_is_read_through_its_other_readers(self):
+        """A traceback without raw_frames() gives its frames through the
+        Python traceback it makes of itself; an array without
+        on_device_size_in_bytes() its nbytes."""
+        def made_here():
+            raise ValueError("a traceback of real frames")
+        try:
+            made_here()
+        except ValueError as e:
+            python_tb = e.__traceback__
+
+        class OldTraceback:
+            def as_python_traceback(self):
+                return python_tb
+
+        class Device:
+            platform, id = "gpu", 0
+
+        class OldArray:
+            nbytes = 4096
+            traceback = OldTraceback()
+
+            def is_deleted(self):
+                return False
+
+            def unsafe_buffer_pointer(self):
+                return 1 << 41
+
+            def devices(self):
+                return {Device()}
+        keep = OldArray()
+        jax = types.ModuleType("jax")
+        jax.live_arrays = lambda: [keep]
+        sys.modules["jax"] = jax
+        (line,) = [l.split("\t") for l in self.pools["arrays"](0).split("\n") if l.startswith("jax\t")]
+        self.assertEqual((int(line[1]), int(line[2])), (1 << 41, 4096))
+        codes = [int(pair.split(":")[0]) for pair in line[5].split(",")]
+        self.assertEqual(codes[0], id(made_here.__code__))  # innermost first
+        self.assertEqual(codes[-1], id(sys._getframe().f_code))
+
     def test_a_sharded_array_is_listed_once_by_its_pieces(self):
         """A sharded array's buffers are its pieces' (JAX lists both): each
         address once, whichever array names it."""
