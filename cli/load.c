@@ -567,9 +567,9 @@ static void load_framework(ctx_t *ctx, json_t *v, const char *where, load_site_t
 {
     const char *name = NULL;
     get_str(ctx, v, where, RK(framework), 0, &name);
+    int framework = report_framework_of(name);
     s->framework = s->kind == NULL || strcmp(s->kind, "tensor") != 0 ? -1
-                 : report_framework_of(name) >= 0 ? report_framework_of(name)
-                                                  : REPORT_FRAMEWORK_torch;
+                 : framework >= 0 ? framework : REPORT_FRAMEWORK_torch;
 }
 
 static int load_site(ctx_t *ctx, json_t *v, const char *where, enum list_kind kind, load_site_t *s)

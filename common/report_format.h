@@ -39,25 +39,31 @@ static inline const char *report_kind_name(int kind)
 }
 
 /* The frameworks whose arrays a tensor site's memory is: X(name the report
- * spells, what its arrays are, what its unused pool is, how a kept array
- * becomes a number or host memory). PyTorch's tensors come from its
- * allocator's events, JAX's and CuPy's from their own records of the
- * arrays in their pools (docs/frameworks.md). A tensor site with no
- * framework in the report is PyTorch's (reports before 2026-12-07). */
+ * spells, what its arrays' memory is, what its unused pool is, how a kept
+ * array becomes a number or host memory, what its arrays are called).
+ * PyTorch's tensors come from its allocator's events, JAX's and CuPy's
+ * from their own records of the arrays in their pools (docs/frameworks.md).
+ * A tensor site with no framework in the report is PyTorch's (reports
+ * before 2026-12-07). */
 #define REPORT_FRAMEWORKS(X)                                                         \
-    X(torch, "PyTorch tensor memory", "PyTorch's cache", "as numbers (.item()) or on the CPU (.cpu())") \
-    X(jax, "JAX array memory", "JAX's pool", "as numbers (float(x)) or on the host (jax.device_get)") \
-    X(cupy, "CuPy array memory", "CuPy's pool", "as numbers (float(x)) or on the host (.get())")
+    X(torch, "PyTorch tensor memory", "PyTorch's cache", "as numbers (.item()) or on the CPU (.cpu())", \
+      "PyTorch tensors") \
+    X(jax, "JAX array memory", "JAX's pool", "as numbers (float(x)) or on the host (jax.device_get)", \
+      "JAX arrays") \
+    X(cupy, "CuPy array memory", "CuPy's pool", "as numbers (float(x)) or on the host (.get())", \
+      "CuPy arrays")
 
-#define REPORT_FRAMEWORK_ENUM(name, phrase, cache, to_host) REPORT_FRAMEWORK_##name,
+#define REPORT_FRAMEWORK_ENUM(name, phrase, cache, to_host, arrays) REPORT_FRAMEWORK_##name,
 enum report_framework { REPORT_FRAMEWORKS(REPORT_FRAMEWORK_ENUM) REPORT_FRAMEWORK_COUNT };
 
 /* The framework's report name ("torch"), its arrays' phrase, its cache's
- * phrase and its way to the host; framework out of range reads as torch. */
-#define REPORT_FRAMEWORK_FIELD(name, phrase, cache, to_host) { #name, phrase, cache, to_host },
+ * phrase, its way to the host and its arrays' name ("JAX arrays");
+ * framework out of range reads as torch. */
+#define REPORT_FRAMEWORK_FIELD(name, phrase, cache, to_host, arrays) \
+    { #name, phrase, cache, to_host, arrays },
 static inline const char *report_framework_text(int framework, int field)
 {
-    static const char *const table[][4] = { REPORT_FRAMEWORKS(REPORT_FRAMEWORK_FIELD) };
+    static const char *const table[][5] = { REPORT_FRAMEWORKS(REPORT_FRAMEWORK_FIELD) };
     if (framework < 0 || framework >= REPORT_FRAMEWORK_COUNT)
         framework = REPORT_FRAMEWORK_torch;
     return table[framework][field];
@@ -66,6 +72,7 @@ static inline const char *report_framework_text(int framework, int field)
 #define REPORT_FRAMEWORK_PHRASE 1
 #define REPORT_FRAMEWORK_CACHE 2
 #define REPORT_FRAMEWORK_TO_HOST 3
+#define REPORT_FRAMEWORK_ARRAYS 4
 
 /* The framework a report spells name, or -1. */
 #include <string.h>

@@ -1,5 +1,6 @@
 #include "vmm_maps.h"
 #include "bounded.h"
+#include "report_format.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -88,4 +89,11 @@ uint64_t vmm_maps_address_of(uint64_t handle)
             va = maps[i].va;
     pthread_mutex_unlock(&maps_lock);
     return va;
+}
+
+uint64_t vmm_maps_seen_at(int kind, uint64_t key)
+{
+    if (kind == REPORT_KIND_vmm)
+        return vmm_maps_address_of(key);
+    return kind == REPORT_KIND_array ? 0 : key;
 }

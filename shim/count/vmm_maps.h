@@ -28,4 +28,10 @@ uint64_t vmm_maps_handle_at(uint64_t addr, uint64_t *va);
 /* The lowest address handle is mapped at, or 0 when it is not mapped. */
 uint64_t vmm_maps_address_of(uint64_t handle);
 
+/* Where the program's objects see a live allocation of kind (an
+ * alloc_kind_t) under key: the key itself for the kinds keyed by address,
+ * where its handle is mapped for VMM memory (0 when unmapped), and 0 for a
+ * CUDA array, whose handle is no address. */
+uint64_t vmm_maps_seen_at(int kind, uint64_t key);
+
 #endif

@@ -137,11 +137,9 @@ static block_t *driver_blocks(size_t *n)
     block_t *blocks = records != NULL ? malloc(count * sizeof *blocks) : NULL;
     for (size_t i = 0; blocks != NULL && i < count; i++) {
         int kind = records[i].kind;
-        if (kind != REPORT_KIND_device && kind != REPORT_KIND_vmm && kind != REPORT_KIND_pool &&
-            kind != REPORT_KIND_managed)
+        if (!tracker_is_driver_gpu_kind(kind))
             continue;
-        uint64_t start = kind == REPORT_KIND_vmm ? vmm_maps_address_of(records[i].key)
-                                                 : records[i].key;
+        uint64_t start = vmm_maps_seen_at(kind, records[i].key);
         if (start != 0)
             blocks[(*n)++] = (block_t){ start, records[i].size, records[i].key, kind };
     }

@@ -81,9 +81,8 @@ static int by_start(const void *a, const void *b)
 }
 
 /* The targets holders.py reads, one "start size id[ t]" line each, sorted
- * by start, as malloc'd text (NULL when memory is short). A VMM handle is
- * no address: its memory is looked for where it is mapped, or not at all;
- * a CUDA array's handle never. */
+ * by start, as malloc'd text (NULL when memory is short): each where the
+ * program's objects see it (vmm_maps_seen_at), none that they cannot. */
 static char *targets_text(const tracker_record_t *records, size_t count)
 {
     target_t *targets = malloc((count ? count : 1) * sizeof *targets);
@@ -96,11 +95,7 @@ static char *targets_text(const tracker_record_t *records, size_t count)
     }
     size_t n = 0;
     for (size_t i = 0; i < count; i++) {
-        uint64_t start = records[i].key;
-        if (records[i].kind == REPORT_KIND_vmm)
-            start = vmm_maps_address_of(start);
-        else if (records[i].kind == REPORT_KIND_array)
-            start = 0;
+        uint64_t start = vmm_maps_seen_at(records[i].kind, records[i].key);
         if (start != 0)
             targets[n++] = (target_t){ start, i };
     }
@@ -229,8 +224,6 @@ static _Atomic int python_up;
 
 /* ------------------------------------------------------------ the pools */
 
-/* 1 once CuPy's hook is registered on the main thread (pools.h). */
-static _Atomic int cupy_armed;
 static _Atomic uint64_t pools_cost_ns;  /* the last checkpoint's */
 
 /* pools.py's function name, from its namespace, run once and kept for
@@ -256,14 +249,12 @@ static void arm_cupy(void)
 {
     static void *hooks[POOLS_HOOKS];  /* made once, kept: the hook holds them */
     py_object_t *arm = pools_function("arm");
-    if (atomic_load(&cupy_armed) || arm == NULL
+    if (pools_cupy_hooked() || arm == NULL
         || (hooks[0] == NULL && pools_hook_functions(hooks) != 0))
         return;
     char *answer = answer_text(pyapi.call_function(arm, "OOOO", hooks[0], hooks[1], hooks[2], hooks[3]));
-    if (answer != NULL && strcmp(answer, "cupy") == 0) {
-        atomic_store(&cupy_armed, 1);
+    if (answer != NULL && strcmp(answer, "cupy") == 0)
         pools_armed();
-    }
     free(answer);
 }
 
@@ -343,7 +334,7 @@ static void ask_pools(void)
 void search_pools_soon(void)
 {
     static _Atomic uint64_t last_ns;
-    if (atomic_load(&cupy_armed) || !atomic_load(&python_up))
+    if (pools_cupy_hooked() || !atomic_load(&python_up))
         return;
     uint64_t now = clock_coarse_ns(), last = atomic_load(&last_ns);
     if (now - last >= SEARCH_POOLS_SOON_NS && atomic_compare_exchange_strong(&last_ns, &last, now))

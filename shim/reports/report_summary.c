@@ -545,12 +545,12 @@ static void print_closing_line(FILE *f, const report_view_t *view, const char *p
         fprintf(f, "%sgpuleak: no leaks at exit: %llu allocation(s), peak GPU memory %s at %.2f s.",
                 lead, (unsigned long long)view->totals.allocations,
                 units_format_size(view->totals.peak_bytes, b), peak_s);
-    static const char *const arrays[] = { "PyTorch tensors", "JAX arrays", "CuPy arrays" };
-    _Static_assert(sizeof arrays / sizeof arrays[0] == REPORT_FRAMEWORK_COUNT, "a name each");
-    const char *which = view->run.frameworks == 0 ? arrays[REPORT_FRAMEWORK_torch] : "Tensors and arrays";
+    const char *which = view->run.frameworks == 0
+                        ? report_framework_text(REPORT_FRAMEWORK_torch, REPORT_FRAMEWORK_ARRAYS)
+                        : "Tensors and arrays";
     for (int fw = 0; fw < REPORT_FRAMEWORK_COUNT; fw++)
         if (view->run.frameworks == 1u << fw)
-            which = arrays[fw];
+            which = report_framework_text(fw, REPORT_FRAMEWORK_ARRAYS);
     if (view->tensors.allocations > 0)
         fprintf(f, " %s: %llu allocation(s), peak %s at %.2f s.", which,
                 (unsigned long long)view->tensors.allocations,

@@ -350,6 +350,11 @@ def compositions(tmp):
     script = open(os.path.join(ROOT, "cli", "html", "page.js")).read()
     page_roles = re.findall(r'\["(\w+)", "([^"]+)", "#[0-9a-f]{6}"\]', script)
     check(roles and page_roles == roles, f"composition: page.js's roles {page_roles} are not composition.h's {roles}")
+    fmt = open(os.path.join(ROOT, "common", "report_format.h")).read()
+    frameworks = re.findall(r'X\((\w+), "([^"]+)", "([^"]+)",', fmt)
+    page_frameworks = re.findall(r'(\w+): \["([^"]+)", "([^"]+)"\]', script)
+    check(frameworks and page_frameworks == frameworks,
+          f"frameworks: page.js's {page_frameworks} are not report_format.h's {frameworks}")
     d = json.load(open(FIXTURE))
     gpu = (5 << 18) + (1 << 19) + (1 << 20)
     d["held_at_finish"] = {"time_ns": 0, "gpu_bytes": gpu, "tensor_bytes": gpu - (1 << 20), "sites": [],
