@@ -206,9 +206,10 @@ SAN_CLI := $(BUILD)/sanitize-cli
 sanitize: deps
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/unit/lsan.supp:print_suppressions=0 \
 	$(MAKE) --no-print-directory BUILD=$(BUILD)/sanitize CFLAGS="$(SAN_FLAGS)" unit
-	$(MAKE) --no-print-directory BUILD=$(SAN_CLI) CFLAGS="$(SAN_FLAGS)" $(SAN_CLI)/gpuleak
+	$(MAKE) --no-print-directory BUILD=$(SAN_CLI) CFLAGS="$(SAN_FLAGS)" $(SAN_CLI)/gpuleak \
+	    $(SAN_CLI)/tests/test_cli
 	$(MAKE) --no-print-directory BUILD=$(SAN_CLI) $(SAN_CLI)/libgpuleak.so $(SAN_CLI)/demo
-	TEST_CFLAGS="$(SAN_FLAGS)" scripts/in-test-tmp.sh $(TEST_TMP)/sanitize tests/cli/run.sh $(SAN_CLI)
+	$(call cli_tests,$(SAN_CLI),sanitize)
 
 # The report reader's fuzz target, for a bounded time, as part of the tests.
 CI_FUZZ_SECONDS ?= 30
@@ -221,9 +222,23 @@ test: litter-before unit integration sanitize cli-test
 litter-before: | $(BUILD)
 	@ls -d /tmp/gpuleak-* /tmp/gpuleak_* 2>/dev/null | sort >$(BUILD)/tmp-before.txt || true
 
-# The gpuleak command: Check suites, end-to-end shell tests, fuzz crash replay.
-cli-test: deps all $(BUILD)/demo
-	@scripts/in-test-tmp.sh $(TEST_TMP)/cli tests/cli/run.sh $(BUILD)
+# The gpuleak command: its Check suite (units, suppressions, the loader),
+# then every command end to end, the page and the fuzzer's finds replayed
+# (pytest, tests/cli/test_*.py). cli_tests BUILD_DIR,TMP_NAME runs both for
+# the command built in BUILD_DIR.
+# Debian's python3-pytest serves where $(PYTHON) has no pytest.
+PYTEST = $(shell for p in $(PYTHON) /usr/bin/python3; do \
+                     if $$p -c 'import pytest' 2>/dev/null; then echo $$p; exit; fi; done; \
+                 echo $(PYTHON)) -m pytest
+cli_tests = scripts/in-test-tmp.sh $(TEST_TMP)/$(2) sh -c '$(1)/tests/test_cli && \
+    GPULEAK_TEST_BUILD=$(1) $(PYTEST) -q -p no:cacheprovider tests/cli'
+CLI_TEST_OBJ := $(addprefix $(BUILD)/cli/,load.o supp.o units.o frames.o opts.o frame_text.o \
+                origin_rules.o json_split.o strpool.o composition.o)
+$(BUILD)/tests/test_cli: tests/cli/test_cli.c $(CLI_TEST_OBJ) | $(BUILD)/tests
+	$(CC) $(ALL_CFLAGS) -iquote cli -o $@ $< $(CLI_TEST_OBJ) \
+	    -lcheck -lsubunit -lm -lrt -lpthread -ljansson
+cli-test: deps all $(BUILD)/demo $(BUILD)/tests/test_cli
+	@$(call cli_tests,$(BUILD),cli)
 
 # Fuzzes the report reader with libFuzzer for FUZZ_SECONDS over tests/cli/corpus
 # and tests/cli/fixtures.

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""`gpuleak html` end to end, run by tests/cli/run.sh (so under `make
-cli-test` and, with the command built with ASan and UBSan, `make
+"""`gpuleak html` end to end, run by tests/cli/test_html.py (so under
+`make cli-test` and, with the command built with ASan and UBSan, `make
 sanitize`): writes pages from a version 1 fixture, a version 2 report of
 the demo over the fake driver (with an out-of-memory failure) and a
 synthetic report with every section (tests/cli/html_report.py, its names

@@ -10,7 +10,10 @@
  *            device pointer, a double free, a made-up host pointer
  *   exit3    leak_before_exit() leaks 4096, then exit(3)
  *   errno    errno set before calls (succeeding and failing) is unchanged
- *            after them */
+ *            after them
+ *
+ * The fake driver's books after each run: prog_errors.expect.json.
+ */
 #include "progs.h"
 
 #include <errno.h>

@@ -3,7 +3,10 @@
  * and hostalloc_leak() 7100 (cuMemHostAlloc) host; array2d_leak() 32768
  * (64 x 32, 4 float channels), array3d_leak() 2048 (16 x 8 x 4, 2 x 16-bit
  * channels), array1d_leak() 200 (100 halves, height 0) array. One pair of
- * each function is freed. */
+ * each function is freed.
+ *
+ * The fake driver's books after each run: prog_kinds.expect.json.
+ */
 #include "progs.h"
 
 __attribute__((noinline)) void managed_leak(void)

@@ -1,7 +1,10 @@
 /* prog_pool.c: stream-ordered allocation through the exported symbols.
  * async_leak() leaks 3000 from cuMemAllocAsync, pool_leak() leaks 5000 from
  * a created pool with cuMemAllocFromPoolAsync; 5 async pairs and 3 pairs
- * from the default pool are freed with cuMemFreeAsync. */
+ * from the default pool are freed with cuMemFreeAsync.
+ *
+ * The fake driver's books after each run: prog_pool.expect.json.
+ */
 #include "progs.h"
 
 __attribute__((noinline)) void async_leak(CUstream s)

@@ -12,7 +12,10 @@
  *           pairs are freed; one default-stream pair is freed
  *   legacy  cudaVersion 3000 asking for "cuMemAlloc" gets the 32-bit ABI:
  *           legacy_leak() leaks 4096 through it, 2 pairs go through the
- *           32-bit cuMemFree */
+ *           32-bit cuMemFree
+ *
+ * The fake driver's books after each run: prog_procaddr.expect.json.
+ */
 #include "progs.h"
 
 #include <dlfcn.h>

@@ -4,7 +4,10 @@
  * leaves 8192 in the primary context, reset with cuDevicePrimaryCtxReset_v2.
  * A pointer freed by the teardown is then freed again (an unknown free,
  * CUDA_ERROR_INVALID_VALUE), and leak_after_reset() leaks 1000 in the
- * retained-again primary context: the one real leak at exit. */
+ * retained-again primary context: the one real leak at exit.
+ *
+ * The fake driver's books after each run: prog_teardown.expect.json.
+ */
 #include "progs.h"
 
 /* The pre-12.5 ABI, which cuda.h no longer declares. */

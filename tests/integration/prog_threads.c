@@ -1,6 +1,9 @@
 /* prog_threads.c [threads] [pairs] [leaks]: every thread allocates and
  * frees `pairs` blocks (sizes 256..1264) in the shared primary context,
- * then thread_leak() leaks `leaks` blocks of 4096. Defaults: 16 100000 3. */
+ * then thread_leak() leaks `leaks` blocks of 4096. Defaults: 16 100000 3.
+ *
+ * The fake driver's books after each run: prog_threads.expect.json.
+ */
 #include "progs.h"
 
 #include <pthread.h>

@@ -1,7 +1,10 @@
 /* prog_vmm.c: virtual memory management. One handle of 2 granules is
  * created, mapped, written, unmapped and released; vmm_leak() creates one
  * granule, maps it and never releases it (1 handle leaked, 2 maps,
- * 1 unmap). */
+ * 1 unmap).
+ *
+ * The fake driver's books after each run: prog_vmm.expect.json.
+ */
 #include "progs.h"
 
 static CUmemAllocationProp device_prop(void)

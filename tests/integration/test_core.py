@@ -5,7 +5,7 @@ LD_PRELOAD=build/libgpuleak.so with build/fakecuda first on LD_LIBRARY_PATH.
 Two independent accounts come out of each run: the shim's report
 (docs/report-format.md) and the fake's own books (FAKECUDA_COUNTS), and the
 tests hold them against each other and against the numbers each program is
-written to produce (EXPECTED, also checked without the shim by
+written to produce (prog_*.expect.json, also checked without the shim by
 FakeAloneTest, so a wrong constant here cannot hide behind a wrong shim).
 
 Run from the repository root: python3 -m unittest discover -s tests/integration
@@ -54,75 +54,27 @@ CUDA_ERROR_INVALID_VALUE = 1
 CUDA_ERROR_OUT_OF_MEMORY = 2
 MIB = 1 << 20
 
-# What each program run must leave in the fake's books: every entry point
-# with a non-zero success count, the live allocations by kind as
-# (count, bytes), and anything else the run is about. Derived by hand from
-# the programs' header comments.
-EXPECTED = {
-    ("direct", "basic"): dict(
-        succeeded={"cuMemAlloc_v2": 13, "cuMemAllocPitch_v2": 1, "cuMemFree_v2": 10},
-        live={"device": (4, 2 * 4096 + 10240 + 65536)}),
-    ("direct", "devices"): dict(
-        env={"FAKECUDA_DEVICES": "2"},
-        succeeded={"cuMemAlloc_v2": 5, "cuMemFree_v2": 3},
-        live={"device": (2, 2 * 12288)}),
-    ("direct", "legacy"): dict(
-        succeeded={"cuMemAlloc": 2, "cuMemFree": 1},
-        live={"device": (1, 2048)}),
-    ("procaddr", "static"): dict(
-        succeeded={"cuMemAlloc_v2": 7, "cuMemFree_v2": 4},
-        live={"device": (3, 6 * MIB)}),
-    ("procaddr", "ptsz"): dict(
-        succeeded={"cuMemAllocAsync": 1, "cuMemAllocAsync_ptsz": 4,
-                   "cuMemAllocFromPoolAsync_ptsz": 1, "cuMemFreeAsync": 1,
-                   "cuMemFreeAsync_ptsz": 3},
-        live={"pool": (2, 4096 + 8192)}),
-    ("procaddr", "legacy"): dict(
-        succeeded={"cuMemAlloc": 3, "cuMemFree": 2},
-        live={"device": (1, 4096)}),
-    ("pool",): dict(
-        succeeded={"cuMemAllocAsync": 6, "cuMemAllocFromPoolAsync": 4, "cuMemFreeAsync": 8},
-        live={"pool": (2, 3000 + 5000)}),
-    ("vmm",): dict(
-        succeeded={"cuMemCreate": 2, "cuMemRelease": 1, "cuMemMap": 2, "cuMemUnmap": 1,
-                   "cuMemAddressReserve": 1},
-        live={"vmm": (1, 2 * MIB)}),
-    ("kinds",): dict(
-        succeeded={"cuMemAllocManaged": 2, "cuMemFree_v2": 1, "cuMemAllocHost_v2": 2,
-                   "cuMemHostAlloc": 2, "cuMemFreeHost": 2, "cuArrayCreate_v2": 3,
-                   "cuArray3DCreate_v2": 2, "cuArrayDestroy": 2},
-        live={"managed": (1, 6000), "host": (2, 7000 + 7100),
-              "array": (3, 32768 + 2048 + 200)}),
-    ("teardown",): dict(
-        succeeded={"cuMemAlloc_v2": 5, "cuCtxDestroy_v2": 2, "cuDevicePrimaryCtxReset_v2": 1},
-        live={"device": (1, 1000)}, unknown_frees=1,
-        teardown={"cuCtxDestroy_v2": (3, 2 * 4096 + 2048),
-                  "cuDevicePrimaryCtxReset_v2": (1, 8192)}),
-    ("threads",): dict(
-        succeeded={"cuMemAlloc_v2": 16 * 100003, "cuMemFree_v2": 16 * 100000},
-        live={"device": (48, 48 * 4096)}),
-    ("errors", "oom"): dict(
-        env={"FAKECUDA_OOM_AFTER": "5"},
-        succeeded={"cuMemAlloc_v2": 5, "cuMemFree_v2": 5},
-        calls={"cuMemAlloc_v2": 7, "cuMemFree_v2": 5, "cuMemAllocManaged": 1},
-        live={}, oom_failures=3),
-    ("errors", "zero"): dict(
-        succeeded={}, calls={"cuMemAlloc_v2": 1}, live={}),
-    ("errors", "unknown"): dict(
-        succeeded={"cuMemAlloc_v2": 1, "cuMemFree_v2": 1},
-        calls={"cuMemAlloc_v2": 1, "cuMemFree_v2": 4, "cuMemFreeHost": 1},
-        live={}, unknown_frees=3),
-    ("errors", "exit3"): dict(
-        returncode=3, succeeded={"cuMemAlloc_v2": 1}, live={"device": (1, 4096)}),
-    ("errors", "errno"): dict(
-        succeeded={"cuMemAlloc_v2": 1, "cuMemFree_v2": 1, "cuMemAllocAsync": 1,
-                   "cuMemFreeAsync": 1},
-        live={}, unknown_frees=1),
-}
+def load_expected():
+    """What each program run must leave in the fake's books, from the
+    prog_NAME.expect.json beside each program (derived by hand from its
+    header comment): by mode ("" for a program without one), every entry
+    point with a non-zero success count, the live allocations by kind as
+    [count, bytes], and anything else the run is about. Keyed here by
+    (NAME, MODE) or (NAME,), the program's argv after its path."""
+    expected = {}
+    for path in sorted(Path(__file__).parent.glob("prog_*.expect.json")):
+        name = path.name[len("prog_"):-len(".expect.json")]
+        for mode, exp in json.loads(path.read_text()).items():
+            exp["live"] = {kind: tuple(v) for kind, v in exp["live"].items()}
+            exp["teardown"] = {fn: tuple(v) for fn, v in exp.get("teardown", {}).items()}
+            expected[(name, mode) if mode else (name,)] = exp
+    return expected
 
+
+EXPECTED = load_expected()
 # Programs that allocate from several threads: the shim sees events in an
 # order the fake's lock did not impose, so peaks may differ by a block.
-MULTITHREADED = {("threads",)}
+MULTITHREADED = {key for key, exp in EXPECTED.items() if exp.get("multithreaded")}
 
 
 def clean_env():

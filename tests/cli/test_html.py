@@ -1,0 +1,14 @@
+"""`gpuleak html`, end to end in headless Chromium: tests/cli/html_test.py
+(its own docstring says what it checks; it also runs alone). What it
+printed, the big page's times among it, is kept in BUILD/html-test.txt."""
+import subprocess
+import sys
+
+from conftest import BUILD, ROOT
+
+
+def test_the_page():
+    proc = subprocess.run([sys.executable, "tests/cli/html_test.py", str(BUILD)], cwd=ROOT,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900)
+    (BUILD / "html-test.txt").write_text(proc.stdout)
+    assert proc.returncode == 0, proc.stdout[-4000:]
