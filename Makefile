@@ -30,8 +30,12 @@ SHIM_OBJ := $(patsubst shim/%.c,$(BUILD)/shim/%.o,$(SHIM_SRC)) \
 DOOR_OBJ := $(addprefix $(BUILD)/shim/entry/,interpose.o wrappers.o exits.o)
 CORE_OBJ := $(filter-out $(DOOR_OBJ),$(SHIM_OBJ))
 
+# The command: its commands (cli/) over the report reader (report/), which
+# includes only common/.
 CLI_SRC := $(wildcard cli/*.c)
-CLI_OBJ := $(patsubst cli/%.c,$(BUILD)/cli/%.o,$(CLI_SRC)) \
+REPORT_SRC := $(wildcard report/*.c)
+REPORT_OBJ := $(patsubst report/%.c,$(BUILD)/report/%.o,$(REPORT_SRC))
+CLI_OBJ := $(patsubst cli/%.c,$(BUILD)/cli/%.o,$(CLI_SRC)) $(REPORT_OBJ) \
            $(patsubst common/%.c,$(BUILD)/cli/%.o,$(COMMON_SRC)) $(BUILD)/cli/html_assets.o
 # What `gpuleak html` writes into its pages, built into the binary.
 HTML_ASSETS := $(wildcard cli/html/*) $(wildcard third_party/js/*/*.js third_party/js/*/*.css)
@@ -72,7 +76,10 @@ $(BUILD)/shim/python/embedded_py.o: shim/python/embedded_py.S $(wildcard shim/py
 $(BUILD)/libgpuleak.so: $(SHIM_OBJ)
 	$(CC) -shared -o $@ $^ $(SHIM_LIBS) -Wl,-rpath,'$$ORIGIN/deps'
 
-$(BUILD)/cli/%.o: cli/%.c $(wildcard cli/*.h) $(COMMON_H) | $(BUILD)/cli
+$(BUILD)/cli/%.o: cli/%.c $(wildcard cli/*.h report/*.h) $(COMMON_H) | $(BUILD)/cli
+	$(CC) $(ALL_CFLAGS) -iquote report -c $< -o $@
+
+$(BUILD)/report/%.o: report/%.c $(wildcard report/*.h) $(COMMON_H) | $(BUILD)/report
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 $(BUILD)/cli/%.o: common/%.c $(COMMON_H) | $(BUILD)/cli
@@ -179,7 +186,7 @@ demo: deps all $(BUILD)/demo
 	LD_LIBRARY_PATH=$$lib$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH} LD_PRELOAD=$(abspath $(BUILD))/libgpuleak.so \
 	GPULEAK_OUTPUT=$(CURDIR)/gpuleak-demo.json $(BUILD)/demo
 
-$(BUILD) $(BUILD)/shim $(BUILD)/fakecuda $(BUILD)/tests $(BUILD)/cli:
+$(BUILD) $(BUILD)/shim $(BUILD)/fakecuda $(BUILD)/tests $(BUILD)/cli $(BUILD)/report:
 	mkdir -p $@
 
 deps:
@@ -232,10 +239,10 @@ PYTEST = $(shell for p in $(PYTHON) /usr/bin/python3; do \
                  echo $(PYTHON)) -m pytest
 cli_tests = scripts/in-test-tmp.sh $(TEST_TMP)/$(2) sh -c '$(1)/tests/test_cli && \
     GPULEAK_TEST_BUILD=$(1) $(PYTEST) -q -p no:cacheprovider tests/cli'
-CLI_TEST_OBJ := $(addprefix $(BUILD)/cli/,load.o supp.o units.o frames.o opts.o frame_text.o \
-                origin_rules.o json_split.o strpool.o composition.o)
+CLI_TEST_OBJ := $(REPORT_OBJ) $(addprefix $(BUILD)/cli/,supp.o units.o opts.o frame_text.o \
+                origin_rules.o composition.o)
 $(BUILD)/tests/test_cli: tests/cli/test_cli.c $(CLI_TEST_OBJ) | $(BUILD)/tests
-	$(CC) $(ALL_CFLAGS) -iquote cli -o $@ $< $(CLI_TEST_OBJ) \
+	$(CC) $(ALL_CFLAGS) -iquote cli -iquote report -o $@ $< $(CLI_TEST_OBJ) \
 	    -lcheck -lsubunit -lm -lrt -lpthread -ljansson
 cli-test: deps all $(BUILD)/demo $(BUILD)/tests/test_cli
 	@$(call cli_tests,$(BUILD),cli)

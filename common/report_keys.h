@@ -1,6 +1,6 @@
 /* report_keys.h: every key of a report's objects, once. The shim's writer
  * (shim/reports/report_json.c) writes them and the command's reader
- * (cli/load.c) reads them through RK(key), which names this table's entry,
+ * (report/load.c) reads them through RK(key), which names this table's entry,
  * so neither side spells a key of its own; a test checks that every key is
  * in docs/report-format.md, that every key a report holds is here, and
  * that neither side writes a key as a literal.

@@ -2,7 +2,7 @@
 """The house's shape, as a stranger would check it: the modules each
 module includes (a module is x.c with its x.h), the circles among them,
 the arrows that point up a floor (the floors are the shim's folders, in
-the order FLOORS lists them), the functions longer than the limit and the
+the order FLOORS lists them, and the command's trees, COMMAND_FLOORS), the functions longer than the limit and the
 blocks of code written twice.
 
     scripts/house.py            prints what it finds; exits 1 on a circle,
@@ -20,7 +20,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The shim's floors, bottom first: a module may include its own floor's
 # and those below it, never one above.
 FLOORS = ["base", "stacks", "count", "names", "python", "reports", "entry"]
-TREES = ["shim", "cli", "common"]
+TREES = ["shim", "report", "cli", "common"]
 LONGEST = 80  # lines of a function, outside tests
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
@@ -39,10 +39,24 @@ def sources():
     return found
 
 
+# The command's floors, bottom first: common/ (shared with the shim), the
+# report reader, the commands.
+COMMAND_FLOORS = ["common", "report", "cli"]
+
+
 def floor_of(path):
-    """The shim floor a file lives on, or None outside the shim's floors."""
+    """(tower, floor) of the file at path: ("shim", its folder) on the
+    shim's floors, ("command", its tree) on the command's, else None."""
     parts = os.path.relpath(path, ROOT).split(os.sep)
-    return parts[1] if parts[0] == "shim" and len(parts) > 2 and parts[1] in FLOORS else None
+    if parts[0] == "shim" and len(parts) > 2 and parts[1] in FLOORS:
+        return ("shim", parts[1])
+    if parts[0] in COMMAND_FLOORS and len(parts) > 1:
+        return ("command", parts[0])
+    return None
+
+
+def height(floor):
+    return (FLOORS if floor[0] == "shim" else COMMAND_FLOORS).index(floor[1])
 
 
 def graph(files):
@@ -102,14 +116,15 @@ def circles(arrows):
 
 
 def arrows_up(arrows):
-    """(from, to) where a shim module includes one on a higher floor."""
+    """(from, to) where a module includes one on a higher floor of its
+    tower (the shim's, or the command's)."""
     up = []
     for (folder, module), targets in sorted(arrows.items()):
         mine = floor_of(os.path.join(folder, module))
         for other_folder, other in sorted(targets):
             theirs = floor_of(os.path.join(other_folder, other))
-            if mine and theirs and FLOORS.index(theirs) > FLOORS.index(mine):
-                up.append(("%s/%s" % (mine, module), "%s/%s" % (theirs, other)))
+            if mine and theirs and mine[0] == theirs[0] and height(theirs) > height(mine):
+                up.append(("%s/%s" % (mine[1], module), "%s/%s" % (theirs[1], other)))
     return up
 
 
@@ -178,7 +193,7 @@ def repeated_blocks():
     scripts), as lists of (path, first line); lines of braces, comments and
     preprocessor lines are not counted, nor blocks of short lines."""
     seen = {}
-    for tree in ("shim", "cli", "common", "python", "include"):
+    for tree in ("shim", "report", "cli", "common", "python", "include"):
         for folder, _, names in os.walk(os.path.join(ROOT, tree)):
             for name in sorted(names):
                 if not name.endswith((".c", ".h", ".py", ".js")):

@@ -37,6 +37,10 @@ class HouseTest(unittest.TestCase):
         arrows = {base: {entry}, entry: {base}}
         self.assertEqual(len(house.circles(arrows)), 1)
         self.assertEqual(house.arrows_up(arrows), [("base/log", "entry/api")])
+        reader = (os.path.join(ROOT, "report"), "load")
+        command = (os.path.join(ROOT, "cli"), "text")
+        self.assertEqual(house.arrows_up({reader: {command}, command: {reader}}),
+                         [("report/load", "cli/text")])
 
     def test_the_writers_read_the_view_alone(self):
         """The JSON writer and the exit summary include their own header,

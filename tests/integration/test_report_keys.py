@@ -14,7 +14,7 @@ from test_core import BUILD, ROOT, run  # noqa: E402
 
 KEYS_H = os.path.join(ROOT, "common", "report_keys.h")
 WRITER = os.path.join(ROOT, "shim", "reports", "report_json.c")
-READER = os.path.join(ROOT, "cli", "load.c")
+READER = os.path.join(ROOT, "report", "load.c")
 # Objects whose keys are data, not the format's: kinds, PyTorch's actions,
 # device numbers, site ids.
 DATA_KEYED = ("kinds", "events", "devices", "stacks")
