@@ -5,8 +5,9 @@
  * at: JAX's pool (XLA's allocator grows one reserved range by mapping
  * handles into it) and PyTorch's expandable segments. These are the
  * mappings now live, so an address can be told the handle it lies in, and a
- * handle the address it is seen at. Maps are rare (a pool's growth), so a
- * sorted array under a short lock does. */
+ * handle the address it is seen at. Maps are rare (a pool's growth), so
+ * two sorted arrays under a short lock do: by address, and by handle (a
+ * search asks where each of thousands of handles is seen). */
 #ifndef GPULEAK_VMM_MAPS_H
 #define GPULEAK_VMM_MAPS_H
 

@@ -54,6 +54,33 @@ START_TEST(many_mappings_stay_sorted)
 }
 END_TEST
 
+/* PyTorch's expandable segments map thousands of handles: each tells its
+ * own address, the lowest where a handle is mapped twice, and an unmap of
+ * some leaves the others' addresses told. */
+START_TEST(each_handle_tells_its_address)
+{
+    const uint64_t base = 0x300000000ull, handles = 5000;
+    for (uint64_t i = 0; i < handles; i++)  /* handles not in address order */
+        vmm_maps_add(base + i * 2 * MIB, 2 * MIB, 50000 + (i * 7919) % handles);
+    for (uint64_t i = 0; i < handles; i++)
+        ck_assert_uint_eq(vmm_maps_address_of(50000 + (i * 7919) % handles), base + i * 2 * MIB);
+    vmm_maps_add(base - 2 * MIB, 2 * MIB, 50000 + 7919 % handles);  /* handle 1's, mapped lower too */
+    ck_assert_uint_eq(vmm_maps_address_of(50000 + 7919 % handles), base - 2 * MIB);
+    vmm_maps_remove(base - 2 * MIB, 2 * MIB);
+    ck_assert_uint_eq(vmm_maps_address_of(50000 + 7919 % handles), base + 2 * MIB);
+    vmm_maps_remove(base, 2500 * 2 * MIB);  /* the lower half */
+    for (uint64_t i = 0; i < handles; i++)
+        ck_assert_uint_eq(vmm_maps_address_of(50000 + (i * 7919) % handles),
+                          i < 2500 ? 0 : base + i * 2 * MIB);
+    /* Mapped again over an unmap missed: the address is the new handle's. */
+    vmm_maps_add(base + 4999 * 2 * MIB, 2 * MIB, 77);
+    ck_assert_uint_eq(vmm_maps_address_of(77), base + 4999 * 2 * MIB);
+    ck_assert_uint_eq(vmm_maps_address_of(50000 + (4999 * 7919) % handles), 0);
+    vmm_maps_remove(base, handles * 2 * MIB);
+    ck_assert_uint_eq(vmm_maps_address_of(77), 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *suite = suite_create("vmm_maps");
@@ -61,6 +88,7 @@ int main(void)
     tcase_add_test(tc, an_address_tells_the_handle_it_lies_in);
     tcase_add_test(tc, an_unmap_forgets_what_it_covers);
     tcase_add_test(tc, many_mappings_stay_sorted);
+    tcase_add_test(tc, each_handle_tells_its_address);
     suite_add_tcase(suite, tc);
     return suite_run(suite, 0);
 }
