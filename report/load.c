@@ -316,18 +316,20 @@ static int by_stack_site(const void *a, const void *b)
     return x->site < y->site ? -1 : x->site > y->site;
 }
 
-/* Makes room for entry n of *v (size bytes each, room for *cap), zeroed. */
+/* Makes room for entry n of *v (size bytes each, room for *cap), zeroed.
+ * Only the entry is zeroed, not the room grown: a list of 100,000 sites
+ * would otherwise write (and fault in) up to twice its memory. */
 static int room_for(ctx_t *ctx, void **v, size_t n, size_t *cap, size_t size)
 {
-    if (n < *cap)
-        return 0;
-    size_t more = *cap ? *cap * 2 : 16;
-    char *bigger = realloc(*v, more * size);
-    if (bigger == NULL)
-        return fail(ctx, "out of memory");
-    memset(bigger + *cap * size, 0, (more - *cap) * size);
-    *v = bigger;
-    *cap = more;
+    if (n >= *cap) {
+        size_t more = *cap ? *cap * 2 : 16;
+        char *bigger = realloc(*v, more * size);
+        if (bigger == NULL)
+            return fail(ctx, "out of memory");
+        *v = bigger;
+        *cap = more;
+    }
+    memset((char *)*v + n * size, 0, size);
     return 0;
 }
 
