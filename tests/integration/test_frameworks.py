@@ -371,5 +371,29 @@ class PoolsPyTest(unittest.TestCase):
             sys.path.remove(FRAMEWORKS)
 
 
+class OtherInterpretersTest(unittest.TestCase):
+    def test_each_cpython_here(self):
+        """The tests above under each other CPython 3.10 to 3.13 this
+        machine has: pools.py and the checkpoints' pending calls run in the
+        program's own interpreter (the real JAX and CuPy are on 3.12)."""
+        sys.path.insert(0, os.path.join(ROOT, "tests"))
+        from pythons import other_pythons
+        others = other_pythons()
+        if not others:
+            self.skipTest("no other CPython 3.10-3.13 here")
+        classes = [name for name, value in globals().items() if isinstance(value, type)
+                   and issubclass(value, unittest.TestCase) and value is not type(self)]
+        count = sum(unittest.defaultTestLoader.loadTestsFromTestCase(globals()[c]).countTestCases()
+                    for c in classes)
+        for python in others:
+            with self.subTest(python=python):
+                done = subprocess.run([python, "-m", "unittest", *("test_frameworks." + c for c in classes)],
+                                      cwd=os.path.dirname(os.path.abspath(__file__)),
+                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                      timeout=900)
+                self.assertEqual(done.returncode, 0, python + ":\n" + done.stdout[-4000:])
+                self.assertIn("Ran %d tests" % count, done.stdout)
+
+
 if __name__ == "__main__":
     unittest.main()
