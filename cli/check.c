@@ -294,13 +294,44 @@ static void group_line(FILE *out, FILE *detail, const char *file, const char *fl
     free(origin);
 }
 
-/* Prints the groups of list that keep() holds, one FAIL line each. */
+/* How a budget's total reads: "13.0 MiB leaked", "grew by 6.0 MiB". */
+typedef struct {
+    const char *before, *after;
+} total_words_t;
+
+/* The first FAIL line of a budget: the total against it, and over how
+ * many sites ("13.0 MiB leaked in all (13631488 byte(s)), at 3 site(s)"),
+ * so that sites each under the budget still say why together they fail. */
+static void total_line(FILE *out, FILE *detail, const char *file, const char *flag, uint64_t budget,
+                       total_words_t words, uint64_t total, size_t sites)
+{
+    char b[UNITS_SIZE_BUF], t[UNITS_SIZE_BUF];
+    for (int pass = 0; pass < 2; pass++) {
+        FILE *f = pass ? detail : out;
+        if (f == NULL)
+            continue;
+        fputs("FAIL ", f);
+        frame_text_put(f, file);
+        fprintf(f, ": %s %s: %s%s%s in all (%llu byte(s)), ", flag, units_format_size(budget, b),
+                words.before, units_format_size(total, t), words.after, (unsigned long long)total);
+        if (sites > 0)
+            fprintf(f, "at %zu site(s)\n", sites);
+        else
+            fputs("at no site recorded\n", f);
+    }
+}
+
+/* Prints the total line, then the groups of list that keep() holds, one
+ * FAIL line each. */
 static void group_lines(FILE *out, FILE *detail, const char *file, const char *flag,
-                        uint64_t budget, const char *what, const load_list_t *list,
-                        int (*keep)(const load_site_t *, void *), void *arg)
+                        uint64_t budget, const char *what, total_words_t words, uint64_t total,
+                        const load_list_t *list, int (*keep)(const load_site_t *, void *), void *arg)
 {
     line_group_t *g;
-    size_t n = group_by_line(list, keep, arg, &g);
+    size_t n = group_by_line(list, keep, arg, &g), sites = 0;
+    for (size_t j = 0; j < n; j++)
+        sites += g[j].sites;
+    total_line(out, detail, file, flag, budget, words, total, sites);
     for (size_t j = 0; j < n; j++)
         group_line(out, detail, file, flag, budget, what, &g[j]);
     free_groups(g, n);
@@ -446,8 +477,8 @@ static int judge_leaked(FILE *out, const load_report_t *r, const check_budget_t 
     }
     memout_t d;
     memout_open(&d);
-    group_lines(out, d.f, r->path, b->leaked_flag, b->max_leaked, "leak of", &r->leaks,
-                unsuppressed, supp);
+    group_lines(out, d.f, r->path, b->leaked_flag, b->max_leaked, "leak of",
+                (total_words_t){ "", " leaked" }, leaked, &r->leaks, unsuppressed, supp);
     memout_close(&d);
     char *msg = NULL;
     char a[UNITS_SIZE_BUF], c[UNITS_SIZE_BUF];
@@ -479,14 +510,8 @@ static int judge_growth(FILE *out, const load_report_t *r, const check_budget_t 
     }
     memout_t d;
     memout_open(&d);
-    group_lines(out, d.f, r->path, b->growth_flag, b->max_growth, "growth of", &r->growth,
-                grew, NULL);
-    if (r->growth.n == 0) {
-        char a[UNITS_SIZE_BUF];
-        fputs("FAIL ", out);
-        frame_text_put(out, r->path);
-        fprintf(out, ": %s: grew %s (no site recorded)\n", b->growth_flag, units_format_size(r->growth_bytes, a));
-    }
+    group_lines(out, d.f, r->path, b->growth_flag, b->max_growth, "growth of",
+                (total_words_t){ "grew by ", "" }, r->growth_bytes, &r->growth, grew, NULL);
     memout_close(&d);
     junit_add(junit, r->path, "max-growth", "growth over budget", d.text, 0);
     free(d.text);

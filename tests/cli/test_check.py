@@ -270,3 +270,23 @@ def test_check_needs_a_size_before_the_files():
     assert one_line(r.err)
     assert 'bad size "20XB"' in gpuleak("check", "--max-leaked", "20XB", DEMO, code=2).err
 
+
+
+def test_the_total_against_the_budget(t):
+    """Issue 40: a budget's first FAIL line gives the total against it
+    and over how many sites: sites each under 12 MiB (10, 2 and 1 MiB)
+    fail it together, and the line says so."""
+    r = gpuleak("check", DEMO, "--max-leaked", "12MiB", code=1)
+    first = r.out.splitlines()[0]
+    assert first == (f"FAIL {DEMO}: --max-leaked 12.0 MiB: 13.0 MiB leaked in all (13631488 byte(s)), "
+                     "at 3 site(s)")
+    assert "leak of 10485760 byte(s)" in r.out
+    r = gpuleak("check", DEMO, "--max-growth", "1MiB", code=1)
+    assert (f"FAIL {DEMO}: --max-growth 1.0 MiB: grew by 6.0 MiB in all (6291456 byte(s)), "
+            "at 1 site(s)") in r.out
+    assert "PASS" not in gpuleak("check", DEMO, "--max-leaked", "12MiB", code=1).out
+
+    def no_site(d):
+        d["growth"] = {"bytes": 6291456, "sites": []}
+    r = gpuleak("check", derive(DEMO, t / "growth-no-site.json", no_site), "--max-growth", "1MiB", code=1)
+    assert "--max-growth 1.0 MiB: grew by 6.0 MiB in all (6291456 byte(s)), at no site recorded" in r.out

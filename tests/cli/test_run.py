@@ -219,3 +219,9 @@ def test_installed_layout(t):
     subprocess.run(["make", "--no-print-directory", "-s", "install", f"PREFIX={t}/prefix",
                     f"BUILD={BUILD}"], cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
     run("--quiet", "--fail-on-leak", "--", DEMO_BIN, code=23, exe=f"{t}/prefix/bin/gpuleak")
+
+
+def test_the_gate_gives_the_total():
+    """run's gate words a breach as check does: the total first."""
+    r = run("--quiet", "--max-leaked=10MiB", "--", DEMO_BIN, code=23)
+    assert "--max-leaked 10.0 MiB: 11.0 MiB leaked in all (11534336 byte(s)), at 2 site(s)" in r.err
