@@ -299,26 +299,22 @@ typedef struct {
     const char *before, *after;
 } total_words_t;
 
-/* The first FAIL line of a budget: the total against it, and over how
- * many sites ("13.0 MiB leaked in all (13631488 byte(s)), at 3 site(s)"),
- * so that sites each under the budget still say why together they fail. */
-static void total_line(FILE *out, FILE *detail, const char *file, const char *flag, uint64_t budget,
+/* The first FAIL line of a budget, on f: the total against it, and over
+ * how many sites ("13.0 MiB leaked in all (13631488 byte(s)), at 3
+ * site(s)"), so that sites each under the budget still say why together
+ * they fail. */
+static void total_line(FILE *f, const char *file, const char *flag, uint64_t budget,
                        total_words_t words, uint64_t total, size_t sites)
 {
     char b[UNITS_SIZE_BUF], t[UNITS_SIZE_BUF];
-    for (int pass = 0; pass < 2; pass++) {
-        FILE *f = pass ? detail : out;
-        if (f == NULL)
-            continue;
-        fputs("FAIL ", f);
-        frame_text_put(f, file);
-        fprintf(f, ": %s %s: %s%s%s in all (%llu byte(s)), ", flag, units_format_size(budget, b),
-                words.before, units_format_size(total, t), words.after, (unsigned long long)total);
-        if (sites > 0)
-            fprintf(f, "at %zu site(s)\n", sites);
-        else
-            fputs("at no site recorded\n", f);
-    }
+    fputs("FAIL ", f);
+    frame_text_put(f, file);
+    fprintf(f, ": %s %s: %s%s%s in all (%llu byte(s)), ", flag, units_format_size(budget, b),
+            words.before, units_format_size(total, t), words.after, (unsigned long long)total);
+    if (sites > 0)
+        fprintf(f, "at %zu site(s)\n", sites);
+    else
+        fputs("at no site recorded\n", f);
 }
 
 /* Prints the total line, then the groups of list that keep() holds, one
@@ -331,7 +327,9 @@ static void group_lines(FILE *out, FILE *detail, const char *file, const char *f
     size_t n = group_by_line(list, keep, arg, &g), sites = 0;
     for (size_t j = 0; j < n; j++)
         sites += g[j].sites;
-    total_line(out, detail, file, flag, budget, words, total, sites);
+    total_line(out, file, flag, budget, words, total, sites);
+    if (detail != NULL)
+        total_line(detail, file, flag, budget, words, total, sites);
     for (size_t j = 0; j < n; j++)
         group_line(out, detail, file, flag, budget, what, &g[j]);
     free_groups(g, n);
