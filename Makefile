@@ -211,17 +211,28 @@ integration: deps all $(PROG_BIN) $(SYMBOLS_BIN) $(FAKEC10) $(FAKEC10_STRIPPED) 
 SAN_FLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
 SAN_CLI := $(BUILD)/sanitize-cli
 sanitize: deps
+	$(MAKE) --no-print-directory -j$(JOBS) BUILD=$(BUILD)/sanitize CFLAGS="$(SAN_FLAGS)" \
+	    $(patsubst $(BUILD)/%,$(BUILD)/sanitize/%,$(UNIT_BIN))
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/unit/lsan.supp:print_suppressions=0 \
 	$(MAKE) --no-print-directory BUILD=$(BUILD)/sanitize CFLAGS="$(SAN_FLAGS)" unit
-	$(MAKE) --no-print-directory BUILD=$(SAN_CLI) CFLAGS="$(SAN_FLAGS)" $(SAN_CLI)/gpuleak \
+	$(MAKE) --no-print-directory -j$(JOBS) BUILD=$(SAN_CLI) CFLAGS="$(SAN_FLAGS)" $(SAN_CLI)/gpuleak \
 	    $(SAN_CLI)/tests/test_cli
-	$(MAKE) --no-print-directory BUILD=$(SAN_CLI) $(SAN_CLI)/libgpuleak.so $(SAN_CLI)/demo
+	$(MAKE) --no-print-directory -j$(JOBS) BUILD=$(SAN_CLI) $(SAN_CLI)/libgpuleak.so $(SAN_CLI)/demo
 	$(call cli_tests,$(SAN_CLI),sanitize)
 
 # The report reader's fuzz target, for a bounded time, as part of the tests.
 CI_FUZZ_SECONDS ?= 30
 
-test: litter-before unit integration sanitize cli-test
+# Everything the suites run is built first, JOBS at a time (compiling is
+# safe in parallel); the suites then run one after the other, as several
+# tests depend on timing (the holder search's budget, checkpoints, growth
+# sampling) that a busy machine would skew.
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+TEST_BUILD := all $(UNIT_BIN) $(PROG_BIN) $(SYMBOLS_BIN) $(FAKEC10) $(FAKEC10_STRIPPED) $(FAKEC10_OTHER) \
+              $(STUBCUDA) $(FAKEPOOLS) $(BUILD)/demo $(BUILD)/tests/test_cli
+test: litter-before deps
+	$(MAKE) --no-print-directory -j$(JOBS) $(TEST_BUILD)
+	$(MAKE) --no-print-directory unit integration sanitize cli-test
 	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(CI_FUZZ_SECONDS)
 	@scripts/no-litter.sh $(BUILD)/tmp-before.txt
 
