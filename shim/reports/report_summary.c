@@ -579,7 +579,8 @@ static void print_next(FILE *f, const report_view_t *view, const char *path)
 {
     if (path == NULL || view->run.report_temporary)
         return;
-    fprintf(f, "gpuleak: next: gpuleak html %s (a page), gpuleak report %s (by line)\n", path, path);
+    fprintf(f, "gpuleak: next: %s html %s (a page), %s report %s (by line)\n", view->run.command, path,
+            view->run.command, path);
 }
 
 /* Why the counts may fall short, and the shim's own time when it was

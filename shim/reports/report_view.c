@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include "report_view.h"
 #include "clock.h"
+#include "command.h"
 #include "config.h"
 #include "search.h"
 #include "lifecycle.h"
@@ -369,6 +370,7 @@ static void gather_run(report_run_t *run)
     run->summary_sites = config.summary_sites;
     run->summary_frames = config.summary_frames;
     run->report_temporary = config.report_temporary;
+    command_name(run->command, sizeof run->command);
 }
 
 /* The totals, the out-of-memory record, the holders, the timeline and the

@@ -84,6 +84,7 @@ typedef struct report_run {
     int redact_argv;               /* GPULEAK_REDACT_ARGV */
     int summary_sites, summary_frames;  /* GPULEAK_SUMMARY_SITES, _FRAMES */
     int report_temporary;          /* GPULEAK_REPORT_TEMPORARY: gpuleak run removes it */
+    char command[512];             /* how to call gpuleak (command.h), for the next step */
 } report_run_t;
 
 /* The holders an out-of-memory record lists. */

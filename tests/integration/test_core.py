@@ -444,6 +444,21 @@ class ShimTest(Base):
                 self.assert_site(self.leak_site(rep, function), kind, nbytes, 1)
         self.assertEqual(len(rep["leaks"]), 6)
 
+    def test_the_next_step_works_as_typed(self):
+        """The summary's next step names the command a person can type:
+        "gpuleak" when PATH finds this build's, else its absolute path
+        (before, "gpuleak" was printed even where no such command was)."""
+        path = ":".join(d for d in os.environ.get("PATH", "/usr/bin:/bin").split(":")
+                        if d and not os.path.exists(os.path.join(d, "gpuleak")))
+        for env_path, command in ((path, str(BUILD.resolve() / "gpuleak")),
+                                  (str(BUILD) + ":" + path, "gpuleak")):
+            with self.subTest(command=command):
+                r = self.run_shim(("kinds",), env_extra={"GPULEAK_SUMMARY": "1", "PATH": env_path})
+                report = os.path.join(self.tmp, "r-%d.json" % r.pid)
+                self.assertIn("gpuleak: next: %s html %s (a page), %s report %s (by line)"
+                              % (command, report, command, report), r.stderr)
+                os.unlink(report)
+
     def test_stacks_off_one_site_per_kind(self):
         """With no frames to tell call paths apart, a kind's allocations
         share one site: its leaks add up there, with an empty stack."""
