@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "command.h"
+#include "config.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -32,7 +33,7 @@ static int command_beside(const char *lib_path, char *found, size_t size)
 /* Whether "gpuleak" looked up on PATH is the file at path. */
 static int first_on_path_is(const char *path)
 {
-    const char *dirs = getenv("PATH");
+    const char *dirs = config_getenv("PATH");
     struct stat want, seen;
     if (dirs == NULL || stat(path, &want) != 0)
         return 0;
