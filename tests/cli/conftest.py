@@ -71,6 +71,20 @@ def too_short(report):
                         "growth_judged": False}
 
 
+@pytest.fixture(scope="session", autouse=True)
+def temporary_files_stay_in_the_session(tmp_path_factory):
+    """What the commands leave in $TMPDIR (the folder a failed gate of
+    `gpuleak run` keeps, the shim's fallback reports) goes under pytest's
+    own folder for the session, not /tmp: run by hand as under make."""
+    saved = os.environ.get("TMPDIR")
+    os.environ["TMPDIR"] = str(tmp_path_factory.getbasetemp())
+    yield
+    if saved is None:
+        del os.environ["TMPDIR"]
+    else:
+        os.environ["TMPDIR"] = saved
+
+
 @pytest.fixture(scope="module")
 def t(tmp_path_factory):
     """A folder for one test file's derived reports and outputs."""
