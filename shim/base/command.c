@@ -4,27 +4,37 @@
 
 #include <dlfcn.h>
 #include <errno.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* The command beside the library at lib_path, or in ../bin from it, into
- * found; 0 when neither is an executable file. */
+/* Candidate paths are built on the stack of whichever thread writes the
+ * report, so they are kept short: a longer one is not looked at. */
+#define CANDIDATE_MAX 1024
+
+/* Into found (size bytes): the command beside the library at lib_path, or
+ * in ../bin from it, its links resolved. 0 when neither is an executable
+ * file, or its path does not fit. */
 static int command_beside(const char *lib_path, char *found, size_t size)
 {
     const char *slash = strrchr(lib_path, '/');
     if (slash == NULL)
         return 0;
     int dir = (int)(slash - lib_path);
-    static const char *const places[] = { "%.*s/gpuleak", "%.*s/../bin/gpuleak" };
-    for (size_t i = 0; i < sizeof places / sizeof places[0]; i++) {
-        char candidate[PATH_MAX];
-        int n = snprintf(candidate, sizeof candidate, places[i], dir, lib_path);
-        if (n > 0 && (size_t)n < sizeof candidate && access(candidate, X_OK) == 0
-            && realpath(candidate, found) != NULL && strlen(found) < size)
+    for (int installed = 0; installed < 2; installed++) {
+        char candidate[CANDIDATE_MAX];
+        int n = snprintf(candidate, sizeof candidate, "%.*s%s", dir, lib_path,
+                         installed ? "/../bin/gpuleak" : "/gpuleak");
+        if (n <= 0 || (size_t)n >= sizeof candidate || access(candidate, X_OK) != 0)
+            continue;
+        char *resolved = realpath(candidate, NULL);
+        int fits = resolved != NULL && strlen(resolved) < size;
+        if (fits)
+            memcpy(found, resolved, strlen(resolved) + 1);
+        free(resolved);
+        if (fits)
             return 1;
     }
     return 0;
@@ -39,7 +49,7 @@ static int first_on_path_is(const char *path)
         return 0;
     while (*dirs != '\0') {
         size_t len = strcspn(dirs, ":");
-        char candidate[PATH_MAX];  /* an empty entry is the working directory */
+        char candidate[CANDIDATE_MAX];  /* an empty entry is the working directory */
         int n = snprintf(candidate, sizeof candidate, "%.*s/gpuleak", len ? (int)len : 1, len ? dirs : ".");
         if (n > 0 && (size_t)n < sizeof candidate && access(candidate, X_OK) == 0)
             return stat(candidate, &seen) == 0 && seen.st_dev == want.st_dev && seen.st_ino == want.st_ino;
@@ -52,11 +62,10 @@ void command_name(char *buf, size_t size)
 {
     int saved = errno;
     Dl_info info;
-    char found[PATH_MAX];
-    if (dladdr((void *)command_name, &info) != 0 && info.dli_fname != NULL
-        && command_beside(info.dli_fname, found, size) && !first_on_path_is(found))
-        snprintf(buf, size, "%s", found);
-    else
+    if (size == 0)
+        return;
+    if (dladdr((void *)command_name, &info) == 0 || info.dli_fname == NULL
+        || !command_beside(info.dli_fname, buf, size) || first_on_path_is(buf))
         snprintf(buf, size, "gpuleak");
     errno = saved;
 }
