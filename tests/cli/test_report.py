@@ -1,7 +1,6 @@
 """`gpuleak report`: the golden views, the sections a report may hold,
 the moments a report was taken at, version 2's stack tables, and bad
 input (one line naming the file, exit 2) for every reading command."""
-import json
 import os
 import subprocess
 import threading
