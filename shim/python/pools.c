@@ -356,7 +356,6 @@ static uint64_t keyword(py_object_t *kwargs, const char *name)
     return number;
 }
 
-
 /* An array's memory taken from CuPy's pool on this thread (taken), or
  * given back; kwargs CuPy's keywords (device_id, mem_size, pmem_id). */
 static void hook_array(py_object_t *kwargs, uint64_t address, int taken)

@@ -78,17 +78,23 @@ def _traceback_pairs(tb):
     return pairs
 
 
+def _pairs_text(pairs):
+    """(code, offset) pairs as "id:offset" text, their code objects kept
+    alive for the shim to read ("-" for none)."""
+    _codes.extend(code for code, _ in pairs)
+    return ",".join("%d:%d" % (id(c), o) for c, o in pairs) or "-"
+
+
 def _frames(traceback):
-    """A JAX traceback's (code, offset) pairs as "id:offset" text, innermost
-    first: from raw_frames(), or, in a jaxlib without it, from the Python
+    """A JAX traceback's (code, offset) pairs as text, innermost first:
+    from raw_frames(), or, in a jaxlib without it, from the Python
     traceback it makes of itself (as_python_traceback())."""
     try:
         raw = traceback.raw_frames()
         pairs = list(zip(raw[0], raw[1]))
     except Exception:
         pairs = _traceback_pairs(traceback.as_python_traceback())
-    _codes.extend(code for code, _ in pairs)
-    return ",".join("%d:%d" % (id(c), o) for c, o in pairs) or "-"
+    return _pairs_text(pairs)
 
 
 def _size_of(piece):
@@ -254,9 +260,7 @@ def oom():
     text = args[0] if type(args) is tuple and args and type(args[0]) is str else ""
     if not text.startswith("RESOURCE_EXHAUSTED"):
         return ""
-    frames = _traceback_pairs(_exception_traceback(exc))
-    _codes.extend(code for code, _ in frames)
-    return "%d\t%s" % (_bytes_asked(text), ",".join("%d:%d" % (id(c), o) for c, o in frames) or "-")
+    return "%d\t%s" % (_bytes_asked(text), _pairs_text(_traceback_pairs(_exception_traceback(exc))))
 
 
 def arm(malloc, free, chunk, nothing):

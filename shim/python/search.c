@@ -252,7 +252,8 @@ static void arm_cupy(void)
     if (pools_cupy_hooked() || arm == NULL
         || (hooks[0] == NULL && pools_hook_functions(hooks) != 0))
         return;
-    char *answer = answer_text(pyapi.call_function(arm, "OOOO", hooks[0], hooks[1], hooks[2], hooks[3]));
+    char *answer = answer_text(pyapi.call_function(arm, "OOOO", hooks[0], hooks[1], hooks[2],
+                                                   hooks[3]));
     if (answer != NULL && strcmp(answer, "cupy") == 0)
         pools_armed();
     free(answer);
@@ -374,8 +375,7 @@ static py_object_t *at_finish(py_object_t *self, py_object_t *unused)
         guard_depth--;
         errno = saved_errno;
     }
-    pyapi.incref(pyapi.none);
-    return pyapi.none;
+    return pyapi_none();
 }
 
 /* A search while the program runs, from a pending call (the main thread,

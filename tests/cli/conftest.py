@@ -63,6 +63,11 @@ def derive(path, dest, change):
     return str(dest)
 
 
+def with_status(status):
+    """A change for derive: the report's status replaced by status."""
+    return lambda report: report.__setitem__("status", status)
+
+
 def too_short(report):
     """A run too short for the growth rule: no growth listed, and the
     status says it was not judged."""

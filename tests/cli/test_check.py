@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from conftest import DEMO, FIX, derive, gpuleak, one_line
+from conftest import DEMO, FIX, derive, gpuleak, one_line, with_status
 
 
 def well_formed(xml):
@@ -203,10 +203,6 @@ def test_a_snapshot(t):
     assert '<testcase classname="gpuleak" name="max-leaked">' in xml
     assert ('<skipped message="a snapshot taken while the program ran (moment snapshot): '
             'live is not leaked; growth and peak are judged"/>') in xml
-
-
-def with_status(status):
-    return lambda d: d.__setitem__("status", status)
 
 
 def test_a_dump_on_request(t):

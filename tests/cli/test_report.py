@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DEMO, FIX, GPULEAK, ROOT, derive, gpuleak, one_line
+from conftest import DEMO, FIX, GPULEAK, ROOT, derive, gpuleak, one_line, with_status
 
 GOLDEN = sorted((ROOT / "tests" / "cli" / "golden").glob("*.txt"))
 
@@ -149,20 +149,16 @@ def test_bad_input_says_what_is_wrong(bad_files, name, said):
     assert said in gpuleak("report", bad_files[name], code=2).err
 
 
-def status(moment_status):
-    return lambda d: d.__setitem__("status", moment_status)
-
-
 def test_moments(t):
     """A dump on request and a signal's report list what was live then;
     a report without status.moment has no moment line."""
-    request = derive(DEMO, t / "request.json", status({"moment": "request"}))
+    request = derive(DEMO, t / "request.json", with_status({"moment": "request"}))
     r = gpuleak("report", request, code=0)
     assert ("  moment:   request (a dump on request), taken while the program ran: what it "
             "lists as leaks was live then, not left at exit") in r.out
     assert "17.0 MiB live then" in r.out
     assert "Leaks (live when the report was taken, the program running): 4 site(s)" in r.out
-    signal = derive(DEMO, t / "signal.json", status(
+    signal = derive(DEMO, t / "signal.json", with_status(
         {"moment": "signal", "complete": True, "signal": 15, "locks_skipped": 2}))
     r = gpuleak("report", signal, code=0)
     assert ("  moment:   signal, written as signal 15 (SIGTERM) ended the program: what it "
