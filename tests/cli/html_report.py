@@ -82,7 +82,7 @@ def build(sites, allocations, rank, pid, seed):
     leaked = sum(e["bytes"] for e in leaks)
 
     def held_by(e, i):
-        holders = [{"name": f"history[...]", "type": "list", "owner": None, "file": "train.py",
+        holders = [{"name": "history[...]", "type": "list", "owner": None, "file": "train.py",
                     "graph": False, "bytes": e["bytes"] // 2, "allocations": max(1, e["allocations"] // 2)},
                    {"name": f"model.layer{i}.cache", "type": "Tensor", "owner": "Layer", "file": "model.py",
                     "graph": False, "bytes": e["bytes"] // 4, "allocations": 1},

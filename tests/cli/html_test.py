@@ -53,11 +53,16 @@ def chromium_binary():
 
 
 CHROMIUM = chromium_binary()
+CHROMIUM_TMP = None  # set by main()
 
 
 def chromium(tmp, url, *args, budget_ms=10000):
     """Runs headless Chromium on url; returns (stdout, stderr, seconds). CI
-    runs as root without a GPU, hence --no-sandbox and --disable-gpu."""
+    runs as root without a GPU, hence --no-sandbox and --disable-gpu.
+    Chromium puts its singleton socket in $TMPDIR and dies (FATAL "Socket
+    path too long") when that path passes the 107 bytes a socket's name may
+    have, as it did under a CI checkout's deep folders: so its TMPDIR is
+    CHROMIUM_TMP, a short folder of /tmp that main() makes and removes."""
     cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
            "--disable-extensions", f"--user-data-dir={tmp}/chromium-profile", *args, url]
     if budget_ms is not None:
@@ -65,7 +70,11 @@ def chromium(tmp, url, *args, budget_ms=10000):
         # run at once; performance.now() is virtual then too.
         cmd.insert(-1, f"--virtual-time-budget={budget_ms}")
     t = time.monotonic()
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=180,
+                       env={**os.environ, "TMPDIR": CHROMIUM_TMP})
+    if not p.stdout.strip() and "--dump-dom" in args:
+        fatal = [line for line in p.stderr.splitlines() if ":FATAL:" in line]
+        print(f"chromium printed no page for {url}: {fatal[0] if fatal else p.stderr[-300:]}")
     return p.stdout, p.stderr, time.monotonic() - t
 
 
@@ -202,11 +211,14 @@ DRIVER = r"""
 def main():
     if not check(CHROMIUM is not None, "headless Chromium not found (scripts/install-deps.sh installs Debian's chromium)"):
         return
+    global CHROMIUM_TMP
     tmp = tempfile.mkdtemp(prefix="gpuleak-html-test.")
+    CHROMIUM_TMP = tempfile.mkdtemp(prefix="glc.", dir="/tmp")
     try:
         run(tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(CHROMIUM_TMP, ignore_errors=True)
 
 
 def run(tmp):
