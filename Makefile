@@ -127,12 +127,17 @@ $(BUILD)/tests/test_python: TEST_LIBS = $(shell $(PYTHON_CONFIG) --embed --ldfla
 
 # The report writer's test fails chosen allocations of the shim's objects.
 $(BUILD)/tests/test_report: TEST_LIBS = -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc
+# real_dl.c's test holds a loader walk open without glibc's lock.
+$(BUILD)/tests/test_real_dl: TEST_LIBS = -Wl,--wrap=dl_iterate_phdr
 # live.c's test makes a GPU peak at the moment a fold starts its walk.
 $(BUILD)/tests/test_live: TEST_LIBS = -Wl,--wrap=counts_each
 
 # Integration programs link the fake driver directly (-lcuda) or dlopen it.
 $(BUILD)/tests/prog_%: tests/integration/prog_%.c $(FAKECUDA) | $(BUILD)/tests
 	$(CC) $(ALL_CFLAGS) -fno-omit-frame-pointer -O0 -o $@ $< -L$(BUILD)/fakecuda -lcuda -ldl -lpthread
+
+# prog_forkdl's own dlopen and dl_iterate_phdr are the ones the shim calls.
+$(BUILD)/tests/prog_forkdl: ALL_CFLAGS += -rdynamic
 
 # Another library of the driver's names, and a program linked against it.
 STUBCUDA := $(BUILD)/stubcuda/libstubcuda.so

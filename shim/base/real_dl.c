@@ -1,10 +1,12 @@
-/* real_dl.c: glibc's own dlsym and dlclose (real_dl.h). */
+/* real_dl.c: the shim's one door to glibc's loader (real_dl.h). */
 #define _GNU_SOURCE
 #include "real_dl.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <time.h>
 
 static _Atomic(real_dlsym_fn) real_dlsym_found;
 static _Atomic(real_dlclose_fn) real_dlclose_found;
@@ -39,11 +41,85 @@ void *real_dl_lookup(void *handle, const char *name)
     return lookup != NULL ? lookup(handle, name) : NULL;
 }
 
+/* Held by the shim's calls that take the loader's write lock, and by a
+ * forking thread from its prepare handler to the end of fork, so that no
+ * fork happens inside one. Recursive, as glibc's own lock is: a fork from
+ * a constructor that real_dl_open runs, or a loader call from a signal's
+ * handler, must not wait for its own thread. */
+static pthread_mutex_t fork_guard = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+
+/* Whether this thread's fork holds fork_guard: its wait is bounded, and a
+ * fork that stopped waiting must not unlock it after. */
+static __thread int fork_holds_guard;
+
+static void fork_prepare(void)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += REAL_DL_FORK_WAIT_MS / 1000;
+    until.tv_nsec += (long)(REAL_DL_FORK_WAIT_MS % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    fork_holds_guard = pthread_mutex_clocklock(&fork_guard, CLOCK_MONOTONIC, &until) == 0;
+}
+
+static void fork_done_parent(void)
+{
+    if (fork_holds_guard) {
+        fork_holds_guard = 0;
+        pthread_mutex_unlock(&fork_guard);
+    }
+}
+
+/* The child starts with a fresh guard: its owner was a thread of the
+ * parent's (the forking one, under another thread id, or one the child
+ * does not have when the fork stopped waiting). */
+static void fork_done_child(void)
+{
+    pthread_mutexattr_t recursive;
+    pthread_mutexattr_init(&recursive);
+    pthread_mutexattr_settype(&recursive, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(&fork_guard, &recursive);
+    pthread_mutexattr_destroy(&recursive);
+    fork_holds_guard = 0;
+}
+
+int real_dl_iterate(int (*cb)(struct dl_phdr_info *info, size_t size, void *data), void *data)
+{
+    pthread_mutex_lock(&fork_guard);
+    int r = dl_iterate_phdr(cb, data);
+    pthread_mutex_unlock(&fork_guard);
+    return r;
+}
+
+void *real_dl_open(const char *name, int flags)
+{
+    pthread_mutex_lock(&fork_guard);
+    void *handle = dlopen(name, flags);
+    pthread_mutex_unlock(&fork_guard);
+    return handle;
+}
+
+int real_dl_close(void *handle)
+{
+    real_dlclose_fn close = real_dlclose();
+    if (close == NULL)
+        return -1;
+    pthread_mutex_lock(&fork_guard);
+    int r = close(handle);
+    pthread_mutex_unlock(&fork_guard);
+    return r;
+}
+
 /* Both found at load, before the program runs: a lookup that succeeds
  * clears the dlerror state, which a first dlclose must not do behind the
- * program's back. */
+ * program's back. The fork handlers too, before any thread can be inside
+ * a guarded call. */
 __attribute__((constructor)) static void find_real_dl(void)
 {
     real_dlsym();
     real_dlclose();
+    pthread_atfork(fork_prepare, fork_done_parent, fork_done_child);
 }

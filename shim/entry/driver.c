@@ -65,13 +65,11 @@ void driver_keep(enum driver_fn fn, void *real)
  * dropped at once, so the program's own dlclose still unloads the driver. */
 void *driver_lookup(const char *name)
 {
-    real_dlsym_fn lookup = real_dlsym();
-    real_dlclose_fn close = real_dlclose();
-    void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
-    if (h == NULL || lookup == NULL || close == NULL)
+    void *h = real_dl_open("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+    if (h == NULL)
         return NULL;
-    void *fn = lookup(h, name);
-    close(h);
+    void *fn = real_dl_lookup(h, name);
+    real_dl_close(h);
     return fn;
 }
 

@@ -6,6 +6,7 @@
 #include "guard.h"
 #include "lifecycle.h"
 #include "log.h"
+#include "real_dl.h"
 #include "python.h"
 #include "selftime.h"
 #include "stacks.h"
@@ -412,7 +413,7 @@ void torch_trace_notice_segment(alloc_kind_t kind, uint64_t key)
     if (!c10.found) {
         atomic_store_explicit(&searched_at_ns, now, memory_order_relaxed);
         search_t search = { &c10, 1 };
-        dl_iterate_phdr(find_c10, &search);
+        real_dl_iterate(find_c10, &search);
         atomic_store_explicit(&c10_found, c10.found, memory_order_release);
     }
     if (!c10.found || !called_from_c10()) {

@@ -185,7 +185,7 @@ static int have_xz(void)
 {
     if (!xz.tried) {
         xz.tried = 1;
-        void *h = dlopen("liblzma.so.5", RTLD_NOW | RTLD_LOCAL);
+        void *h = real_dl_open("liblzma.so.5", RTLD_NOW | RTLD_LOCAL);
         if (h != NULL) {
             xz.stream_decoder = (typeof(xz.stream_decoder))real_dl_lookup(h, "lzma_stream_decoder");
             xz.code = (typeof(xz.code))real_dl_lookup(h, "lzma_code");

@@ -161,13 +161,6 @@ static struct dw_api libdw;  /* all set when dw_handle is */
  * reason above). */
 static cxa_demangle_fn demangler;
 
-/* dl_iterate_phdr holds glibc's dl_load_write_lock, which fork does not
- * reset either: a child forked during the report's walk would hang at its
- * first dl_iterate_phdr (an unwinder's, a C++ throw) or dlopen of a new
- * library. So a fork waits for the walk, which takes no other lock and
- * allocates nothing (see iterate_modules). */
-static pthread_mutex_t fork_guard = PTHREAD_MUTEX_INITIALIZER;
-
 static struct {
     int open; /* between symbolize_begin and symbolize_end */
     Dwfl *dwfl; /* non-NULL only when libdw is fully usable */
@@ -303,12 +296,12 @@ static void find_demangler(void)
         return;
     st.demangler_looked = 1;
     for (size_t i = 0; !demangler && i < sizeof(runtimes) / sizeof(runtimes[0]); i++) {
-        void *h = dlopen(runtimes[i], RTLD_NOW | RTLD_NOLOAD);
+        void *h = real_dl_open(runtimes[i], RTLD_NOW | RTLD_NOLOAD);
         if (!h)
             continue;
         demangler = (cxa_demangle_fn)real_dl_lookup(h, "__cxa_demangle");
         if (!demangler)
-            dlclose(h); /* one reference of several: nothing is unloaded */
+            real_dl_close(h); /* one reference of several: nothing is unloaded */
     }
     if (!demangler) {
         /* A runtime under another name, loaded globally; no reference is
@@ -399,35 +392,6 @@ static const char *exe_path(void)
     return st.exe_path[0] ? st.exe_path : program_invocation_name;
 }
 
-/* fork's side of fork_guard: a fork waits for a walk to end, and both
- * processes go on with the guard free. */
-static void fork_prepare(void)
-{
-    pthread_mutex_lock(&fork_guard);
-}
-
-static void fork_done(void)
-{
-    pthread_mutex_unlock(&fork_guard);
-}
-
-/* Registered at load, before any report can be written. */
-__attribute__((constructor)) static void guard_forks(void)
-{
-    pthread_atfork(fork_prepare, fork_done, fork_done);
-}
-
-/* dl_iterate_phdr under fork_guard. cb must take no lock and allocate
- * nothing: a forking thread may hold the malloc locks of an allocator
- * whose own fork handlers ran before this module's. */
-static int iterate_modules(int (*cb)(struct dl_phdr_info *, size_t, void *), void *data)
-{
-    pthread_mutex_lock(&fork_guard);
-    int r = dl_iterate_phdr(cb, data);
-    pthread_mutex_unlock(&fork_guard);
-    return r;
-}
-
 /* Fills in module and offset for pc (the adjusted lookup address); leaves
  * them as "?" and the raw address when no loaded object holds it. The path is
  * absolute where the loader's is relative (dlopen("./x.so")), so the report
@@ -437,7 +401,7 @@ static int iterate_modules(int (*cb)(struct dl_phdr_info *, size_t, void *), voi
 static int find_module(uintptr_t pc, symbolized_frame_t *fr, uintptr_t *bias, int *is_exe)
 {
     struct module_query q = {.pc = pc};
-    if (!iterate_modules(module_cb, &q) || !q.found)
+    if (!real_dl_iterate(module_cb, &q) || !q.found)
         return 0;
     fr->offset = fr->address - q.bias;
     *bias = q.bias;
@@ -507,7 +471,7 @@ static const elfsyms_t *module_symbols(uintptr_t bias, const char *path, int is_
     if (!t)
         return NULL;
     struct loaded_query q = {.bias = bias, .file = t};
-    iterate_modules(loaded_cb, &q);
+    real_dl_iterate(loaded_cb, &q);
     if (!q.matches || elfsyms_load(t, &st.symbol_budget) == 0) {
         elfsyms_close(t);
         return NULL;
@@ -565,7 +529,7 @@ static int load_libdw(void)
     if (dw_tried)
         return dw_handle ? 0 : -1;
     dw_tried = 1;
-    void *h = dlopen("libdw.so.1", RTLD_NOW | RTLD_LOCAL);
+    void *h = real_dl_open("libdw.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!h)
         return -1;
     struct dw_api *d = &libdw;

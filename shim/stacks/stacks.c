@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "stacks.h"
+#include "real_dl.h"
 
 #include "unwind.h"
 #include "unwind_fds.h"
@@ -73,7 +74,7 @@ static void *reserve(size_t bytes)
 void stacks_init(int fast_unwind)
 {
     use_fast_unwind = fast_unwind;
-    dl_iterate_phdr(find_own_object, (void *)(uintptr_t)&stacks_init);
+    real_dl_iterate(find_own_object, (void *)(uintptr_t)&stacks_init);
     unwind_fds_init();  /* before libunwind's first call makes its pipe */
     unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
     depot_slots = reserve(sizeof *depot_slots * DEPOT_SLOTS);

@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "unwind.h"
+#include "real_dl.h"
 
 #if defined(__x86_64__)
 
@@ -671,7 +672,7 @@ static rule_t rule_at(uintptr_t address)
         }
     }
     rule_search_t search = { .target = address, .rule = { .bad = 1, .known = 1 } };
-    dl_iterate_phdr(search_object, &search);
+    real_dl_iterate(search_object, &search);
     if (search.unloads != atomic_load_explicit(&rules_unloads, memory_order_acquire)) {
         forget_rules(search.unloads);
         return search.rule;

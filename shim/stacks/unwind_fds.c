@@ -1,6 +1,7 @@
 /* unwind_fds.c: libunwind's validation pipe moved high (unwind_fds.h). */
 #define _GNU_SOURCE
 #include "unwind_fds.h"
+#include "real_dl.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -39,7 +40,7 @@ static int find_object(struct dl_phdr_info *info, size_t size, void *data)
 void unwind_fds_init(void)
 {
     uintptr_t probe = (uintptr_t)&unw_backtrace;
-    dl_iterate_phdr(find_object, &probe);
+    real_dl_iterate(find_object, &probe);
 }
 
 /* The lowest number of the top few the descriptor limit allows; 0 when the

@@ -4,6 +4,7 @@ redaction, and a stress run checked against the fake driver's own books."""
 import glob
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -261,6 +262,23 @@ class LifeTest(Base):
         self.assertEqual(argv[1:], ["<redacted>", "<redacted>"])
         r = run([PROG, "sleep", "0"], self.tmp)
         self.assertIn("sleep", r.reports[-1]["process"]["argv"])
+
+    def test_no_fork_lands_inside_the_shims_loader_calls(self):
+        # The report's first dlopen of libdw (and the unwinder's
+        # dl_iterate_phdr, and the driver's lookups) held glibc's loader
+        # lock with no fork guard: 1 child in about 15,000 of the test above
+        # hung at its own dl_iterate_phdr, the lock's owner the shim's
+        # gpuleak-report thread. prog_forkdl makes each of those calls last
+        # 20 ms, so a fork inside one shows every time.
+        r = run([BUILD / "tests" / "prog_forkdl", "3", "4"], self.tmp, timeout=120,
+                env_extra={"GPULEAK_FLUSH_INTERVAL": "1", "GPULEAK_SUMMARY": "0"})
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        m = re.match(r"0 of (\d+) children forked inside the loader; (\d+) calls", r.stdout)
+        self.assertIsNotNone(m, r.stdout)
+        self.assertGreater(int(m.group(1)), 10)
+        self.assertGreater(int(m.group(2)), 3)  # the shim did call the loader meanwhile
+        (rep,) = r.reports
+        self.assertEqual(rep["status"]["moment"], "exit")
 
     def test_stress_nothing_lost_nothing_invented(self):
         threads = 32
