@@ -204,10 +204,13 @@ unit: deps $(UNIT_BIN)
 # The tests' temporary files go to a folder of their own, removed after
 # them (scripts/in-test-tmp.sh): nothing stays in /tmp.
 TEST_TMP = $(abspath $(BUILD))/test-tmp
+# JOBS at a time, then the tests that judge time one by one
+# (tests/integration/conftest.py).
 integration: deps all $(PROG_BIN) $(SYMBOLS_BIN) $(FAKEC10) $(FAKEC10_STRIPPED) $(FAKEC10_OTHER) $(STUBCUDA) \
              $(FAKEPOOLS)
-	scripts/in-test-tmp.sh $(TEST_TMP)/integration \
-	    $(PYTHON) -m unittest discover -s tests/integration -p 'test_*.py' -v
+	scripts/in-test-tmp.sh $(TEST_TMP)/integration sh -c '\
+	    $(PYTEST) -q -p no:cacheprovider -n $(JOBS) --dist loadscope -m "not alone" tests/integration && \
+	    $(PYTEST) -q -p no:cacheprovider -m alone tests/integration'
 
 # The unit suites and the gpuleak command again, under AddressSanitizer and
 # UndefinedBehaviorSanitizer. The command's tests preload the shim into
@@ -229,15 +232,17 @@ sanitize: deps
 CI_FUZZ_SECONDS ?= 30
 
 # Everything the suites run is built first, JOBS at a time (compiling is
-# safe in parallel); the suites then run one after the other, as several
-# tests depend on timing (the holder search's budget, checkpoints, growth
-# sampling) that a busy machine would skew.
+# safe in parallel); the suites then run one after the other, each JOBS
+# tests at a time but for the integration tests that judge time (growth
+# sampling, checkpoints), which run alone. The command's tests run once,
+# against the command built under ASan and UBSan (`make sanitize`);
+# `make cli-test` runs them against the plain build.
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 TEST_BUILD := all $(UNIT_BIN) $(PROG_BIN) $(SYMBOLS_BIN) $(FAKEC10) $(FAKEC10_STRIPPED) $(FAKEC10_OTHER) \
               $(STUBCUDA) $(FAKEPOOLS) $(BUILD)/demo $(BUILD)/tests/test_cli
 test: litter-before deps
 	$(MAKE) --no-print-directory -j$(JOBS) $(TEST_BUILD)
-	$(MAKE) --no-print-directory unit integration sanitize cli-test
+	$(MAKE) --no-print-directory unit integration sanitize
 	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(CI_FUZZ_SECONDS)
 	@scripts/no-litter.sh $(BUILD)/tmp-before.txt
 
@@ -249,12 +254,13 @@ litter-before: | $(BUILD)
 # then every command end to end, the page and the fuzzer's finds replayed
 # (pytest, tests/cli/test_*.py). cli_tests BUILD_DIR,TMP_NAME runs both for
 # the command built in BUILD_DIR.
-# Debian's python3-pytest serves where $(PYTHON) has no pytest.
+# Debian's python3-pytest and python3-pytest-xdist serve where $(PYTHON)
+# has not both.
 PYTEST = $(shell for p in $(PYTHON) /usr/bin/python3; do \
-                     if $$p -c 'import pytest' 2>/dev/null; then echo $$p; exit; fi; done; \
+                     if $$p -c 'import pytest, xdist' 2>/dev/null; then echo $$p; exit; fi; done; \
                  echo $(PYTHON)) -m pytest
 cli_tests = scripts/in-test-tmp.sh $(TEST_TMP)/$(2) sh -c '$(1)/tests/test_cli && \
-    GPULEAK_TEST_BUILD=$(1) $(PYTEST) -q -p no:cacheprovider tests/cli'
+    GPULEAK_TEST_BUILD=$(1) $(PYTEST) -q -p no:cacheprovider -n $(JOBS) tests/cli'
 CLI_TEST_OBJ := $(REPORT_OBJ) $(addprefix $(BUILD)/cli/,supp.o units.o opts.o frame_text.o \
                 origin_rules.o composition.o)
 $(BUILD)/tests/test_cli: tests/cli/test_cli.c $(CLI_TEST_OBJ) | $(BUILD)/tests

@@ -77,6 +77,13 @@ EXPECTED = load_expected()
 MULTITHREADED = {key for key, exp in EXPECTED.items() if exp.get("multithreaded")}
 
 
+def alone(test):
+    """Marks a test that judges time: `make integration` runs it after the
+    parallel pass, by itself (conftest.py)."""
+    test.alone = True
+    return test
+
+
 def clean_env():
     """The caller's environment without anything that would change a run."""
     env = {k: v for k, v in os.environ.items()

@@ -61,6 +61,8 @@ def origin_line(site):
 
 
 class JaxTest(unittest.TestCase):
+    ALONE = True  # the checkpoints' samples depend on time (conftest.py)
+
     @classmethod
     def setUpClass(cls):
         # Four seconds: the checkpoints come every 100 ms or more (at most
@@ -155,6 +157,8 @@ class JaxTest(unittest.TestCase):
 
 
 class CupyTest(unittest.TestCase):
+    ALONE = True  # the checkpoints' samples depend on time (conftest.py)
+
     @classmethod
     def setUpClass(cls):
         cls.keep = run_demo("cupy_demo.py", "CUPY_MODE", "keep")
@@ -372,6 +376,8 @@ class PoolsPyTest(unittest.TestCase):
 
 
 class OtherInterpretersTest(unittest.TestCase):
+    ALONE = True  # the checkpoints' samples depend on time (conftest.py)
+
     def test_another_cpython(self):
         """The tests above under another CPython this machine has: pools.py
         and the checkpoints' pending calls run in the program's own

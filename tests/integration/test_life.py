@@ -12,11 +12,11 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_core import BUILD, Base, clean_env, report_files, run, sites_with  # noqa: E402
+from test_core import BUILD, Base, alone, clean_env, report_files, run, sites_with  # noqa: E402
 
 PROG = BUILD / "tests" / "prog_life"
 SHIM = BUILD / "libgpuleak.so"
-STRESS_SECONDS = float(os.environ.get("GPULEAK_STRESS_SECONDS", "60"))
+STRESS_SECONDS = float(os.environ.get("GPULEAK_STRESS_SECONDS", "30"))
 
 
 class LifeTest(Base):
@@ -280,6 +280,7 @@ class LifeTest(Base):
         (rep,) = r.reports
         self.assertEqual(rep["status"]["moment"], "exit")
 
+    @alone  # 32 threads for a minute would skew every test beside it
     def test_stress_nothing_lost_nothing_invented(self):
         threads = 32
         r = run([PROG, "stress", str(STRESS_SECONDS), str(threads)], self.tmp,
