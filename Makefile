@@ -198,8 +198,7 @@ deps:
 	@scripts/install-deps.sh
 
 unit: deps $(UNIT_BIN)
-	@scripts/in-test-tmp.sh $(TEST_TMP)/unit \
-	    sh -c 'set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done'
+	@scripts/in-test-tmp.sh $(TEST_TMP)/unit scripts/run-suites.sh $(JOBS) $(UNIT_BIN)
 
 # The tests' temporary files go to a folder of their own, removed after
 # them (scripts/in-test-tmp.sh): nothing stays in /tmp.

@@ -13,7 +13,9 @@ measure and zoom. Keeps BUILD/html-test.png. Then loads a report of
 (README.md states the figure; timing is not asserted). Bad input: one
 line, exit 2, no page.
 
-usage: tests/cli/html_test.py BUILD_DIR   (from the repository root)"""
+usage: tests/cli/html_test.py BUILD_DIR [pages|large]   (from the repository root)
+With a part named, only that part runs: the pages and their clicks, or the
+big report (test_html.py runs the two side by side)."""
 import html.parser
 import json
 import os
@@ -30,6 +32,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "cli"))
 import html_report  # noqa: E402
 
 BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
+PART = sys.argv[2] if len(sys.argv) > 2 else "all"
 G = os.path.join(BUILD, "gpuleak")
 FIXTURE = os.path.join(ROOT, "tests/cli/fixtures/demo.json")
 passed = failed = 0
@@ -215,7 +218,10 @@ def main():
     tmp = tempfile.mkdtemp(prefix="gpuleak-html-test.")
     CHROMIUM_TMP = tempfile.mkdtemp(prefix="glc.", dir="/tmp")
     try:
-        run(tmp)
+        if PART in ("all", "pages"):
+            run(tmp)
+        if PART in ("all", "large"):
+            large(tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
         shutil.rmtree(CHROMIUM_TMP, ignore_errors=True)
@@ -289,7 +295,6 @@ def run(tmp):
     reachable(tmp)
     compositions(tmp)
     bad_input(tmp)
-    large(tmp)
 
 
 def outliers(tmp):
@@ -512,6 +517,8 @@ def large(tmp):
 
 
 if __name__ == "__main__":
+    if PART not in ("all", "pages", "large"):
+        sys.exit(f"html_test.py: unknown part {PART!r} (pages or large)")
     main()
     print(f"html-test: {passed} passed, {failed} failed")
     sys.exit(1 if failed else 0)
