@@ -236,6 +236,8 @@ typedef struct {
                              caller, owned when load_file read them */
     size_t text_len;
     bool owns_text;
+    size_t text_mapped;   /* when owned: the bytes of the mapping that holds
+                             text (load_file), 0 when malloc'd */
     bool has_oom;
     load_oom_t oom;
     /* "python_layout": where the program's Python kept its standard library
