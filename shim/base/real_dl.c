@@ -41,12 +41,15 @@ void *real_dl_lookup(void *handle, const char *name)
     return lookup != NULL ? lookup(handle, name) : NULL;
 }
 
-/* Held by the shim's calls that take the loader's write lock, and by a
- * forking thread from its prepare handler to the end of fork, so that no
- * fork happens inside one. Recursive, as glibc's own lock is: a fork from
- * a constructor that real_dl_open runs, or a loader call from a signal's
- * handler, must not wait for its own thread. */
-static pthread_mutex_t fork_guard = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+/* Read-held by the shim's calls that take the loader's lock (and while
+ * libunwind, which walks the loader itself, runs: real_dl_enter), and
+ * write-held by a forking thread from its prepare handler to the end of
+ * fork, so that no fork happens inside one. A read lock, so that threads
+ * inside such calls do not wait for each other; glibc's default rwlock
+ * prefers readers, so a thread may take it again inside (a loader call
+ * from a signal's handler). A thread that forks while it holds it itself
+ * (from a constructor real_dl_open runs) waits the bound and goes on. */
+static pthread_rwlock_t fork_guard = PTHREAD_RWLOCK_INITIALIZER;
 
 /* Whether this thread's fork holds fork_guard: its wait is bounded, and a
  * fork that stopped waiting must not unlock it after. */
@@ -62,43 +65,48 @@ static void fork_prepare(void)
         until.tv_sec++;
         until.tv_nsec -= 1000000000L;
     }
-    fork_holds_guard = pthread_mutex_clocklock(&fork_guard, CLOCK_MONOTONIC, &until) == 0;
+    fork_holds_guard = pthread_rwlock_clockwrlock(&fork_guard, CLOCK_MONOTONIC, &until) == 0;
 }
 
 static void fork_done_parent(void)
 {
     if (fork_holds_guard) {
         fork_holds_guard = 0;
-        pthread_mutex_unlock(&fork_guard);
+        pthread_rwlock_unlock(&fork_guard);
     }
 }
 
-/* The child starts with a fresh guard: its owner was a thread of the
- * parent's (the forking one, under another thread id, or one the child
- * does not have when the fork stopped waiting). */
+/* The child starts with a fresh guard: its holders were threads of the
+ * parent's (the forking one, or others when the fork stopped waiting). */
 static void fork_done_child(void)
 {
-    pthread_mutexattr_t recursive;
-    pthread_mutexattr_init(&recursive);
-    pthread_mutexattr_settype(&recursive, PTHREAD_MUTEX_RECURSIVE);
-    pthread_mutex_init(&fork_guard, &recursive);
-    pthread_mutexattr_destroy(&recursive);
+    pthread_rwlock_init(&fork_guard, NULL);
     fork_holds_guard = 0;
+}
+
+void real_dl_enter(void)
+{
+    pthread_rwlock_rdlock(&fork_guard);
+}
+
+void real_dl_leave(void)
+{
+    pthread_rwlock_unlock(&fork_guard);
 }
 
 int real_dl_iterate(int (*cb)(struct dl_phdr_info *info, size_t size, void *data), void *data)
 {
-    pthread_mutex_lock(&fork_guard);
+    real_dl_enter();
     int r = dl_iterate_phdr(cb, data);
-    pthread_mutex_unlock(&fork_guard);
+    real_dl_leave();
     return r;
 }
 
 void *real_dl_open(const char *name, int flags)
 {
-    pthread_mutex_lock(&fork_guard);
+    real_dl_enter();
     void *handle = dlopen(name, flags);
-    pthread_mutex_unlock(&fork_guard);
+    real_dl_leave();
     return handle;
 }
 
@@ -107,9 +115,9 @@ int real_dl_close(void *handle)
     real_dlclose_fn close = real_dlclose();
     if (close == NULL)
         return -1;
-    pthread_mutex_lock(&fork_guard);
+    real_dl_enter();
     int r = close(handle);
-    pthread_mutex_unlock(&fork_guard);
+    real_dl_leave();
     return r;
 }
 

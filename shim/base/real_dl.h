@@ -9,8 +9,8 @@
  * hold glibc's dl_load_write_lock, which fork does not reset: a child forked
  * meanwhile hangs at its own first dl_iterate_phdr (an unwinder's, a C++
  * throw) or dlopen of a new library. Such calls the shim makes from any
- * thread (the unwinder meeting a new address, the report loading libdw) go
- * through real_dl_iterate and real_dl_open, which a fork waits for. */
+ * thread (the unwinder meeting a new address, libunwind's walk, the report
+ * loading libdw) go through here, and a fork waits for them. */
 #ifndef GPULEAK_REAL_DL_H
 #define GPULEAK_REAL_DL_H
 
@@ -29,6 +29,12 @@ real_dlclose_fn real_dlclose(void);
 /* name in handle by glibc's dlsym (the shim is then the caller glibc sees:
  * not for RTLD_NEXT on a program's behalf), or NULL. */
 void *real_dl_lookup(void *handle, const char *name);
+
+/* Between real_dl_enter and real_dl_leave a fork waits (libunwind's
+ * unw_backtrace, which calls dl_iterate_phdr itself, runs there). Pairs
+ * nest; what runs between them takes no lock a forking thread may hold. */
+void real_dl_enter(void);
+void real_dl_leave(void);
 
 /* dl_iterate_phdr(cb, data), which a fork waits for. cb takes no lock
  * and allocates nothing: a forking thread may hold an allocator's locks

@@ -96,8 +96,11 @@ int stacks_capture(uintptr_t *out, int max, int *hint)
     int got = use_fast_unwind ? unwind_capture(buffer, want) : -1;
     if (got >= 0 && hint != NULL)
         *hint = unwind_last_slot();
-    if (got < 0)
+    if (got < 0) {
+        real_dl_enter();
         got = unw_backtrace((void **)buffer, want);
+        real_dl_leave();
+    }
     int skip = 0;
     while (skip < got && buffer[skip] >= shim_text_start && buffer[skip] < shim_text_end)
         skip++;

@@ -1,5 +1,6 @@
 /* test_real_dl.c: a fork waits for the shim's loader calls, for a bounded
- * time; a child forked after the wait ran out gets a guard of its own.
+ * time; a child forked after the wait ran out gets a guard of its own;
+ * loader calls in several threads do not wait for each other.
  * dl_iterate_phdr is wrapped (-Wl,--wrap), so a walk can be held open
  * without holding glibc's own loader lock. */
 #define _GNU_SOURCE
@@ -107,6 +108,18 @@ START_TEST(a_fork_stops_waiting_at_its_bound_and_the_child_has_a_guard_of_its_ow
 }
 END_TEST
 
+START_TEST(walks_at_once_do_not_wait_for_each_other)
+{
+    pthread_t thread;
+    start_walk(&thread, 10000);
+    atomic_store(&hold_ms, 0);
+    ck_assert_int_eq(real_dl_iterate(no_op, NULL), 1);
+    ck_assert_msg(atomic_load(&in_walk), "the second walk waited for the first");
+    atomic_store(&release, 1);
+    pthread_join(thread, NULL);
+}
+END_TEST
+
 int main(void)
 {
     Suite *suite = suite_create("real_dl");
@@ -114,6 +127,7 @@ int main(void)
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, a_fork_waits_for_a_walk_to_end);
     tcase_add_test(tc, a_fork_stops_waiting_at_its_bound_and_the_child_has_a_guard_of_its_own);
+    tcase_add_test(tc, walks_at_once_do_not_wait_for_each_other);
     suite_add_tcase(suite, tc);
     return suite_run(suite, 1);
 }
