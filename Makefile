@@ -214,7 +214,9 @@ integration: deps all $(PROG_BIN) $(SYMBOLS_BIN) $(FAKEC10) $(FAKEC10_STRIPPED) 
 # The unit suites and the gpuleak command again, under AddressSanitizer and
 # UndefinedBehaviorSanitizer. The command's tests preload the shim into
 # programs built without ASan, so there the shim, the fake driver and the
-# demo keep the normal flags and only the command is instrumented.
+# demo are the normal build's (linked beside the instrumented command, as
+# `gpuleak run` finds the shim beside itself) and only the command is
+# instrumented.
 SAN_FLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
 SAN_CLI := $(BUILD)/sanitize-cli
 sanitize: deps
@@ -224,7 +226,9 @@ sanitize: deps
 	$(MAKE) --no-print-directory BUILD=$(BUILD)/sanitize CFLAGS="$(SAN_FLAGS)" unit
 	$(MAKE) --no-print-directory -j$(JOBS) BUILD=$(SAN_CLI) CFLAGS="$(SAN_FLAGS)" $(SAN_CLI)/gpuleak \
 	    $(SAN_CLI)/tests/test_cli
-	$(MAKE) --no-print-directory -j$(JOBS) BUILD=$(SAN_CLI) $(SAN_CLI)/libgpuleak.so $(SAN_CLI)/demo
+	$(MAKE) --no-print-directory -j$(JOBS) all $(BUILD)/demo
+	ln -f $(BUILD)/libgpuleak.so $(BUILD)/demo $(SAN_CLI)/
+	rm -rf $(SAN_CLI)/fakecuda && cp -a $(BUILD)/fakecuda $(SAN_CLI)/fakecuda
 	$(call cli_tests,$(SAN_CLI),sanitize)
 
 # The report reader's fuzz target, for a bounded time, as part of the tests.

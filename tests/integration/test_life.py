@@ -16,7 +16,7 @@ from test_core import BUILD, Base, alone, clean_env, report_files, run, sites_wi
 
 PROG = BUILD / "tests" / "prog_life"
 SHIM = BUILD / "libgpuleak.so"
-STRESS_SECONDS = float(os.environ.get("GPULEAK_STRESS_SECONDS", "30"))
+STRESS_SECONDS = float(os.environ.get("GPULEAK_STRESS_SECONDS", "20"))
 
 
 class LifeTest(Base):
