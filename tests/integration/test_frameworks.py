@@ -9,6 +9,8 @@ that keeps them and the framework's words, the clean ones pass (0), and
 the pool itself must never be the leak nor the holder's memory. Also:
 shim/python/pools.py read directly, with hostile stand-ins for the
 frameworks (it must never raise, import, or run a class of the program's)."""
+import concurrent.futures
+import functools
 import json
 import os
 import subprocess
@@ -51,6 +53,14 @@ def run_demo(script, mode_var, mode, seconds="2.5", gates=True):
         return proc.returncode, doc, expect, proc.stderr, text
 
 
+def run_demos(*calls):
+    """The run_demo calls given (functools.partial), at once: each demo
+    mostly sleeps between its steps, and one after another they were half
+    the time of the tests that run alone. Their results, in order."""
+    with concurrent.futures.ThreadPoolExecutor(len(calls)) as pool:
+        return [f.result() for f in [pool.submit(call) for call in calls]]
+
+
 def sites(doc, section):
     return doc.get(section) or []
 
@@ -65,12 +75,14 @@ class JaxTest(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        # Four seconds: the checkpoints come every 100 ms or more (at most
+        # Six seconds: the checkpoints come every 100 ms or more (at most
         # 1% of the program's time), and the growth rule wants ten samples
-        # past the run's first fifth.
-        cls.keep = run_demo("jax_demo.py", "JAX_MODE", "keep", seconds="4")
-        cls.cache = run_demo("jax_demo.py", "JAX_MODE", "cache", seconds="4")
-        cls.clean = run_demo("jax_demo.py", "JAX_MODE", "clean", seconds="4")
+        # past the run's first fifth; at four, a run that started cold (its
+        # first .pyc files written) once got 12 and found no growth.
+        demo = functools.partial(run_demo, "jax_demo.py", "JAX_MODE", seconds="6")
+        cls.keep, cls.cache, cls.clean = run_demos(functools.partial(demo, mode="keep"),
+                                                   functools.partial(demo, mode="cache"),
+                                                   functools.partial(demo, mode="clean"))
 
     def test_kept_outputs_fail_the_gate_at_the_line_that_made_them(self):
         code, doc, expect, stderr, _ = self.keep
@@ -161,9 +173,10 @@ class CupyTest(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.keep = run_demo("cupy_demo.py", "CUPY_MODE", "keep")
-        cls.thread = run_demo("cupy_demo.py", "CUPY_MODE", "thread", seconds="6")
-        cls.clean = run_demo("cupy_demo.py", "CUPY_MODE", "clean")
+        demo = functools.partial(run_demo, "cupy_demo.py", "CUPY_MODE")
+        cls.keep, cls.thread, cls.clean = run_demos(functools.partial(demo, mode="keep"),
+                                                    functools.partial(demo, mode="thread", seconds="6"),
+                                                    functools.partial(demo, mode="clean"))
 
     def test_kept_results_fail_the_gate_at_their_line(self):
         code, doc, expect, stderr, _ = self.keep
