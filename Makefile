@@ -57,7 +57,7 @@ FAKEC10_OTHER := $(BUILD)/fakec10-other/libc10_cuda.so
 # at paths like the real modules'.
 FAKEPOOLS := $(BUILD)/fakepools/jaxlib/xla.fake.so $(BUILD)/fakepools/cupy/cuda/memory.fake.so
 
-.PHONY: all test unit integration sanitize demo bench deps clean install cli-test fuzz man litter-before
+.PHONY: all test unit integration integration-parallel integration-alone sanitize demo bench deps clean install cli-test fuzz man litter-before
 
 all: $(BUILD)/libgpuleak.so $(FAKECUDA) $(BUILD)/gpuleak $(BUILD)/gpuleak.1
 
@@ -205,11 +205,17 @@ unit: deps $(UNIT_BIN)
 TEST_TMP = $(abspath $(BUILD))/test-tmp
 # JOBS at a time, then the tests that judge time one by one
 # (tests/integration/conftest.py).
-integration: deps all $(PROG_BIN) $(SYMBOLS_BIN) $(FAKEC10) $(FAKEC10_STRIPPED) $(FAKEC10_OTHER) $(STUBCUDA) \
-             $(FAKEPOOLS)
-	scripts/in-test-tmp.sh $(TEST_TMP)/integration sh -c '\
-	    $(PYTEST) -q -p no:cacheprovider -n $(JOBS) --dist loadscope -m "not alone" tests/integration && \
-	    $(PYTEST) -q -p no:cacheprovider -m alone tests/integration'
+INTEGRATION_BUILD := all $(PROG_BIN) $(SYMBOLS_BIN) $(FAKEC10) $(FAKEC10_STRIPPED) $(FAKEC10_OTHER) \
+                     $(STUBCUDA) $(FAKEPOOLS)
+integration_pass = scripts/in-test-tmp.sh $(TEST_TMP)/integration-$(1) \
+    $(PYTEST) -q -p no:cacheprovider $(2) -m "$(3)" tests/integration
+integration: deps
+	$(MAKE) --no-print-directory integration-parallel
+	$(MAKE) --no-print-directory integration-alone
+integration-parallel: deps $(INTEGRATION_BUILD)
+	$(call integration_pass,parallel,-n $(JOBS) --dist loadscope,not alone)
+integration-alone: deps $(INTEGRATION_BUILD)
+	$(call integration_pass,alone,,alone)
 
 # The unit suites and the gpuleak command again, under AddressSanitizer and
 # UndefinedBehaviorSanitizer. The command's tests preload the shim into
@@ -237,16 +243,18 @@ CI_FUZZ_SECONDS ?= 30
 # Everything the suites run is built first, JOBS at a time (compiling is
 # safe in parallel); the suites then run one after the other, each JOBS
 # tests at a time but for the integration tests that judge time (growth
-# sampling, checkpoints), which run alone. The command's tests run once,
-# against the command built under ASan and UBSan (`make sanitize`);
+# sampling, checkpoints), which run one by one, beside the fuzzer alone
+# (one core; its output goes to BUILD/fuzz.log). The command's tests run
+# once, against the command built under ASan and UBSan (`make sanitize`);
 # `make cli-test` runs them against the plain build.
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 TEST_BUILD := all $(UNIT_BIN) $(PROG_BIN) $(SYMBOLS_BIN) $(FAKEC10) $(FAKEC10_STRIPPED) $(FAKEC10_OTHER) \
               $(STUBCUDA) $(FAKEPOOLS) $(BUILD)/demo $(BUILD)/tests/test_cli
 test: litter-before deps
 	$(MAKE) --no-print-directory -j$(JOBS) $(TEST_BUILD)
-	$(MAKE) --no-print-directory unit integration sanitize
-	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(CI_FUZZ_SECONDS)
+	$(MAKE) --no-print-directory unit sanitize integration-parallel
+	$(MAKE) --no-print-directory -j2 integration-alone fuzz FUZZ_SECONDS=$(CI_FUZZ_SECONDS) \
+	    FUZZ_LOG=$(abspath $(BUILD))/fuzz.log
 	@scripts/no-litter.sh $(BUILD)/tmp-before.txt
 
 # What /tmp held before the tests, for no-litter.sh to compare with after.
@@ -276,7 +284,7 @@ cli-test: deps all $(BUILD)/demo $(BUILD)/tests/test_cli
 # and tests/cli/fixtures.
 FUZZ_SECONDS ?= 60
 fuzz: deps
-	@tests/cli/fuzz.sh $(BUILD)/fuzz $(FUZZ_SECONDS)
+	@FUZZ_LOG=$(FUZZ_LOG) tests/cli/fuzz.sh $(BUILD)/fuzz $(FUZZ_SECONDS)
 
 # CPU benchmarks over the fake driver (tests/bench/run.py, docs/performance.md).
 # unwind_probe.c is not a program but an object to preload under PyTorch;
