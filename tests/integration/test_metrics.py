@@ -97,14 +97,17 @@ class MetricsTest(Base):
                               "RANK": "2", "TORCHELASTIC_RUN_ID": "run7"})
         path = os.path.join(folder, "gpuleak-%s-%d.prom" % (socket.gethostname(), proc.pid))
         def with_a_device():
-            """The file once it has a device's line: the first one may come
-            before the program's first allocation."""
+            """The file once it has a device's sample: the first one may
+            come before the program's first allocation (under a loaded
+            machine the test once read such a file and failed)."""
             try:
                 with open(path) as fh:
                     text = fh.read()
             except OSError:
                 return None
-            return text if "gpuleak_device_live_bytes" in text else None
+            # A sample, not the family's HELP line, which comes first
+            # with no sample until the first allocation is counted.
+            return text if any(n == "gpuleak_device_live_bytes" for (n, _) in samples(text)) else None
         text = self.wait_for(with_a_device)
         proc.communicate(timeout=30)
         self.assertIsNotNone(text)
