@@ -248,8 +248,7 @@ CI_FUZZ_SECONDS ?= 30
 # once, against the command built under ASan and UBSan (`make sanitize`);
 # `make cli-test` runs them against the plain build.
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
-TEST_BUILD := all $(UNIT_BIN) $(PROG_BIN) $(SYMBOLS_BIN) $(FAKEC10) $(FAKEC10_STRIPPED) $(FAKEC10_OTHER) \
-              $(STUBCUDA) $(FAKEPOOLS) $(BUILD)/demo $(BUILD)/tests/test_cli
+TEST_BUILD := $(INTEGRATION_BUILD) $(UNIT_BIN) $(BUILD)/demo $(BUILD)/tests/test_cli
 test: litter-before deps
 	$(MAKE) --no-print-directory -j$(JOBS) $(TEST_BUILD)
 	$(MAKE) --no-print-directory unit sanitize integration-parallel

@@ -1,6 +1,7 @@
 /* real_dl.c: the shim's one door to glibc's loader (real_dl.h). */
 #define _GNU_SOURCE
 #include "real_dl.h"
+#include "clock.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -57,14 +58,8 @@ static __thread int fork_holds_guard;
 
 static void fork_prepare(void)
 {
-    struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_sec += REAL_DL_FORK_WAIT_MS / 1000;
-    until.tv_nsec += (long)(REAL_DL_FORK_WAIT_MS % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
+    uint64_t end = clock_monotonic_ns() + REAL_DL_FORK_WAIT_MS * 1000000ull;
+    struct timespec until = { (time_t)(end / 1000000000ull), (long)(end % 1000000000ull) };
     fork_holds_guard = pthread_rwlock_clockwrlock(&fork_guard, CLOCK_MONOTONIC, &until) == 0;
 }
 
