@@ -47,6 +47,9 @@ PROG_SRC := $(wildcard tests/integration/prog_*.c)
 PROG_BIN := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(PROG_SRC))
 
 FAKECUDA := $(BUILD)/fakecuda/libcuda.so.1
+# A fake CUDA runtime over it (tests/fakecuda/fakecudart.c), for programs
+# written against cudaMalloc and nvcc's launches.
+FAKECUDART := $(BUILD)/fakecuda/libcudart.so.13
 # A fake of PyTorch's libc10_cuda.so (tests/fakecuda/fake_c10_cuda.cpp) and
 # a stripped copy, for the tensor events' tests.
 CXX ?= c++
@@ -59,7 +62,7 @@ FAKEPOOLS := $(BUILD)/fakepools/jaxlib/xla.fake.so $(BUILD)/fakepools/cupy/cuda/
 
 .PHONY: all test unit integration integration-parallel integration-alone sanitize demo bench deps clean install cli-test fuzz man litter-before
 
-all: $(BUILD)/libgpuleak.so $(FAKECUDA) $(BUILD)/gpuleak $(BUILD)/gpuleak.1
+all: $(BUILD)/libgpuleak.so $(FAKECUDA) $(FAKECUDART) $(BUILD)/gpuleak $(BUILD)/gpuleak.1
 
 $(BUILD)/shim/common/%.o: common/%.c $(COMMON_H)
 	@mkdir -p $(@D)
@@ -100,6 +103,11 @@ $(FAKECUDA): tests/fakecuda/fakecuda.c common/report_format.h | $(BUILD)/fakecud
 	$(CC) $(ALL_CFLAGS) -shared -Wl,-soname,libcuda.so.1 -o $@ $< -lpthread
 	ln -sf libcuda.so.1 $(BUILD)/fakecuda/libcuda.so
 
+$(FAKECUDART): tests/fakecuda/fakecudart.c tests/fakecuda/fakecudart.map $(FAKECUDA)
+	$(CC) $(ALL_CFLAGS) -shared -Wl,-soname,libcudart.so.13 \
+	    -Wl,--version-script=tests/fakecuda/fakecudart.map -o $@ $< -L$(BUILD)/fakecuda -lcuda
+	ln -sf libcudart.so.13 $(BUILD)/fakecuda/libcudart.so
+
 # The fake, and another build of it at -O0 (other offsets, another build
 # id): a library replaced on disk while a program runs.
 $(FAKEC10): FAKEC10_OPT := -O1
@@ -135,6 +143,11 @@ $(BUILD)/tests/test_live: TEST_LIBS = -Wl,--wrap=counts_each
 # Integration programs link the fake driver directly (-lcuda) or dlopen it.
 $(BUILD)/tests/prog_%: tests/integration/prog_%.c $(FAKECUDA) | $(BUILD)/tests
 	$(CC) $(ALL_CFLAGS) -fno-omit-frame-pointer -O0 -o $@ $< -L$(BUILD)/fakecuda -lcuda -ldl -lpthread
+
+# prog_runtime is written against the runtime API: it links the fake runtime.
+$(BUILD)/tests/prog_runtime: tests/integration/prog_runtime.c $(FAKECUDART) | $(BUILD)/tests
+	$(CC) $(ALL_CFLAGS) -fno-omit-frame-pointer -O0 -o $@ $< -L$(BUILD)/fakecuda -lcudart \
+	    -Wl,-rpath-link,$(BUILD)/fakecuda
 
 # prog_forkdl's own dlopen and dl_iterate_phdr are the ones the shim calls.
 $(BUILD)/tests/prog_forkdl: ALL_CFLAGS += -rdynamic

@@ -1,0 +1,102 @@
+/* prog_runtime.c: a program written against the CUDA runtime API, as most
+ * CUDA programs are, run over the fake runtime (libcudart.so.13 in
+ * build/fakecuda) and the fake driver under it.
+ *
+ * keep_device() leaks 1 MiB of cudaMalloc, keep_pinned() 64 KiB of
+ * cudaMallocHost and keep_async() 256 KiB of cudaMallocAsync on a stream;
+ * managed, pitched and stream-ordered allocations made and freed in
+ * balanced() leak nothing. Every call's result is checked, an
+ * out-of-memory failure's code and text too, so the exit status says that
+ * the runtime's results passed through the shim unchanged. */
+#include <cuda_runtime_api.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PROG_BAD_RESULT 90
+#define PROG_BAD_STATE 92
+
+#define RT_OK(call)                                                                \
+    do {                                                                           \
+        cudaError_t rt_rc_ = (call);                                               \
+        if (rt_rc_ != cudaSuccess) {                                               \
+            fprintf(stderr, "%s:%d: %s returned %d (%s)\n", __FILE__, __LINE__,    \
+                    #call, (int)rt_rc_, cudaGetErrorString(rt_rc_));               \
+            exit(PROG_BAD_RESULT);                                                 \
+        }                                                                          \
+    } while (0)
+
+#define EXPECT(cond)                                                               \
+    do {                                                                           \
+        if (!(cond)) {                                                             \
+            fprintf(stderr, "%s:%d: expected %s\n", __FILE__, __LINE__, #cond);    \
+            exit(PROG_BAD_STATE);                                                  \
+        }                                                                          \
+    } while (0)
+
+__attribute__((noinline)) void keep_device(void)
+{
+    void *p = NULL;
+    RT_OK(cudaMalloc(&p, 1 << 20));
+    char out[16] = "";
+    RT_OK(cudaMemcpy(p, "on the device", 14, cudaMemcpyHostToDevice));
+    RT_OK(cudaMemcpy(out, p, 14, cudaMemcpyDeviceToHost));
+    EXPECT(strcmp(out, "on the device") == 0);
+}
+
+__attribute__((noinline)) void keep_pinned(void)
+{
+    void *h = NULL;
+    RT_OK(cudaMallocHost(&h, 64 << 10));
+    memset(h, 1, 64 << 10);
+}
+
+__attribute__((noinline)) void keep_async(cudaStream_t s)
+{
+    void *p = NULL;
+    RT_OK(cudaMallocAsync(&p, 256 << 10, s));
+    RT_OK(cudaMemsetAsync(p, 0, 256 << 10, s));
+}
+
+__attribute__((noinline)) void balanced(cudaStream_t s)
+{
+    void *m = NULL, *pitched = NULL, *a = NULL;
+    size_t pitch = 0;
+    RT_OK(cudaMallocManaged(&m, 1 << 20, cudaMemAttachGlobal));
+    RT_OK(cudaMallocPitch(&pitched, &pitch, 1000, 64));
+    EXPECT(pitch >= 1000);
+    RT_OK(cudaMallocAsync(&a, 1 << 20, s));
+    RT_OK(cudaFree(m));
+    RT_OK(cudaFree(pitched));
+    RT_OK(cudaFreeAsync(a, s));
+}
+
+int main(void)
+{
+    int n = 0, version = 0;
+    RT_OK(cudaGetDeviceCount(&n));
+    EXPECT(n >= 1);
+    RT_OK(cudaSetDevice(0));
+    RT_OK(cudaFree(NULL));
+    RT_OK(cudaRuntimeGetVersion(&version));
+    EXPECT(version >= 13000);
+
+    cudaStream_t s;
+    RT_OK(cudaStreamCreate(&s));
+    keep_device();
+    keep_pinned();
+    keep_async(s);
+    balanced(s);
+    RT_OK(cudaStreamSynchronize(s));
+
+    /* A failed allocation: its code and text, and the sticky last error. */
+    void *huge = NULL;
+    EXPECT(cudaMalloc(&huge, (size_t)1 << 50) == cudaErrorMemoryAllocation);
+    EXPECT(huge == NULL);
+    EXPECT(strcmp(cudaGetErrorString(cudaGetLastError()), "out of memory") == 0);
+    EXPECT(cudaGetLastError() == cudaSuccess);
+
+    RT_OK(cudaDeviceSynchronize());
+    puts("runtime program done");
+    return 0;
+}

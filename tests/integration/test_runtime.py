@@ -1,0 +1,78 @@
+"""Programs written against the CUDA runtime API run without a GPU (issue
+40): over the fake runtime (build/fakecuda/libcudart.so.13) and the fake
+driver under it, found through LD_LIBRARY_PATH, as the README tells a user.
+NVIDIA's own runtime cannot run over the fake driver (it asks the driver
+for an integrity check only NVIDIA's can answer)."""
+import os
+import shutil
+import subprocess
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_core import BUILD, Base, prog_argv, run  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FAKE_RUNTIME = os.path.join(BUILD, "fakecuda", "libcudart.so.13")
+CUDA_HOME = os.environ.get("CUDA_HOME", "/usr/local/cuda")
+NVCC = shutil.which("nvcc") or os.path.join(CUDA_HOME, "bin", "nvcc")
+
+
+def first_functions(site, n=2):
+    return [f.get("function") for f in site["stack"][:n]]
+
+
+class FakeRuntimeTest(Base):
+    def test_a_runtime_program_runs_and_its_leaks_start_at_the_users_call(self):
+        r = run(prog_argv(("runtime",)), self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("runtime program done", r.stdout)
+        leaks = {leak["kind"]: leak for leak in r.report["leaks"]}
+        self.assertEqual(sorted(leaks), ["device", "host", "pool"])
+        self.assertEqual(leaks["device"]["bytes"], 1 << 20)
+        self.assertEqual(first_functions(leaks["device"]), ["cudaMalloc", "keep_device"])
+        self.assertEqual(leaks["host"]["bytes"], 64 << 10)
+        self.assertEqual(first_functions(leaks["host"]), ["cudaMallocHost", "keep_pinned"])
+        self.assertEqual(leaks["pool"]["bytes"], 256 << 10)
+        self.assertEqual(first_functions(leaks["pool"]), ["cudaMallocAsync", "keep_async"])
+        # The fake driver's own books agree: what the runtime freed was freed.
+        self.assertEqual(r.counts["live_bytes"]["managed"], 0)
+        self.assertEqual(r.counts["live_bytes"]["device"], 1 << 20)
+        self.assertEqual(r.counts["oom_failures"], 1)
+
+    def test_without_the_shim_the_program_runs_the_same(self):
+        r = run(prog_argv(("runtime",)), self.tmp, shim=False)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, "runtime program done\n")
+
+    def test_its_symbols_carry_the_runtimes_version_node(self):
+        """Binaries linked against NVIDIA's libcudart.so.13 ask for
+        cudaMalloc@libcudart.so.13; the fake must answer to that name."""
+        syms = subprocess.run(["readelf", "--wide", "--dyn-syms", FAKE_RUNTIME],
+                              capture_output=True, text=True, check=True).stdout
+        self.assertIn("cudaMalloc@@libcudart.so.13", syms)
+        self.assertIn("__cudaRegisterFatBinary@@libcudart.so.13", syms)
+        self.assertNotIn(" resolve", syms)
+
+    @unittest.skipUnless(os.access(NVCC, os.X_OK), "no nvcc in the CUDA Toolkit here")
+    def test_a_program_nvcc_built_against_nvidias_runtime_runs_over_the_fake(self):
+        exe = os.path.join(self.tmp, "runtime_kernel")
+        subprocess.run([NVCC, "-g", "-cudart", "shared", "-o", exe,
+                        os.path.join(HERE, "runtime_kernel.cu")],
+                       check=True, capture_output=True, timeout=300)
+        needed = subprocess.run(["readelf", "-d", exe], capture_output=True, text=True).stdout
+        self.assertIn("libcudart.so.13", needed)
+        r = run([exe], self.tmp)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("kernel program done: no error", r.stdout)
+        [leak] = r.report["leaks"]
+        self.assertEqual(leak["bytes"], 2 << 20)
+        functions = [f.get("function") or "" for f in leak["stack"]]
+        self.assertEqual(functions[0], "cudaMalloc")
+        user = next(f for f in leak["stack"] if "keep_scratch" in (f.get("function") or ""))
+        self.assertTrue(user.get("file", "").endswith("runtime_kernel.cu"), user)
+        self.assertEqual(user.get("line"), 16)
+
+
+if __name__ == "__main__":
+    unittest.main()
