@@ -1,7 +1,8 @@
 """`gpuleak html`, end to end in headless Chromium: tests/cli/html_test.py
 (its own docstring says what it checks; it also runs alone). What it
-printed is kept in BUILD/html-test.txt (the big page's times) and
-BUILD/html-test-pages.txt (the rest). The two parts run side by side."""
+printed is kept in BUILD/html-test.txt (the big page's times),
+BUILD/html-test-pages.txt and BUILD/html-test-others.txt. The three parts
+run side by side."""
 import os
 import subprocess
 import sys
@@ -11,7 +12,7 @@ import pytest
 from conftest import BUILD, ROOT
 
 
-@pytest.mark.parametrize("part", ["pages", "large"])
+@pytest.mark.parametrize("part", ["pages", "others", "large"])
 def test_the_page(tmp_path, part):
     # From a folder deeper than any checkout's: Chromium's socket under a
     # long $TMPDIR once failed every page in CI, and never here.
