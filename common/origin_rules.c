@@ -636,10 +636,24 @@ static int inside_cudart(const origin_frame_t *f)
         || matches("libcudart_static_*", f->function) || matches("__cuda*", f->function);
 }
 
+/* A wrapper cuda_runtime.h puts over an entry for C++ callers
+ * (cudaMalloc<float>(float**, unsigned long), an overload of
+ * cudaMallocHost): compiled into the caller's binary, so known by its
+ * header or, without line information, by being a C++ entry. */
+static int header_wrapper(const origin_frame_t *f)
+{
+    return !f->is_python && cudart_entry(f)
+        && (matches("*/cuda_runtime.h", f->file) || strchr(f->function, '(') != NULL);
+}
+
 int origin_cudart_folded(const origin_frame_t *frames, int count)
 {
     int n = 0;
     while (n < count && !frames[n].is_python && inside_cudart(&frames[n]) && !cudart_entry(&frames[n]))
         n++;
-    return n > 0 && n < count && !frames[n].is_python && cudart_entry(&frames[n]) ? n : 0;
+    if (n >= count || frames[n].is_python || !cudart_entry(&frames[n]))
+        return 0;
+    while (n + 1 < count && header_wrapper(&frames[n + 1]))
+        n++;
+    return n;
 }

@@ -81,9 +81,11 @@ int origin_find(const origin_frame_t *frames, int count);
  * the CUDA runtime call they serve, as sanitizers fold their interceptors:
  * the leading run of frames inside cudart (libcudart.so, or nvcc's static
  * cudart: cudart::*, libcudart_static_*, __cuda*) or the driver under it
- * (libcuda.so) when the frame after it
- * is the runtime's API entry (a cuda[A-Z]* function); else 0. The views
- * start a stack at that entry, which is the user's call. */
+ * (libcuda.so) when the frame after it is the runtime's API entry (a
+ * cuda[A-Z]* function), and that entry too when cuda_runtime.h's C++
+ * wrappers over it (cudaMalloc<float>) come next, all but the outermost of
+ * them; else 0. The views start a stack at the entry left, which is the
+ * user's call. */
 int origin_cudart_folded(const origin_frame_t *frames, int count);
 
 /* Index of the innermost frame in frames[0..before) whose first matching

@@ -72,6 +72,14 @@ class FakeRuntimeTest(Base):
         user = next(f for f in leak["stack"] if "keep_scratch" in (f.get("function") or ""))
         self.assertTrue(user.get("file", "").endswith("runtime_kernel.cu"), user)
         self.assertEqual(user.get("line"), 16)
+        # The summary starts at the call as written, cuda_runtime.h's
+        # template, with the runtime's entry folded under it.
+        lines = r.stderr.splitlines()
+        first = next(i for i, line in enumerate(lines) if line.lstrip().startswith("#0 "))
+        self.assertIn(" in cudaError cudaMalloc<float>(float**, unsigned long) ", lines[first])
+        self.assertIn("1 frame(s) inside the CUDA runtime folded under it", lines[first + 1])
+        self.assertIn(" in keep_scratch(int) ", lines[first + 2])
+        self.assertIn("runtime_kernel.cu:16", lines[first + 2])
 
 
 if __name__ == "__main__":

@@ -91,13 +91,27 @@ START_TEST(test_cudart_folded)
              "/usr/local/cuda/include/cuda_runtime.h", 585),
         NATL(bin, "main", "/home/u/cu/leak.cu", 40),
     };
-    ck_assert_int_eq(origin_cudart_folded(fat, COUNT(fat)), 5);
+    /* Up to cuda_runtime.h's template, the call as the user wrote it. */
+    ck_assert_int_eq(origin_cudart_folded(fat, COUNT(fat)), 6);
     const origin_frame_t shared[] = { NAT(rt, NULL), NAT(rt, NULL), NAT(rt, "cudaMallocAsync"), NAT(bin, "main") };
     ck_assert_int_eq(origin_cudart_folded(shared, COUNT(shared)), 2);
     const origin_frame_t no_call[] = { NAT(rt, NULL), NAT(bin, "main") };
     ck_assert_int_eq(origin_cudart_folded(no_call, COUNT(no_call)), 0);
     const origin_frame_t at_call[] = { NAT(rt, "cudaMalloc"), NAT(bin, "main") };
     ck_assert_int_eq(origin_cudart_folded(at_call, COUNT(at_call)), 0);
+    /* The runtime's entry with no frame inside it, under the header's
+     * overload and template, symbolized with and without lines. */
+    const origin_frame_t wrapped[] = {
+        NAT(rt, "cudaHostAlloc"),
+        NAT(bin, "cudaMallocHost(void**, unsigned long, unsigned int)"),
+        NATL(bin, "cudaError cudaMallocHost<float>(float**, unsigned long, unsigned int)",
+             "/usr/local/cuda/include/cuda_runtime.h", 901),
+        NATL(bin, "main", "/home/u/cu/leak.cu", 40),
+    };
+    ck_assert_int_eq(origin_cudart_folded(wrapped, COUNT(wrapped)), 2);
+    /* A C function of the user's named like an entry is no wrapper. */
+    const origin_frame_t own[] = { NAT(rt, "cudaMalloc"), NAT(bin, "cudaMallocTraced"), NAT(bin, "main") };
+    ck_assert_int_eq(origin_cudart_folded(own, COUNT(own)), 0);
     const origin_frame_t all_inside[] = { NAT(rt, NULL), NAT(rt, NULL) };
     ck_assert_int_eq(origin_cudart_folded(all_inside, COUNT(all_inside)), 0);
     const origin_frame_t python[] = { PY("step", "t.py", 3), NAT(rt, "cudaMalloc") };
