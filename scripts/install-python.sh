@@ -5,13 +5,15 @@
 # files are copied into its site-packages with the metadata a wheel's
 # installation writes (the pytest11 entry point registers the plugin;
 # RECORD lets `pip uninstall gpuleak` remove it). Then, in that
-# environment, `python -m pytest --gpuleak` runs the plugin.
+# environment, `python -m pytest --gpuleak` runs the plugin. The package
+# also remembers where this checkout's `make` puts the shim
+# (gpuleak/_installed.py), its last place to look for it.
 set -eu
 cd "$(dirname "$0")/.."
 PY=${1:-python3}
-"$PY" - "$PWD/python" <<'PYEOF'
+"$PY" - "$PWD/python" "$PWD/build/libgpuleak.so" <<'PYEOF'
 import base64, hashlib, os, re, shutil, sys, sysconfig
-src = sys.argv[1]
+src, shim = sys.argv[1], sys.argv[2]
 with open(os.path.join(src, "pyproject.toml")) as fh:
     version = re.search(r'^version = "([^"]+)"', fh.read(), re.M).group(1)
 site = sysconfig.get_paths()["purelib"]
@@ -25,6 +27,10 @@ for name in sorted(os.listdir(os.path.join(src, "gpuleak"))):
     if name.endswith(".py"):
         shutil.copy(os.path.join(src, "gpuleak", name), os.path.join(pkg, name))
         files["gpuleak/" + name] = os.path.join(pkg, name)
+with open(os.path.join(pkg, "_installed.py"), "w") as fh:
+    fh.write("# Written by scripts/install-python.sh: where the checkout it came from\n"
+             "# builds the shim.\nSHIM = %r\n" % shim)
+files["gpuleak/_installed.py"] = os.path.join(pkg, "_installed.py")
 meta = {
     "METADATA": "Metadata-Version: 2.1\nName: gpuleak\nVersion: %s\n" % version,
     "entry_points.txt": "[pytest11]\ngpuleak = gpuleak.pytest_plugin\n",

@@ -263,7 +263,8 @@ def diagnosis(name, graph, role, size, grew, indent=0):
 
 def _library_path():
     """Where libgpuleak.so is, for running a program under it: GPULEAK_LIB,
-    else next to the gpuleak command (its folder, or ../lib)."""
+    else next to the gpuleak command (its folder, or ../lib), else where
+    the checkout scripts/install-python.sh installed from builds it."""
     path = os.environ.get("GPULEAK_LIB")
     if path:
         return path if os.path.exists(path) else None
@@ -275,4 +276,8 @@ def _library_path():
                           os.path.join(here, "..", "lib", "libgpuleak.so")):
             if os.path.exists(candidate):
                 return os.path.realpath(candidate)
-    return None
+    try:
+        from ._installed import SHIM
+    except ImportError:
+        return None
+    return SHIM if os.path.exists(SHIM) else None

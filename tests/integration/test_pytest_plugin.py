@@ -285,7 +285,9 @@ class PytestPluginTest(unittest.TestCase):
         isolation) or the wheel package; scripts/install-python.sh installs
         it into a venv made from the system's Python with nothing more, and
         `python -m pytest --gpuleak` there finds the plugin by its entry
-        point (no -p, no PYTHONPATH to python/)."""
+        point (no -p, no PYTHONPATH to python/) and the shim where this
+        checkout's make put it (no GPULEAK_LIB, no gpuleak on PATH), as the
+        README shows it."""
         venv = os.path.join(self.tmp, "venv")
         subprocess.run([self.python, "-m", "venv", "--without-pip", "--system-site-packages", venv],
                        check=True, timeout=120)
@@ -295,6 +297,9 @@ class PytestPluginTest(unittest.TestCase):
         self.assertEqual(done.returncode, 0, done.stderr)
         env = self.pytest_env()
         env["PYTHONPATH"] = os.path.join(ROOT, "tests", "python", "faketorch")
+        del env["GPULEAK_LIB"]
+        env["PATH"] = os.pathsep.join(d for d in env.get("PATH", "").split(os.pathsep)
+                                      if not os.path.exists(os.path.join(d, "gpuleak")))
         proc = subprocess.run([py, "-m", "pytest", "-p", "no:cacheprovider", SUITE, "--gpuleak",
                                "-k", "test_leaks and not helper"],
                               env=env, capture_output=True, text=True, timeout=120, cwd=self.tmp)
