@@ -62,7 +62,7 @@ FAKEPOOLS := $(BUILD)/fakepools/jaxlib/xla.fake.so $(BUILD)/fakepools/cupy/cuda/
 
 .PHONY: all test unit integration integration-parallel integration-alone sanitize demo bench deps clean install cli-test fuzz man litter-before
 
-all: $(BUILD)/libgpuleak.so $(FAKECUDA) $(FAKECUDART) $(BUILD)/gpuleak $(BUILD)/gpuleak.1
+all: $(BUILD)/libgpuleak.so $(FAKECUDA) $(FAKECUDART) $(FAKEC10) $(BUILD)/gpuleak $(BUILD)/gpuleak.1
 
 $(BUILD)/shim/common/%.o: common/%.c $(COMMON_H)
 	@mkdir -p $(@D)
