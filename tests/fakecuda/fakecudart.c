@@ -8,11 +8,13 @@
  * without it every runtime call fails (error 801, then 103). This fake takes
  * the runtime's place instead, found first through LD_LIBRARY_PATH.
  *
- * What it serves: device, managed, pinned, pitched and stream-ordered
- * memory, copies and sets (device memory is host memory in the fake),
- * streams, events (host clocks), device queries, errors, and what nvcc's
- * generated code calls to register and launch kernels. Kernels do not run:
- * a launch succeeds and does nothing, which is all a memory tool needs.
+ * What it serves: device, managed, pinned, pitched, 3D, array and
+ * stream-ordered memory, copies and sets (device memory is host memory in
+ * the fake, and a __device__ variable is its host shadow), streams, events
+ * (host clocks), device queries, errors, and what nvcc's generated code
+ * calls to register and launch kernels. Kernels do not run: a launch
+ * succeeds and does nothing, which is all a memory tool needs. Hints with
+ * no effect on memory (advice, prefetch, limits, flags) succeed.
  * Its symbols carry the version node libcudart.so.13, as the real
  * library's do, so binaries linked against the real one bind to them.
  *
@@ -58,6 +60,8 @@ static struct {
     CUresult (*stream_create)(CUstream *, unsigned int);
     CUresult (*stream_destroy)(CUstream);
     CUresult (*stream_synchronize)(CUstream);
+    CUresult (*array_create)(CUarray *, const CUDA_ARRAY_DESCRIPTOR *);
+    CUresult (*array_destroy)(CUarray);
 } drv;
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
@@ -131,6 +135,8 @@ static void init_once(void)
     resolve((void **)&drv.stream_create, "cuStreamCreate");
     resolve((void **)&drv.stream_destroy, "cuStreamDestroy");
     resolve((void **)&drv.stream_synchronize, "cuStreamSynchronize");
+    resolve((void **)&drv.array_create, "cuArrayCreate");
+    resolve((void **)&drv.array_destroy, "cuArrayDestroy");
     if (g_init_error == cudaSuccess && drv.init(0) != CUDA_SUCCESS)
         g_init_error = cudaErrorInitializationError;
 }
@@ -252,6 +258,52 @@ CUDART_EXPORT cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, i
     return cudaSuccess;
 }
 
+/* What device queries programs make most, as cudaGetDeviceProperties
+ * gives them; 0 for the rest. */
+CUDART_EXPORT cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int device)
+{
+    struct cudaDeviceProp prop;
+    cudaError_t e = cudaGetDeviceProperties(&prop, device);
+    if (e != cudaSuccess)
+        return e;
+    if (!value)
+        return done(cudaErrorInvalidValue);
+    switch (attr) {
+    case cudaDevAttrComputeCapabilityMajor: *value = prop.major; break;
+    case cudaDevAttrComputeCapabilityMinor: *value = prop.minor; break;
+    case cudaDevAttrMultiProcessorCount: *value = prop.multiProcessorCount; break;
+    case cudaDevAttrWarpSize: *value = prop.warpSize; break;
+    case cudaDevAttrMaxThreadsPerBlock: *value = prop.maxThreadsPerBlock; break;
+    case cudaDevAttrMaxSharedMemoryPerBlock: *value = (int)prop.sharedMemPerBlock; break;
+    case cudaDevAttrManagedMemory: *value = prop.managedMemory; break;
+    case cudaDevAttrUnifiedAddressing: *value = prop.unifiedAddressing; break;
+    case cudaDevAttrConcurrentManagedAccess: *value = 1; break;
+    case cudaDevAttrMemoryPoolsSupported: *value = 1; break;
+    default: *value = 0; break;
+    }
+    return cudaSuccess;
+}
+
+CUDART_EXPORT cudaError_t cudaDeviceCanAccessPeer(int *can, int device, int peer)
+{
+    if (!can)
+        return done(cudaErrorInvalidValue);
+    *can = device != peer;
+    return cudaSuccess;
+}
+
+CUDART_EXPORT cudaError_t cudaSetDeviceFlags(unsigned int flags)
+{
+    (void)flags;
+    return cudaSuccess;
+}
+
+CUDART_EXPORT cudaError_t cudaDeviceSetLimit(enum cudaLimit limit, size_t value)
+{
+    (void)limit, (void)value;
+    return cudaSuccess;
+}
+
 CUDART_EXPORT cudaError_t cudaRuntimeGetVersion(int *version)
 {
     if (!version)
@@ -290,7 +342,8 @@ CUDART_EXPORT cudaError_t cudaFree(void *ptr)
     return done(from_driver(drv.mem_free((CUdeviceptr)(uintptr_t)ptr)));
 }
 
-CUDART_EXPORT cudaError_t cudaMallocPitch(void **ptr, size_t *pitch, size_t width, size_t height)
+/* cudaMallocPitch and cudaMalloc3D, each the entry its caller called. */
+static cudaError_t pitched_alloc(void **ptr, size_t *pitch, size_t width, size_t height)
 {
     if (!ptr || !pitch)
         return done(cudaErrorInvalidValue);
@@ -299,6 +352,11 @@ CUDART_EXPORT cudaError_t cudaMallocPitch(void **ptr, size_t *pitch, size_t widt
     cudaError_t e = from_driver(drv.mem_alloc_pitch(&d, pitch, width, height, 16));
     *ptr = e == cudaSuccess ? (void *)(uintptr_t)d : NULL;
     return done(e);
+}
+
+CUDART_EXPORT cudaError_t cudaMallocPitch(void **ptr, size_t *pitch, size_t width, size_t height)
+{
+    return pitched_alloc(ptr, pitch, width, height);
 }
 
 CUDART_EXPORT cudaError_t cudaMallocManaged(void **ptr, size_t size, unsigned int flags)
@@ -384,6 +442,117 @@ CUDART_EXPORT cudaError_t cudaMemsetAsync(void *ptr, int value, size_t count, cu
     return cudaMemset(ptr, value, count);
 }
 
+CUDART_EXPORT cudaError_t cudaMalloc3D(struct cudaPitchedPtr *pitched, struct cudaExtent extent)
+{
+    if (!pitched)
+        return done(cudaErrorInvalidValue);
+    void *ptr = NULL;
+    size_t pitch = 0;
+    cudaError_t e = pitched_alloc(&ptr, &pitch, extent.width, extent.height * extent.depth);
+    *pitched = (struct cudaPitchedPtr){ .ptr = ptr, .pitch = pitch, .xsize = extent.width,
+                                        .ysize = extent.height };
+    return e;
+}
+
+/* An array of the channel's whole element size: the fake driver keeps
+ * arrays by their bytes. */
+CUDART_EXPORT cudaError_t cudaMallocArray(cudaArray_t *array, const struct cudaChannelFormatDesc *desc,
+                                          size_t width, size_t height, unsigned int flags)
+{
+    (void)flags;
+    if (!array || !desc)
+        return done(cudaErrorInvalidValue);
+    READY();
+    int bytes = (desc->x + desc->y + desc->z + desc->w) / 8;
+    CUDA_ARRAY_DESCRIPTOR d = { .Width = width, .Height = height };
+    if (bytes > 0 && bytes % 4 == 0 && bytes <= 16) {
+        d.Format = CU_AD_FORMAT_FLOAT;
+        d.NumChannels = (unsigned int)bytes / 4;
+    } else if (bytes == 1 || bytes == 2) {
+        d.Format = CU_AD_FORMAT_UNSIGNED_INT8;
+        d.NumChannels = (unsigned int)bytes;
+    } else {
+        return done(cudaErrorInvalidValue);
+    }
+    return done(from_driver(drv.array_create((CUarray *)array, &d)));
+}
+
+CUDART_EXPORT cudaError_t cudaFreeArray(cudaArray_t array)
+{
+    READY();
+    if (!array)
+        return cudaSuccess;
+    return done(from_driver(drv.array_destroy((CUarray)array)));
+}
+
+CUDART_EXPORT cudaError_t cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch,
+                                       size_t width, size_t height, enum cudaMemcpyKind kind)
+{
+    (void)kind;
+    READY();
+    if (width > dpitch || width > spitch || (height && (!dst || !src)))
+        return done(cudaErrorInvalidValue);
+    for (size_t row = 0; row < height; row++)
+        memmove((char *)dst + row * dpitch, (const char *)src + row * spitch, width);
+    return cudaSuccess;
+}
+
+CUDART_EXPORT cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch,
+                                            size_t width, size_t height, enum cudaMemcpyKind kind,
+                                            cudaStream_t stream)
+{
+    (void)stream;
+    return cudaMemcpy2D(dst, dpitch, src, spitch, width, height, kind);
+}
+
+/* A __device__ variable's symbol is its host shadow, which stands for the
+ * device copy here. */
+CUDART_EXPORT cudaError_t cudaMemcpyToSymbol(const void *symbol, const void *src, size_t count,
+                                             size_t offset, enum cudaMemcpyKind kind)
+{
+    return cudaMemcpy((char *)(uintptr_t)symbol + offset, src, count, kind);
+}
+
+CUDART_EXPORT cudaError_t cudaMemcpyFromSymbol(void *dst, const void *symbol, size_t count,
+                                               size_t offset, enum cudaMemcpyKind kind)
+{
+    return cudaMemcpy(dst, (const char *)symbol + offset, count, kind);
+}
+
+CUDART_EXPORT cudaError_t cudaGetSymbolAddress(void **address, const void *symbol)
+{
+    if (!address || !symbol)
+        return done(cudaErrorInvalidValue);
+    *address = (void *)(uintptr_t)symbol;
+    return cudaSuccess;
+}
+
+/* Page-locking has nothing to lock in the fake. */
+CUDART_EXPORT cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags)
+{
+    (void)flags;
+    return ptr && size ? cudaSuccess : done(cudaErrorInvalidValue);
+}
+
+CUDART_EXPORT cudaError_t cudaHostUnregister(void *ptr)
+{
+    return ptr ? cudaSuccess : done(cudaErrorInvalidValue);
+}
+
+CUDART_EXPORT cudaError_t cudaMemPrefetchAsync(const void *ptr, size_t count, struct cudaMemLocation location,
+                                               unsigned int flags, cudaStream_t stream)
+{
+    (void)ptr, (void)count, (void)location, (void)flags, (void)stream;
+    return cudaSuccess;
+}
+
+CUDART_EXPORT cudaError_t cudaMemAdvise(const void *ptr, size_t count, enum cudaMemoryAdvise advice,
+                                        struct cudaMemLocation location)
+{
+    (void)ptr, (void)count, (void)advice, (void)location;
+    return cudaSuccess;
+}
+
 /* ---- streams and events ------------------------------------------------- */
 
 CUDART_EXPORT cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned int flags)
@@ -407,6 +576,34 @@ CUDART_EXPORT cudaError_t cudaStreamSynchronize(cudaStream_t stream)
 {
     READY();
     return done(from_driver(drv.stream_synchronize((CUstream)stream)));
+}
+
+CUDART_EXPORT cudaError_t cudaStreamCreateWithPriority(cudaStream_t *stream, unsigned int flags, int priority)
+{
+    (void)priority;
+    return cudaStreamCreateWithFlags(stream, flags);
+}
+
+CUDART_EXPORT cudaError_t cudaDeviceGetStreamPriorityRange(int *least, int *greatest)
+{
+    if (least)
+        *least = 0;
+    if (greatest)
+        *greatest = -5;
+    return cudaSuccess;
+}
+
+/* The fake's work is done when it is asked for. */
+CUDART_EXPORT cudaError_t cudaStreamQuery(cudaStream_t stream)
+{
+    (void)stream;
+    return cudaSuccess;
+}
+
+CUDART_EXPORT cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags)
+{
+    (void)stream, (void)flags;
+    return event ? cudaSuccess : done(cudaErrorInvalidResourceHandle);
 }
 
 /* The fake driver has no events; an event is the host clock when it was
@@ -443,6 +640,11 @@ CUDART_EXPORT cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream
         return done(cudaErrorInvalidResourceHandle);
     clock_gettime(CLOCK_MONOTONIC, &event->at);
     return cudaSuccess;
+}
+
+CUDART_EXPORT cudaError_t cudaEventQuery(cudaEvent_t event)
+{
+    return event ? cudaSuccess : done(cudaErrorInvalidResourceHandle);
 }
 
 CUDART_EXPORT cudaError_t cudaEventSynchronize(cudaEvent_t event)
@@ -574,6 +776,22 @@ CUDART_EXPORT cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 grid, dim
 {
     (void)kernel, (void)grid, (void)block, (void)args, (void)shared, (void)stream;
     READY();
+    return cudaSuccess;
+}
+
+CUDART_EXPORT cudaError_t cudaFuncSetAttribute(const void *fun, enum cudaFuncAttribute attr, int value)
+{
+    (void)fun, (void)attr, (void)value;
+    return cudaSuccess;
+}
+
+CUDART_EXPORT cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, const void *fun,
+                                                                        int block_size, size_t shared)
+{
+    (void)fun, (void)shared;
+    if (!blocks || block_size <= 0)
+        return done(cudaErrorInvalidValue);
+    *blocks = 2048 / block_size > 0 ? 2048 / block_size : 1;
     return cudaSuccess;
 }
 

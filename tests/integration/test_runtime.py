@@ -28,15 +28,19 @@ class FakeRuntimeTest(Base):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("runtime program done", r.stdout)
         leaks = {leak["kind"]: leak for leak in r.report["leaks"]}
-        self.assertEqual(sorted(leaks), ["device", "host", "pool"])
+        self.assertEqual(sorted(leaks), ["array", "device", "host", "pool"])
         self.assertEqual(leaks["device"]["bytes"], 1 << 20)
         self.assertEqual(first_functions(leaks["device"]), ["cudaMalloc", "keep_device"])
         self.assertEqual(leaks["host"]["bytes"], 64 << 10)
         self.assertEqual(first_functions(leaks["host"]), ["cudaMallocHost", "keep_pinned"])
         self.assertEqual(leaks["pool"]["bytes"], 256 << 10)
         self.assertEqual(first_functions(leaks["pool"]), ["cudaMallocAsync", "keep_async"])
+        self.assertEqual(leaks["array"]["bytes"], 64 * 64 * 16)
+        self.assertEqual(first_functions(leaks["array"]), ["cudaMallocArray", "keep_array"])
         # The fake driver's own books agree: what the runtime freed was freed.
         self.assertEqual(r.counts["live_bytes"]["managed"], 0)
+        self.assertEqual(r.counts["live"]["array"], 1)
+        self.assertEqual(r.counts["frees"]["array"], 1)
         self.assertEqual(r.counts["live_bytes"]["device"], 1 << 20)
         self.assertEqual(r.counts["oom_failures"], 1)
 
