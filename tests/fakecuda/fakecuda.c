@@ -926,10 +926,19 @@ FK_EXPORT(cuGetErrorString, impl_cuGetErrorString)
 static CUresult impl_cuGetErrorName(CUresult e, const char **s) { return error_lookup(e, s, 1); }
 FK_EXPORT(cuGetErrorName, impl_cuGetErrorName)
 
-/* The fake has no private tables to hand out. */
+/* The fake has no private tables to hand out. NVIDIA's runtime asks for
+ * them first thing (static or shared: nvcc's default), and without them
+ * every call of the program fails with error 801; once, the fake says why
+ * and what runs instead (tests/fakecuda/fakecudart.c, README). */
 static CUresult impl_cuGetExportTable(const void **table, const CUuuid *id)
 {
-    (void)id;
+    static atomic_int told;
+    static const CUuuid none;
+    if (id && memcmp(id, &none, sizeof none) != 0 && atomic_exchange(&told, 1) == 0)
+        fputs("fakecuda: NVIDIA's CUDA runtime cannot run over the fake driver (its calls fail"
+              " with error 801); build with -cudart shared and keep build/fakecuda first in"
+              " LD_LIBRARY_PATH, so that the fake runtime serves it (README: Trying it without"
+              " a GPU)\n", stderr);
     if (table)
         *table = NULL;
     return CUDA_ERROR_NOT_SUPPORTED;

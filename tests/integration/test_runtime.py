@@ -58,6 +58,23 @@ class FakeRuntimeTest(Base):
         self.assertIn("__cudaRegisterFatBinary@@libcudart.so.13", syms)
         self.assertNotIn(" resolve", syms)
 
+    @unittest.skipUnless(os.path.exists(os.path.join(CUDA_HOME, "lib64", "libcudart_static.a")),
+                         "no static cudart in the CUDA Toolkit here")
+    def test_nvidias_own_runtime_is_told_what_runs_instead(self):
+        """NVIDIA's runtime (here its static library, nvcc's default) fails
+        every call over the fake driver; the fake says why, once."""
+        exe = os.path.join(self.tmp, "static_runtime")
+        subprocess.run(["cc", "-I" + os.path.join(CUDA_HOME, "include"), "-o", exe,
+                        os.path.join(HERE, "prog_runtime.c"),
+                        os.path.join(CUDA_HOME, "lib64", "libcudart_static.a"),
+                        "-ldl", "-lpthread", "-lrt"], check=True, capture_output=True, timeout=300)
+        r = run([exe], self.tmp, shim=False)
+        self.assertEqual(r.returncode, 90, r.stderr)  # its first runtime call failed
+        self.assertIn("returned 801", r.stderr)
+        self.assertEqual(r.stderr.count("fakecuda: NVIDIA's CUDA runtime cannot run over the fake driver"),
+                         1, r.stderr)
+        self.assertIn("-cudart shared", r.stderr)
+
     @unittest.skipUnless(os.access(NVCC, os.X_OK), "no nvcc in the CUDA Toolkit here")
     def test_a_program_nvcc_built_against_nvidias_runtime_runs_over_the_fake(self):
         exe = os.path.join(self.tmp, "runtime_kernel")
