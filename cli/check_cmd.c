@@ -6,6 +6,7 @@
 #include "frames.h"
 #include "load.h"
 #include "rejudge.h"
+#include "report_keys.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -53,7 +54,10 @@ static int check_main(const opts_t *o)
     check_junit_t *junit = junit_path ? check_junit_new() : NULL;
     load_set_t set;
     int code = CLI_EXIT_USAGE;
-    if (load_files(&set, o->operands, o->noperands) == 0) {
+    /* Only a peak budget reads the peak section, and no budget the
+     * timeline: in a big report they are half the text. */
+    const char *const unread[] = { RK(peak), RK(timeline), NULL };
+    if (load_files_skipping(&set, o->operands, o->noperands, b.peak ? unread + 1 : unread) == 0) {
         bool again = rejudge_options(&o->v[O_ORIGIN]);
         /* A bad file does not stop the others being judged, so the JUnit
          * file and the output cover the whole set; the exit code is the

@@ -1260,9 +1260,16 @@ static int names(const char *const *list, const char *key)
     return 0;
 }
 
+/* Which top-level members a load reads: only those keep names (NULL: all)
+ * and none that skip names (NULL: none). */
+typedef struct {
+    const char *const *keep, *const *skip;
+} select_t;
+
 /* How a report is read piecewise: the lists of sites and the stack
- * tables streamed, the sections that hold a list split to reach it; with
- * keep, only the members it names (and leaks and sites, as empty lists). */
+ * tables streamed, the sections that hold a list split to reach it; only
+ * the members data (a select_t) selects (leaks and sites left out read as
+ * empty lists). */
 static split_rule_t report_rule(const char *path, const void *data)
 {
     const char *const streamed[] = { RK(leaks), RK(kept_by_libraries), RK(reachable_at_exit),
@@ -1270,9 +1277,10 @@ static split_rule_t report_rule(const char *path, const void *data)
         "peak.sites", "growth.sites", "held_at_finish.sites", NULL };
     const char *const sections[] = { RK(peak), RK(growth), RK(held_at_finish), NULL };
     const char *const required[] = { RK(leaks), RK(sites), NULL };
-    const char *const *keep = data;
+    const select_t *select = data;
     int nested = strchr(path, '.') != NULL;
-    if (keep != NULL && !nested && !names(keep, path))
+    if (!nested && ((select->keep != NULL && !names(select->keep, path))
+                    || (select->skip != NULL && names(select->skip, path))))
         return names(required, path) ? SPLIT_EMPTY : SPLIT_SKIP;
     if (names(streamed, path))
         return SPLIT_STREAM;
@@ -1284,7 +1292,7 @@ static split_rule_t report_rule(const char *path, const void *data)
  * report, and ctx->not_json when read piecewise and a piece was not JSON
  * (the caller then reads it whole). */
 static load_report_t *load_text(ctx_t *ctx, const char *data, size_t len, const char *name,
-                                const char *const *keep, bool whole)
+                                const select_t *select, bool whole)
 {
     load_report_t *r = calloc(1, sizeof *r);
     if (r == NULL || (r->path = strdup(name)) == NULL || (r->strings = strpool_new()) == NULL) {
@@ -1295,7 +1303,7 @@ static load_report_t *load_text(ctx_t *ctx, const char *data, size_t len, const 
     r->text = data;
     r->text_len = len;
     json_t *root = NULL;
-    if (!whole && (r->doc = split_open(data, len, report_rule, keep)) != NULL) {
+    if (!whole && (r->doc = split_open(data, len, report_rule, select)) != NULL) {
         root = split_root(r->doc);
     } else {
         json_error_t jerr;
@@ -1315,9 +1323,9 @@ static load_report_t *load_text(ctx_t *ctx, const char *data, size_t len, const 
     return r;
 }
 
-/* load_buffer, reading only the members keep names (NULL: all). */
-static load_report_t *load_keeping(const char *data, size_t len, const char *name,
-                                   const char *const *keep, char **error)
+/* load_buffer, reading only the members select selects. */
+static load_report_t *load_selecting(const char *data, size_t len, const char *name,
+                                     const select_t *select, char **error)
 {
     ctx_t ctx = { .name = name };
     *error = NULL;
@@ -1326,12 +1334,12 @@ static load_report_t *load_keeping(const char *data, size_t len, const char *nam
         *error = ctx.error;
         return NULL;
     }
-    load_report_t *r = load_text(&ctx, data, len, name, keep, false);
+    load_report_t *r = load_text(&ctx, data, len, name, select, false);
     if (r == NULL && ctx.not_json) {
         /* A piece was not JSON: jansson's own word on the whole text. */
         free(ctx.error);
         ctx = (ctx_t){ .name = name };
-        r = load_text(&ctx, data, len, name, keep, true);
+        r = load_text(&ctx, data, len, name, select, true);
     }
     *error = ctx.error;
     return r;
@@ -1438,7 +1446,8 @@ int load_dump(const load_report_t *r, load_sink_t sink, void *data)
  * entry point the fuzzer drives. */
 load_report_t *load_buffer(const char *data, size_t len, const char *name, char **error)
 {
-    return load_keeping(data, len, name, NULL, error);
+    const select_t all = { NULL, NULL };
+    return load_selecting(data, len, name, &all, error);
 }
 
 /* Opens path for reading without waiting on it: a FIFO no one writes would
@@ -1536,12 +1545,21 @@ static char *read_stream(FILE *f, size_t *len, int *too_big)
     return buf;
 }
 
+static load_report_t *load_file_selecting(const char *path, const select_t *select, char **error);
+
 load_report_t *load_file(const char *path, char **error)
 {
-    return load_file_keeping(path, NULL, error);
+    const select_t all = { NULL, NULL };
+    return load_file_selecting(path, &all, error);
 }
 
 load_report_t *load_file_keeping(const char *path, const char *const *keep, char **error)
+{
+    const select_t only = { keep, NULL };
+    return load_file_selecting(path, &only, error);
+}
+
+static load_report_t *load_file_selecting(const char *path, const select_t *select, char **error)
 {
     ctx_t ctx = { .name = path, .report = NULL };
     *error = NULL;
@@ -1570,7 +1588,7 @@ load_report_t *load_file_keeping(const char *path, const char *const *keep, char
         *error = ctx.error;
         return NULL;
     }
-    load_report_t *r = load_keeping(buf, len, path, keep, error);
+    load_report_t *r = load_selecting(buf, len, path, select, error);
     if (r != NULL) {
         r->owns_text = true;
         r->text_mapped = mapped;
@@ -1591,6 +1609,12 @@ int load_kind_index(const char *kind)
 
 int load_files(load_set_t *set, char *const *paths, size_t n)
 {
+    return load_files_skipping(set, paths, n, NULL);
+}
+
+int load_files_skipping(load_set_t *set, char *const *paths, size_t n, const char *const *skip)
+{
+    const select_t select = { NULL, skip };
     memset(set, 0, sizeof *set);
     set->v = calloc(n ? n : 1, sizeof *set->v);
     set->errors = calloc(n ? n : 1, sizeof *set->errors);
@@ -1600,7 +1624,7 @@ int load_files(load_set_t *set, char *const *paths, size_t n)
     }
     set->n = n;
     for (size_t i = 0; i < n; i++) {
-        set->v[i] = load_file(paths[i], &set->errors[i]);
+        set->v[i] = load_file_selecting(paths[i], &select, &set->errors[i]);
         if (set->v[i] != NULL)
             continue;
         if (set->errors[i] == NULL)

@@ -283,6 +283,10 @@ typedef struct {
  * Returns 0, or -1 when the set itself cannot be allocated (said too).
  * Free with load_set_free either way. */
 int load_files(load_set_t *set, char *const *paths, size_t n);
+/* load_files reading none of the top-level members skip names (NULL-
+ * terminated): a view that never looks at a big section (check without
+ * --max-peak: the peak's sites, the timeline) does not parse it. */
+int load_files_skipping(load_set_t *set, char *const *paths, size_t n, const char *const *skip);
 
 /* Frees a load_set_t's reports and messages; a zeroed one is a no-op. */
 void load_set_free(load_set_t *set);

@@ -286,3 +286,18 @@ def test_the_total_against_the_budget(t):
         d["growth"] = {"bytes": 6291456, "sites": []}
     r = gpuleak("check", derive(DEMO, t / "growth-no-site.json", no_site), "--max-growth", "1MiB", code=1)
     assert "--max-growth 1.0 MiB: grew by 6.0 MiB in all (6291456 byte(s)), at no site recorded" in r.out
+
+
+def test_what_no_budget_reads_is_not_parsed(t):
+    """Without --max-peak, check never reads the peak section nor the
+    timeline (half a big report's text, and its time): a report whose
+    peak section is not what the format says is judged on the rest, and
+    refused as soon as a peak budget needs it."""
+    def spoil(d):
+        d["peak"]["sites"] = {"not": ["a list"]}
+        d["timeline"]["points"] = "not a list"
+    broken = derive(DEMO, t / "broken-peak.json", spoil)
+    assert gpuleak("check", broken, code=1).out == gpuleak("check", DEMO, code=1).out.replace(DEMO, broken)
+    r = gpuleak("check", broken, "--max-peak", "1GiB", code=2)
+    one_line(r.err)
+    assert "peak" in r.err
