@@ -284,8 +284,10 @@ litter-before: | $(BUILD)
 PYTEST = $(shell for p in $(PYTHON) /usr/bin/python3; do \
                      if $$p -c 'import pytest, xdist' 2>/dev/null; then echo $$p; exit; fi; done; \
                  echo $(PYTHON)) -m pytest
+# A worker more than cores, as for the integration tests: the page test and
+# the demo's runs wait on Chromium and on the demo's steps.
 cli_tests = scripts/in-test-tmp.sh $(TEST_TMP)/$(2) sh -c '$(1)/tests/test_cli && \
-    GPULEAK_TEST_BUILD=$(1) $(PYTEST) -q -p no:cacheprovider -n $(JOBS) tests/cli'
+    GPULEAK_TEST_BUILD=$(1) $(PYTEST) -q -p no:cacheprovider -n $$(($(JOBS) + 1)) tests/cli'
 CLI_TEST_OBJ := $(REPORT_OBJ) $(addprefix $(BUILD)/cli/,supp.o units.o opts.o frame_text.o \
                 origin_rules.o composition.o)
 $(BUILD)/tests/test_cli: tests/cli/test_cli.c $(CLI_TEST_OBJ) | $(BUILD)/tests
