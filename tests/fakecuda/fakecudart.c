@@ -20,7 +20,6 @@
  *
  * Like NVIDIA's runtime, it reaches the driver through cuGetProcAddress,
  * and each thread works on the primary context of its current device. */
-#define _GNU_SOURCE
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
@@ -141,8 +140,25 @@ static void init_once(void)
         g_init_error = cudaErrorInitializationError;
 }
 
-/* Makes the primary context of the thread's device current, retaining it
- * once per process, as the runtime does on a thread's first call. */
+/* Makes device's primary context the thread's current one, retaining it
+ * once per process, as the runtime does. */
+static cudaError_t make_current(int device)
+{
+    if (device < 0 || device >= FCR_MAX_DEVICES)
+        return cudaErrorInvalidDevice;
+    pthread_mutex_lock(&g_primary_lock);
+    CUresult rc = CUDA_SUCCESS;
+    if (!g_primary[device])
+        rc = drv.primary_retain(&g_primary[device], device);
+    CUcontext ctx = g_primary[device];
+    pthread_mutex_unlock(&g_primary_lock);
+    if (rc != CUDA_SUCCESS)
+        return from_driver(rc);
+    return from_driver(drv.ctx_set_current(ctx));
+}
+
+/* Starts the runtime and, on a thread's first call, makes its device's
+ * primary context current. */
 static cudaError_t ready(void)
 {
     pthread_once(&g_once, init_once);
@@ -151,17 +167,7 @@ static cudaError_t ready(void)
     CUcontext cur = NULL;
     if (drv.ctx_get_current(&cur) == CUDA_SUCCESS && cur)
         return cudaSuccess;
-    if (t_device < 0 || t_device >= FCR_MAX_DEVICES)
-        return cudaErrorInvalidDevice;
-    pthread_mutex_lock(&g_primary_lock);
-    CUresult rc = CUDA_SUCCESS;
-    if (!g_primary[t_device])
-        rc = drv.primary_retain(&g_primary[t_device], t_device);
-    CUcontext ctx = g_primary[t_device];
-    pthread_mutex_unlock(&g_primary_lock);
-    if (rc != CUDA_SUCCESS)
-        return from_driver(rc);
-    return from_driver(drv.ctx_set_current(ctx));
+    return make_current(t_device);
 }
 
 #define READY()                          \
@@ -187,18 +193,10 @@ CUDART_EXPORT cudaError_t cudaSetDevice(int device)
     cudaError_t e = cudaGetDeviceCount(&count);
     if (e != cudaSuccess)
         return e;
-    if (device < 0 || device >= count || device >= FCR_MAX_DEVICES)
+    if (device < 0 || device >= count)
         return done(cudaErrorInvalidDevice);
     t_device = device;
-    pthread_mutex_lock(&g_primary_lock);
-    CUresult rc = CUDA_SUCCESS;
-    if (!g_primary[device])
-        rc = drv.primary_retain(&g_primary[device], device);
-    CUcontext ctx = g_primary[device];
-    pthread_mutex_unlock(&g_primary_lock);
-    if (rc != CUDA_SUCCESS)
-        return done(from_driver(rc));
-    return done(from_driver(drv.ctx_set_current(ctx)));
+    return done(make_current(device));
 }
 
 CUDART_EXPORT cudaError_t cudaGetDevice(int *device)
