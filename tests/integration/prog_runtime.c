@@ -7,10 +7,12 @@
  * keep_array() a 64x64 float4 array (64 KiB); managed, pitched, 3D, array
  * and stream-ordered allocations made and freed in balanced() leak nothing,
  * and the calls programs make around them (2D and symbol copies, device
- * attributes, events, hints) work. Every call's result is checked, an
+ * attributes, events, hints) work. With two devices, a thread keeps 32 KiB
+ * on the second. Every call's result is checked, an
  * out-of-memory failure's code and text too, so the exit status says that
  * the runtime's results passed through the shim unchanged. */
 #include <cuda_runtime_api.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +68,20 @@ __attribute__((noinline)) void keep_array(void)
     struct cudaChannelFormatDesc desc = { 32, 32, 32, 32, cudaChannelFormatKindFloat };
     RT_OK(cudaMallocArray(&array, &desc, 64, 64, 0));
     EXPECT(array != NULL);
+}
+
+/* With a second device (FAKECUDA_DEVICES=2): a thread of its own keeps
+ * 32 KiB there, its first call on the device it chose. */
+static void *keep_on_second_device(void *arg)
+{
+    (void)arg;
+    void *p = NULL;
+    int device = -1;
+    RT_OK(cudaSetDevice(1));
+    RT_OK(cudaMalloc(&p, 32 << 10));
+    RT_OK(cudaGetDevice(&device));
+    EXPECT(device == 1);
+    return NULL;
 }
 
 /* A __device__ variable's host shadow, as nvcc makes one. */
@@ -140,6 +156,14 @@ int main(void)
     keep_async(s);
     keep_array();
     balanced(s);
+    if (n > 1) {
+        pthread_t t;
+        EXPECT(pthread_create(&t, NULL, keep_on_second_device, NULL) == 0);
+        EXPECT(pthread_join(t, NULL) == 0);
+        int device = -1;
+        RT_OK(cudaGetDevice(&device));
+        EXPECT(device == 0); /* the main thread's own */
+    }
     RT_OK(cudaStreamSynchronize(s));
 
     /* A failed allocation: its code and text, and the sticky last error. */

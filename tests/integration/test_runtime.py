@@ -44,6 +44,15 @@ class FakeRuntimeTest(Base):
         self.assertEqual(r.counts["live_bytes"]["device"], 1 << 20)
         self.assertEqual(r.counts["oom_failures"], 1)
 
+    def test_a_thread_on_another_device_is_charged_there(self):
+        r = run(prog_argv(("runtime",)), self.tmp, env_extra={"FAKECUDA_DEVICES": "2"})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        on_second = [leak for leak in r.report["leaks"] if leak["device"] == 1]
+        self.assertEqual(len(on_second), 1, r.report["leaks"])
+        self.assertEqual(on_second[0]["bytes"], 32 << 10)
+        self.assertEqual(first_functions(on_second[0]), ["cudaMalloc", "keep_on_second_device"])
+        self.assertEqual(r.counts["devices"][1]["live_bytes"], 32 << 10)
+
     def test_without_the_shim_the_program_runs_the_same(self):
         r = run(prog_argv(("runtime",)), self.tmp, shim=False)
         self.assertEqual(r.returncode, 0, r.stderr)
