@@ -257,7 +257,8 @@ CI_FUZZ_SECONDS ?= 30
 
 # Everything the suites run is built first, JOBS at a time (compiling is
 # safe in parallel); the suites then run one after the other, each JOBS
-# tests at a time but for the integration tests that judge time (growth
+# tests at a time (the integration and command tests JOBS + 1) but for the
+# integration tests that judge time (growth
 # sampling, checkpoints), which run one by one, beside the fuzzer alone
 # (one core; its output goes to BUILD/fuzz.log). The command's tests run
 # once, against the command built under ASan and UBSan (`make sanitize`);
