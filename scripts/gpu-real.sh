@@ -13,7 +13,7 @@
 # Writes "${OUT:-/tmp/gpuleak-out}"/gpu-real.log, gpu-real-summary.txt and
 # gpu-real-files.tar.gz (the reports and logs). Knobs: GPU_REAL_BUDGET_S
 # (default 780); GPU_REAL_ONLY, a list of parts to run (teardown real oom
-# causes frameworks pytest assert compile; default all), GPU_REAL_TEARDOWN_MODES (the probe's modes:
+# causes frameworks pytest assert fold compile; default all), GPU_REAL_TEARDOWN_MODES (the probe's modes:
 # none storage dataptr saved). Exit status 1 when a check failed.
 set -u -o pipefail
 
@@ -235,6 +235,29 @@ elif have_time "ASSERT" 60 && "$NVCC" -O2 -o "$WORK/bin/assert_leak" "$REAL/asse
     fi
 else
     result FAIL "ASSERT build" "see build-assert.log"
+fi
+
+section "an nvcc -g program's summary starts at the call as written (issue 40)"
+if wants fold && have_time "FOLD" 60; then
+    for runtime in static shared; do
+        if "$NVCC" -g -cudart "$runtime" -o "$WORK/bin/fold_$runtime" "$REPO/tests/integration/runtime_kernel.cu" \
+            >"$WORK/build-fold-$runtime.log" 2>&1; then
+            (cd "$WORK/cwd" && env LD_PRELOAD="$SHIM" GPULEAK_OUTPUT="$R/fold-$runtime-%p.json" \
+                timeout 60 "$WORK/bin/fold_$runtime") >"$WORK/fold-$runtime.log" 2>&1
+            # The first frame is cuda_runtime.h's template, cudart's own frames
+            # folded under it, then the user's line.
+            check "FOLD ($runtime cudart) first frame cudaMalloc<float>, then keep_scratch at runtime_kernel.cu:16" \
+                "$PY" -c 'import re, sys
+lines = open(sys.argv[1]).read().splitlines()
+i = next(k for k, l in enumerate(lines) if l.lstrip().startswith("#0 "))
+ok = ("cudaMalloc<float>" in lines[i] and "folded under it" in lines[i + 1]
+      and "keep_scratch" in lines[i + 2] and "runtime_kernel.cu:16" in lines[i + 2])
+print("\n".join(lines[i:i + 3]))
+sys.exit(0 if ok else 1)' "$WORK/fold-$runtime.log"
+        else
+            result FAIL "FOLD build ($runtime cudart)" "see build-fold-$runtime.log"
+        fi
+    done
 fi
 
 section "torch.compile (last: Inductor compiles for tens of seconds)"
