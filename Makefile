@@ -216,7 +216,7 @@ unit: deps $(UNIT_BIN)
 # The tests' temporary files go to a folder of their own, removed after
 # them (scripts/in-test-tmp.sh): nothing stays in /tmp.
 TEST_TMP = $(abspath $(BUILD))/test-tmp
-# JOBS at a time, then the tests that judge time one by one
+# WORKERS at a time, then the tests that judge time one by one
 # (tests/integration/conftest.py).
 INTEGRATION_BUILD := all $(PROG_BIN) $(SYMBOLS_BIN) $(FAKEC10) $(FAKEC10_STRIPPED) $(FAKEC10_OTHER) \
                      $(STUBCUDA) $(FAKEPOOLS)
@@ -225,10 +225,8 @@ integration_pass = scripts/in-test-tmp.sh $(TEST_TMP)/integration-$(1) \
 integration: deps
 	$(MAKE) --no-print-directory integration-parallel
 	$(MAKE) --no-print-directory integration-alone
-# One worker more than cores: a quarter of the pass is spent waiting (on
-# children, timers, node_exporter), and a third worker fills it.
 integration-parallel: deps $(INTEGRATION_BUILD)
-	$(call integration_pass,parallel,-n $$(($(JOBS) + 1)) --dist loadscope,not alone)
+	$(call integration_pass,parallel,-n $(WORKERS) --dist loadscope,not alone)
 integration-alone: deps $(INTEGRATION_BUILD)
 	$(call integration_pass,alone,,alone)
 
@@ -256,14 +254,17 @@ sanitize: deps
 CI_FUZZ_SECONDS ?= 30
 
 # Everything the suites run is built first, JOBS at a time (compiling is
-# safe in parallel); the suites then run one after the other, each JOBS
-# tests at a time (the integration and command tests JOBS + 1) but for the
-# integration tests that judge time (growth
-# sampling, checkpoints), which run one by one, beside the fuzzer alone
-# (one core; its output goes to BUILD/fuzz.log). The command's tests run
-# once, against the command built under ASan and UBSan (`make sanitize`);
-# `make cli-test` runs them against the plain build.
+# safe in parallel); the suites then run one after the other, the unit
+# suites JOBS at a time and the integration and command tests WORKERS at a
+# time (one more than cores: a part of them waits on children, timers,
+# node_exporter, Chromium and the demo's steps), but for the integration
+# tests that judge time (growth sampling, checkpoints), which run one by
+# one, beside the fuzzer alone (one core; its output goes to
+# BUILD/fuzz.log). The command's tests run once, against the command built
+# under ASan and UBSan (`make sanitize`); `make cli-test` runs them against
+# the plain build.
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+WORKERS ?= $(shell echo $$(($(JOBS) + 1)))
 TEST_BUILD := $(INTEGRATION_BUILD) $(UNIT_BIN) $(BUILD)/demo $(BUILD)/tests/test_cli
 test: litter-before deps
 	$(MAKE) --no-print-directory -j$(JOBS) $(TEST_BUILD)
@@ -285,10 +286,8 @@ litter-before: | $(BUILD)
 PYTEST = $(shell for p in $(PYTHON) /usr/bin/python3; do \
                      if $$p -c 'import pytest, xdist' 2>/dev/null; then echo $$p; exit; fi; done; \
                  echo $(PYTHON)) -m pytest
-# A worker more than cores, as for the integration tests: the page test and
-# the demo's runs wait on Chromium and on the demo's steps.
 cli_tests = scripts/in-test-tmp.sh $(TEST_TMP)/$(2) sh -c '$(1)/tests/test_cli && \
-    GPULEAK_TEST_BUILD=$(1) $(PYTEST) -q -p no:cacheprovider -n $$(($(JOBS) + 1)) tests/cli'
+    GPULEAK_TEST_BUILD=$(1) $(PYTEST) -q -p no:cacheprovider -n $(WORKERS) tests/cli'
 CLI_TEST_OBJ := $(REPORT_OBJ) $(addprefix $(BUILD)/cli/,supp.o units.o opts.o frame_text.o \
                 origin_rules.o composition.o)
 $(BUILD)/tests/test_cli: tests/cli/test_cli.c $(CLI_TEST_OBJ) | $(BUILD)/tests

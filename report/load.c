@@ -1209,6 +1209,16 @@ static int load_doc(ctx_t *ctx, json_t *root, load_report_t *r)
     return ctx->error ? -1 : 0;
 }
 
+/* Frees a report's text as load_file read it: mapped (read_regular,
+ * mapped bytes) or malloc'd (read_stream, mapped 0). */
+static void drop_text(char *buf, size_t mapped)
+{
+    if (buf != NULL && mapped)
+        munmap(buf, mapped);
+    else
+        free(buf);
+}
+
 /* Frees a report from load_file/load_buffer, including one that failed half
  * way (every pointer is either NULL or owned). NULL is a no-op. */
 void load_free(load_report_t *r)
@@ -1243,10 +1253,8 @@ void load_free(load_report_t *r)
     split_close(r->doc);
     json_decref((json_t *)r->whole);
     strpool_free(r->strings);
-    if (r->owns_text && r->text_mapped)
-        munmap((void *)r->text, r->text_mapped);
-    else if (r->owns_text)
-        free((char *)r->text);
+    if (r->owns_text)
+        drop_text((char *)r->text, r->text_mapped);
     free((char *)r->path);
     free(r);
 }
@@ -1469,15 +1477,6 @@ static FILE *open_report(const char *path)
     return f;
 }
 
-/* Frees what read_regular or read_stream returned. */
-static void drop_text(char *buf, size_t mapped)
-{
-    if (buf != NULL && mapped)
-        munmap(buf, mapped);
-    else
-        free(buf);
-}
-
 /* A regular file's bytes, read at once into memory mapped for them with
  * its pages made present in one call: a 66 MB report read into a growing
  * malloc'd buffer spent 0.2 s faulting its pages in one by one. NULL with
@@ -1545,20 +1544,8 @@ static char *read_stream(FILE *f, size_t *len, int *too_big)
     return buf;
 }
 
-static load_report_t *load_file_selecting(const char *path, const select_t *select, char **error);
-
-load_report_t *load_file(const char *path, char **error)
-{
-    const select_t all = { NULL, NULL };
-    return load_file_selecting(path, &all, error);
-}
-
-load_report_t *load_file_keeping(const char *path, const char *const *keep, char **error)
-{
-    const select_t only = { keep, NULL };
-    return load_file_selecting(path, &only, error);
-}
-
+/* load_file reading only the members select selects: NULL with *error
+ * set (malloc'd) when the file cannot be read or is not a report. */
 static load_report_t *load_file_selecting(const char *path, const select_t *select, char **error)
 {
     ctx_t ctx = { .name = path, .report = NULL };
@@ -1596,6 +1583,18 @@ static load_report_t *load_file_selecting(const char *path, const select_t *sele
         drop_text(buf, mapped);
     }
     return r;
+}
+
+load_report_t *load_file(const char *path, char **error)
+{
+    const select_t all = { NULL, NULL };
+    return load_file_selecting(path, &all, error);
+}
+
+load_report_t *load_file_keeping(const char *path, const char *const *keep, char **error)
+{
+    const select_t only = { keep, NULL };
+    return load_file_selecting(path, &only, error);
 }
 
 /* Index of a known kind name in load_kind_names, or -1. */

@@ -4,7 +4,6 @@ running. The shim reads each version's own frame and object layouts, which
 differ between minor versions and not within one, so what passes under one
 must pass under each."""
 import glob
-import os
 import re
 import sys
 
@@ -16,7 +15,7 @@ def other_pythons():
     seen, chosen = {running}, []
     for path in found:
         m = re.search(r"(3\.1[0-3])", path)
-        if m and m.group(1) not in seen and os.path.realpath(path) != os.path.realpath(sys.executable):
+        if m and m.group(1) not in seen:
             seen.add(m.group(1))
             chosen.append(path)
     return chosen

@@ -157,12 +157,18 @@ static cudaError_t make_current(int device)
     return from_driver(drv.ctx_set_current(ctx));
 }
 
+/* Starts the runtime once: cudaSuccess, or why it could not start. */
+static cudaError_t started(void)
+{
+    pthread_once(&g_once, init_once);
+    return g_init_error;
+}
+
 /* Starts the runtime and, on a thread's first call, makes its device's
  * primary context current. */
 static cudaError_t ready(void)
 {
-    pthread_once(&g_once, init_once);
-    if (g_init_error != cudaSuccess)
+    if (started() != cudaSuccess)
         return g_init_error;
     CUcontext cur = NULL;
     if (drv.ctx_get_current(&cur) == CUDA_SUCCESS && cur)
@@ -181,20 +187,26 @@ static cudaError_t ready(void)
 
 CUDART_EXPORT cudaError_t cudaGetDeviceCount(int *count)
 {
-    pthread_once(&g_once, init_once);
-    if (g_init_error != cudaSuccess)
+    if (started() != cudaSuccess)
         return done(g_init_error);
     return done(from_driver(drv.device_get_count(count)));
 }
 
-CUDART_EXPORT cudaError_t cudaSetDevice(int device)
+/* cudaSuccess when device is one the driver has, else the error, kept. */
+static cudaError_t known_device(int device)
 {
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
     if (e != cudaSuccess)
         return e;
-    if (device < 0 || device >= count)
-        return done(cudaErrorInvalidDevice);
+    return device >= 0 && device < count ? cudaSuccess : done(cudaErrorInvalidDevice);
+}
+
+CUDART_EXPORT cudaError_t cudaSetDevice(int device)
+{
+    cudaError_t e = known_device(device);
+    if (e != cudaSuccess)
+        return e;
     t_device = device;
     return done(make_current(device));
 }
@@ -230,12 +242,9 @@ CUDART_EXPORT cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, i
 {
     if (!prop)
         return done(cudaErrorInvalidValue);
-    int count = 0;
-    cudaError_t e = cudaGetDeviceCount(&count);
+    cudaError_t e = known_device(device);
     if (e != cudaSuccess)
         return e;
-    if (device < 0 || device >= count)
-        return done(cudaErrorInvalidDevice);
     memset(prop, 0, sizeof *prop);
     drv.device_get_name(prop->name, (int)sizeof prop->name, device);
     drv.device_total_mem(&prop->totalGlobalMem, device);
@@ -312,13 +321,21 @@ CUDART_EXPORT cudaError_t cudaRuntimeGetVersion(int *version)
 
 CUDART_EXPORT cudaError_t cudaDriverGetVersion(int *version)
 {
-    pthread_once(&g_once, init_once);
-    if (g_init_error != cudaSuccess)
+    if (started() != cudaSuccess)
         return done(g_init_error);
     return done(from_driver(drv.driver_get_version(version)));
 }
 
 /* ---- memory ------------------------------------------------------------- */
+
+/* What an allocation gives its caller: the driver's pointer in *ptr when
+ * rc is success, else NULL; the runtime's error, kept. */
+static cudaError_t give(void **ptr, CUresult rc, CUdeviceptr d)
+{
+    cudaError_t e = from_driver(rc);
+    *ptr = e == cudaSuccess ? (void *)(uintptr_t)d : NULL;
+    return done(e);
+}
 
 CUDART_EXPORT cudaError_t cudaMalloc(void **ptr, size_t size)
 {
@@ -326,9 +343,8 @@ CUDART_EXPORT cudaError_t cudaMalloc(void **ptr, size_t size)
         return done(cudaErrorInvalidValue);
     READY();
     CUdeviceptr d = 0;
-    cudaError_t e = from_driver(drv.mem_alloc(&d, size));
-    *ptr = e == cudaSuccess ? (void *)(uintptr_t)d : NULL;
-    return done(e);
+    CUresult rc = drv.mem_alloc(&d, size);
+    return give(ptr, rc, d);
 }
 
 /* cudaFree(NULL) is the idiom that starts the runtime. */
@@ -347,9 +363,8 @@ static cudaError_t pitched_alloc(void **ptr, size_t *pitch, size_t width, size_t
         return done(cudaErrorInvalidValue);
     READY();
     CUdeviceptr d = 0;
-    cudaError_t e = from_driver(drv.mem_alloc_pitch(&d, pitch, width, height, 16));
-    *ptr = e == cudaSuccess ? (void *)(uintptr_t)d : NULL;
-    return done(e);
+    CUresult rc = drv.mem_alloc_pitch(&d, pitch, width, height, 16);
+    return give(ptr, rc, d);
 }
 
 CUDART_EXPORT cudaError_t cudaMallocPitch(void **ptr, size_t *pitch, size_t width, size_t height)
@@ -363,9 +378,8 @@ CUDART_EXPORT cudaError_t cudaMallocManaged(void **ptr, size_t size, unsigned in
         return done(cudaErrorInvalidValue);
     READY();
     CUdeviceptr d = 0;
-    cudaError_t e = from_driver(drv.mem_alloc_managed(&d, size, flags ? flags : CU_MEM_ATTACH_GLOBAL));
-    *ptr = e == cudaSuccess ? (void *)(uintptr_t)d : NULL;
-    return done(e);
+    CUresult rc = drv.mem_alloc_managed(&d, size, flags ? flags : CU_MEM_ATTACH_GLOBAL);
+    return give(ptr, rc, d);
 }
 
 CUDART_EXPORT cudaError_t cudaMallocHost(void **ptr, size_t size)
@@ -393,9 +407,8 @@ CUDART_EXPORT cudaError_t cudaMallocAsync(void **ptr, size_t size, cudaStream_t 
         return done(cudaErrorInvalidValue);
     READY();
     CUdeviceptr d = 0;
-    cudaError_t e = from_driver(drv.mem_alloc_async(&d, size, (CUstream)stream));
-    *ptr = e == cudaSuccess ? (void *)(uintptr_t)d : NULL;
-    return done(e);
+    CUresult rc = drv.mem_alloc_async(&d, size, (CUstream)stream);
+    return give(ptr, rc, d);
 }
 
 CUDART_EXPORT cudaError_t cudaFreeAsync(void *ptr, cudaStream_t stream)

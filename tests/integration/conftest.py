@@ -1,4 +1,4 @@
-"""How `make integration` runs these unittest suites: under pytest, JOBS
+"""How `make integration` runs these unittest suites: under pytest, WORKERS
 at a time (pytest-xdist), except the tests that judge time (the growth
 rule's samples, checkpoints kept to a share of the program's time, a
 stress run of 32 threads) and would be skewed by a busy machine: those are

@@ -287,7 +287,7 @@ class LifeTest(Base):
                 (rep,) = r.reports
                 self.assertEqual(rep["status"]["moment"], "exit")
 
-    @alone  # 32 threads for a minute would skew every test beside it
+    @alone  # 32 threads for STRESS_SECONDS would skew every test beside it
     def test_stress_nothing_lost_nothing_invented(self):
         threads = 32
         r = run([PROG, "stress", str(STRESS_SECONDS), str(threads)], self.tmp,
