@@ -17,6 +17,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
 import sys
 import unittest
 from pathlib import Path
@@ -516,14 +517,20 @@ class ShimTest(Base):
         for key in (("direct", "basic"), ("threads",), ("errors", "errno")):
             self.tmp = tempfile.mkdtemp(prefix="gpuleak-it-")
             self.addCleanup(shutil.rmtree, self.tmp, ignore_errors=True)
+            began = time.monotonic_ns()
             r = self.run_shim(key, env_extra={"GPULEAK_SELF_TIME": "1"}, timeout=600)
+            wall_ns = time.monotonic_ns() - began
             t = r.report["totals"]
             calls = t["allocations"] + t["frees"] + t["failed_allocations"] + t["unknown_frees"]
             self.assertEqual(t["shim_timed_calls"], calls, key)
             if calls:
                 self.assertGreater(t["shim_time_ns"], 0, key)
-                self.assertLess(t["shim_time_ns"] / calls, 1e6, key)  # under 1 ms a call
-                self.assertLess(t["shim_clock_read_ns"], 1e5, key)
+                # Nanoseconds, not ticks: bounded by the run's own wall time,
+                # on each of its threads (a loaded host stretches both alike,
+                # so no speed is judged here).
+                threads = 17 if key == ("threads",) else 1
+                self.assertLess(t["shim_time_ns"], wall_ns * threads, key)
+                self.assertLess(t["shim_clock_read_ns"], wall_ns, key)
                 self.assertRegex(r.stderr, r"gpuleak: its own time was [0-9.]+ ms over %d call"
                                  % calls)
             # Every allocation call, failed or not, takes one stack, and

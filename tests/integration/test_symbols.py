@@ -113,11 +113,11 @@ class LocalDebugInfoTest(Base):
         r = run([SYMBOLS / "nodebug"], self.tmp,
                 env_extra={"DEBUGINFOD_URLS": url, "GPULEAK_SUMMARY": "0",
                            "DEBUGINFOD_CACHE_PATH": os.path.join(self.tmp, "cache"),
-                           "DEBUGINFOD_TIMEOUT": "5"})
+                           "DEBUGINFOD_TIMEOUT": "30"})
         took = time.monotonic() - start
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(accepted, [], f"{len(accepted)} connection(s) to {url}")
-        self.assertLess(took, 2.0)
+        self.assertLess(took, 30.0)  # never waited out a request's timeout
         self.assertEqual(r.report["leaks"][0]["stack"][0]["function"], "cudaStaticMalloc")
 
     def split_debug(self, name, build_id=True):
