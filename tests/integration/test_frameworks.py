@@ -37,6 +37,7 @@ def run_demo(script, mode_var, mode, seconds="2.5", gates=True):
             "EXPECT_OUT": os.path.join(tmp, "expect.json"),
             mode_var: mode,
             mode_var.split("_")[0] + "_SECONDS": seconds,
+            "JAX_SNAPSHOTS": "20",  # jax_demo.py: ten past the run's first fifth, and more
         })
         report = os.path.join(tmp, "r.json")
         cmd = [os.path.join(BUILD, "gpuleak"), "run", "-o", report]
