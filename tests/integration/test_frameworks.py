@@ -24,9 +24,11 @@ BUILD = os.path.join(ROOT, "build")
 FRAMEWORKS = os.path.join(ROOT, "tests", "python", "frameworks")
 
 
-def run_demo(script, mode_var, mode, seconds="2.5", gates=True):
+def run_demo(script, mode_var, mode, seconds="2.5", gates=True, snapshots="20"):
     """The demo under `gpuleak run`: (exit code, report, expectations,
-    stderr, `gpuleak report`'s text)."""
+    stderr, `gpuleak report`'s text). It runs on past its seconds until
+    gpuleak's checkpoints have taken that many snapshots: ten samples past
+    the run's first fifth for the growth rule, and more."""
     with tempfile.TemporaryDirectory(prefix="gpuleak-frameworks-") as tmp:
         env = {k: v for k, v in os.environ.items()
                if not k.startswith(("GPULEAK_", "JAX_", "CUPY_"))}
@@ -37,7 +39,7 @@ def run_demo(script, mode_var, mode, seconds="2.5", gates=True):
             "EXPECT_OUT": os.path.join(tmp, "expect.json"),
             mode_var: mode,
             mode_var.split("_")[0] + "_SECONDS": seconds,
-            "JAX_SNAPSHOTS": "20",  # jax_demo.py: ten past the run's first fifth, and more
+            mode_var.split("_")[0] + "_SNAPSHOTS": snapshots,
         })
         report = os.path.join(tmp, "r.json")
         cmd = [os.path.join(BUILD, "gpuleak"), "run", "-o", report]
@@ -175,9 +177,11 @@ class CupyTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         demo = functools.partial(run_demo, "cupy_demo.py", "CUPY_MODE")
-        cls.keep, cls.thread, cls.clean = run_demos(functools.partial(demo, mode="keep"),
+        # Only the worker's arrays come from snapshots; the main thread's
+        # are seen one by one, and its scans come once a second.
+        cls.keep, cls.thread, cls.clean = run_demos(functools.partial(demo, mode="keep", snapshots="0"),
                                                     functools.partial(demo, mode="thread", seconds="6"),
-                                                    functools.partial(demo, mode="clean"))
+                                                    functools.partial(demo, mode="clean", snapshots="0"))
 
     def test_kept_results_fail_the_gate_at_their_line(self):
         code, doc, expect, stderr, _ = self.keep

@@ -2,9 +2,12 @@
 fakes it over the fake driver). CUPY_MODE: "keep" keeps each step's
 filtered result in a list, "thread" does so on a thread of its own (CuPy
 calls memory hooks per thread), "clean" keeps nothing. Runs for
-CUPY_SECONDS; writes the lines to EXPECT_OUT."""
+CUPY_SECONDS, and on until the heap has been scanned CUPY_SNAPSHOTS times
+(gpuleak's checkpoints find a worker's arrays so, and a loaded machine
+spaces them out); writes the lines to EXPECT_OUT."""
 import json
 import os
+import sys
 import threading
 import time
 
@@ -23,9 +26,28 @@ kept = []
 steps = [0]
 
 
+scans = [0]
+
+
+def count_scans(event, args):
+    if event == "gc.get_objects":
+        scans[0] += 1
+
+
+sys.addaudithook(count_scans)
+
+
+def more_steps(start):
+    """Until CUPY_SECONDS have passed and the heap was scanned
+    CUPY_SNAPSHOTS times (a minute at most)."""
+    took = time.monotonic() - start
+    return took < float(os.environ.get("CUPY_SECONDS", "4")) or (
+        scans[0] < int(os.environ.get("CUPY_SNAPSHOTS", "0")) and took < 60)
+
+
 def loop():
-    end = time.monotonic() + float(os.environ.get("CUPY_SECONDS", "4"))
-    while time.monotonic() < end:
+    start = time.monotonic()
+    while more_steps(start):
         noisy = signal + cupy.ones((4096,))
         filtered = noisy * 0.5  # FILTER-LINE
         if MODE in ("keep", "thread"):
