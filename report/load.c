@@ -318,6 +318,20 @@ static int by_stack_site(const void *a, const void *b)
     return x->site < y->site ? -1 : x->site > y->site;
 }
 
+/* The stack table's entry for a site, or NULL. The shim numbers sites
+ * from 1 without gaps, so the entry is first looked for at its place: a
+ * binary search for each of 200,000 sites was 4% of reading a big report. */
+static const load_stack_t *find_stack(const load_report_t *r, uint64_t site)
+{
+    if (r->nstacks == 0)
+        return NULL;
+    uint64_t at = site - r->stacks[0].site;
+    if (site >= r->stacks[0].site && at < r->nstacks && r->stacks[at].site == site)
+        return &r->stacks[at];
+    load_stack_t key = { .site = site };
+    return bsearch(&key, r->stacks, r->nstacks, sizeof key, by_stack_site);
+}
+
 /* Makes room for entry n of *v (size bytes each, room for *cap), zeroed.
  * Only the entry is zeroed, not the room grown: a list of 100,000 sites
  * would otherwise write (and fault in) up to twice its memory. */
@@ -617,9 +631,7 @@ static int load_site_stack(ctx_t *ctx, json_t *v, const char *where, load_site_t
     if (ctx->error)
         return -1;
     if (stack == NULL && py == NULL) {
-        load_stack_t key = { .site = s->id };
-        const load_stack_t *st = ctx->report->nstacks == 0 ? NULL
-            : bsearch(&key, ctx->report->stacks, ctx->report->nstacks, sizeof key, by_stack_site);
+        const load_stack_t *st = find_stack(ctx->report, s->id);
         if (st != NULL) {
             s->stack = st->stack;
             s->nstack = st->nstack;
