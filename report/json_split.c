@@ -312,6 +312,56 @@ bad:
     return NULL;
 }
 
+/* The end of the value at p (before limit), found without parsing it;
+ * NULL when it has none. */
+static const char *value_end(const char *p, const char *limit)
+{
+    if (p >= limit)
+        return NULL;
+    if (*p == '[' || *p == '{') {
+        const char *close = closing_bracket(p, limit);
+        return close != NULL ? close + 1 : NULL;
+    }
+    if (*p == '"')
+        return string_end(p, limit);
+    while (p < limit && strchr(",]} \n\r\t", *p) == NULL)
+        p++;
+    return p;
+}
+
+int split_iter_next_text(split_iter_t *it, const char **start, const char **end)
+{
+    json_decref(it->value);
+    json_decref(it->key);
+    it->value = it->key = NULL;
+    if (it->failed || it->tree != NULL || it->close == NULL)
+        return 0;
+    const char *p = skip_space(it->p, it->close);
+    if (it->started) {
+        if (p == it->close)
+            return 0;
+        if (*p != ',')
+            goto bad;
+        p = skip_space(p + 1, it->close);
+    } else if (p == it->close) {
+        it->started = 1;
+        return 0;
+    }
+    it->started = 1;
+    if (it->object && (it->key = parse_key(&p, it->close)) == NULL)
+        goto bad;
+    const char *stop = value_end(p, it->close);
+    if (stop == NULL || stop == p)
+        goto bad;
+    *start = it->piece = p;
+    *end = it->p = stop;
+    return 1;
+bad:
+    it->failed = 1;
+    it->p = it->close;
+    return 0;
+}
+
 json_t *split_iter_next(split_iter_t *it)
 {
     json_decref(it->value);

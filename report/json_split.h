@@ -70,6 +70,12 @@ void split_iter_begin(split_iter_t *it, const split_doc_t *doc, json_t *containe
  * (split_iter_failed). */
 json_t *split_iter_next(split_iter_t *it);
 
+/* The next piece's text, [*start, *end), found without parsing its value,
+ * for a document already read whole once; its key (objects) as
+ * split_iter_key gives it. 0 at the end, for a parsed tree, or when the
+ * text is not JSON (split_iter_failed). */
+int split_iter_next_text(split_iter_t *it, const char **start, const char **end);
+
 /* The key of the member split_iter_next returned last (objects only). */
 const char *split_iter_key(const split_iter_t *it);
 

@@ -4,6 +4,7 @@
  * naming the file and the field, and nothing downstream re-checks types. */
 #define _GNU_SOURCE
 #include "load.h"
+#include "demangle.h"
 #include "frame_text.h"
 #include "json_split.h"
 #include "report_format.h"
@@ -11,7 +12,6 @@
 #include "strpool.h"
 #include "units.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -211,41 +211,6 @@ static int load_totals(ctx_t *ctx, json_t *obj, const char *where, load_totals_t
     get_u64(ctx, obj, where, RK(teardown_leaked_bytes), 0, &t->teardown_leaked_bytes);
     get_u64(ctx, obj, where, RK(teardown_leaked_allocations), 0, &t->teardown_leaked_allocations);
     return ctx->error ? -1 : 0;
-}
-
-typedef char *(*cxa_demangle_fn)(const char *, char *, size_t *, int *);
-
-/* The C++ runtime's demangler, loaded once into this command (never into
- * the watched program: the shim names functions only with a demangler the
- * program already has, so a C program's report keeps C++ symbols raw,
- * "_ZL16leak_from_staticm.constprop.0"); NULL where there is none. */
-static cxa_demangle_fn demangler(void)
-{
-    static int looked;
-    static cxa_demangle_fn fn;
-    if (!looked) {
-        looked = 1;
-        void *h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
-        fn = h != NULL ? (cxa_demangle_fn)dlsym(h, "__cxa_demangle") : NULL;
-    }
-    return fn;
-}
-
-/* Replaces obj's key, an Itanium-mangled name, with its demangled form in
- * the document itself, so every view (and the page gpuleak html writes from
- * it) shows "leak_from_static(unsigned long) [clone .constprop.0]". Names
- * that are not mangled, or that the demangler refuses, stay as written. */
-static void demangle_field(json_t *obj, const char *key)
-{
-    json_t *v = json_object_get(obj, key);
-    const char *name = json_is_string(v) ? json_string_value(v) : NULL;
-    if (name == NULL || strncmp(name, "_Z", 2) != 0 || demangler() == NULL)
-        return;
-    int status = -1;
-    char *plain = demangler()(name, NULL, NULL, &status);
-    if (plain != NULL && status == 0)
-        json_string_set(v, plain);
-    free(plain);
 }
 
 static int load_frame(ctx_t *ctx, json_t *v, const char *where, load_frame_t *f)
@@ -1363,101 +1328,6 @@ static load_report_t *load_selecting(const char *data, size_t len, const char *n
     }
     *error = ctx.error;
     return r;
-}
-
-/* A piece of a streamed member with the names the load demangled in the
- * tree demangled again (path: the member's): frames, the native origin of
- * a site and the inline frames of a version 1 site. */
-static void demangle_piece(const char *path, json_t *piece)
-{
-    if (strcmp(path, RK(frames)) == 0) {
-        demangle_field(piece, RK(function));
-        return;
-    }
-    if (strcmp(path, RK(python_frames)) == 0 || strcmp(path, RK(stacks)) == 0)
-        return;
-    json_t *origin = json_object_get(piece, RK(origin));
-    if (json_is_object(origin) && !json_is_true(json_object_get(origin, RK(python))))
-        demangle_field(origin, RK(function));
-    json_t *stack = json_object_get(piece, RK(stack));
-    for (size_t i = 0; i < json_array_size(stack); i++)
-        demangle_field(json_array_get(stack, i), RK(function));
-}
-
-static int dump_json(json_t *v, load_sink_t sink, void *data)
-{
-    return json_dump_callback(v, sink, data, JSON_COMPACT | JSON_ENCODE_ANY);
-}
-
-static int dump_key(const char *key, load_sink_t sink, void *data)
-{
-    json_t *k = json_string(key);
-    int rc = k != NULL ? dump_json(k, sink, data) : -1;
-    json_decref(k);
-    return rc != 0 || sink(":", 1, data) != 0 ? -1 : 0;
-}
-
-/* Whether text holds a name the load may have demangled: a string
- * starting "_Z". */
-static int maybe_mangled(const char *start, const char *end)
-{
-    return memmem(start, (size_t)(end - start), "\"_Z", 3) != NULL;
-}
-
-/* A streamed member: its text as it is (the load parsed every piece of
- * it), or piece by piece where a name in it was demangled. */
-static int dump_streamed(const load_report_t *r, json_t *v, const char *path, load_sink_t sink,
-                         void *data)
-{
-    const char *start, *end;
-    if (split_text(r->doc, v, &start, &end) && !maybe_mangled(start, end))
-        return sink(start, (size_t)(end - start), data);
-    int object = json_is_object(v), rc = sink(object ? "{" : "[", 1, data);
-    split_iter_t it;
-    split_iter_begin(&it, r->doc, v);
-    size_t n = 0;
-    for (json_t *piece; rc == 0 && (piece = split_iter_next(&it)) != NULL; n++) {
-        rc = (n > 0 ? sink(",", 1, data) : 0) || (object ? dump_key(split_iter_key(&it), sink, data) : 0)
-             ? -1 : 0;
-        if (rc == 0 && split_iter_text(&it, &start, &end) && !maybe_mangled(start, end)) {
-            rc = sink(start, (size_t)(end - start), data);
-            continue;
-        }
-        demangle_piece(path, piece);
-        rc = rc != 0 || dump_json(piece, sink, data) != 0 ? -1 : 0;
-    }
-    rc = rc != 0 || split_iter_failed(&it) ? -1 : sink(object ? "}" : "]", 1, data);
-    split_iter_end(&it);
-    return rc;
-}
-
-/* An object of the tree member by member, so that the members it streams
- * (at the top, and one level down) are written piecewise. */
-static int dump_object(const load_report_t *r, json_t *obj, const char *path, load_sink_t sink,
-                       void *data)
-{
-    int rc = sink("{", 1, data);
-    const char *key;
-    json_t *v;
-    size_t n = 0;
-    json_object_foreach(obj, key, v) {
-        char sub[WHERE_MAX];
-        child_where(sub, path, key);
-        rc = rc != 0 || (n++ > 0 && sink(",", 1, data) != 0) || dump_key(key, sink, data) != 0 ? -1
-           : split_is_streamed(r->doc, v) ? dump_streamed(r, v, sub, sink, data)
-           : *path == '\0' && json_is_object(v) ? dump_object(r, v, sub, sink, data)
-           : dump_json(v, sink, data);
-        if (rc != 0)
-            break;
-    }
-    return rc != 0 ? -1 : sink("}", 1, data);
-}
-
-int load_dump(const load_report_t *r, load_sink_t sink, void *data)
-{
-    if (r->whole != NULL)
-        return dump_json(r->whole, sink, data);
-    return dump_object(r, split_root(r->doc), "", sink, data);
 }
 
 /* Parses and checks len bytes named name (used in messages); data must

@@ -232,7 +232,7 @@ typedef struct {
     size_t npyframes;
     struct strpool *strings; /* the names the sites and frames keep (strpool.h) */
     const char *text;     /* the file's bytes, which a streamed list is read
-                             from (load_dump): borrowed from load_buffer's
+                             from (dump.h): borrowed from load_buffer's
                              caller, owned when load_file read them */
     size_t text_len;
     bool owns_text;
@@ -258,15 +258,6 @@ load_report_t *load_file_keeping(const char *path, const char *const *keep, char
 load_report_t *load_buffer(const char *data, size_t len, const char *name, char **error);
 void load_free(load_report_t *report);
 
-/* Where load_dump writes: size bytes at buf; returns 0, or -1 to stop
- * (jansson's json_dump_callback_t). */
-typedef int (*load_sink_t)(const char *buf, size_t size, void *data);
-
-/* Writes the report's document as compact JSON, as read and with the
- * names the load demangled demangled: a member read piecewise is read
- * again from the text a piece at a time, so a big report is never one
- * tree here either. Returns 0, or -1 when the sink stopped. */
-int load_dump(const load_report_t *report, load_sink_t sink, void *data);
 int load_kind_index(const char *kind);
 
 /* The reports a command reads, loaded together by load_files. */

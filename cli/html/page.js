@@ -146,11 +146,28 @@
     return LIBRARY_MODULES.some((re) => re.test(base));
   }
 
+  /* A "cut" entry's list, by its path in the document, as the panel's rows
+   * name it. */
+  const CUT_ROWS = {
+    leaks: "leaks", kept_by_libraries: "kept_by_libraries", reachable_at_exit: "reachable_at_exit",
+    teardown_leaks: "teardown_leaks", failures: "failures", sites: "sites", growth: "growth",
+    "growth.sites": "growth", peak: "peak", "peak.sites": "peak", held_at_finish: "held",
+    "held_at_finish.sites": "held",
+  };
+
   class Report {
-    constructor(index, file, doc) {
+    /* cut: what the page has not read yet of a big report's lists
+     * (cli/html.c writes the largest sites first): {PATH: {sites, bytes,
+     * allocations}}, the list's whole length and the rest's sums; null once
+     * the report is whole. */
+    constructor(index, file, doc, cut = null) {
       this.index = index;
       this.file = file;
       this.doc = doc;
+      this.cut = {};
+      for (const [path, c] of Object.entries(obj(cut) || {}))
+        if (CUT_ROWS[path] && obj(c)) this.cut[CUT_ROWS[path]] = { sites: num(c.sites), bytes: num(c.bytes), allocations: num(c.allocations) };
+      this.partial = Object.keys(this.cut).length > 0;
       const p = obj(doc.process) || {};
       this.pid = p.pid;
       this.rank = typeof p.rank === "number" ? p.rank : null;
@@ -708,10 +725,18 @@
       Object.assign(this.root.dataset, this.summary.data);
     }
 
+    /* How many sites a list has, those not read yet included. */
+    count(key) {
+      return (this.r.cut[key] || {}).sites || this.rows[key].length;
+    }
+
     /* The numbers the cards, the overview and the test read. */
     summarize() {
       const doc = this.r.doc, totals = obj(doc.totals) || {}, peak = obj(doc.peak);
-      const sum = (rows, f = (r) => r.bytes) => rows.reduce((s, r) => s + f(r), 0);
+      /* A list's sums, with what the page has not read yet of it. */
+      const rest = (key) => this.r.cut[key] || { bytes: 0, allocations: 0 };
+      const bytes = (key) => this.rows[key].reduce((t, r) => t + r.bytes, 0) + rest(key).bytes;
+      const allocations = (key) => this.rows[key].reduce((t, r) => t + r.allocations, 0) + rest(key).allocations;
       const tl = timelineOf(doc);
       const peakBytes = peak && typeof peak.bytes === "number" ? peak.bytes : num(totals.peak_bytes);
       const peakNs = peak && typeof peak.time_ns === "number" ? peak.time_ns : num(totals.peak_time_ns);
@@ -732,20 +757,20 @@
         tl,
         peakBytes,
         peak: tl.xs.length ? { x: peakAt.x, t: peakAt.t, bytes: peakBytes } : null,
-        leaked: sum(this.rows.leaks),
-        leakedAllocations: sum(this.rows.leaks, (r) => r.allocations),
-        teardown: sum(this.rows.teardown_leaks),
-        growth: sum(this.rows.growth),
+        leaked: bytes("leaks"),
+        leakedAllocations: allocations("leaks"),
+        teardown: bytes("teardown_leaks"),
+        growth: bytes("growth"),
         hasGrowth: doc.growth !== undefined && doc.growth !== null,
         /* A run too short for the growth rule has an empty growth list that
          * says nothing: "0 B" would read as "nothing grew". Absent (an older
          * report): judged. */
         growthJudged: (obj(doc.status) || {}).growth_judged !== false,
         growthSamples: num((obj(doc.status) || {}).growth_samples),
-        held: sum(this.rows.held),
+        held: bytes("held"),
         hasHeld: held !== null || Array.isArray(doc.held_at_finish),
-        failures: sum(this.rows.failures, (r) => r.allocations),
-        failedBytes: sum(this.rows.failures),
+        failures: allocations("failures"),
+        failedBytes: bytes("failures"),
         oom: obj(doc.oom),
       };
       s.data = {
@@ -753,15 +778,15 @@
         chartPeakBytes: chartPeak === null ? "" : String(chartPeak),
         leakedBytes: String(s.leaked),
         leakedAllocations: String(s.leakedAllocations),
-        leakSites: String(this.rows.leaks.length),
+        leakSites: String(this.count("leaks")),
         growthBytes: String(s.growth),
         growthJudged: String(s.growthJudged),
         heldBytes: String(s.held),
-        heldSites: String(this.rows.held.length),
+        heldSites: String(this.count("held")),
         failures: String(s.failures),
-        peakSites: String(this.rows.peak.length),
+        peakSites: String(this.count("peak")),
         marks: String(tl.marks.length),
-        peakSitesBytes: String(sum(this.rows.peak)),
+        peakSitesBytes: String(bytes("peak")),
         oomBytes: s.oom ? String(num(s.oom.bytes)) : "",
       };
       return s;
@@ -787,6 +812,12 @@
         slot(root, "warning").textContent = warnings.join(" ");
         slot(root, "warning").hidden = false;
       }
+      if (r.partial) {
+        const most = Math.max(...Object.values(r.cut).map((c) => c.sites));
+        slot(root, "partial").textContent = `A large report (${fmtInt(most)} sites in a list): the tables and ` +
+          "flame graphs show each list's largest sites while the page reads the rest; the totals are whole.";
+        slot(root, "partial").hidden = false;
+      }
       this.renderCards();
       this.renderCompositions();
       this.renderTimeline();
@@ -800,20 +831,20 @@
       card(cards, "Peak GPU memory", fmtBytes(s.peakBytes),
         (s.peak ? `at ${fmtSeconds(s.peak.t)}; ` : "") + `${fmtInt(s.peakBytes)} bytes`);
       card(cards, obj(doc.status) && doc.status.moment === "signal" ? "Live when killed" : "Leaked at exit", fmtBytes(s.leaked),
-        `${fmtInt(s.leakedAllocations)} allocation(s) at ${fmtInt(this.rows.leaks.length)} site(s)`, s.leaked > 0);
+        `${fmtInt(s.leakedAllocations)} allocation(s) at ${fmtInt(this.count("leaks"))} site(s)`, s.leaked > 0);
       if (this.rows.teardown_leaks.length)
-        card(cards, "Live at context teardown", fmtBytes(s.teardown), `${fmtInt(this.rows.teardown_leaks.length)} site(s)`, true);
+        card(cards, "Live at context teardown", fmtBytes(s.teardown), `${fmtInt(this.count("teardown_leaks"))} site(s)`, true);
       if (s.hasGrowth && !s.growthJudged)
         card(cards, "Grew during the run", "not judged",
           `the run was too short (${fmtInt(s.growthSamples)} sample(s) of live memory; docs/growth.md)`);
       else
         card(cards, "Grew during the run", s.hasGrowth ? fmtBytes(s.growth) : "not recorded",
-          s.hasGrowth ? `at ${fmtInt(this.rows.growth.length)} site(s)` : "", s.growth > 0);
+          s.hasGrowth ? `at ${fmtInt(this.count("growth"))} site(s)` : "", s.growth > 0);
       if (s.hasHeld) {
         const held = obj(doc.held_at_finish) || {};
         const gpu = typeof held.gpu_bytes === "number" ? held.gpu_bytes : s.held;
         card(cards, "Held when Python finished", fmtBytes(gpu),
-          `GPU memory; tensors ${fmtBytes(num(held.tensor_bytes))}; ${fmtInt(this.rows.held.length)} site(s) listed`);
+          `GPU memory; tensors ${fmtBytes(num(held.tensor_bytes))}; ${fmtInt(this.count("held"))} site(s) listed`);
       }
       card(cards, "Failed allocations", fmtInt(s.failures),
         s.oom ? `first out of memory: ${fmtBytes(num(s.oom.bytes))} asked` : `${fmtBytes(s.failedBytes)} asked`, s.failures > 0);
@@ -993,7 +1024,7 @@
       const peak = obj(doc.peak) || {};
       const at = peak.sites_at === "tensors"
         ? `PyTorch's tensors' peak (allocated memory: ${fmtBytes(num(peak.sites_at_bytes))})` : `the GPU's peak (${fmtBytes(this.summary.peakBytes)})`;
-      const peakSum = rows.peak.reduce((t, x) => t + x.bytes, 0) || 1;
+      const peakSum = Number(this.summary.data.peakSitesBytes) || 1;
       new Table(holder, {
         title: "Peak composition", rows: rows.peak, onSelect,
         about: `What each site held at ${at}: exact, not sampled.`,
@@ -1299,7 +1330,7 @@
       /* The text is not needed again; dropping it halves what a large
        * report keeps in memory. */
       node.textContent = "";
-      return new Report(i, str(data.file) ?? `report ${i + 1}`, obj(data.report) || {});
+      return new Report(i, str(data.file) ?? `report ${i + 1}`, obj(data.report) || {}, data.cut);
     });
     const tParsed = performance.now();
     const outliers = readOutliers(reports.length);
@@ -1345,8 +1376,69 @@
     if (!window.gpuleakErrors.length) html.dataset.status = "ready";
   }
 
+  /* Appends each list of more to the one at the same place in into, and
+   * adds each object's members: a report's rest (cli/html.c) to its head. */
+  function extend(into, more) {
+    for (const [key, value] of Object.entries(more)) {
+      if (Array.isArray(value) && Array.isArray(into[key])) for (const v of value) into[key].push(v);
+      else if (obj(value) && obj(into[key])) extend(into[key], value);
+      else into[key] = value;
+    }
+  }
+
+  /* A panel made anew from its report made whole, in place of the old. */
+  function replacePanel(old, report) {
+    const p = new Panel(report);
+    for (const c of charts) if (old.root.contains(c.root)) charts.delete(c);
+    for (const f of flames) if (old.root.contains(f.node)) flames.delete(f);
+    p.root.hidden = old.root.hidden;
+    old.root.replaceWith(p.root);
+    panels[panels.indexOf(old)] = p;
+    const view = views.find((v) => v.section === old.root);
+    view.section = p.root;
+    view.render = () => p.render();
+    if (!p.root.hidden) p.render();
+  }
+
+  /* The rests of the big reports, once the browser has read the page: each
+   * report made whole, and its panel drawn again, unless the reader is
+   * already at work on it (a click, a key, a filter typed): then the panel
+   * offers to show everything, and changes only when asked. */
+  let touched = false;
+  function complete() {
+    for (const node of document.querySelectorAll("script.gpuleak-rest")) {
+      const old = panels[Number(node.dataset.report)];
+      if (!old || !old.r.partial) continue;
+      const more = obj(JSON.parse(node.textContent)) || {};
+      node.textContent = "";
+      extend(old.r.doc, more);
+      const whole = new Report(old.r.index, old.r.file, old.r.doc);
+      if (!touched) {
+        replacePanel(old, whole);
+        continue;
+      }
+      const note = slot(old.root, "partial");
+      note.textContent = "The page has read the whole report.";
+      note.append(el("button", { type: "button", onclick: () => replacePanel(old, whole) },
+        "Show every site"));
+    }
+    /* For the benchmarks: when the page had every site, from navigation. */
+    document.documentElement.dataset.wholeMs = performance.now().toFixed(0);
+  }
+
   try {
     main();
+    if (panels.some((p) => p.r.partial)) {
+      for (const type of ["pointerdown", "keydown", "input"])
+        document.addEventListener(type, () => { touched = true; }, { capture: true, once: true });
+      document.addEventListener("DOMContentLoaded", () => {
+        try {
+          complete();
+        } catch (e) {
+          window.gpuleakError(e && e.stack ? e.stack : e);
+        }
+      });
+    }
   } catch (e) {
     window.gpuleakError(e && e.stack ? e.stack : e);
     const node = document.getElementById("page-error");

@@ -227,6 +227,7 @@ def main():
             reachable(tmp)
             compositions(tmp)
             bad_input(tmp)
+            two_parts(tmp)
         if PART in ("all", "large"):
             large(tmp)
     finally:
@@ -483,6 +484,111 @@ def bad_input(tmp):
     check(p.returncode == 0 and p.stdout.startswith(b"<!doctype html>"), "html -o - does not write the page on stdout")
 
 
+REST = '<script type="application/json" class="gpuleak-rest"'
+
+
+def extend(into, more):
+    """page.js's extend: each list appended, each object's members added."""
+    for key, value in more.items():
+        if isinstance(value, list) and isinstance(into.get(key), list):
+            into[key].extend(value)
+        elif isinstance(value, dict) and isinstance(into.get(key), dict):
+            extend(into[key], value)
+        else:
+            into[key] = value
+
+
+def two_parts(tmp):
+    """A report of more than 5,000 sites in a list is written in two parts:
+    its largest sites before the page's scripts, the rest after them. The
+    parts make the report again; a page cut before its rest (a browser
+    still reading it, a truncated copy) shows the largest sites with whole
+    totals and says so; a reader at work when the rest arrives keeps the
+    panel until asked; a report of 5,000 sites is written whole."""
+    report = os.path.join(tmp, "parts.json")
+    with open(report, "w") as f:
+        json.dump(html_report.build(6_000, 60_000, 0, 77, 3), f)
+    page = os.path.join(tmp, "parts.html")
+    p = subprocess.run([G, "html", report, "-o", page], capture_output=True, text=True, timeout=120)
+    if not check(p.returncode == 0, f"two parts: exit {p.returncode}: {p.stderr.strip()}"):
+        return
+    with open(page) as f:
+        text = f.read()
+    with open(report) as f:
+        whole = json.load(f)
+    heads = re.findall(r'<script type="application/json" class="gpuleak-report">(.*?)</script>', text, re.S)
+    rests = re.findall(re.escape(REST) + r' data-report="0">(.*?)</script>', text, re.S)
+    if not check(len(heads) == 1 and len(rests) == 1, f"two parts: {len(heads)} head(s), {len(rests)} rest(s)"):
+        return
+    head = json.loads(heads[0])
+    doc = head["report"]
+    check(len(doc["leaks"]) == 5000 and len(doc["peak"]["sites"]) == 5000,
+          f"two parts: the head holds {len(doc['leaks'])} leaks, {len(doc['peak']['sites'])} peak sites")
+    check(doc["leaks"] == whole["leaks"][:5000], "two parts: the head's leaks are not the report's first")
+    kept = {str(s["site"]) for k in ("leaks", "sites", "growth", "failures", "teardown_leaks", "kept_by_libraries")
+            for s in doc.get(k) or []} | {str(s["site"]) for s in doc["peak"]["sites"]}
+    check(kept <= set(doc["stacks"]), "two parts: a site of the head has no stack in it")
+    cut = head["cut"]["leaks"]
+    check(cut == {"sites": 6000, "bytes": sum(s["bytes"] for s in whole["leaks"][5000:]),
+                  "allocations": sum(s["allocations"] for s in whole["leaks"][5000:])},
+          f"two parts: the head's count of its rest is {cut}")
+    check(text.index(REST) > text.rindex("<script>"), "two parts: the rest comes before the page's script")
+    extend(doc, json.loads(rests[0]))
+    check(doc == whole, "two parts: the head and the rest do not make the report")
+    want = expected(report)
+
+    # Cut before its rest: the largest sites, the totals whole, and a word.
+    head_page = os.path.join(tmp, "head-only.html")
+    with open(head_page, "w") as f:
+        f.write(text[:text.index(REST)] + "</body></html>")
+    out, _, _ = chromium(tmp, f"file://{head_page}", "--dump-dom")
+    dom = Dom(out)
+    page_ok(dom, "head only")
+    compare(dom, 0, {k: v for k, v in want.items() if not k.startswith("data-flame-")}, "head only")
+    check(dom.ids["report-0"].get("data-flame-leaked-bytes") == str(sum(s["bytes"] for s in whole["leaks"][:5000])),
+          "head only: the flame graph is not of the largest sites")
+    check(re.search(r'<p class="partial" data-slot="partial">A large report \(6,000 sites in a list\)', out),
+          "head only: no word that the page shows the largest sites")
+
+    # Whole: the same totals, the flame graphs of every site, no word.
+    out, _, _ = chromium(tmp, f"file://{page}", "--dump-dom")
+    dom = Dom(out)
+    page_ok(dom, "whole")
+    compare(dom, 0, want, "whole")
+    check('data-slot="partial" hidden' in out, "whole: the word on the largest sites stays")
+
+    # A reader at work (a key pressed) when the rest arrives: the panel
+    # stays as it is and offers to change; asked, it shows every site.
+    at_work = text.replace(REST, '<script>document.body.dispatchEvent(new Event("keydown"));</script>' + REST, 1)
+    for asked in (False, True):
+        name = os.path.join(tmp, f"at-work-{asked}.html")
+        with open(name, "w") as f:
+            f.write(at_work.replace("</body>", "<script>document.addEventListener('DOMContentLoaded', () => "
+                                    "setTimeout(() => document.querySelector('[data-slot=\"partial\"] button')"
+                                    ".click()));</script></body>" if asked else "</body>", 1))
+        out, _, _ = chromium(tmp, f"file://{name}", "--dump-dom")
+        dom = Dom(out)
+        page_ok(dom, f"at work, asked {asked}")
+        flame = dom.ids["report-0"].get("data-flame-leaked-bytes")
+        if asked:
+            compare(dom, 0, want, "at work, asked")
+            check('data-slot="partial" hidden' in out, "at work, asked: the word stays")
+        else:
+            check(flame == str(sum(s["bytes"] for s in whole["leaks"][:5000])), "at work: the panel changed unasked")
+            check("The page has read the whole report." in out and "Show every site</button>" in out,
+                  "at work: no offer to show every site")
+
+    # 5,000 sites: whole, in one part.
+    with open(report, "w") as f:
+        json.dump(html_report.build(5_000, 50_000, 0, 77, 3), f)
+    p = subprocess.run([G, "html", report, "-o", page], capture_output=True, text=True, timeout=120)
+    with open(page) as f:
+        text = f.read()
+    heads = re.findall(r'<script type="application/json" class="gpuleak-report">(.*?)</script>', text, re.S)
+    check(p.returncode == 0 and REST not in text and "cut" not in json.loads(heads[0]),
+          "5,000 sites: the page is in two parts")
+
+
 def slot_attr(out, name):
     """An attribute of the page's panel (the report's section), as dumped."""
     found = re.search(r'%s="(\d+)"' % name, out)
@@ -509,12 +615,12 @@ def large(tmp):
     page_ok(dom, "large")
     compare(dom, 0, want, "large")
     print(f"html: a report of 100,000 sites ({os.path.getsize(big) / 1e6:.0f} MB) made a "
-          f"{os.path.getsize(page) / 1e6:.0f} MB page in {write_s:.1f} s; Chromium drew it in "
-          f"{dom.root.get('data-load-ms')} ms from navigation (the browser reading the page "
-          f"{dom.root.get('data-start-ms')} ms, JSON.parse {dom.root.get('data-parse-ms')} ms, the model "
-          f"{dom.root.get('data-model-ms')} ms, the first tab {dom.root.get('data-draw-ms')} ms, of which the "
-          f"flame graphs' trees {slot_attr(out, 'data-flame-build-ms')} ms), "
-          f"{wall:.1f} s with its start")
+          f"{os.path.getsize(page) / 1e6:.0f} MB page in {write_s:.1f} s; Chromium drew its largest "
+          f"sites in {dom.root.get('data-load-ms')} ms from navigation (the browser reading the page's "
+          f"first part {dom.root.get('data-start-ms')} ms, JSON.parse {dom.root.get('data-parse-ms')} ms, "
+          f"the model {dom.root.get('data-model-ms')} ms, the first tab {dom.root.get('data-draw-ms')} ms), "
+          f"every site by {dom.root.get('data-whole-ms')} ms (the flame graphs' trees "
+          f"{slot_attr(out, 'data-flame-build-ms')} ms), {wall:.1f} s with its start")
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
  * must give one line naming the problem, never a crash or a report). */
 #define _GNU_SOURCE
 #include "frames.h"
+#include "dump.h"
 #include "load.h"
 #include "opts.h"
 #include "supp.h"
@@ -253,7 +254,7 @@ static int to_buffer(const char *buf, size_t size, void *data)
     return 0;
 }
 
-/* load_dump writes the document back, the streamed members from the text,
+/* dump_report writes the document back, the streamed members from the text,
  * with the names the load demangled demangled. */
 START_TEST(loader_dumps_what_it_read)
 {
@@ -265,7 +266,7 @@ START_TEST(loader_dumps_what_it_read)
         char *err = NULL, *out = calloc(1, 1);
         load_report_t *r = load_buffer(texts[i], strlen(texts[i]), "r.json", &err);
         ck_assert_msg(r != NULL, "%s", err);
-        ck_assert_int_eq(load_dump(r, to_buffer, &out), 0);
+        ck_assert_int_eq(dump_report(r, to_buffer, &out), 0);
         json_t *dumped = json_loads(out, 0, NULL), *read = json_loads(texts[i], 0, NULL);
         ck_assert_msg(dumped != NULL, "not JSON: %s", out);
         if (texts[i] == mangled) {
@@ -281,6 +282,85 @@ START_TEST(loader_dumps_what_it_read)
         free(out);
         load_free(r);
     }
+}
+END_TEST
+
+/* page.js's extend: each list of more appended to into's, each object's
+ * members added. */
+static void extend(json_t *into, json_t *more)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach(more, key, v) {
+        json_t *at = json_object_get(into, key);
+        if (json_is_array(v) && json_is_array(at))
+            json_array_extend(at, v);
+        else if (json_is_object(v) && json_is_object(at))
+            extend(at, v);
+        else
+            json_object_set(into, key, v);
+    }
+}
+
+/* A page's two parts (dump_head, dump_rest) cut a report's lists after
+ * their first entries and its stack table to the sites those keep, a list
+ * one level down included; together they make the document; the cut
+ * totals count what the rest holds; a report with no list longer than the
+ * cut has an empty rest and a head that is the whole. */
+START_TEST(dump_parts_make_the_report)
+{
+    static const char text[] = V2_HEAD GOOD_TOTALS "\"leaks\":[" V2_SITE(1) "," V2_SITE(2) "],"
+        "\"sites\":[" V2_SITE(1) "],\"peak\":{\"bytes\":8,\"sites\":[" V2_SITE(2) "," V2_SITE(3) "]},"
+        "\"stacks\":{\"2\":{\"stack\":[1,0],\"python_stack\":[0]},\"1\":{\"stack\":[0],\"python_stack\":[]},"
+        "\"3\":{\"stack\":[1],\"python_stack\":[]}},"
+        "\"frames\":[" GOOD_FRAME ",{\"function\":\"_Z4stepi\",\"module\":\"/m\",\"offset\":\"0x7\",\"address\":\"0x8\"}],"
+        "\"python_frames\":[{\"function\":\"step\",\"file\":\"t.py\",\"line\":3}]}";
+    char *err = NULL, *head = calloc(1, 1), *rest = calloc(1, 1), *totals = calloc(1, 1);
+    load_report_t *r = load_buffer(text, strlen(text), "r.json", &err);
+    ck_assert_msg(r != NULL, "%s", err);
+    ck_assert(dump_cuts(r, 1));
+    ck_assert_int_eq(dump_head(r, 1, to_buffer, &head), 0);
+    ck_assert_int_eq(dump_rest(r, 1, to_buffer, &rest), 0);
+    ck_assert_int_eq(dump_cut_totals(r, 1, to_buffer, &totals), 0);
+    json_t *h = json_loads(head, 0, NULL), *m = json_loads(rest, 0, NULL), *t = json_loads(totals, 0, NULL);
+    ck_assert_msg(h != NULL && m != NULL && t != NULL, "not JSON: %s | %s | %s", head, rest, totals);
+    ck_assert_int_eq(json_array_size(json_object_get(h, "leaks")), 1);
+    ck_assert_int_eq(json_array_size(json_object_get(json_object_get(h, "peak"), "sites")), 1);
+    /* The head keeps the stacks of sites 1 (leaks, sites) and 2 (peak). */
+    ck_assert_int_eq(json_object_size(json_object_get(h, "stacks")), 2);
+    ck_assert_ptr_null(json_object_get(json_object_get(h, "stacks"), "3"));
+    ck_assert_str_eq(rest, "{\"leaks\":[" V2_SITE(2) "],\"peak\":{\"sites\":[" V2_SITE(3) "]},"
+                           "\"stacks\":{\"3\":{\"stack\":[1],\"python_stack\":[]}}}");
+    ck_assert_str_eq(totals, "{\"leaks\":{\"sites\":2,\"bytes\":4,\"allocations\":1},"
+                             "\"peak.sites\":{\"sites\":2,\"bytes\":4,\"allocations\":1}}");
+    extend(h, m);
+    json_t *read = json_loads(text, 0, NULL);
+    json_object_set_new(json_array_get(json_object_get(read, "frames"), 1), "function",
+                        json_string("step(int)"));
+    ck_assert_msg(json_equal(h, read), "head and rest: %s | %s", head, rest);
+    json_decref(h);
+    json_decref(m);
+    json_decref(t);
+    json_decref(read);
+    free(rest);
+    rest = calloc(1, 1);
+    free(head);
+    head = calloc(1, 1);
+    ck_assert(!dump_cuts(r, 2));
+    ck_assert_int_eq(dump_rest(r, 2, to_buffer, &rest), 0);
+    ck_assert_str_eq(rest, "{}");
+    ck_assert_int_eq(dump_head(r, 2, to_buffer, &head), 0);
+    h = json_loads(head, 0, NULL);
+    read = json_loads(text, 0, NULL);
+    json_object_set_new(json_array_get(json_object_get(read, "frames"), 1), "function",
+                        json_string("step(int)"));
+    ck_assert(json_equal(h, read));
+    json_decref(h);
+    json_decref(read);
+    free(head);
+    free(rest);
+    free(totals);
+    load_free(r);
 }
 END_TEST
 
@@ -670,6 +750,7 @@ int main(void)
     tcase_add_test(load, loader_rejects_bad);
     tcase_add_test(load, loader_reads_piecewise);
     tcase_add_test(load, loader_dumps_what_it_read);
+    tcase_add_test(load, dump_parts_make_the_report);
     tcase_add_test(load, loader_resolves_version_2_tables);
     tcase_add_test(load, views_name_the_shims_origin);
     tcase_add_test(load, loader_file_errors);
