@@ -188,30 +188,6 @@ static int dump_pieces(const load_report_t *r, json_t *v, const char *path, cons
     return rc;
 }
 
-/* An object of the tree member by member (the head, or the whole when cut
- * is NULL), so that the members it streams (at the top, and one level
- * down) are written piecewise. */
-static int dump_object(const load_report_t *r, json_t *obj, const char *path, const cut_t *cut,
-                       dump_sink_t sink, void *data)
-{
-    int rc = sink("{", 1, data);
-    const char *key;
-    json_t *v;
-    size_t n = 0;
-    json_object_foreach(obj, key, v) {
-        char sub[256];
-        sub_path(sub, sizeof sub, path, key);
-        rc = rc != 0 || (n++ > 0 && sink(",", 1, data) != 0) || dump_key(key, sink, data) != 0 ? -1
-           : split_is_streamed(r->doc, v)
-               ? dump_pieces(r, v, sub, cut, is_cut(r, cut, sub) ? HEAD : ALL, sink, data)
-           : *path == '\0' && json_is_object(v) ? dump_object(r, v, sub, cut, sink, data)
-           : dump_json(v, sink, data);
-        if (rc != 0)
-            break;
-    }
-    return rc != 0 ? -1 : sink("}", 1, data);
-}
-
 /* Whether a section (an object at the top) has a member cut. */
 static int section_cut(const load_report_t *r, json_t *obj, const char *path, const cut_t *cut)
 {
@@ -226,9 +202,12 @@ static int section_cut(const load_report_t *r, json_t *obj, const char *path, co
     return 0;
 }
 
-/* The members of obj the head cut, each with what it left out. */
-static int dump_rest_object(const load_report_t *r, json_t *obj, const char *path, const cut_t *cut,
-                            dump_sink_t sink, void *data)
+/* An object of the tree member by member, so that the members it streams
+ * (at the top, and one level down) are written piecewise: for ALL (cut
+ * NULL) or HEAD, every member, the cut ones as the head keeps them; for
+ * REST, only the members cut, each with what the head left out. */
+static int dump_object(const load_report_t *r, json_t *obj, const char *path, const cut_t *cut,
+                       part_t part, dump_sink_t sink, void *data)
 {
     int rc = sink("{", 1, data);
     const char *key;
@@ -237,13 +216,13 @@ static int dump_rest_object(const load_report_t *r, json_t *obj, const char *pat
     json_object_foreach(obj, key, v) {
         char sub[256];
         sub_path(sub, sizeof sub, path, key);
-        int streamed = split_is_streamed(r->doc, v);
-        if (streamed ? !is_cut(r, cut, sub)
-                     : *path != '\0' || !json_is_object(v) || !section_cut(r, v, sub, cut))
+        int streamed = split_is_streamed(r->doc, v), section = *path == '\0' && json_is_object(v);
+        if (part == REST && (streamed ? !is_cut(r, cut, sub) : !section || !section_cut(r, v, sub, cut)))
             continue;
         rc = rc != 0 || (n++ > 0 && sink(",", 1, data) != 0) || dump_key(key, sink, data) != 0 ? -1
-           : streamed ? dump_pieces(r, v, sub, cut, REST, sink, data)
-           : dump_rest_object(r, v, sub, cut, sink, data);
+           : streamed ? dump_pieces(r, v, sub, cut, is_cut(r, cut, sub) ? part : ALL, sink, data)
+           : section ? dump_object(r, v, sub, cut, part, sink, data)
+           : dump_json(v, sink, data);
         if (rc != 0)
             break;
     }
@@ -292,7 +271,7 @@ int dump_report(const load_report_t *r, dump_sink_t sink, void *data)
 {
     if (r->whole != NULL)
         return dump_json(r->whole, sink, data);
-    return dump_object(r, split_root(r->doc), "", NULL, sink, data);
+    return dump_object(r, split_root(r->doc), "", NULL, ALL, sink, data);
 }
 
 int dump_cuts(const load_report_t *r, size_t max_sites)
@@ -314,9 +293,7 @@ static int dump_part(const load_report_t *r, size_t max_sites, int rest, dump_si
     uint64_t *ids;
     if (cut_open(r, max_sites, &cut, &ids) != 0)
         return -1;
-    json_t *root = split_root(r->doc);
-    int rc = rest ? dump_rest_object(r, root, "", &cut, sink, data)
-                  : dump_object(r, root, "", &cut, sink, data);
+    int rc = dump_object(r, split_root(r->doc), "", &cut, rest ? REST : HEAD, sink, data);
     free(ids);
     return rc;
 }
