@@ -154,6 +154,37 @@ static int in_part(const cut_t *cut, part_t part, const char *path, size_t n, co
     return part == HEAD ? head : !head;
 }
 
+/* The text of the pieces a part keeps of a list cut after its first
+ * max_sites, [*start, *end), brackets left out: only the kept pieces are
+ * walked, not the 95,000 after them. 0 when not found (the part is then
+ * written piece by piece). */
+static int cut_text(const load_report_t *r, json_t *v, size_t max_sites, part_t part,
+                    const char **start, const char **end)
+{
+    const char *open, *close, *a, *b, *mid = NULL;
+    if (!split_text(r->doc, v, &open, &close))
+        return 0;
+    split_iter_t it;
+    split_iter_begin(&it, r->doc, v);
+    for (size_t n = 0; n < max_sites && split_iter_next_text(&it, &a, &b); n++)
+        mid = b;
+    split_iter_end(&it);
+    if (mid == NULL)
+        return 0;
+    if (part == HEAD) {
+        *start = open + 1;
+        *end = mid;
+        return 1;
+    }
+    while (mid < close && strchr(" \t\r\n", *mid) != NULL)
+        mid++;
+    if (mid >= close || *mid != ',')
+        return 0;
+    *start = mid + 1;
+    *end = close - 1;
+    return 1;
+}
+
 /* A streamed member's pieces that belong in part, as an array or object,
  * each from its text as it is (the load parsed every piece of it), or
  * parsed and written anew where a name in it may have been demangled. */
@@ -161,9 +192,13 @@ static int dump_pieces(const load_report_t *r, json_t *v, const char *path, cons
                        part_t part, dump_sink_t sink, void *data)
 {
     const char *start, *end;
+    int object = json_is_object(v);
     if (part == ALL && split_text(r->doc, v, &start, &end) && !maybe_mangled(start, end))
         return sink(start, (size_t)(end - start), data);
-    int object = json_is_object(v), rc = sink(object ? "{" : "[", 1, data);
+    if (part != ALL && !object && cut_text(r, v, cut->max_sites, part, &start, &end)
+        && !maybe_mangled(start, end))
+        return sink("[", 1, data) || sink(start, (size_t)(end - start), data) || sink("]", 1, data) ? -1 : 0;
+    int rc = sink(object ? "{" : "[", 1, data);
     split_iter_t it;
     split_iter_begin(&it, r->doc, v);
     size_t n = 0, written = 0;
