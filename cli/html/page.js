@@ -1373,6 +1373,8 @@
     html.dataset.drawMs = (performance.now() - tModel).toFixed(0);
     html.dataset.parseMs = (tParsed - t0).toFixed(0);
     html.dataset.loadMs = performance.now().toFixed(0);
+    /* A report in two parts: data-whole-ms comes when the rest is drawn. */
+    if (panels.some((p) => p.r.partial)) html.dataset.parts = "2";
     if (!window.gpuleakErrors.length) html.dataset.status = "ready";
   }
 
