@@ -268,7 +268,7 @@ static int dump_object(const load_report_t *r, json_t *obj, const char *path, co
  * each list and those the oom section names. 0, or -1 out of memory. */
 static int cut_open(const load_report_t *r, size_t max_sites, cut_t *cut, uint64_t **ids)
 {
-    const load_list_t *lists[NLISTS + 1];
+    const load_list_t *lists[NLISTS];
     size_t nlists = 0, total = 1;
     for (size_t i = 0; i < NLISTS; i++) {
         const load_list_t *l = list_of(r, i);
@@ -278,9 +278,9 @@ static int cut_open(const load_report_t *r, size_t max_sites, cut_t *cut, uint64
         if (!seen)
             lists[nlists++] = l;
     }
-    lists[nlists++] = &r->oom.holders;
     for (size_t i = 0; i < nlists; i++)
         total += lists[i]->n < max_sites ? lists[i]->n : max_sites;
+    total += r->oom.holders.n;
     uint64_t *kept = *ids = malloc(total * sizeof *kept);
     if (kept == NULL)
         return -1;
@@ -288,6 +288,9 @@ static int cut_open(const load_report_t *r, size_t max_sites, cut_t *cut, uint64
     for (size_t i = 0; i < nlists; i++)
         for (size_t k = 0; k < lists[i]->n && k < max_sites; k++)
             kept[n++] = lists[i]->v[k].id;
+    /* The oom section is never cut: every site it names keeps its stack. */
+    for (size_t k = 0; k < r->oom.holders.n; k++)
+        kept[n++] = r->oom.holders.v[k].id;
     if (r->has_oom)
         kept[n++] = r->oom.site.id;
     qsort(kept, n, sizeof *kept, by_id);

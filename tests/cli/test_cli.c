@@ -310,9 +310,11 @@ static void extend(json_t *into, json_t *more)
 START_TEST(dump_parts_make_the_report)
 {
     static const char text[] = V2_HEAD GOOD_TOTALS "\"leaks\":[" V2_SITE(1) "," V2_SITE(2) "],"
-        "\"sites\":[" V2_SITE(1) "],\"peak\":{\"bytes\":8,\"sites\":[" V2_SITE(2) "," V2_SITE(3) "]},"
+        "\"sites\":[" V2_SITE(1) "],\"peak\":{\"bytes\":8,\"sites\":[" V2_SITE(2) "," V2_SITE(3) "," V2_SITE(5) "," V2_SITE(6) "]},"
         "\"stacks\":{\"2\":{\"stack\":[1,0],\"python_stack\":[0]},\"1\":{\"stack\":[0],\"python_stack\":[]},"
-        "\"3\":{\"stack\":[1],\"python_stack\":[]}},"
+        "\"3\":{\"stack\":[1],\"python_stack\":[]},\"4\":{\"stack\":[0],\"python_stack\":[]},\"5\":{\"stack\":[1,1],\"python_stack\":[]},\"6\":{\"stack\":[0,0],\"python_stack\":[]}},"
+        "\"oom\":{\"count\":1,\"bytes\":8,\"kind\":\"device\",\"device\":0,\"site\":4,"
+        "\"sites\":[{\"site\":5,\"kind\":\"device\",\"bytes\":4},{\"site\":3,\"kind\":\"device\",\"bytes\":4}]},"
         "\"frames\":[" GOOD_FRAME ",{\"function\":\"_Z4stepi\",\"module\":\"/m\",\"offset\":\"0x7\",\"address\":\"0x8\"}],"
         "\"python_frames\":[{\"function\":\"step\",\"file\":\"t.py\",\"line\":3}]}";
     char *err = NULL, *head = calloc(1, 1), *rest = calloc(1, 1), *totals = calloc(1, 1);
@@ -326,13 +328,14 @@ START_TEST(dump_parts_make_the_report)
     ck_assert_msg(h != NULL && m != NULL && t != NULL, "not JSON: %s | %s | %s", head, rest, totals);
     ck_assert_int_eq(json_array_size(json_object_get(h, "leaks")), 1);
     ck_assert_int_eq(json_array_size(json_object_get(json_object_get(h, "peak"), "sites")), 1);
-    /* The head keeps the stacks of sites 1 (leaks, sites) and 2 (peak). */
-    ck_assert_int_eq(json_object_size(json_object_get(h, "stacks")), 2);
-    ck_assert_ptr_null(json_object_get(json_object_get(h, "stacks"), "3"));
-    ck_assert_str_eq(rest, "{\"leaks\":[" V2_SITE(2) "],\"peak\":{\"sites\":[" V2_SITE(3) "]},"
-                           "\"stacks\":{\"3\":{\"stack\":[1],\"python_stack\":[]}}}");
+    /* The head keeps the stacks of sites 1 (leaks, sites), 2 (peak) and
+     * every one the oom section names, never cut: 4 refused, 5 and 3
+     * holding. */
+    ck_assert_int_eq(json_object_size(json_object_get(h, "stacks")), 5);
+    ck_assert_str_eq(rest, "{\"leaks\":[" V2_SITE(2) "],\"peak\":{\"sites\":[" V2_SITE(3) "," V2_SITE(5) "," V2_SITE(6) "]},"
+                           "\"stacks\":{\"6\":{\"stack\":[0,0],\"python_stack\":[]}}}");
     ck_assert_str_eq(totals, "{\"leaks\":{\"sites\":2,\"bytes\":4,\"allocations\":1},"
-                             "\"peak.sites\":{\"sites\":2,\"bytes\":4,\"allocations\":1}}");
+                             "\"peak.sites\":{\"sites\":4,\"bytes\":12,\"allocations\":3}}");
     extend(h, m);
     json_t *read = json_loads(text, 0, NULL);
     json_object_set_new(json_array_get(json_object_get(read, "frames"), 1), "function",
@@ -346,10 +349,10 @@ START_TEST(dump_parts_make_the_report)
     rest = calloc(1, 1);
     free(head);
     head = calloc(1, 1);
-    ck_assert(!dump_cuts(r, 2));
-    ck_assert_int_eq(dump_rest(r, 2, to_buffer, &rest), 0);
+    ck_assert(!dump_cuts(r, 4));
+    ck_assert_int_eq(dump_rest(r, 4, to_buffer, &rest), 0);
     ck_assert_str_eq(rest, "{}");
-    ck_assert_int_eq(dump_head(r, 2, to_buffer, &head), 0);
+    ck_assert_int_eq(dump_head(r, 4, to_buffer, &head), 0);
     h = json_loads(head, 0, NULL);
     read = json_loads(text, 0, NULL);
     json_object_set_new(json_array_get(json_object_get(read, "frames"), 1), "function",
