@@ -43,10 +43,13 @@ static const char *string_end(const char *p, const char *end)
 }
 
 /* The closing bracket of the array or object opening at p, brackets counted
- * outside strings; NULL when the text ends first. Only a guess at the
- * extent: the walk that parses the pieces checks them. */
+ * outside strings; NULL when the text ends first, or when that bracket
+ * does not close what p opens ("[{...}}": the walk that parses the pieces
+ * checks what lies between, not the last bracket). Only a guess at the
+ * extent otherwise: the walk checks the pieces. */
 static const char *closing_bracket(const char *p, const char *end)
 {
+    const char closer = *p == '[' ? ']' : '}';
     int depth = 0;
     for (; p < end; p++) {
         if (*p == '"') {
@@ -57,7 +60,7 @@ static const char *closing_bracket(const char *p, const char *end)
         } else if (*p == '[' || *p == '{') {
             depth++;
         } else if ((*p == ']' || *p == '}') && --depth == 0) {
-            return p;
+            return *p == closer ? p : NULL;
         }
     }
     return NULL;

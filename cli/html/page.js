@@ -1415,7 +1415,7 @@
       node.textContent = "";
       extend(old.r.doc, more);
       const whole = new Report(old.r.index, old.r.file, old.r.doc);
-      if (!touched) {
+      if (!touched || !old.rendered) {  /* a tab not yet shown changes unseen */
         replacePanel(old, whole);
         continue;
       }

@@ -17,7 +17,7 @@ fi
 mkdir -p "$OUT/corpus" "$OUT/artifacts" tests/cli/crashes
 "$CLANG" -g -O1 -std=gnu11 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
     -iquote cli -iquote report -iquote common -o "$OUT/fuzz_load" tests/cli/fuzz_load.c \
-    report/load.c report/json_split.c report/strpool.c cli/text.c report/frames.c common/units.c common/diagnosis.c cli/supp.c cli/check.c common/cuda_errors.c \
+    report/*.c cli/text.c common/units.c common/diagnosis.c cli/supp.c cli/check.c common/cuda_errors.c \
     common/chart.c common/composition.c common/frame_text.c common/origin_rules.c \
     -ljansson
 # New inputs go to $OUT/corpus (the first directory); the seeds stay as committed.

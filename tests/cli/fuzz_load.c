@@ -1,16 +1,81 @@
 /* fuzz_load.c: libFuzzer target for the report reader and the views that
  * consume what it accepts. Whatever the bytes, load_buffer must either
- * refuse them with one line or return a report every view can print. */
+ * refuse them with one line or return a report every view can print, and
+ * whose page parts (dump.h), cut after one site, make the whole again. */
 #include "check.h"
+#include "dump.h"
 #include "frames.h"
 #include "load.h"
 #include "supp.h"
 #include "text.h"
 
+#include <jansson.h>
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* dump.h's sink into a growing malloc'd string. */
+static int to_text(const char *buf, size_t size, void *data)
+{
+    char **text = data;
+    size_t used = strlen(*text);
+    char *more = realloc(*text, used + size + 1);
+    if (more == NULL)
+        return -1;
+    memcpy(more + used, buf, size);
+    more[used + size] = '\0';
+    *text = more;
+    return 0;
+}
+
+/* What a part of r says, parsed; aborts when it is not JSON. */
+static json_t *part(const load_report_t *r, int (*dump)(const load_report_t *, size_t, dump_sink_t, void *))
+{
+    char *text = calloc(1, 1);
+    if (text == NULL || dump(r, 1, to_text, &text) != 0)
+        abort();
+    json_t *v = json_loads(text, JSON_DECODE_ANY, NULL);
+    if (v == NULL)
+        abort();
+    free(text);
+    return v;
+}
+
+/* page.js's extend: each list of more appended, each object's members added. */
+static void extend(json_t *into, json_t *more)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach(more, key, v) {
+        json_t *at = json_object_get(into, key);
+        if (json_is_array(v) && json_is_array(at))
+            json_array_extend(at, v);
+        else if (json_is_object(v) && json_is_object(at))
+            extend(at, v);
+        else
+            json_object_set(into, key, v);
+    }
+}
+
+static int whole(const load_report_t *r, size_t max_sites, dump_sink_t sink, void *data)
+{
+    (void)max_sites;
+    return dump_report(r, sink, data);
+}
+
+/* The head and the rest, merged, are the whole. */
+static void check_parts(const load_report_t *r)
+{
+    json_t *all = part(r, whole), *head = part(r, dump_head), *rest = part(r, dump_rest);
+    extend(head, rest);
+    if (!json_equal(head, all))
+        abort();
+    json_decref(all);
+    json_decref(head);
+    json_decref(rest);
+}
 
 /* The libFuzzer entry point: one input per call, no state kept between. */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -40,6 +105,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             frames_id_free(&id);
         free(frames_origin(&r->leaks.v[i]));
     }
+    check_parts(r);
     supp_free(supp);
     load_free(r);
     return 0;

@@ -578,6 +578,20 @@ def two_parts(tmp):
             check("The page has read the whole report." in out and "Show every site</button>" in out,
                   "at work: no offer to show every site")
 
+    # A tab not shown yet changes unseen, the reader at work or not.
+    two = os.path.join(tmp, "two.html")
+    p = subprocess.run([G, "html", FIXTURE, report, "-o", two], capture_output=True, text=True, timeout=120)
+    with open(two) as f:
+        text = f.read()
+    with open(two, "w") as f:
+        f.write(text.replace(REST, '<script>document.body.dispatchEvent(new Event("keydown"));</script>' + REST, 1)
+                .replace("</body>", "<script>document.addEventListener('DOMContentLoaded', () => setTimeout(() => "
+                         "document.querySelectorAll('#tabs button')[2].click()));</script></body>", 1))
+    out, _, _ = chromium(tmp, f"file://{two}", "--dump-dom")
+    dom = Dom(out)
+    page_ok(dom, "second tab")
+    compare(dom, 1, want, "second tab, shown after the rest")
+
     # 5,000 sites: whole, in one part.
     with open(report, "w") as f:
         json.dump(html_report.build(5_000, 50_000, 0, 77, 3), f)

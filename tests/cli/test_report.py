@@ -1,6 +1,7 @@
 """`gpuleak report`: the golden views, the sections a report may hold,
 the moments a report was taken at, version 2's stack tables, and bad
 input (one line naming the file, exit 2) for every reading command."""
+import json
 import os
 import subprocess
 import threading
@@ -250,6 +251,24 @@ def test_version_2_bad_tables(t):
     assert one_line(r.err)
     r = gpuleak("report", derive(DEMO, t / "v2-badkey.json", bad_key), code=2)
     assert "is not keyed by a site id" in r.err
+
+
+def test_a_list_closed_by_the_wrong_bracket_is_refused(t):
+    """A list of sites read piecewise ends at the bracket that closes it:
+    "[{...}}" was taken as the list (its pieces were good JSON), so
+    `report` read it and `html` wrote it into the page as it was, broken
+    (found by the fuzzer, its check that a page's two parts make the
+    whole)."""
+    bad = t / "wrong-bracket.json"
+    with open(ROOT / DEMO) as fh:
+        d = json.load(fh)
+    leaks = json.dumps(d.pop("leaks"))
+    text = json.dumps(d)
+    bad.write_text(text[:-1] + ', "leaks": ' + leaks[:-1] + "}}")
+    for command in (["report"], ["html", "-o", str(t / "wrong-bracket.html")]):
+        r = gpuleak(*command, str(bad), code=2)
+        assert one_line(r.err) and "not JSON" in r.err and "']' expected" in r.err, r.err
+    assert not (t / "wrong-bracket.html").exists()
 
 
 def test_a_mangled_name_reads_demangled(t):
