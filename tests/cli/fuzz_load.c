@@ -1,7 +1,8 @@
 /* fuzz_load.c: libFuzzer target for the report reader and the views that
  * consume what it accepts. Whatever the bytes, load_buffer must either
- * refuse them with one line or return a report every view can print, and
- * whose page parts (dump.h), cut after one site, make the whole again. */
+ * refuse them with one line or return a report every view can print,
+ * whose page parts (dump.h), cut after one site, make the whole again,
+ * and which reads back as itself once written out (the text view). */
 #include "check.h"
 #include "dump.h"
 #include "frames.h"
@@ -77,6 +78,38 @@ static void check_parts(const load_report_t *r)
     json_decref(rest);
 }
 
+/* The text view of r, malloc'd. */
+static char *view(const load_report_t *r)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (f == NULL)
+        abort();
+    text_options_t o = { 0, NULL, -1, 1 };
+    text_print(f, r, &o);
+    fclose(f);
+    return text;
+}
+
+/* What html writes of r reads back as r: the same text view. */
+static void check_round_trip(const load_report_t *r)
+{
+    char *text = calloc(1, 1), *err = NULL;
+    if (text == NULL || dump_report(r, to_text, &text) != 0)
+        abort();
+    load_report_t *again = load_buffer(text, strlen(text), "fuzz.json", &err);
+    if (again == NULL)
+        abort();
+    char *before = view(r), *after = view(again);
+    if (strcmp(before, after) != 0)
+        abort();
+    free(before);
+    free(after);
+    load_free(again);
+    free(text);
+}
+
 /* The libFuzzer entry point: one input per call, no state kept between. */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -106,6 +139,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         free(frames_origin(&r->leaks.v[i]));
     }
     check_parts(r);
+    check_round_trip(r);
     supp_free(supp);
     load_free(r);
     return 0;
