@@ -407,7 +407,10 @@ const cmd_spec_t html_command = {
         "the exact peak, zoomable; icicle graphs of leaked, peak, grown and held bytes by stack; "
         "tables of leaks, growth, what Python held at its finish and who held it, the peak's "
         "composition, failures and the out-of-memory record, that sort and filter. The page "
-        "needs no network and no other file: the libraries (third_party/js) are inlined.",
+        "needs no network and no other file: the libraries (third_party/js) are inlined. A "
+        "report with a list of more than 5,000 sites is written in two parts: the page draws "
+        "each list's largest sites, with the whole report's totals, while the browser reads "
+        "the rest.",
     .options = options,
     .noptions = O_COUNT,
     .exits = exits,
