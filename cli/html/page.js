@@ -358,10 +358,13 @@
    * "num"|"text"|"pct", format?(value, row), wrap?: long text}. onSelect(row) fills the
    * detail area under the table when a row is clicked. */
   class Table {
-    constructor(parent, { title, about, columns, rows, sortBy = 0, onSelect }) {
+    /* total: the rows the list has, those the page has not read yet
+     * included (a big report's rest). */
+    constructor(parent, { title, about, columns, rows, total = rows.length, sortBy = 0, onSelect }) {
       this.root = fromTemplate("table-template");
       parent.append(this.root);
-      slot(this.root, "title").textContent = `${title} (${fmtInt(rows.length)})`;
+      slot(this.root, "title").textContent = total > rows.length
+        ? `${title} (the ${fmtInt(rows.length)} largest of ${fmtInt(total)})` : `${title} (${fmtInt(rows.length)})`;
       slot(this.root, "about").textContent = about || "";
       this.columns = columns;
       this.textColumns = columns.filter((c) => c.type === "text");
@@ -1016,7 +1019,7 @@
       const onSelect = showSites;
       const rows = this.rows;
       new Table(holder, {
-        title: "Leaks", rows: rows.leaks, onSelect,
+        title: "Leaks", rows: rows.leaks, total: this.count("leaks"), onSelect,
         about: "Still live at exit, by site and kind (PyTorch's cached segments are not leaks when its tensors are seen). " +
           "Click a row for its stack.",
         columns: [bytes("bytes"), allocs(), ...siteColumns(rows.leaks), { label: "owner", type: "text", value: (x) => x.owner }],
@@ -1026,14 +1029,14 @@
         ? `PyTorch's tensors' peak (allocated memory: ${fmtBytes(num(peak.sites_at_bytes))})` : `the GPU's peak (${fmtBytes(this.summary.peakBytes)})`;
       const peakSum = Number(this.summary.data.peakSitesBytes) || 1;
       new Table(holder, {
-        title: "Peak composition", rows: rows.peak, onSelect,
+        title: "Peak composition", rows: rows.peak, total: this.count("peak"), onSelect,
         about: `What each site held at ${at}: exact, not sampled.`,
         columns: [bytes("bytes at the peak"), { label: "share", type: "pct", value: (x) => x.bytes / peakSum }, allocs(),
           ...siteColumns(rows.peak), { label: "owner", type: "text", value: (x) => x.owner }],
       });
       if (this.summary.hasGrowth)
         new Table(holder, {
-          title: "Growth", rows: rows.growth, onSelect,
+          title: "Growth", rows: rows.growth, total: this.count("growth"), onSelect,
           about: this.summary.growthJudged
             ? "Sites whose live bytes rose during the run, by bytes gained (the rule: docs/growth.md)."
             : "Growth not judged: the run was too short for the growth rule (docs/growth.md), so no site is listed.",
@@ -1070,7 +1073,7 @@
       }
       if (rows.kept_by_libraries.length)
         new Table(holder, {
-          title: "Kept for the process by CUDA libraries", rows: rows.kept_by_libraries, onSelect,
+          title: "Kept for the process by CUDA libraries", rows: rows.kept_by_libraries, total: this.count("kept_by_libraries"), onSelect,
           about: "Live at exit, but memory a CUDA library keeps for the life of the process (PyTorch's cuBLAS " +
             "workspaces, cuBLAS, cuDNN and NCCL handles and communicators): not leaks. The line is the call " +
             "that made the library take it.",
@@ -1079,7 +1082,7 @@
         });
       if (rows.reachable_at_exit.length)
         new Table(holder, {
-          title: "Still reachable at exit", rows: rows.reachable_at_exit, onSelect,
+          title: "Still reachable at exit", rows: rows.reachable_at_exit, total: this.count("reachable_at_exit"), onSelect,
           about: "Live at exit, but held by the program's names when Python finished: its shutdown did not free " +
             "it (PyTorch leaves a model's parameters so). Still reachable, as LeakSanitizer says of a C " +
             "program's globals: not leaks.",
@@ -1088,13 +1091,13 @@
         });
       if (rows.teardown_leaks.length)
         new Table(holder, {
-          title: "Live at context teardown", rows: rows.teardown_leaks, onSelect,
+          title: "Live at context teardown", rows: rows.teardown_leaks, total: this.count("teardown_leaks"), onSelect,
           about: "Live when their context was destroyed or reset (cuCtxDestroy, cuDevicePrimaryCtxReset).",
           columns: [bytes("bytes"), allocs(), { label: "teardown", type: "text", value: (x) => str(x.entry.teardown) ?? "" },
             ...siteColumns(rows.teardown_leaks)],
         });
       new Table(holder, {
-        title: "Failed allocations", rows: rows.failures, onSelect,
+        title: "Failed allocations", rows: rows.failures, total: this.count("failures"), onSelect,
         about: "Allocations the driver refused, by site: the bytes asked in all, how many times, and the CUresult.",
         columns: [bytes("asked"), allocs("count"), { label: "result", type: "num", value: (x) => num(x.entry.result) },
           ...siteColumns(rows.failures)],
@@ -1116,7 +1119,7 @@
         });
       }
       new Table(holder, {
-        title: "Sites", rows: rows.sites, onSelect, sortBy: 0,
+        title: "Sites", rows: rows.sites, total: this.count("sites"), onSelect, sortBy: 0,
         about: "Every site with its lifetime counters (the report keeps the first 1000 by peak live bytes).",
         columns: [{ label: "peak live", type: "bytes", value: (x) => num(x.entry.peak_live_bytes) },
           { label: "live at exit", type: "bytes", value: (x) => num(x.entry.live_bytes) },

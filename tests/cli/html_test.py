@@ -549,13 +549,14 @@ def two_parts(tmp):
           "head only: the flame graph is not of the largest sites")
     check(re.search(r'<p class="partial" data-slot="partial">A large report \(6,000 sites in a list\)', out),
           "head only: no word that the page shows the largest sites")
+    check("Leaks (the 5,000 largest of 6,000)" in out, "head only: the leaks table does not say it shows the largest")
 
     # Whole: the same totals, the flame graphs of every site, no word.
     out, _, _ = chromium(tmp, f"file://{page}", "--dump-dom")
     dom = Dom(out)
     page_ok(dom, "whole")
     compare(dom, 0, want, "whole")
-    check('data-slot="partial" hidden' in out, "whole: the word on the largest sites stays")
+    check('data-slot="partial" hidden' in out and "Leaks (6,000)" in out, "whole: the word on the largest sites stays")
 
     # A reader at work (a key pressed) when the rest arrives: the panel
     # stays as it is and offers to change; asked, it shows every site.
