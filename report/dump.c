@@ -176,7 +176,7 @@ static int cut_text(const load_report_t *r, json_t *v, size_t max_sites, part_t 
         *end = mid;
         return 1;
     }
-    while (mid < close && strchr(" \t\r\n", *mid) != NULL)
+    while (mid < close && (*mid == ' ' || *mid == '\t' || *mid == '\r' || *mid == '\n'))
         mid++;
     if (mid >= close || *mid != ',')
         return 0;
