@@ -268,26 +268,18 @@ static int dump_object(const load_report_t *r, json_t *obj, const char *path, co
  * each list and those the oom section names. 0, or -1 out of memory. */
 static int cut_open(const load_report_t *r, size_t max_sites, cut_t *cut, uint64_t **ids)
 {
-    const load_list_t *lists[NLISTS];
-    size_t nlists = 0, total = 1;
-    for (size_t i = 0; i < NLISTS; i++) {
-        const load_list_t *l = list_of(r, i);
-        int seen = 0;
-        for (size_t k = 0; k < nlists; k++)
-            seen |= lists[k] == l;
-        if (!seen)
-            lists[nlists++] = l;
-    }
-    for (size_t i = 0; i < nlists; i++)
-        total += lists[i]->n < max_sites ? lists[i]->n : max_sites;
-    total += r->oom.holders.n;
+    /* A list read under two paths (a bare "peak" or "peak.sites") gives
+     * its ids twice; the sort below keeps each once. */
+    size_t total = 1 + r->oom.holders.n;
+    for (size_t i = 0; i < NLISTS; i++)
+        total += list_of(r, i)->n < max_sites ? list_of(r, i)->n : max_sites;
     uint64_t *kept = *ids = malloc(total * sizeof *kept);
     if (kept == NULL)
         return -1;
     size_t n = 0;
-    for (size_t i = 0; i < nlists; i++)
-        for (size_t k = 0; k < lists[i]->n && k < max_sites; k++)
-            kept[n++] = lists[i]->v[k].id;
+    for (size_t i = 0; i < NLISTS; i++)
+        for (size_t k = 0; k < list_of(r, i)->n && k < max_sites; k++)
+            kept[n++] = list_of(r, i)->v[k].id;
     /* The oom section is never cut: every site it names keeps its stack. */
     for (size_t k = 0; k < r->oom.holders.n; k++)
         kept[n++] = r->oom.holders.v[k].id;

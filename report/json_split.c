@@ -66,6 +66,23 @@ static const char *closing_bracket(const char *p, const char *end)
     return NULL;
 }
 
+/* The end of the value at p (before limit), found without parsing it;
+ * NULL when it has none. */
+static const char *value_end(const char *p, const char *limit)
+{
+    if (p >= limit)
+        return NULL;
+    if (*p == '[' || *p == '{') {
+        const char *close = closing_bracket(p, limit);
+        return close != NULL ? close + 1 : NULL;
+    }
+    if (*p == '"')
+        return string_end(p, limit);
+    while (p < limit && strchr(",]} \n\r\t", *p) == NULL)
+        p++;
+    return p;
+}
+
 /* Parses the value at *pp (before limit) and moves *pp past it; NULL when
  * it is not JSON. Arrays and objects: jansson reads one and says where it
  * stopped; scalars: the text up to the next separator. */
@@ -86,15 +103,9 @@ static json_t *parse_value(const char **pp, const char *limit)
         *pp = p + err.position;
         return v;
     }
-    const char *q = p;
-    if (*q == '"') {
-        q = string_end(q, limit);
-        if (q == NULL)
-            return NULL;
-    } else {
-        while (q < limit && strchr(",]} \n\r\t", *q) == NULL)
-            q++;
-    }
+    const char *q = value_end(p, limit);
+    if (q == NULL)
+        return NULL;
     json_t *v = json_loadb(p, (size_t)(q - p), JSON_DECODE_ANY, &err);
     if (v != NULL)
         *pp = q;
@@ -286,59 +297,12 @@ void split_iter_begin(split_iter_t *it, const split_doc_t *doc, json_t *containe
     it->member = it->object ? json_object_iter(container) : NULL;
 }
 
-/* The next piece of a streamed container: its separator checked, the key
- * (objects) and the value parsed. */
-static json_t *next_from_text(split_iter_t *it)
+/* The next piece of a streamed container: its separator checked, its key
+ * (objects) parsed, and its value parsed (parse) or only its extent found.
+ * 1 with the value's text at it->piece..it->p; 0 at the end, or when the
+ * text is not JSON (it->failed). */
+static int next_piece(split_iter_t *it, int parse)
 {
-    const char *p = skip_space(it->p, it->close);
-    if (it->started) {
-        if (p == it->close)
-            return NULL;
-        if (*p != ',')
-            goto bad;
-        p = skip_space(p + 1, it->close);
-    } else if (p == it->close) {
-        it->started = 1;
-        return NULL;
-    }
-    it->started = 1;
-    if (it->object && (it->key = parse_key(&p, it->close)) == NULL)
-        goto bad;
-    it->piece = p;
-    if ((it->value = parse_value(&p, it->close)) == NULL)
-        goto bad;
-    it->p = p;
-    return it->value;
-bad:
-    it->failed = 1;
-    it->p = it->close;
-    return NULL;
-}
-
-/* The end of the value at p (before limit), found without parsing it;
- * NULL when it has none. */
-static const char *value_end(const char *p, const char *limit)
-{
-    if (p >= limit)
-        return NULL;
-    if (*p == '[' || *p == '{') {
-        const char *close = closing_bracket(p, limit);
-        return close != NULL ? close + 1 : NULL;
-    }
-    if (*p == '"')
-        return string_end(p, limit);
-    while (p < limit && strchr(",]} \n\r\t", *p) == NULL)
-        p++;
-    return p;
-}
-
-int split_iter_next_text(split_iter_t *it, const char **start, const char **end)
-{
-    json_decref(it->value);
-    json_decref(it->key);
-    it->value = it->key = NULL;
-    if (it->failed || it->tree != NULL || it->close == NULL)
-        return 0;
     const char *p = skip_space(it->p, it->close);
     if (it->started) {
         if (p == it->close)
@@ -353,11 +317,11 @@ int split_iter_next_text(split_iter_t *it, const char **start, const char **end)
     it->started = 1;
     if (it->object && (it->key = parse_key(&p, it->close)) == NULL)
         goto bad;
-    const char *stop = value_end(p, it->close);
-    if (stop == NULL || stop == p)
+    it->piece = p;
+    if (parse ? (it->value = parse_value(&p, it->close)) == NULL
+              : (p = value_end(p, it->close)) == NULL || p == it->piece)
         goto bad;
-    *start = it->piece = p;
-    *end = it->p = stop;
+    it->p = p;
     return 1;
 bad:
     it->failed = 1;
@@ -365,15 +329,31 @@ bad:
     return 0;
 }
 
-json_t *split_iter_next(split_iter_t *it)
+/* Frees the piece handed out last. */
+static void drop_piece(split_iter_t *it)
 {
     json_decref(it->value);
     json_decref(it->key);
     it->value = it->key = NULL;
+}
+
+int split_iter_next_text(split_iter_t *it, const char **start, const char **end)
+{
+    drop_piece(it);
+    if (it->failed || it->tree != NULL || it->close == NULL || !next_piece(it, 0))
+        return 0;
+    *start = it->piece;
+    *end = it->p;
+    return 1;
+}
+
+json_t *split_iter_next(split_iter_t *it)
+{
+    drop_piece(it);
     if (it->failed)
         return NULL;
     if (it->tree == NULL)
-        return it->close != NULL ? next_from_text(it) : NULL;
+        return it->close != NULL && next_piece(it, 1) ? it->value : NULL;
     if (!it->object)
         return json_array_get(it->tree, it->index++);
     if (it->started)
@@ -405,7 +385,5 @@ int split_iter_failed(const split_iter_t *it)
 
 void split_iter_end(split_iter_t *it)
 {
-    json_decref(it->value);
-    json_decref(it->key);
-    it->value = it->key = NULL;
+    drop_piece(it);
 }

@@ -5,6 +5,7 @@
  * and which reads back as itself once written out (the text view). */
 #include "check.h"
 #include "dump.h"
+#include "dump_text.h"
 #include "frames.h"
 #include "load.h"
 #include "supp.h"
@@ -17,47 +18,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* dump.h's sink into a growing malloc'd string. */
-static int to_text(const char *buf, size_t size, void *data)
-{
-    char **text = data;
-    size_t used = strlen(*text);
-    char *more = realloc(*text, used + size + 1);
-    if (more == NULL)
-        return -1;
-    memcpy(more + used, buf, size);
-    more[used + size] = '\0';
-    *text = more;
-    return 0;
-}
-
 /* What a part of r says, parsed; aborts when it is not JSON. */
 static json_t *part(const load_report_t *r, int (*dump)(const load_report_t *, size_t, dump_sink_t, void *))
 {
     char *text = calloc(1, 1);
-    if (text == NULL || dump(r, 1, to_text, &text) != 0)
+    if (text == NULL || dump(r, 1, dump_to_text, &text) != 0)
         abort();
     json_t *v = json_loads(text, JSON_DECODE_ANY, NULL);
     if (v == NULL)
         abort();
     free(text);
     return v;
-}
-
-/* page.js's extend: each list of more appended, each object's members added. */
-static void extend(json_t *into, json_t *more)
-{
-    const char *key;
-    json_t *v;
-    json_object_foreach(more, key, v) {
-        json_t *at = json_object_get(into, key);
-        if (json_is_array(v) && json_is_array(at))
-            json_array_extend(at, v);
-        else if (json_is_object(v) && json_is_object(at))
-            extend(at, v);
-        else
-            json_object_set(into, key, v);
-    }
 }
 
 static int whole(const load_report_t *r, size_t max_sites, dump_sink_t sink, void *data)
@@ -70,7 +41,7 @@ static int whole(const load_report_t *r, size_t max_sites, dump_sink_t sink, voi
 static void check_parts(const load_report_t *r)
 {
     json_t *all = part(r, whole), *head = part(r, dump_head), *rest = part(r, dump_rest);
-    extend(head, rest);
+    dump_extend(head, rest);
     if (!json_equal(head, all))
         abort();
     json_decref(all);
@@ -96,7 +67,7 @@ static char *view(const load_report_t *r)
 static void check_round_trip(const load_report_t *r)
 {
     char *text = calloc(1, 1), *err = NULL;
-    if (text == NULL || dump_report(r, to_text, &text) != 0)
+    if (text == NULL || dump_report(r, dump_to_text, &text) != 0)
         abort();
     load_report_t *again = load_buffer(text, strlen(text), "fuzz.json", &err);
     if (again == NULL)

@@ -485,6 +485,7 @@ def bad_input(tmp):
 
 
 REST = '<script type="application/json" class="gpuleak-rest"'
+HEAD = re.compile(r'<script type="application/json" class="gpuleak-report">(.*?)</script>', re.S)
 
 
 def extend(into, more):
@@ -516,7 +517,7 @@ def two_parts(tmp):
         text = f.read()
     with open(report) as f:
         whole = json.load(f)
-    heads = re.findall(r'<script type="application/json" class="gpuleak-report">(.*?)</script>', text, re.S)
+    heads = HEAD.findall(text)
     rests = re.findall(re.escape(REST) + r' data-report="0">(.*?)</script>', text, re.S)
     if not check(len(heads) == 1 and len(rests) == 1, f"two parts: {len(heads)} head(s), {len(rests)} rest(s)"):
         return
@@ -599,7 +600,7 @@ def two_parts(tmp):
     p = subprocess.run([G, "html", report, "-o", page], capture_output=True, text=True, timeout=120)
     with open(page) as f:
         text = f.read()
-    heads = re.findall(r'<script type="application/json" class="gpuleak-report">(.*?)</script>', text, re.S)
+    heads = HEAD.findall(text)
     check(p.returncode == 0 and REST not in text and "cut" not in json.loads(heads[0]),
           "5,000 sites: the page is in two parts")
 

@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "frames.h"
 #include "dump.h"
+#include "dump_text.h"
 #include "load.h"
 #include "opts.h"
 #include "supp.h"
@@ -242,18 +243,6 @@ START_TEST(loader_reads_piecewise)
 }
 END_TEST
 
-static int to_buffer(const char *buf, size_t size, void *data)
-{
-    char **out = data;
-    size_t used = strlen(*out);
-    char *more = realloc(*out, used + size + 1);
-    ck_assert_ptr_nonnull(more);
-    memcpy(more + used, buf, size);
-    more[used + size] = '\0';
-    *out = more;
-    return 0;
-}
-
 /* dump_report writes the document back, the streamed members from the text,
  * with the names the load demangled demangled. */
 START_TEST(loader_dumps_what_it_read)
@@ -266,7 +255,7 @@ START_TEST(loader_dumps_what_it_read)
         char *err = NULL, *out = calloc(1, 1);
         load_report_t *r = load_buffer(texts[i], strlen(texts[i]), "r.json", &err);
         ck_assert_msg(r != NULL, "%s", err);
-        ck_assert_int_eq(dump_report(r, to_buffer, &out), 0);
+        ck_assert_int_eq(dump_report(r, dump_to_text, &out), 0);
         json_t *dumped = json_loads(out, 0, NULL), *read = json_loads(texts[i], 0, NULL);
         ck_assert_msg(dumped != NULL, "not JSON: %s", out);
         if (texts[i] == mangled) {
@@ -284,23 +273,6 @@ START_TEST(loader_dumps_what_it_read)
     }
 }
 END_TEST
-
-/* page.js's extend: each list of more appended to into's, each object's
- * members added. */
-static void extend(json_t *into, json_t *more)
-{
-    const char *key;
-    json_t *v;
-    json_object_foreach(more, key, v) {
-        json_t *at = json_object_get(into, key);
-        if (json_is_array(v) && json_is_array(at))
-            json_array_extend(at, v);
-        else if (json_is_object(v) && json_is_object(at))
-            extend(at, v);
-        else
-            json_object_set(into, key, v);
-    }
-}
 
 /* A page's two parts (dump_head, dump_rest) cut a report's lists after
  * their first entries and its stack table to the sites those keep, a list
@@ -321,9 +293,9 @@ START_TEST(dump_parts_make_the_report)
     load_report_t *r = load_buffer(text, strlen(text), "r.json", &err);
     ck_assert_msg(r != NULL, "%s", err);
     ck_assert(dump_cuts(r, 1));
-    ck_assert_int_eq(dump_head(r, 1, to_buffer, &head), 0);
-    ck_assert_int_eq(dump_rest(r, 1, to_buffer, &rest), 0);
-    ck_assert_int_eq(dump_cut_totals(r, 1, to_buffer, &totals), 0);
+    ck_assert_int_eq(dump_head(r, 1, dump_to_text, &head), 0);
+    ck_assert_int_eq(dump_rest(r, 1, dump_to_text, &rest), 0);
+    ck_assert_int_eq(dump_cut_totals(r, 1, dump_to_text, &totals), 0);
     json_t *h = json_loads(head, 0, NULL), *m = json_loads(rest, 0, NULL), *t = json_loads(totals, 0, NULL);
     ck_assert_msg(h != NULL && m != NULL && t != NULL, "not JSON: %s | %s | %s", head, rest, totals);
     ck_assert_int_eq(json_array_size(json_object_get(h, "leaks")), 1);
@@ -336,7 +308,7 @@ START_TEST(dump_parts_make_the_report)
                            "\"stacks\":{\"6\":{\"stack\":[0,0],\"python_stack\":[]}}}");
     ck_assert_str_eq(totals, "{\"leaks\":{\"sites\":2,\"bytes\":4,\"allocations\":1},"
                              "\"peak.sites\":{\"sites\":4,\"bytes\":12,\"allocations\":3}}");
-    extend(h, m);
+    dump_extend(h, m);
     json_t *read = json_loads(text, 0, NULL);
     json_object_set_new(json_array_get(json_object_get(read, "frames"), 1), "function",
                         json_string("step(int)"));
@@ -350,9 +322,9 @@ START_TEST(dump_parts_make_the_report)
     free(head);
     head = calloc(1, 1);
     ck_assert(!dump_cuts(r, 4));
-    ck_assert_int_eq(dump_rest(r, 4, to_buffer, &rest), 0);
+    ck_assert_int_eq(dump_rest(r, 4, dump_to_text, &rest), 0);
     ck_assert_str_eq(rest, "{}");
-    ck_assert_int_eq(dump_head(r, 4, to_buffer, &head), 0);
+    ck_assert_int_eq(dump_head(r, 4, dump_to_text, &head), 0);
     h = json_loads(head, 0, NULL);
     read = json_loads(text, 0, NULL);
     json_object_set_new(json_array_get(json_object_get(read, "frames"), 1), "function",
