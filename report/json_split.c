@@ -1,6 +1,7 @@
 /* json_split.c: the scanner between jansson's pieces, and the stand-ins. */
 #define _GNU_SOURCE
 #include "json_split.h"
+#include "json_plain.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -29,14 +30,26 @@ static const char *skip_space(const char *p, const char *end)
     return p;
 }
 
+/* The bytes the scanners below stop at, by bit: a reader skips megabytes
+ * of site lists with them, a byte at a time. */
+enum { STOP_IN_STRING = 1, STOP_OUTSIDE = 2 };
+static const unsigned char stops[256] = {
+    ['"'] = STOP_IN_STRING | STOP_OUTSIDE, ['\\'] = STOP_IN_STRING,
+    ['['] = STOP_OUTSIDE, [']'] = STOP_OUTSIDE, ['{'] = STOP_OUTSIDE, ['}'] = STOP_OUTSIDE,
+};
+
 /* The end of the string starting at the quote p, past its closing quote;
  * NULL when the text ends first. Its content is checked by jansson. */
 static const char *string_end(const char *p, const char *end)
 {
     for (p++; p < end; p++) {
+        while (p < end && !(stops[(unsigned char)*p] & STOP_IN_STRING))
+            p++;
+        if (p == end)
+            break;
         if (*p == '\\')
             p++;
-        else if (*p == '"')
+        else
             return p + 1;
     }
     return NULL;
@@ -52,6 +65,10 @@ static const char *closing_bracket(const char *p, const char *end)
     const char closer = *p == '[' ? ']' : '}';
     int depth = 0;
     for (; p < end; p++) {
+        while (p < end && !(stops[(unsigned char)*p] & STOP_OUTSIDE))
+            p++;
+        if (p == end)
+            break;
         if (*p == '"') {
             p = string_end(p, end);
             if (p == NULL)
@@ -59,7 +76,7 @@ static const char *closing_bracket(const char *p, const char *end)
             p--;
         } else if (*p == '[' || *p == '{') {
             depth++;
-        } else if ((*p == ']' || *p == '}') && --depth == 0) {
+        } else if (--depth == 0) {
             return *p == closer ? p : NULL;
         }
     }
@@ -84,14 +101,18 @@ static const char *value_end(const char *p, const char *limit)
 }
 
 /* Parses the value at *pp (before limit) and moves *pp past it; NULL when
- * it is not JSON. Arrays and objects: jansson reads one and says where it
- * stopped; scalars: the text up to the next separator. */
+ * it is not JSON. Plain JSON (json_plain.h) is read at once; otherwise
+ * arrays and objects: jansson reads one and says where it stopped;
+ * scalars: the text up to the next separator. */
 static json_t *parse_value(const char **pp, const char *limit)
 {
     const char *p = *pp;
     json_error_t err;
     if (p >= limit)
         return NULL;
+    json_t *plain = plain_parse(pp, limit);
+    if (plain != NULL)
+        return plain;
     if (*p == '[' || *p == '{') {
         json_t *v = json_loadb(p, (size_t)(limit - p), JSON_DISABLE_EOF_CHECK | JSON_REJECT_DUPLICATES,
                                &err);

@@ -2,11 +2,14 @@
  * consume what it accepts. Whatever the bytes, load_buffer must either
  * refuse them with one line or return a report every view can print,
  * whose page parts (dump.h), cut after one site, make the whole again,
- * and which reads back as itself once written out (the text view). */
+ * and which reads back as itself once written out (the text view). And
+ * what the plain parser (json_plain.h) reads anywhere in them, jansson
+ * must read as the same value. */
 #include "check.h"
 #include "dump.h"
 #include "dump_text.h"
 #include "frames.h"
+#include "json_plain.h"
 #include "load.h"
 #include "supp.h"
 #include "text.h"
@@ -81,12 +84,47 @@ static void check_round_trip(const load_report_t *r)
     free(text);
 }
 
+/* The value plain_parse reads at p, if any, is what jansson reads of the
+ * same text. */
+static void check_plain_at(const char *p, const char *end)
+{
+    const char *q = p;
+    json_t *mine = plain_parse(&q, end);
+    if (mine == NULL) {
+        if (q != p)
+            abort();
+        return;
+    }
+    json_t *theirs = json_loadb(p, (size_t)(q - p), JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, NULL);
+    char *a = json_dumps(mine, JSON_ENCODE_ANY | JSON_COMPACT);
+    char *b = theirs ? json_dumps(theirs, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
+    if (a == NULL || b == NULL || strcmp(a, b) != 0)
+        abort();
+    free(a);
+    free(b);
+    json_decref(mine);
+    json_decref(theirs);
+}
+
+/* check_plain_at where a value may start: the first 64 such places, so
+ * that a big input stays linear. */
+static void check_plain(const char *data, size_t size)
+{
+    int tried = 0;
+    for (size_t i = 0; i < size && tried < 64; i++)
+        if (strchr("{[\"-0123456789tfn", data[i]) != NULL && data[i] != '\0') {
+            check_plain_at(data + i, data + size);
+            tried++;
+        }
+}
+
 /* The libFuzzer entry point: one input per call, no state kept between. */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static FILE *sink;
     if (sink == NULL)
         sink = fopen("/dev/null", "w");
+    check_plain((const char *)data, size);
     char *err = NULL;
     load_report_t *r = load_buffer((const char *)data, size, "fuzz.json", &err);
     if (r == NULL) {

@@ -5,6 +5,7 @@
 #include "frames.h"
 #include "dump.h"
 #include "dump_text.h"
+#include "json_plain.h"
 #include "load.h"
 #include "opts.h"
 #include "supp.h"
@@ -270,6 +271,58 @@ START_TEST(loader_dumps_what_it_read)
         json_decref(read);
         free(out);
         load_free(r);
+    }
+}
+END_TEST
+
+/* The plain subset (json_plain.h) is read as jansson reads it: the same
+ * tree, keys in order, ending where the value ends. A report's own pieces
+ * are plain; anything else is left to jansson (NULL, the cursor where it
+ * was), whether jansson takes it or refuses it. */
+START_TEST(plain_json_is_read_as_jansson_reads_it)
+{
+    static const char *plain[] = {
+        "{\"site\":1,\"kind\":\"device\",\"device\":0,\"bytes\":3286433792,\"frees\":0,"
+        "\"origin\":{\"function\":\"forward\",\"file\":\"/src/<!--x-->/m.py\",\"line\":17,"
+        "\"module\":null,\"python\":true},\"owner\":\"user\"}",
+        "{\"stack\":[5,9,10,0],\"python_stack\":[]}",
+        "[ 1 ,\n[ true , false ,null] , {} , \"\" ,-0, -12]",
+        "{\"\":123456789012345678,\"b\":[[[]]]}",
+        "\"a string\"", "0", "false",
+    };
+    for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++) {
+        const char *p = plain[i];
+        json_t *v = plain_parse(&p, plain[i] + strlen(plain[i]));
+        ck_assert_msg(v != NULL, "not read: %s", plain[i]);
+        ck_assert_ptr_eq(p, plain[i] + strlen(plain[i]));
+        json_t *j = json_loads(plain[i], JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, NULL);
+        ck_assert_ptr_nonnull(j);
+        char *mine = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+        char *theirs = json_dumps(j, JSON_ENCODE_ANY | JSON_COMPACT);
+        ck_assert_str_eq(mine, theirs);
+        free(mine);
+        free(theirs);
+        json_decref(v);
+        json_decref(j);
+    }
+    /* A value followed by more of the text ends where it ends. */
+    const char text[] = "[1,2] ,3", *p = text;
+    json_t *v = plain_parse(&p, text + strlen(text));
+    ck_assert_ptr_nonnull(v);
+    ck_assert_ptr_eq(p, text + 5);
+    json_decref(v);
+    static const char *left[] = {
+        /* taken by jansson */
+        "{\"file\":\"C:\\\\x.py\"}", "[\"\\u00e9\"]", "[\"caf\xc3\xa9\"]", "[1.5]", "[1e3]",
+        "[1234567890123456789]", "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]",
+        /* refused by jansson */
+        "{\"site\":1,\"site\":2}", "[01]", "[\"a\tb\"]", "[1,]", "{\"a\" 1}", "[tru]", "[1x]",
+        "[truex]", "[\"open", "[1", "-", "+1", "[nul]", "{1:2}", "[9223372036854775808]",
+    };
+    for (size_t i = 0; i < sizeof left / sizeof left[0]; i++) {
+        const char *q = left[i];
+        ck_assert_msg(plain_parse(&q, left[i] + strlen(left[i])) == NULL, "read: %s", left[i]);
+        ck_assert_ptr_eq(q, left[i]);
     }
 }
 END_TEST
@@ -724,6 +777,7 @@ int main(void)
     tcase_add_test(load, loader_accepts_good);
     tcase_add_test(load, loader_rejects_bad);
     tcase_add_test(load, loader_reads_piecewise);
+    tcase_add_test(load, plain_json_is_read_as_jansson_reads_it);
     tcase_add_test(load, loader_dumps_what_it_read);
     tcase_add_test(load, dump_parts_make_the_report);
     tcase_add_test(load, loader_resolves_version_2_tables);
