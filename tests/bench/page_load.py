@@ -31,7 +31,9 @@ DONE = """(() => {
   const d = document.documentElement.dataset;
   if (d.status !== "ready" || (d.parts === "2" && d.wholeMs === undefined))
     return null;
-  return [Number(d.loadMs), Number(d.wholeMs || d.loadMs)];
+  return [Number(d.loadMs), Number(d.wholeMs || d.loadMs),
+          Number(d.restReadMs || 0), Number(d.restParseMs || 0), Number(d.restModelMs || 0),
+          Number(d.restDrawMs || 0)];
 })()"""
 
 
@@ -129,6 +131,10 @@ def main():
             print(f"{tool}: {os.path.getsize(page) / 1e6:.0f} MB page; first view "
                   f"{statistics.median(first) / 1e3:.2f} s [{min(first) / 1e3:.2f}-{max(first) / 1e3:.2f}], "
                   f"every site {statistics.median(whole) / 1e3:.2f} s [{min(whole) / 1e3:.2f}-{max(whole) / 1e3:.2f}]")
+            if any(t[2] for t in got):
+                read, parse, model, draw = (statistics.median(t[k] for t in got) / 1e3 for k in (2, 3, 4, 5))
+                print(f"    the rest: read by {read:.2f} s, parsed in {parse:.2f} s, made whole in "
+                      f"{model:.2f} s, drawn again in {draw:.2f} s (medians)")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
