@@ -80,6 +80,41 @@ class PythonFramesTest(unittest.TestCase):
         self.assertGreaterEqual(len(shown), 3, stderr)
 
 
+class NativePathsTest(unittest.TestCase):
+    """One Python line reaching the driver through two native paths
+    (tests/python/native_paths_demo.py): the native frames tell the two
+    sites apart until the line's native key has been the same 16 times in a
+    row, after which the line is trusted and not walked natively."""
+
+    def sites(self, order, count):
+        tmp = tempfile.mkdtemp(prefix="gpuleak-py-")
+        env = dict(os.environ)
+        env.update({"LD_LIBRARY_PATH": os.path.join(BUILD, "fakecuda"),
+                    "LD_PRELOAD": os.path.join(BUILD, "libgpuleak.so"),
+                    "GPULEAK_OUTPUT": os.path.join(tmp, "r-%p.json"), "GPULEAK_SUMMARY": "0"})
+        proc = subprocess.run([sys.executable, os.path.join(ROOT, "tests/python/native_paths_demo.py"),
+                               order, str(count)], env=env, capture_output=True, text=True, timeout=120)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        line = int(proc.stdout)
+        (name,) = [f for f in os.listdir(tmp) if f.startswith("r-")]
+        report = report_files.load(os.path.join(tmp, name))
+        self.assertEqual(sum(leak["allocations"] for leak in report["leaks"]), 2 * count)
+        for leak in report["leaks"]:
+            self.assertEqual(leak["python_stack"][0]["line"], line)
+        return sorted(leak["allocations"] for leak in report["leaks"])
+
+    def test_two_native_paths_from_the_start_are_two_sites(self):
+        self.assertEqual(self.sites("interleaved", 64), [64, 64])
+
+    def test_a_second_path_before_the_line_is_trusted_is_its_own_site(self):
+        self.assertEqual(self.sites("late", 8), [8, 8])
+
+    def test_a_second_path_after_the_line_is_trusted_joins_the_first(self):
+        """The price of not walking: as stacks that differ below the key's
+        native frames, the later path is counted with the first."""
+        self.assertEqual(self.sites("late", 64), [128])
+
+
 if __name__ == "__main__":
     unittest.main()
 
