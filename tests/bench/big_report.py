@@ -18,8 +18,6 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "tests", "cli"))
-import html_report  # noqa: E402
 
 # Python's json.load in a child of its own, so that its time and memory are
 # its own, as each command's are.
