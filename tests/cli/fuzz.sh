@@ -15,6 +15,9 @@ if [ -z "$CLANG" ]; then
     exit 2
 fi
 mkdir -p "$OUT/corpus" "$OUT/artifacts" tests/cli/crashes
+# What an earlier run found is in tests/cli/crashes already: only this
+# run's findings are counted.
+rm -f "$OUT"/artifacts/*
 "$CLANG" -g -O1 -std=gnu11 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
     -iquote cli -iquote report -iquote common -o "$OUT/fuzz_load" tests/cli/fuzz_load.c \
     report/*.c cli/text.c common/units.c common/diagnosis.c cli/supp.c cli/check.c common/cuda_errors.c \
