@@ -2,6 +2,10 @@
  * into jansson's values. */
 #include "json_plain.h"
 
+#include <errno.h>
+#include <locale.h>
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Deeper values are rare in a report and left to jansson, which allows
@@ -12,6 +16,8 @@
 #define PLAIN_KEY_MAX 256
 /* 18 decimal digits always fit jansson's json_int_t (long long). */
 #define PLAIN_DIGITS 18
+/* Longer reals are left to jansson: the shim writes at most 17 digits. */
+#define PLAIN_REAL_MAX 64
 
 typedef struct {
     const char *p, *end;
@@ -117,20 +123,67 @@ static json_t *read_array(cursor_t *c, int depth)
     return NULL;
 }
 
-/* An integer without fraction or exponent, in JSON's spelling (no leading
- * zero, no plus). */
-static json_t *read_integer(cursor_t *c)
+/* A run of decimal digits at p (before end): its end. */
+static const char *digits_end(const char *p, const char *end)
+{
+    while (p < end && *p >= '0' && *p <= '9')
+        p++;
+    return p;
+}
+
+/* A real number in JSON's spelling, as jansson reads it: strtod of the
+ * text, refused when it overflows. Left to jansson where the locale's
+ * decimal point is not '.', as strtod would then misread it. */
+static json_t *read_real(cursor_t *c, const char *start, const char *p)
+{
+    if (p < c->end && *p == '.') {
+        const char *fraction = p + 1;
+        p = digits_end(fraction, c->end);
+        if (p == fraction)
+            return NULL;
+    }
+    if (p < c->end && (*p == 'e' || *p == 'E')) {
+        p++;
+        p += p < c->end && (*p == '+' || *p == '-');
+        const char *exponent = p;
+        p = digits_end(exponent, c->end);
+        if (p == exponent)
+            return NULL;
+    }
+    char text[PLAIN_REAL_MAX];
+    size_t len = (size_t)(p - start);
+    if (len >= sizeof text || localeconv()->decimal_point[0] != '.')
+        return NULL;
+    memcpy(text, start, len);
+    text[len] = '\0';
+    char *stop;
+    errno = 0;
+    double value = strtod(text, &stop);
+    if (stop != text + len || (errno == ERANGE && isinf(value)))
+        return NULL;
+    c->p = p;
+    return at_boundary(c) ? json_real(value) : NULL;
+}
+
+/* A number in JSON's spelling (no leading zero, no plus): an integer
+ * without fraction or exponent, else a real. */
+static json_t *read_number(cursor_t *c)
 {
     const char *p = c->p;
-    int negative = *p == '-';
-    p += negative;
+    p += *p == '-';
     const char *digits = p;
-    long long n = 0;
-    while (p < c->end && *p >= '0' && *p <= '9' && p - digits < PLAIN_DIGITS)
-        n = n * 10 + (*p++ - '0');
+    p = digits_end(digits, c->end);
     size_t count = (size_t)(p - digits);
     if (count == 0 || (*digits == '0' && count > 1))
         return NULL;
+    if (p < c->end && (*p == '.' || *p == 'e' || *p == 'E'))
+        return read_real(c, c->p, p);
+    if (count > PLAIN_DIGITS)
+        return NULL;
+    long long n = 0;
+    for (const char *d = digits; d < p; d++)
+        n = n * 10 + (*d - '0');
+    int negative = *c->p == '-';
     c->p = p;
     return at_boundary(c) ? json_integer(negative ? -n : n) : NULL;
 }
@@ -165,7 +218,7 @@ static json_t *read_value(cursor_t *c, int depth)
     case 'n':
         return read_word(c, "null", 4) ? json_null() : NULL;
     default:
-        return *c->p == '-' || (*c->p >= '0' && *c->p <= '9') ? read_integer(c) : NULL;
+        return *c->p == '-' || (*c->p >= '0' && *c->p <= '9') ? read_number(c) : NULL;
     }
 }
 

@@ -1,13 +1,14 @@
 /* json_plain.h: the plain JSON a report is made of, parsed without jansson's
- * lexer. The shim writes ASCII strings without escapes, integers, true,
+ * lexer. The shim writes ASCII strings without escapes, numbers, true,
  * false and null in arrays and objects; for that subset this parser is
  * three times faster than jansson (its tree is still jansson's: the same
  * values, keys in the same order). Anything outside the subset (an escape,
- * a byte above 127, a real number, an integer of 19 digits or more, a key
- * written twice, deep nesting) is not judged here: the caller hands the
- * text to jansson, which parses it or says what is wrong with it. So no
- * text jansson refuses is ever accepted, and what is accepted is the tree
- * jansson would make (tests/cli/fuzz_load.c checks both). */
+ * a byte above 127, an integer of 19 digits or more, a real of 64
+ * characters or more or one that overflows, a key written twice, deep
+ * nesting) is not judged here: the caller hands the text to jansson, which
+ * parses it or says what is wrong with it. So no text jansson refuses is
+ * ever accepted, and what is accepted is the tree jansson would make
+ * (tests/cli/fuzz_load.c checks both). */
 #ifndef GPULEAK_CLI_JSON_PLAIN_H
 #define GPULEAK_CLI_JSON_PLAIN_H
 

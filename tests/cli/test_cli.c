@@ -289,6 +289,7 @@ START_TEST(plain_json_is_read_as_jansson_reads_it)
         "[ 1 ,\n[ true , false ,null] , {} , \"\" ,-0, -12]",
         "{\"\":123456789012345678,\"b\":[[[]]]}",
         "\"a string\"", "0", "false",
+        "{\"bytes_per_second\":1966.08,\"steadiness\":0.9,\"trend\":1.0,\"r\":[-0.25e-3,1E+2,0e0,1e-400]}",
     };
     for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++) {
         const char *p = plain[i];
@@ -311,19 +312,27 @@ START_TEST(plain_json_is_read_as_jansson_reads_it)
     ck_assert_ptr_nonnull(v);
     ck_assert_ptr_eq(p, text + 5);
     json_decref(v);
-    static const char *left[] = {
-        /* taken by jansson */
-        "{\"file\":\"C:\\\\x.py\"}", "[\"\\u00e9\"]", "[\"caf\xc3\xa9\"]", "[1.5]", "[1e3]",
+    static const char *taken[] = {
+        "{\"file\":\"C:\\\\x.py\"}", "[\"\\u00e9\"]", "[\"caf\xc3\xa9\"]",
+        "[0.1234567890123456789012345678901234567890123456789012345678901234567]",
         "[1234567890123456789]", "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]",
-        /* refused by jansson */
+    };
+    static const char *refused[] = {
         "{\"site\":1,\"site\":2}", "[01]", "[\"a\tb\"]", "[1,]", "{\"a\" 1}", "[tru]", "[1x]",
         "[truex]", "[\"open", "[1", "-", "+1", "[nul]", "{1:2}", "[9223372036854775808]",
+        "[1.]", "[1e]", "[1e+]", "[.5]", "[-.5]", "[1.5x]", "[01.5]", "[1e400]", "[-1e400]",
     };
-    for (size_t i = 0; i < sizeof left / sizeof left[0]; i++) {
-        const char *q = left[i];
-        ck_assert_msg(plain_parse(&q, left[i] + strlen(left[i])) == NULL, "read: %s", left[i]);
-        ck_assert_ptr_eq(q, left[i]);
-    }
+    const char *const *lists[] = { taken, refused };
+    const size_t counts[] = { sizeof taken / sizeof *taken, sizeof refused / sizeof *refused };
+    for (size_t k = 0; k < 2; k++)
+        for (size_t i = 0; i < counts[k]; i++) {
+            const char *text = lists[k][i], *q = text;
+            ck_assert_msg(plain_parse(&q, text + strlen(text)) == NULL, "read: %s", text);
+            ck_assert_ptr_eq(q, text);
+            json_t *j = json_loads(text, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, NULL);
+            ck_assert_msg((j != NULL) == (k == 0), "jansson's verdict on %s", text);
+            json_decref(j);
+        }
 }
 END_TEST
 
