@@ -33,7 +33,8 @@ DONE = """(() => {
     return null;
   return [Number(d.loadMs), Number(d.wholeMs || d.loadMs),
           Number(d.restReadMs || 0), Number(d.restParseMs || 0), Number(d.restModelMs || 0),
-          Number(d.restDrawMs || 0)];
+          Number(d.restDrawMs || 0), Number(d.startMs), Number(d.parseMs), Number(d.modelMs),
+          Number(d.drawMs)];
 })()"""
 
 
@@ -131,6 +132,9 @@ def main():
             print(f"{tool}: {os.path.getsize(page) / 1e6:.0f} MB page; first view "
                   f"{statistics.median(first) / 1e3:.2f} s [{min(first) / 1e3:.2f}-{max(first) / 1e3:.2f}], "
                   f"every site {statistics.median(whole) / 1e3:.2f} s [{min(whole) / 1e3:.2f}-{max(whole) / 1e3:.2f}]")
+            start, parse, model, draw = (statistics.median(t[k] for t in got) / 1e3 for k in (6, 7, 8, 9))
+            print(f"    the first view: its script ran at {start:.2f} s, parsed the head in {parse:.2f} s, "
+                  f"made its model in {model:.2f} s, drew in {draw:.2f} s (medians)")
             if any(t[2] for t in got):
                 read, parse, model, draw = (statistics.median(t[k] for t in got) / 1e3 for k in (2, 3, 4, 5))
                 print(f"    the rest: read by {read:.2f} s, parsed in {parse:.2f} s, made whole in "
