@@ -7,7 +7,8 @@
  * parsed document back out (dump.h) rather than the file's bytes, so
  * what the page reads is well-formed JSON whatever the file held. A big
  * report is written in two parts, its largest sites before the scripts and
- * the rest after them (put_reports). */
+ * the rest after them; a page of many reports holds most of them as
+ * summaries (put_reports). */
 #define _GNU_SOURCE
 #include "commands.h"
 #include "dump.h"
@@ -15,6 +16,7 @@
 #include "load.h"
 #include "opts.h"
 #include "outliers.h"
+#include "report_keys.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -99,33 +101,53 @@ static void put_json_string(FILE *f, const char *s)
     fputc('"', f);
 }
 
-/* The reports whose numbers stand out from the others' (outliers.h, the
- * rule merge names ranks by), as <script type="application/json"
- * class="gpuleak-outliers">[{"report": INDEX, "metric": NAME, "bytes": N,
- * "median_bytes": M}...]</script>, for the page's overview to name and show
- * first. values holds each report's numbers. Nothing for fewer than three
- * reports. */
-static void put_outliers(FILE *f, const uint64_t (*values)[OUTLIERS_METRICS], int nfiles)
+/* Each metric's limit and median over the reports' values (outliers.h,
+ * the rule merge names ranks by); no limit (UINT64_MAX) for fewer than
+ * three reports. */
+typedef struct {
+    uint64_t limit[OUTLIERS_METRICS], median[OUTLIERS_METRICS];
+} standing_t;
+
+static int standing_of(const uint64_t (*values)[OUTLIERS_METRICS], int nfiles, standing_t *s)
 {
-    if (nfiles < 3)
-        return;
-    uint64_t *column = malloc((size_t)nfiles * sizeof *column);
+    uint64_t *column = malloc(((size_t)nfiles + 1) * sizeof *column);
     if (column == NULL)
-        return;
-    fputs("<script type=\"application/json\" class=\"gpuleak-outliers\">[", f);
-    int any = 0;
+        return -1;
     for (int k = 0; k < OUTLIERS_METRICS; k++) {
         for (int i = 0; i < nfiles; i++)
             column[i] = values[i][k];
-        uint64_t median, limit = outliers_threshold(column, (size_t)nfiles, &median);
+        s->limit[k] = nfiles < 3 ? UINT64_MAX : outliers_threshold(column, (size_t)nfiles, &s->median[k]);
+    }
+    free(column);
+    return 0;
+}
+
+static int stands_out(const uint64_t values[OUTLIERS_METRICS], const standing_t *s)
+{
+    for (int k = 0; k < OUTLIERS_METRICS; k++)
+        if (values[k] > s->limit[k])
+            return 1;
+    return 0;
+}
+
+/* The reports that stand out, as <script type="application/json"
+ * class="gpuleak-outliers">[{"report": INDEX, "metric": NAME, "bytes": N,
+ * "median_bytes": M}...]</script>, for the page's overview to name and show
+ * first. Nothing for fewer than three reports. */
+static void put_outliers(FILE *f, const uint64_t (*values)[OUTLIERS_METRICS], int nfiles,
+                         const standing_t *s)
+{
+    if (nfiles < 3)
+        return;
+    fputs("<script type=\"application/json\" class=\"gpuleak-outliers\">[", f);
+    int any = 0;
+    for (int k = 0; k < OUTLIERS_METRICS; k++)
         for (int i = 0; i < nfiles; i++)
-            if (values[i][k] > limit)
+            if (values[i][k] > s->limit[k])
                 fprintf(f, "%s{\"report\":%d,\"metric\":\"%s\",\"bytes\":%llu,\"median_bytes\":%llu}",
                         any++ ? "," : "", i, outliers_metric_names[k],
-                        (unsigned long long)values[i][k], (unsigned long long)median);
-    }
+                        (unsigned long long)values[i][k], (unsigned long long)s->median[k]);
     fputs("]</script>\n", f);
-    free(column);
 }
 
 /* A report of more sites than this in a list is written in two parts: the
@@ -134,62 +156,128 @@ static void put_outliers(FILE *f, const uint64_t (*values)[OUTLIERS_METRICS], in
  * of 100,000 sites took 2.1-2.6 s before its script could run. */
 #define PAGE_HEAD_SITES 5000
 
-/* Loads each report in turn and writes it as
- * <script type="application/json" class="gpuleak-report">{"file": PATH,
- * "report": DOCUMENT}</script>, freeing it before the next, so a page of
- * many ranks needs the memory of one; then the ones that stand out
- * (put_outliers). A report with a list of more than PAGE_HEAD_SITES sites
- * gets only its head there (dump.h), with "cut": what its rest holds; the
- * rest goes to *rest (a temporary file, made on first need) as <script
- * type="application/json" class="gpuleak-rest" data-report="INDEX">, for
- * put_page to write after the page's scripts. Returns 0, or -1 after one
- * line on stderr when a report cannot be read or the page cannot be
- * written. */
+/* A page of more reports than this (a job's ranks) holds whole only the
+ * ones that stand out; of every other one, a summary (dump_summary: its
+ * totals and each list's PAGE_SUMMARY_SITES largest sites, without stacks
+ * or timeline), its whole left in its file. Whole, 1,000 reports of 467 KB
+ * made a 468 MB page that headless Chromium first drew after 11.7 s. */
+#define PAGE_WHOLE_REPORTS 16
+#define PAGE_SUMMARY_SITES 20
+
+/* The one line for a report that cannot be read; err is freed. */
+static void report_error(char *err)
+{
+    fputs("gpuleak: ", stderr);
+    frame_text_put(stderr, err ? err : "out of memory");
+    fputc('\n', stderr);
+    free(err);
+}
+
+/* Each report's numbers (outliers_values) from the few sections they come
+ * from, one report at a time, into values. Returns 0, or -1 after one
+ * line on stderr. */
+static int read_values(char **files, int nfiles, uint64_t (*values)[OUTLIERS_METRICS])
+{
+    const char *const needed[] = { RK(format), RK(version), RK(tool), RK(process), RK(status),
+                                   RK(totals), RK(growth), NULL };
+    for (int i = 0; i < nfiles; i++) {
+        char *err = NULL;
+        load_report_t *r = load_file_keeping(files[i], needed, &err);
+        if (r == NULL) {
+            report_error(err);
+            return -1;
+        }
+        outliers_values(r, values[i]);
+        load_free(r);
+    }
+    return 0;
+}
+
+/* Writes report i of files, loaded as r, as <script
+ * type="application/json" class="gpuleak-report">{"file": PATH, "report":
+ * DOCUMENT}</script>: whole; or, with a list of more than PAGE_HEAD_SITES
+ * sites, its head with "cut" (what its rest holds) and the rest to *rest (a
+ * temporary file, made on first need) as <script type="application/json"
+ * class="gpuleak-rest" data-report="INDEX">, for put_page to write after
+ * the page's scripts; or (summary) its summary with "cut" and "elsewhere":
+ * true. Returns 0, or -1 when writing failed. */
+static int put_report(FILE *f, const char *file, int i, const load_report_t *r, int summary, FILE **rest)
+{
+    size_t max_sites = summary ? PAGE_SUMMARY_SITES : PAGE_HEAD_SITES;
+    /* Without a temporary file the page holds the report whole, as
+     * before the split: slower to open, never wrong. */
+    int cut = !summary && dump_cuts(r, max_sites) && (*rest != NULL || (*rest = tmpfile()) != NULL);
+    fputs("<script type=\"application/json\" class=\"gpuleak-report\">{\"file\":", f);
+    put_json_string(f, file);
+    fputs(",\"report\":", f);
+    int rc = summary ? dump_summary(r, max_sites, put_escaped, f)
+           : cut ? dump_head(r, max_sites, put_escaped, f) : dump_report(r, put_escaped, f);
+    if (summary || cut) {
+        fputs(",\"cut\":", f);
+        rc |= dump_cut_totals(r, max_sites, put_escaped, f);
+    }
+    if (summary)
+        fputs(",\"elsewhere\":true", f);
+    if (cut) {
+        fprintf(*rest, "<script type=\"application/json\" class=\"gpuleak-rest\" data-report=\"%d\">", i);
+        rc |= dump_rest(r, max_sites, put_escaped, *rest);
+        fputs("</script>\n", *rest);
+    }
+    fputs("}</script>\n", f);
+    return rc != 0 || ferror(f) || (cut && ferror(*rest)) ? -1 : 0;
+}
+
+/* Loads each report in turn and writes it (put_report), freeing it before
+ * the next, so a page of many ranks needs the memory of one; then the ones
+ * that stand out (put_outliers). A page of more than PAGE_WHOLE_REPORTS
+ * reads each report's numbers first, to know which stand out. Returns 0, or
+ * -1 after one line on stderr when a report cannot be read or the page
+ * cannot be written. */
 static int put_reports(FILE *f, char **files, int nfiles, FILE **rest)
 {
     uint64_t (*values)[OUTLIERS_METRICS] = calloc((size_t)nfiles + 1, sizeof *values);
-    if (values == NULL) {
-        fputs("gpuleak html: out of memory\n", stderr);
+    standing_t standing;
+    int many = nfiles > PAGE_WHOLE_REPORTS;
+    if (values == NULL || (many && (read_values(files, nfiles, values) != 0
+                                    || standing_of((const uint64_t (*)[OUTLIERS_METRICS])values,
+                                                   nfiles, &standing) != 0))) {
+        if (values == NULL)
+            fputs("gpuleak html: out of memory\n", stderr);
+        free(values);
         return -1;
     }
+    /* What a summary holds: every section but those dump_summary leaves
+     * out, which are then not read at all. */
+    const char *const summarized[] = { RK(format), RK(version), RK(tool), RK(process), RK(status),
+                                       RK(totals), RK(kinds), RK(devices), RK(leaks),
+                                       RK(kept_by_libraries), RK(reachable_at_exit), RK(teardown_leaks),
+                                       RK(failures), RK(sites), RK(peak), RK(growth), RK(held_at_finish),
+                                       RK(python_layout), RK(oom), RK(torch_allocator), RK(frameworks),
+                                       NULL };
     for (int i = 0; i < nfiles; i++) {
         char *err = NULL;
-        load_report_t *r = load_file(files[i], &err);
+        int summary = many && !stands_out(values[i], &standing);
+        load_report_t *r = summary ? load_file_keeping(files[i], summarized, &err) : load_file(files[i], &err);
         if (r == NULL) {
-            fputs("gpuleak: ", stderr);
-            frame_text_put(stderr, err ? err : "out of memory");
-            fputc('\n', stderr);
-            free(err);
+            report_error(err);
             free(values);
             return -1;
         }
         outliers_values(r, values[i]);
-        /* Without a temporary file the page holds the report whole, as
-         * before the split: slower to open, never wrong. */
-        int cut = dump_cuts(r, PAGE_HEAD_SITES) && (*rest != NULL || (*rest = tmpfile()) != NULL);
-        fputs("<script type=\"application/json\" class=\"gpuleak-report\">{\"file\":", f);
-        put_json_string(f, files[i]);
-        fputs(",\"report\":", f);
-        int rc = cut ? dump_head(r, PAGE_HEAD_SITES, put_escaped, f) : dump_report(r, put_escaped, f);
-        if (cut) {
-            fputs(",\"cut\":", f);
-            rc |= dump_cut_totals(r, PAGE_HEAD_SITES, put_escaped, f);
-            fprintf(*rest, "<script type=\"application/json\" class=\"gpuleak-rest\" data-report=\"%d\">", i);
-            rc |= dump_rest(r, PAGE_HEAD_SITES, put_escaped, *rest);
-            fputs("</script>\n", *rest);
-        }
-        fputs("}</script>\n", f);
+        int rc = put_report(f, files[i], i, r, summary, rest);
         load_free(r);
-        if (rc != 0 || ferror(f) || (cut && ferror(*rest))) {
+        if (rc != 0) {
             fputs("gpuleak html: writing the page failed\n", stderr);
             free(values);
             return -1;
         }
     }
-    put_outliers(f, (const uint64_t (*)[OUTLIERS_METRICS])values, nfiles);
+    int rc = standing_of((const uint64_t (*)[OUTLIERS_METRICS])values, nfiles, &standing);
+    if (rc == 0)
+        put_outliers(f, (const uint64_t (*)[OUTLIERS_METRICS])values, nfiles, &standing);
     free(values);
-    if (ferror(f)) {
-        fputs("gpuleak html: writing the page failed\n", stderr);
+    if (rc != 0 || ferror(f)) {
+        fputs(rc != 0 ? "gpuleak html: out of memory\n" : "gpuleak html: writing the page failed\n", stderr);
         return -1;
     }
     return 0;
@@ -410,7 +498,9 @@ const cmd_spec_t html_command = {
         "needs no network and no other file: the libraries (third_party/js) are inlined. A "
         "report with a list of more than 5,000 sites is written in two parts: the page draws "
         "each list's largest sites, with the whole report's totals, while the browser reads "
-        "the rest.",
+        "the rest. A page of more than 16 reports (a job's ranks) holds whole only those that "
+        "stand out (merge's rule); of each other one, its totals and each list's 20 largest "
+        "sites, without stacks or timeline, and the page says which file holds the rest.",
     .options = options,
     .noptions = O_COUNT,
     .exits = exits,

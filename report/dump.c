@@ -18,6 +18,7 @@ typedef struct {
     const uint64_t *kept; /* sorted: the sites whose stacks the head keeps */
     size_t nkept;
     size_t nkept_stacks;  /* of them, those with an entry in the stack table */
+    int summary;          /* a head without the members summary_leaves_out */
 } cut_t;
 
 /* The lists of sites a head cuts, by their key in the document (nested:
@@ -237,6 +238,15 @@ static int section_cut(const load_report_t *r, json_t *obj, const char *path, co
     return 0;
 }
 
+/* Whether a summary leaves out the top-level member key: the stack and
+ * frame tables and the timeline, most of a report's bytes once its lists
+ * are cut. */
+static int summary_leaves_out(const char *key)
+{
+    return strcmp(key, RK(stacks)) == 0 || strcmp(key, RK(frames)) == 0
+        || strcmp(key, RK(python_frames)) == 0 || strcmp(key, RK(timeline)) == 0;
+}
+
 /* An object of the tree member by member, so that the members it streams
  * (at the top, and one level down) are written piecewise: for ALL (cut
  * NULL) or HEAD, every member, the cut ones as the head keeps them; for
@@ -251,6 +261,8 @@ static int dump_object(const load_report_t *r, json_t *obj, const char *path, co
     json_object_foreach(obj, key, v) {
         char sub[256];
         sub_path(sub, sizeof sub, path, key);
+        if (cut != NULL && cut->summary && *path == '\0' && summary_leaves_out(key))
+            continue;
         int streamed = split_is_streamed(r->doc, v), section = *path == '\0' && json_is_object(v);
         if (part == REST && (streamed ? !is_cut(r, cut, sub) : !section || !section_cut(r, v, sub, cut)))
             continue;
@@ -336,6 +348,20 @@ int dump_head(const load_report_t *r, size_t max_sites, dump_sink_t sink, void *
 int dump_rest(const load_report_t *r, size_t max_sites, dump_sink_t sink, void *data)
 {
     return dump_part(r, max_sites, 1, sink, data);
+}
+
+int dump_summary(const load_report_t *r, size_t max_sites, dump_sink_t sink, void *data)
+{
+    if (r->whole != NULL)
+        return dump_report(r, sink, data);
+    cut_t cut;
+    uint64_t *ids;
+    if (cut_open(r, max_sites, &cut, &ids) != 0)
+        return -1;
+    cut.summary = 1;
+    int rc = dump_object(r, split_root(r->doc), "", &cut, HEAD, sink, data);
+    free(ids);
+    return rc;
 }
 
 int dump_cut_totals(const load_report_t *r, size_t max_sites, dump_sink_t sink, void *data)

@@ -7,7 +7,8 @@
  * largest sites before the browser has read the rest (cli/html.c): the head
  * is the document with each list of sites cut to its first entries (the
  * shim writes them largest first) and the stack table cut to the sites
- * those keep; the rest holds only what was cut. */
+ * those keep; the rest holds only what was cut. Or as a summary: the head
+ * without the tables of stacks and frames and the timeline. */
 #ifndef GPULEAK_CLI_DUMP_H
 #define GPULEAK_CLI_DUMP_H
 
@@ -38,6 +39,13 @@ int dump_head(const load_report_t *r, size_t max_sites, dump_sink_t sink, void *
  * object's members gives the document back. "{}" when nothing was cut.
  * Returns 0, or -1 when the sink stopped. */
 int dump_rest(const load_report_t *r, size_t max_sites, dump_sink_t sink, void *data);
+
+/* A summary, for a page of many reports (cli/html.c): the head cut at
+ * max_sites without the stack table, the frame tables and the timeline,
+ * whether or not a list is cut; the whole document for a report parsed
+ * whole. What it cuts, dump_cut_totals counts. Returns 0, or -1 when the
+ * sink stopped. */
+int dump_summary(const load_report_t *r, size_t max_sites, dump_sink_t sink, void *data);
 
 /* What the rest holds, for a page to count before it has read it: {"LIST":
  * {"sites": N, "bytes": B, "allocations": A}, ...} for each list cut, keyed

@@ -3,8 +3,10 @@
 #include "json_plain.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <locale.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,8 +16,9 @@
 /* Longer keys are left to jansson: a report's keys are field names and
  * site ids. */
 #define PLAIN_KEY_MAX 256
-/* 18 decimal digits always fit jansson's json_int_t (long long). */
-#define PLAIN_DIGITS 18
+/* 19 decimal digits fit a uint64_t, so a long long's range (jansson's
+ * json_int_t) is checked on the value: a time in nanoseconds has 19. */
+#define PLAIN_DIGITS 19
 /* Longer reals are left to jansson: the shim writes at most 17 digits. */
 #define PLAIN_REAL_MAX 64
 
@@ -180,12 +183,14 @@ static json_t *read_number(cursor_t *c)
         return read_real(c, c->p, p);
     if (count > PLAIN_DIGITS)
         return NULL;
-    long long n = 0;
+    uint64_t n = 0;
     for (const char *d = digits; d < p; d++)
-        n = n * 10 + (*d - '0');
+        n = n * 10 + (uint64_t)(*d - '0');
     int negative = *c->p == '-';
+    if (n > (uint64_t)LLONG_MAX + (uint64_t)negative)
+        return NULL;  /* jansson: "too big integer" */
     c->p = p;
-    return at_boundary(c) ? json_integer(negative ? -n : n) : NULL;
+    return at_boundary(c) ? json_integer(negative ? (long long)(0 - n) : (long long)n) : NULL;
 }
 
 /* A literal: the word at c->p, then a boundary. */

@@ -3,7 +3,7 @@
  * false and null in arrays and objects; for that subset this parser is
  * three times faster than jansson (its tree is still jansson's: the same
  * values, keys in the same order). Anything outside the subset (an escape,
- * a byte above 127, an integer of 19 digits or more, a real of 64
+ * a byte above 127, an integer beyond a long long, a real of 64
  * characters or more or one that overflows, a key written twice, deep
  * nesting) is not judged here: the caller hands the text to jansson, which
  * parses it or says what is wrong with it. So no text jansson refuses is

@@ -159,15 +159,18 @@
     /* cut: what the page has not read yet of a big report's lists
      * (cli/html.c writes the largest sites first): {PATH: {sites, bytes,
      * allocations}}, the list's whole length and the rest's sums; null once
-     * the report is whole. */
-    constructor(index, file, doc, cut = null) {
+     * the report is whole. elsewhere: the report is a summary on a page of
+     * many (its largest sites, no stacks or timeline), whose rest stays in
+     * its file. */
+    constructor(index, file, doc, cut = null, elsewhere = false) {
       this.index = index;
       this.file = file;
       this.doc = doc;
       this.cut = {};
       for (const [path, c] of Object.entries(obj(cut) || {}))
         if (CUT_ROWS[path] && obj(c)) this.cut[CUT_ROWS[path]] = { sites: num(c.sites), bytes: num(c.bytes), allocations: num(c.allocations) };
-      this.partial = Object.keys(this.cut).length > 0;
+      this.elsewhere = elsewhere;
+      this.partial = !elsewhere && Object.keys(this.cut).length > 0;
       const p = obj(doc.process) || {};
       this.pid = p.pid;
       this.rank = typeof p.rank === "number" ? p.rank : null;
@@ -530,7 +533,8 @@
       let i = 0;
       for (const f of st.py) ol.append(el("li", { className: "py" }, `#${i++} ${pyPlace(f)}`));
       for (const f of st.native) ol.append(el("li", {}, `#${i++} ${str(f.address) ?? "0x0"} in ${nativePlace(f)}`));
-      if (!i) ol.append(el("li", {}, "(no stack recorded)"));
+      if (!i) ol.append(el("li", {}, r.report.elsewhere ? `(stacks are left out of this page: \`gpuleak html ${r.report.file}\` shows them)`
+        : "(no stack recorded)"));
       detail.append(ol);
     }
     if (sites.length > DETAIL_SITES) detail.append(el("p", { className: "hint" }, `... and ${sites.length - DETAIL_SITES} more site(s)`));
@@ -820,6 +824,10 @@
         slot(root, "partial").textContent = `A large report (${fmtInt(most)} sites in a list): the tables and ` +
           "flame graphs show each list's largest sites while the page reads the rest; the totals are whole.";
         slot(root, "partial").hidden = false;
+      } else if (r.elsewhere) {
+        slot(root, "partial").textContent = "One of many reports on this page: its totals and each list's largest " +
+          `sites, without stacks or timeline. \`gpuleak html ${r.file}\` makes a page of all of it.`;
+        slot(root, "partial").hidden = false;
       }
       this.renderCards();
       this.renderCompositions();
@@ -888,7 +896,8 @@
     renderTimeline() {
       const s = this.summary, tl = s.tl, box = slot(this.root, "timeline-box");
       if (!tl.xs.length) {
-        slot(box, "timeline-about").textContent = "This report has no timeline.";
+        slot(box, "timeline-about").textContent = this.r.elsewhere
+          ? "This page leaves this report's timeline out (one of many reports)." : "This report has no timeline.";
         box.querySelector(".controls").hidden = true;
         return;
       }
@@ -1335,7 +1344,7 @@
       /* The text is not needed again; dropping it halves what a large
        * report keeps in memory. */
       node.textContent = "";
-      return new Report(i, str(data.file) ?? `report ${i + 1}`, obj(data.report) || {}, data.cut);
+      return new Report(i, str(data.file) ?? `report ${i + 1}`, obj(data.report) || {}, data.cut, data.elsewhere === true);
     });
     const tParsed = performance.now();
     const outliers = readOutliers(reports.length);

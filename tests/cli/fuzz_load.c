@@ -40,13 +40,19 @@ static int whole(const load_report_t *r, size_t max_sites, dump_sink_t sink, voi
     return dump_report(r, sink, data);
 }
 
-/* The head and the rest, merged, are the whole. */
+/* The head and the rest, merged, are the whole; a summary is JSON without
+ * the stack and frame tables and the timeline. */
 static void check_parts(const load_report_t *r)
 {
     json_t *all = part(r, whole), *head = part(r, dump_head), *rest = part(r, dump_rest);
     dump_extend(head, rest);
     if (!json_equal(head, all))
         abort();
+    json_t *summary = part(r, dump_summary);
+    if (r->whole == NULL && (json_object_get(summary, "stacks") || json_object_get(summary, "frames")
+                             || json_object_get(summary, "python_frames") || json_object_get(summary, "timeline")))
+        abort();
+    json_decref(summary);
     json_decref(all);
     json_decref(head);
     json_decref(rest);

@@ -228,6 +228,7 @@ def main():
             compositions(tmp)
             bad_input(tmp)
             two_parts(tmp)
+            many_ranks(tmp)
         if PART in ("all", "large"):
             large(tmp)
     finally:
@@ -603,6 +604,57 @@ def two_parts(tmp):
     heads = HEAD.findall(text)
     check(p.returncode == 0 and REST not in text and "cut" not in json.loads(heads[0]),
           "5,000 sites: the page is in two parts")
+
+
+def many_ranks(tmp):
+    """A page of more than 16 reports (a job's ranks) holds whole only the
+    ones that stand out; of the others, a summary: the whole totals, each
+    list's 20 largest sites, no stacks, frames or timeline, and a word
+    naming the file that holds the rest. A summary's tab draws without a
+    script error and counts what it left out."""
+    paths, whole = [], []
+    for rank in range(20):
+        report = html_report.build(40, 400, rank, 2000 + rank, 7)
+        if rank == 3:
+            for site in report["leaks"]:
+                site["bytes"] *= 10
+            report["totals"]["leaked_bytes"] *= 10
+        paths.append(os.path.join(tmp, f"job-{rank}.json"))
+        whole.append(report)
+        with open(paths[-1], "w") as f:
+            json.dump(report, f)
+    page = os.path.join(tmp, "job.html")
+    p = subprocess.run([G, "html", *paths, "-o", page], capture_output=True, text=True, timeout=120)
+    if not check(p.returncode == 0, f"many ranks: exit {p.returncode}: {p.stderr.strip()}"):
+        return
+    with open(page) as f:
+        text = f.read()
+    reports = [json.loads(h) for h in HEAD.findall(text)]
+    if not check(len(reports) == 20, f"many ranks: {len(reports)} reports on the page"):
+        return
+    check(REST not in text, "many ranks: a rest on the page")
+    for rank, (got, want) in enumerate(zip(reports, whole)):
+        doc = got["report"]
+        if rank == 3:
+            check("elsewhere" not in got and doc == want, "many ranks: the rank that stands out is not whole")
+            continue
+        check(got.get("elsewhere") is True, f"many ranks: rank {rank} is not a summary")
+        check(not {"stacks", "frames", "python_frames", "timeline"} & set(doc),
+              f"many ranks: rank {rank}'s summary keeps {sorted({'stacks', 'frames', 'timeline'} & set(doc))}")
+        check(doc["leaks"] == want["leaks"][:20] and doc["totals"] == want["totals"],
+              f"many ranks: rank {rank}'s summary is not its 20 largest leaks and its totals")
+        cut = (got.get("cut") or {}).get("leaks")
+        check(cut is not None and cut["sites"] == 40, f"many ranks: rank {rank}'s cut is {cut}")
+    # A summary's own tab, drawn first (the page's #report=).
+    out, _, _ = chromium(tmp, f"file://{page}#report=0", "--dump-dom")
+    dom = Dom(out)
+    page_ok(dom, "a summary's tab")
+    want = expected(paths[0])
+    compare(dom, 0, {k: want[k] for k in ("data-leaked-bytes", "data-leak-sites", "data-peak-bytes")}, "a summary's tab")
+    check("One of many reports on this page" in out and f"gpuleak html {paths[0]}" in out,
+          "a summary's tab: no word on where the rest of the report is")
+    check("Leaks (the 20 largest of 40)" in out, "a summary's tab: the leaks table does not say it shows the largest")
+    check("leaves this report's timeline out" in out, "a summary's tab: no word on its timeline")
 
 
 def slot_attr(out, name):

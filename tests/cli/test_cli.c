@@ -289,6 +289,7 @@ START_TEST(plain_json_is_read_as_jansson_reads_it)
         "[ 1 ,\n[ true , false ,null] , {} , \"\" ,-0, -12]",
         "{\"\":123456789012345678,\"b\":[[[]]]}",
         "\"a string\"", "0", "false",
+        "[9223372036854775807,-9223372036854775808,1796000000000000000,-0]",
         "{\"bytes_per_second\":1966.08,\"steadiness\":0.9,\"trend\":1.0,\"r\":[-0.25e-3,1E+2,0e0,1e-400]}",
     };
     for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++) {
@@ -315,11 +316,12 @@ START_TEST(plain_json_is_read_as_jansson_reads_it)
     static const char *taken[] = {
         "{\"file\":\"C:\\\\x.py\"}", "[\"\\u00e9\"]", "[\"caf\xc3\xa9\"]",
         "[0.1234567890123456789012345678901234567890123456789012345678901234567]",
-        "[1234567890123456789]", "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]",
+        "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]",
     };
     static const char *refused[] = {
         "{\"site\":1,\"site\":2}", "[01]", "[\"a\tb\"]", "[1,]", "{\"a\" 1}", "[tru]", "[1x]",
         "[truex]", "[\"open", "[1", "-", "+1", "[nul]", "{1:2}", "[9223372036854775808]",
+        "[-9223372036854775809]", "[12345678901234567890]",
         "[1.]", "[1e]", "[1e+]", "[.5]", "[-.5]", "[1.5x]", "[01.5]", "[1e400]", "[-1e400]",
     };
     const char *const *lists[] = { taken, refused };
@@ -340,7 +342,8 @@ END_TEST
  * their first entries and its stack table to the sites those keep, a list
  * one level down included; together they make the document; the cut
  * totals count what the rest holds; a report with no list longer than the
- * cut has an empty rest and a head that is the whole. */
+ * cut has an empty rest and a head that is the whole. A summary
+ * (dump_summary) is the head without the stack and frame tables. */
 START_TEST(dump_parts_make_the_report)
 {
     static const char text[] = V2_HEAD GOOD_TOTALS "\"leaks\":[" V2_SITE(1) "," V2_SITE(2) "],"
@@ -393,6 +396,28 @@ START_TEST(dump_parts_make_the_report)
                         json_string("step(int)"));
     ck_assert(json_equal(h, read));
     json_decref(h);
+    /* A summary: the head cut at 1, without the stack and frame tables,
+     * even where no list is cut. */
+    for (size_t max = 1; max <= 4; max += 3) {
+        char *summary = calloc(1, 1);
+        ck_assert_int_eq(dump_summary(r, max, dump_to_text, &summary), 0);
+        json_t *sum = json_loads(summary, 0, NULL);
+        ck_assert_msg(sum != NULL, "not JSON: %s", summary);
+        json_t *want = json_deep_copy(read);
+        json_object_del(want, "stacks");
+        json_object_del(want, "frames");
+        json_object_del(want, "python_frames");
+        if (max == 1) {
+            json_array_remove(json_object_get(want, "leaks"), 1);
+            json_t *peak = json_object_get(json_object_get(want, "peak"), "sites");
+            while (json_array_size(peak) > 1)
+                json_array_remove(peak, 1);
+        }
+        ck_assert_msg(json_equal(sum, want), "summary at %zu: %s", max, summary);
+        json_decref(sum);
+        json_decref(want);
+        free(summary);
+    }
     json_decref(read);
     free(head);
     free(rest);
