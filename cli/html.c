@@ -236,13 +236,16 @@ static int put_report(FILE *f, const char *file, int i, const load_report_t *r, 
 static int put_reports(FILE *f, char **files, int nfiles, FILE **rest)
 {
     uint64_t (*values)[OUTLIERS_METRICS] = calloc((size_t)nfiles + 1, sizeof *values);
+    const uint64_t (*read)[OUTLIERS_METRICS] = (const uint64_t (*)[OUTLIERS_METRICS])values;
     standing_t standing;
     int many = nfiles > PAGE_WHOLE_REPORTS;
-    if (values == NULL || (many && (read_values(files, nfiles, values) != 0
-                                    || standing_of((const uint64_t (*)[OUTLIERS_METRICS])values,
-                                                   nfiles, &standing) != 0))) {
-        if (values == NULL)
-            fputs("gpuleak html: out of memory\n", stderr);
+    int failed = values == NULL;
+    if (!failed && many && read_values(files, nfiles, values) != 0) {
+        free(values);
+        return -1;  /* its line said which report */
+    }
+    if (failed || (many && standing_of(read, nfiles, &standing) != 0)) {
+        fputs("gpuleak html: out of memory\n", stderr);
         free(values);
         return -1;
     }
@@ -272,9 +275,9 @@ static int put_reports(FILE *f, char **files, int nfiles, FILE **rest)
             return -1;
         }
     }
-    int rc = standing_of((const uint64_t (*)[OUTLIERS_METRICS])values, nfiles, &standing);
+    int rc = standing_of(read, nfiles, &standing);
     if (rc == 0)
-        put_outliers(f, (const uint64_t (*)[OUTLIERS_METRICS])values, nfiles, &standing);
+        put_outliers(f, read, nfiles, &standing);
     free(values);
     if (rc != 0 || ferror(f)) {
         fputs(rc != 0 ? "gpuleak html: out of memory\n" : "gpuleak html: writing the page failed\n", stderr);

@@ -655,6 +655,14 @@ def many_ranks(tmp):
           "a summary's tab: no word on where the rest of the report is")
     check("Leaks (the 20 largest of 40)" in out, "a summary's tab: the leaks table does not say it shows the largest")
     check("leaves this report's timeline out" in out, "a summary's tab: no word on its timeline")
+    # A report that cannot be read among many: one line naming it, exit 2, no page.
+    bad = os.path.join(tmp, "job-bad.json")
+    with open(bad, "w") as f:
+        f.write('{"format":')
+    nopage = os.path.join(tmp, "job-bad.html")
+    p = subprocess.run([G, "html", *paths, bad, "-o", nopage], capture_output=True, text=True, timeout=120)
+    check(p.returncode == 2 and p.stderr.count("\n") == 1 and bad in p.stderr and not os.path.exists(nopage),
+          f"many ranks, one unreadable: exit {p.returncode}, {p.stderr!r}")
 
 
 def slot_attr(out, name):
