@@ -1283,6 +1283,9 @@
       }, uPlot.join(sets), node);
       charts.add(chart);
     } else node.append(el("p", { className: "hint" }, "No report has a timeline."));
+    const summaries = reports.filter((r) => r.elsewhere).length;
+    if (summaries) node.after(el("p", { className: "hint" }, `The timelines of the ${fmtInt(summaries)} reports ` +
+      "this page holds as summaries are left out of it."));
     const rows = panels.map((p) => ({ p, r: p.r, s: p.summary }));
     new Table(slot(root, "tables"), {
       title: "Reports", rows,
@@ -1316,7 +1319,11 @@
   /* --------------------------------- tabs -------------------------------- */
 
   let panels = [];
-  let views = []; /* [{button, panel (section), render()}] */
+  let views = []; /* [{button, panel (section), render(), tabbed}] */
+  /* A page of more reports than this has a tab for the overview and each
+   * report that stands out, and a list for the others (a job's ranks). */
+  const TABS_MAX = 16;
+  let picker = null;
 
   function select(i) {
     views.forEach((v, k) => {
@@ -1324,6 +1331,7 @@
       v.button.setAttribute("aria-selected", on ? "true" : "false");
       v.button.tabIndex = on ? 0 : -1;
       v.section.hidden = !on;
+      if (on && picker) picker.value = v.tabbed ? "" : v.key;
       /* Drawn when first shown: a hidden panel has no width to draw in,
        * and a page of many large reports draws only what is looked at. */
       if (on) v.render();
@@ -1365,10 +1373,24 @@
         button: el("button", { type: "button", role: "tab", title: p.r.title }, p.r.label) });
       main.append(p.root);
     }
+    const standing = new Set((outliers || []).map((o) => String(o.report)));
+    const many = panels.length > TABS_MAX;
     views.forEach((v, i) => {
       v.button.addEventListener("click", () => select(i));
-      tabs.append(v.button);
+      v.tabbed = !many || v.key === "all" || standing.has(v.key);
+      if (v.tabbed) tabs.append(v.button);
     });
+    if (many) {
+      const others = views.filter((v) => !v.tabbed);
+      picker = el("select", { className: "report-pick", title: "The reports without a tab of their own" },
+        el("option", { value: "" }, `${fmtInt(others.length)} other reports…`),
+        ...others.map((v) => el("option", { value: v.key }, v.button.textContent)));
+      picker.addEventListener("change", () => {
+        const i = views.findIndex((v) => v.key === picker.value);
+        if (i >= 0) select(i);
+      });
+      tabs.append(picker);
+    }
     document.title = panels.length === 1 ? `gpuleak: ${reports[0].title}` : `gpuleak: ${panels.length} reports`;
     const want = new URLSearchParams(location.hash.slice(1)).get("report");
     const first = Math.max(0, views.findIndex((v) => v.key === want));

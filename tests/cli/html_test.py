@@ -655,6 +655,15 @@ def many_ranks(tmp):
           "a summary's tab: no word on where the rest of the report is")
     check("Leaks (the 20 largest of 40)" in out, "a summary's tab: the leaks table does not say it shows the largest")
     check("leaves this report's timeline out" in out, "a summary's tab: no word on its timeline")
+    # Tabs for the overview and the rank that stands out; the others in a list.
+    tabs = out[out.find('id="tabs"'):out.find('id="panels"')]
+    ntabs, noptions = tabs.count('role="tab"'), tabs.count("<option")
+    check(ntabs == 2 and 'class="report-pick"' in tabs and noptions == 20,
+          f"many ranks: {ntabs} tab(s), {noptions} option(s) (the list's title and 19 reports)")
+    out, _, _ = chromium(tmp, f"file://{page}", "--dump-dom")
+    page_ok(Dom(out), "many ranks' overview")
+    check("The timelines of the 19 reports this page holds as summaries" in out,
+          "many ranks: the overview does not say whose timelines it leaves out")
     # A report that cannot be read among many: one line naming it, exit 2, no page.
     bad = os.path.join(tmp, "job-bad.json")
     with open(bad, "w") as f:
