@@ -241,8 +241,17 @@ class LifeTest(Base):
         first = self.start("sleep", "3", env_extra={"GPULEAK_OUTPUT": same,
                                                     "GPULEAK_FLUSH_INTERVAL": "1"})
         self.assertTrue(self.wait_for(lambda: report_files.load(same)["status"]["moment"] == "snapshot"))
-        time.sleep(1.2)  # a second snapshot of its own over the first
-        other = run([PROG, "sleep", "0"], self.tmp, env_extra={"GPULEAK_OUTPUT": same})
+        # A second snapshot of its own over the first (each is a new file
+        # renamed over the last).
+        inode = os.stat(same).st_ino
+        self.assertTrue(self.wait_for(lambda: os.stat(same).st_ino != inode))
+        # Stopped while the other runs, just after a snapshot: the other's
+        # run, however slow the machine, sees no snapshot of the first.
+        os.kill(first.pid, signal.SIGSTOP)
+        try:
+            other = run([PROG, "sleep", "0"], self.tmp, env_extra={"GPULEAK_OUTPUT": same})
+        finally:
+            os.kill(first.pid, signal.SIGCONT)
         self.assertEqual(other.returncode, 0, other.stderr)
         # The other's report replaced a snapshot older than its own start.
         self.assertNotIn("another process", other.stderr)
