@@ -230,15 +230,16 @@ static int put_report(FILE *f, const char *file, int i, const load_report_t *r, 
 /* Loads each report in turn and writes it (put_report), freeing it before
  * the next, so a page of many ranks needs the memory of one; then the ones
  * that stand out (put_outliers). A page of more than PAGE_WHOLE_REPORTS
- * reads each report's numbers first, to know which stand out. Returns 0, or
+ * (unless whole) reads each report's numbers first, to know which stand
+ * out. Returns 0, or
  * -1 after one line on stderr when a report cannot be read or the page
  * cannot be written. */
-static int put_reports(FILE *f, char **files, int nfiles, FILE **rest)
+static int put_reports(FILE *f, char **files, int nfiles, int whole, FILE **rest)
 {
     uint64_t (*values)[OUTLIERS_METRICS] = calloc((size_t)nfiles + 1, sizeof *values);
     const uint64_t (*read)[OUTLIERS_METRICS] = (const uint64_t (*)[OUTLIERS_METRICS])values;
     standing_t standing;
-    int many = nfiles > PAGE_WHOLE_REPORTS;
+    int many = !whole && nfiles > PAGE_WHOLE_REPORTS;
     int failed = values == NULL;
     if (!failed && many && read_values(files, nfiles, values) != 0) {
         free(values);
@@ -303,7 +304,7 @@ static int put_rest(FILE *f, FILE *rest)
 
 /* The template with its markers ("<!-- gpuleak:NAME -->") replaced.
  * Returns 0, or -1 after one line on stderr. */
-static int put_page(FILE *f, char **files, int nfiles)
+static int put_page(FILE *f, char **files, int nfiles, int whole)
 {
     static const char mark[] = "<!-- gpuleak:";
     const size_t mark_len = sizeof mark - 1;
@@ -326,7 +327,7 @@ static int put_page(FILE *f, char **files, int nfiles)
             put_asset(f, ASSET(page_css));
             fputs("</style>", f);
         } else if (n == 7 && memcmp(name, "reports", 7) == 0) {
-            rc = put_reports(f, files, nfiles, &rest);
+            rc = put_reports(f, files, nfiles, whole, &rest);
         } else if (n == 6 && memcmp(name, "script", 6) == 0) {
             /* One element per library, so an error in one is reported
              * as its own and the page's script still says what failed. */
@@ -422,13 +423,16 @@ static int is_input(const char *path, char **files, int nfiles)
     return 0;
 }
 
-enum { O_OUTPUT, O_COUNT };
+enum { O_OUTPUT, O_WHOLE, O_COUNT };
 
 static const opt_spec_t options[] = {
     { "--output", "-o", OPT_STRING, 0, "OUT.html", NULL, 0,
       "Write the page to OUT.html ('-' is stdout); never over one of the reports. A failed "
       "write leaves an existing OUT.html as it was. Without it, the page goes beside the first "
       "report, named after it (run.json: run.html), and its path is printed." },
+    { "--whole", NULL, OPT_FLAG, 0, NULL, NULL, 0,
+      "Hold every report whole, however many are given (a page of more than 16 reports holds "
+      "whole only those that stand out, and a summary of the others)." },
 };
 
 static const cmd_exit_t exits[] = {
@@ -452,7 +456,7 @@ static char *default_page(const char *report)
 }
 
 /* Writes the page of files to out_path. Returns 0, or 2 after one line. */
-static int write_page(char **files, int nfiles, const char *out_path)
+static int write_page(char **files, int nfiles, int whole, const char *out_path)
 {
     if (is_input(out_path, files, nfiles)) {
         fputs("gpuleak html: -o ", stderr);
@@ -463,7 +467,7 @@ static int write_page(char **files, int nfiles, const char *out_path)
     out_t out;
     if (out_open(&out, out_path) != 0)
         return CLI_EXIT_USAGE;
-    int ok = put_page(out.f, files, nfiles) == 0;
+    int ok = put_page(out.f, files, nfiles, whole) == 0;
     return out_close(&out, ok) == 0 ? 0 : CLI_EXIT_USAGE;
 }
 
@@ -477,7 +481,7 @@ static int html_main(const opts_t *opts)
         fputs("gpuleak html: out of memory\n", stderr);
         return CLI_EXIT_USAGE;
     }
-    int code = write_page(files, nfiles, out_path);
+    int code = write_page(files, nfiles, opts->v[O_WHOLE].set, out_path);
     if (code == 0 && named != NULL) {
         fputs("gpuleak html: wrote ", stdout);
         frame_text_put(stdout, named);
@@ -503,7 +507,8 @@ const cmd_spec_t html_command = {
         "each list's largest sites, with the whole report's totals, while the browser reads "
         "the rest. A page of more than 16 reports (a job's ranks) holds whole only those that "
         "stand out (merge's rule); of each other one, its totals and each list's 20 largest "
-        "sites, without stacks or timeline, and the page says which file holds the rest.",
+        "sites, without stacks or timeline, and the page says which file holds the rest "
+        "(--whole holds every one whole).",
     .options = options,
     .noptions = O_COUNT,
     .exits = exits,

@@ -664,6 +664,13 @@ def many_ranks(tmp):
     page_ok(Dom(out), "many ranks' overview")
     check("The timelines of the 19 reports this page holds as summaries" in out,
           "many ranks: the overview does not say whose timelines it leaves out")
+    # --whole: every report whole, however many.
+    all_whole = os.path.join(tmp, "job-whole.html")
+    p = subprocess.run([G, "html", "--whole", *paths, "-o", all_whole], capture_output=True, text=True, timeout=120)
+    with open(all_whole) as f:
+        docs = [json.loads(h) for h in HEAD.findall(f.read())]
+    check(p.returncode == 0 and [d["report"] for d in docs] == whole and not any("elsewhere" in d for d in docs),
+          f"many ranks, --whole: exit {p.returncode}, not every report whole")
     # A report that cannot be read among many: one line naming it, exit 2, no page.
     bad = os.path.join(tmp, "job-bad.json")
     with open(bad, "w") as f:
