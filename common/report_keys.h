@@ -74,6 +74,7 @@
     X(shim_native_frames, "u64", "totals (GPULEAK_SELF_TIME)") \
     X(shim_unwound_frames, "u64", "totals (GPULEAK_SELF_TIME)") \
     X(shim_reused_frames, "u64", "totals (GPULEAK_SELF_TIME)") \
+    X(shim_trusted_captures, "u64", "totals (GPULEAK_SELF_TIME)") \
     X(kinds, "object", "report (totals by kind); timeline point (bytes by kind)") \
     X(devices, "array; object", "report (totals by device); timeline point (bytes by device)") \
     X(device, "int", "device totals, site, oom") \

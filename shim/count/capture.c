@@ -113,7 +113,7 @@ uint32_t capture_site(alloc_kind_t kind, int device)
         trusted = &python_slots[python_only & (PYTHON_SLOTS - 1)];
         if (trusted->python == python_only && trusted->seen >= TRUST_AFTER) {
             order_timing(&timing, python_done);
-            selftime_capture_end(&timing, 0);
+            selftime_capture_end(&timing, 0, 1);
             return trusted->site;
         }
     }
@@ -127,7 +127,7 @@ uint32_t capture_site(alloc_kind_t kind, int device)
         if (trusted != NULL)
             python_slot_note(trusted, python_only, hash, slot->site);
         order_timing(&timing, python_done);
-        selftime_capture_end(&timing, native_count);
+        selftime_capture_end(&timing, native_count, 0);
         return slot->site;
     }
     /* A new key: the frames themselves, interned, and the whole native stack. */
@@ -143,7 +143,7 @@ uint32_t capture_site(alloc_kind_t kind, int device)
     }
     if (trusted != NULL)
         python_slot_note(trusted, python_only, hash, site);
-    selftime_capture_end(&timing, native_count);
+    selftime_capture_end(&timing, native_count, 0);
     return site;
 }
 

@@ -74,5 +74,6 @@ void selftime_read(selftime_totals_t *out)
     out->native_frames = sums[COUNTS_TIME_NATIVE_FRAMES];
     out->unwound_frames = sums[COUNTS_TIME_UNWOUND_FRAMES];
     out->reused_frames = sums[COUNTS_TIME_REUSED_FRAMES];
+    out->trusted = sums[COUNTS_TIME_TRUSTED];
     out->clock_ns = (double)ticks_to_ns((long double)read_ticks);
 }

@@ -97,8 +97,9 @@ static inline void selftime_capture_mark(uint64_t *at)
 
 /* The capture is done, its stack interned, with native_frames native
  * frames kept (the unwinder's own count is of every frame it gave, its own
- * and those past the depth included). */
-static inline void selftime_capture_end(const selftime_capture_t *c, int native_frames)
+ * and those past the depth included); trusted: its site came from a
+ * trusted Python line, with no native walk (capture.c). */
+static inline void selftime_capture_end(const selftime_capture_t *c, int native_frames, int trusted)
 {
     if (__builtin_expect(selftime_on, 0)) {
         uint64_t end = selftime_ticks();
@@ -112,6 +113,7 @@ static inline void selftime_capture_end(const selftime_capture_t *c, int native_
             [COUNTS_TIME_NATIVE_FRAMES] = native_frames > 0 ? (uint64_t)native_frames : 0,
             [COUNTS_TIME_UNWOUND_FRAMES] = after.frames - c->before.frames,
             [COUNTS_TIME_REUSED_FRAMES] = after.reused - c->before.reused,
+            [COUNTS_TIME_TRUSTED] = trusted != 0,
         };
         counts_time_add(add);
         errno = saved;
@@ -131,6 +133,7 @@ typedef struct {
     uint64_t native_frames;         /* native frames kept */
     uint64_t unwound_frames;        /* frames the shim's own unwinder gave */
     uint64_t reused_frames;         /* of them, taken from the thread's recent stacks */
+    uint64_t trusted;               /* captures of a trusted Python line: no native walk */
     double clock_ns;                /* one read of the clock, as selftime_init measured it */
 } selftime_totals_t;
 

@@ -909,6 +909,7 @@ static void put_self_time(jw_t *w, const selftime_totals_t *self_time)
     jw_u64(w, RK(shim_native_frames), own.native_frames);
     jw_u64(w, RK(shim_unwound_frames), own.unwound_frames);
     jw_u64(w, RK(shim_reused_frames), own.reused_frames);
+    jw_u64(w, RK(shim_trusted_captures), own.trusted);
 }
 
 /* Every driver kind's totals summed: tensors left out, they live inside

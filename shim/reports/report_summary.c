@@ -605,11 +605,13 @@ static void print_caveats(FILE *f, const report_view_t *view)
     if (own.captures > 0) {
         double captures = (double)own.captures;
         fprintf(f, "gpuleak: of it, %llu stack(s) taken: native %.0f ns a stack (%.1f frames; "
-                "%.0f%% of those its unwinder gave taken from recent stacks), Python frames "
-                "%.0f ns, interning %.0f ns a stack.\n",
+                "%.0f%% of those its unwinder gave taken from recent stacks; %.0f%% of the stacks "
+                "of a trusted Python line, not walked), Python frames %.0f ns, interning %.0f ns "
+                "a stack.\n",
                 (unsigned long long)own.captures, (double)own.native_ns / captures,
                 (double)own.native_frames / captures,
                 own.unwound_frames > 0 ? 100.0 * (double)own.reused_frames / (double)own.unwound_frames : 0.0,
+                100.0 * (double)own.trusted / captures,
                 (double)own.python_ns / captures, (double)own.intern_ns / captures);
     }
 }

@@ -548,9 +548,12 @@ class ShimTest(Base):
                 self.assertGreaterEqual(t["shim_native_frames"], 2 * captures, key)
                 self.assertGreaterEqual(t["shim_unwound_frames"], t["shim_native_frames"], key)
                 self.assertLessEqual(t["shim_reused_frames"], t["shim_unwound_frames"], key)
+                # No Python line to trust in a C program: every stack walked.
+                self.assertEqual(t["shim_trusted_captures"], 0, key)
                 self.assertRegex(r.stderr, r"gpuleak: of it, %d stack\(s\) taken: native [0-9]+ ns "
                                  r"a stack \([0-9.]+ frames; [0-9]+%% of those its unwinder gave "
-                                 r"taken from recent stacks\)" % captures)
+                                 r"taken from recent stacks; 0%% of the stacks of a trusted Python "
+                                 r"line, not walked\)" % captures)
             if key == ("threads",):
                 # 1.6M allocations from one line per thread: the own
                 # unwinder's memory takes most of each stack from the last.

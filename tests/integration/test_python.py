@@ -86,12 +86,15 @@ class NativePathsTest(unittest.TestCase):
     sites apart until the line's native key has been the same 16 times in a
     row, after which the line is trusted and not walked natively."""
 
-    def sites(self, order, count):
+    def sites(self, order, count, trusted):
+        """The leaks' allocation counts by site; trusted: how many stacks
+        the shim took with no native walk (GPULEAK_SELF_TIME counts them)."""
         tmp = tempfile.mkdtemp(prefix="gpuleak-py-")
         env = dict(os.environ)
         env.update({"LD_LIBRARY_PATH": os.path.join(BUILD, "fakecuda"),
                     "LD_PRELOAD": os.path.join(BUILD, "libgpuleak.so"),
-                    "GPULEAK_OUTPUT": os.path.join(tmp, "r-%p.json"), "GPULEAK_SUMMARY": "0"})
+                    "GPULEAK_OUTPUT": os.path.join(tmp, "r-%p.json"), "GPULEAK_SUMMARY": "0",
+                    "GPULEAK_SELF_TIME": "1"})
         proc = subprocess.run([sys.executable, os.path.join(ROOT, "tests/python/native_paths_demo.py"),
                                order, str(count)], env=env, capture_output=True, text=True, timeout=120)
         self.assertEqual(proc.returncode, 0, proc.stderr)
@@ -101,18 +104,20 @@ class NativePathsTest(unittest.TestCase):
         self.assertEqual(sum(leak["allocations"] for leak in report["leaks"]), 2 * count)
         for leak in report["leaks"]:
             self.assertEqual(leak["python_stack"][0]["line"], line)
+        self.assertEqual(report["totals"]["shim_trusted_captures"], trusted)
         return sorted(leak["allocations"] for leak in report["leaks"])
 
     def test_two_native_paths_from_the_start_are_two_sites(self):
-        self.assertEqual(self.sites("interleaved", 64), [64, 64])
+        self.assertEqual(self.sites("interleaved", 64, trusted=0), [64, 64])
 
     def test_a_second_path_before_the_line_is_trusted_is_its_own_site(self):
-        self.assertEqual(self.sites("late", 8), [8, 8])
+        self.assertEqual(self.sites("late", 8, trusted=0), [8, 8])
 
     def test_a_second_path_after_the_line_is_trusted_joins_the_first(self):
         """The price of not walking: as stacks that differ below the key's
-        native frames, the later path is counted with the first."""
-        self.assertEqual(self.sites("late", 64), [128])
+        native frames, the later path is counted with the first. The line
+        is trusted from its 17th allocation on."""
+        self.assertEqual(self.sites("late", 64, trusted=128 - 16), [128])
 
 
 if __name__ == "__main__":
