@@ -590,9 +590,7 @@ supp_set_t *check_setup(check_budget_t *b, const opt_value_t *v)
     for (size_t i = 0; i < files->count; i++) {
         char *err = NULL;
         if (supp_load_file(supp, files->all[i], &err) != 0) {
-            fputs("gpuleak: ", stderr);
-            frame_text_put(stderr, err ? err : "out of memory");
-            fputc('\n', stderr);
+            frame_text_error_line(err);
             free(err);
             supp_free(supp);
             return NULL;

@@ -167,9 +167,7 @@ static void put_outliers(FILE *f, const uint64_t (*values)[OUTLIERS_METRICS], in
 /* The one line for a report that cannot be read; err is freed. */
 static void report_error(char *err)
 {
-    fputs("gpuleak: ", stderr);
-    frame_text_put(stderr, err ? err : "out of memory");
-    fputc('\n', stderr);
+    frame_text_error_line(err);
     free(err);
 }
 

@@ -126,9 +126,7 @@ static int read_all(merge_t *m, char *const *paths, size_t n)
         char *error = NULL;
         load_report_t *r = load_file_keeping(paths[i], needed, &error);
         if (r == NULL) {
-            fputs("gpuleak: ", stderr);
-            frame_text_put(stderr, error ? error : "cannot read a report");
-            fputc('\n', stderr);
+            frame_text_error_line(error);
             free(error);
             return CLI_EXIT_USAGE;
         }

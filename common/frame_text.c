@@ -9,6 +9,13 @@ void frame_text_put(FILE *f, const char *text)
         fputc(*p < 0x20 || *p == 0x7f ? '?' : *p, f);
 }
 
+void frame_text_error_line(const char *message)
+{
+    fputs("gpuleak: ", stderr);
+    frame_text_put(stderr, message ? message : "out of memory");
+    fputc('\n', stderr);
+}
+
 const char *frame_text_basename(const char *path)
 {
     if (path == NULL)

@@ -13,6 +13,11 @@
  * split one line into two. */
 void frame_text_put(FILE *f, const char *text);
 
+/* The command's one line for an input it cannot use: "gpuleak: MESSAGE"
+ * on stderr, the message written by frame_text_put ("out of memory" when
+ * NULL, as a failed allocation leaves no message). */
+void frame_text_error_line(const char *message);
+
 /* The last component of path ("?" for NULL): modules and files are shown
  * by basename, as LeakSanitizer shows them. */
 const char *frame_text_basename(const char *path);

@@ -1510,9 +1510,7 @@ int load_files_skipping(load_set_t *set, char *const *paths, size_t n, const cha
             continue;
         if (set->errors[i] == NULL)
             set->errors[i] = strdup("out of memory");
-        fputs("gpuleak: ", stderr);
-        frame_text_put(stderr, set->errors[i] ? set->errors[i] : "out of memory");
-        fputc('\n', stderr);
+        frame_text_error_line(set->errors[i]);
         set->bad++;
     }
     return 0;
