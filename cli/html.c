@@ -156,12 +156,16 @@ static void put_outliers(FILE *f, const uint64_t (*values)[OUTLIERS_METRICS], in
  * of 100,000 sites took 2.1-2.6 s before its script could run. */
 #define PAGE_HEAD_SITES 5000
 
-/* A page of more reports than this (a job's ranks) holds whole only the
- * ones that stand out; of every other one, a summary (dump_summary: its
- * totals and each list's PAGE_SUMMARY_SITES largest sites, without stacks
- * or timeline), its whole left in its file. Whole, 1,000 reports of 467 KB
- * made a 468 MB page that headless Chromium first drew after 11.7 s. */
+/* How a page holds its reports: each whole; or whole only the ones that
+ * stand out, and of every other one a summary (dump_summary: its totals
+ * and each list's PAGE_SUMMARY_SITES largest sites, without stacks or
+ * timeline), its whole left in its file; or (auto) summaries for a page of
+ * more than PAGE_WHOLE_REPORTS reports of more than PAGE_WHOLE_BYTES in
+ * all, which would be slow to open whole: 1,000 reports of 467 KB made a
+ * 468 MB page that headless Chromium first drew after 11.7 s. */
+typedef enum { HOLD_AUTO, HOLD_WHOLE, HOLD_SUMMARIES } hold_t;
 #define PAGE_WHOLE_REPORTS 16
+#define PAGE_WHOLE_BYTES (64ull << 20)
 #define PAGE_SUMMARY_SITES 20
 
 /* The one line for a report that cannot be read; err is freed. */
@@ -169,6 +173,23 @@ static void report_error(char *err)
 {
     frame_text_error_line(err);
     free(err);
+}
+
+/* Whether the page holds summaries: by hold, or (auto) by the reports'
+ * count and their files' sizes (one that cannot be read counts nothing:
+ * its load says why). */
+static int summarizes(char **files, int nfiles, hold_t hold)
+{
+    if (hold != HOLD_AUTO)
+        return hold == HOLD_SUMMARIES;
+    if (nfiles <= PAGE_WHOLE_REPORTS)
+        return 0;
+    uint64_t bytes = 0;
+    struct stat st;
+    for (int i = 0; i < nfiles && bytes <= PAGE_WHOLE_BYTES; i++)
+        if (stat(files[i], &st) == 0 && S_ISREG(st.st_mode))
+            bytes += (uint64_t)st.st_size;
+    return bytes > PAGE_WHOLE_BYTES;
 }
 
 /* Each report's numbers (outliers_values) from the few sections they come
@@ -227,17 +248,17 @@ static int put_report(FILE *f, const char *file, int i, const load_report_t *r, 
 
 /* Loads each report in turn and writes it (put_report), freeing it before
  * the next, so a page of many ranks needs the memory of one; then the ones
- * that stand out (put_outliers). A page of more than PAGE_WHOLE_REPORTS
- * (unless whole) reads each report's numbers first, to know which stand
- * out. Returns 0, or
+ * that stand out (put_outliers). A page of summaries (hold_t) reads each
+ * report's numbers first, to know which stand out; with fewer than three
+ * reports, none does and each is a summary. Returns 0, or
  * -1 after one line on stderr when a report cannot be read or the page
  * cannot be written. */
-static int put_reports(FILE *f, char **files, int nfiles, int whole, FILE **rest)
+static int put_reports(FILE *f, char **files, int nfiles, hold_t hold, FILE **rest)
 {
     uint64_t (*values)[OUTLIERS_METRICS] = calloc((size_t)nfiles + 1, sizeof *values);
     const uint64_t (*read)[OUTLIERS_METRICS] = (const uint64_t (*)[OUTLIERS_METRICS])values;
     standing_t standing;
-    int many = !whole && nfiles > PAGE_WHOLE_REPORTS;
+    int many = summarizes(files, nfiles, hold);
     int failed = values == NULL;
     if (!failed && many && read_values(files, nfiles, values) != 0) {
         free(values);
@@ -302,7 +323,7 @@ static int put_rest(FILE *f, FILE *rest)
 
 /* The template with its markers ("<!-- gpuleak:NAME -->") replaced.
  * Returns 0, or -1 after one line on stderr. */
-static int put_page(FILE *f, char **files, int nfiles, int whole)
+static int put_page(FILE *f, char **files, int nfiles, hold_t hold)
 {
     static const char mark[] = "<!-- gpuleak:";
     const size_t mark_len = sizeof mark - 1;
@@ -325,7 +346,7 @@ static int put_page(FILE *f, char **files, int nfiles, int whole)
             put_asset(f, ASSET(page_css));
             fputs("</style>", f);
         } else if (n == 7 && memcmp(name, "reports", 7) == 0) {
-            rc = put_reports(f, files, nfiles, whole, &rest);
+            rc = put_reports(f, files, nfiles, hold, &rest);
         } else if (n == 6 && memcmp(name, "script", 6) == 0) {
             /* One element per library, so an error in one is reported
              * as its own and the page's script still says what failed. */
@@ -421,16 +442,21 @@ static int is_input(const char *path, char **files, int nfiles)
     return 0;
 }
 
-enum { O_OUTPUT, O_WHOLE, O_COUNT };
+enum { O_OUTPUT, O_REPORTS, O_COUNT };
+
+static const char *const holds[] = { "auto", "whole", "summaries", NULL };
 
 static const opt_spec_t options[] = {
     { "--output", "-o", OPT_STRING, 0, "OUT.html", NULL, 0,
       "Write the page to OUT.html ('-' is stdout); never over one of the reports. A failed "
       "write leaves an existing OUT.html as it was. Without it, the page goes beside the first "
       "report, named after it (run.json: run.html), and its path is printed." },
-    { "--whole", NULL, OPT_FLAG, 0, NULL, NULL, 0,
-      "Hold every report whole, however many are given (a page of more than 16 reports holds "
-      "whole only those that stand out, and a summary of the others)." },
+    { "--reports", NULL, OPT_CHOICE, 0, "auto|whole|summaries", holds, 0,
+      "How the page holds the reports. whole: every one whole. summaries: whole only those "
+      "that stand out (merge's rule); of each other one, its totals and each list's 20 largest "
+      "sites, without stacks or timeline, the page naming the file that holds the rest. auto "
+      "(the default): summaries for more than 16 reports of more than 64 MiB in all, which "
+      "would be slow to open whole; else whole." },
 };
 
 static const cmd_exit_t exits[] = {
@@ -454,7 +480,7 @@ static char *default_page(const char *report)
 }
 
 /* Writes the page of files to out_path. Returns 0, or 2 after one line. */
-static int write_page(char **files, int nfiles, int whole, const char *out_path)
+static int write_page(char **files, int nfiles, hold_t hold, const char *out_path)
 {
     if (is_input(out_path, files, nfiles)) {
         fputs("gpuleak html: -o ", stderr);
@@ -465,7 +491,7 @@ static int write_page(char **files, int nfiles, int whole, const char *out_path)
     out_t out;
     if (out_open(&out, out_path) != 0)
         return CLI_EXIT_USAGE;
-    int ok = put_page(out.f, files, nfiles, whole) == 0;
+    int ok = put_page(out.f, files, nfiles, hold) == 0;
     return out_close(&out, ok) == 0 ? 0 : CLI_EXIT_USAGE;
 }
 
@@ -479,7 +505,8 @@ static int html_main(const opts_t *opts)
         fputs("gpuleak html: out of memory\n", stderr);
         return CLI_EXIT_USAGE;
     }
-    int code = write_page(files, nfiles, opts->v[O_WHOLE].set, out_path);
+    hold_t hold = opts->v[O_REPORTS].set ? (hold_t)opts->v[O_REPORTS].choice : HOLD_AUTO;
+    int code = write_page(files, nfiles, hold, out_path);
     if (code == 0 && named != NULL) {
         fputs("gpuleak html: wrote ", stdout);
         frame_text_put(stdout, named);
@@ -503,10 +530,10 @@ const cmd_spec_t html_command = {
         "needs no network and no other file: the libraries (third_party/js) are inlined. A "
         "report with a list of more than 5,000 sites is written in two parts: the page draws "
         "each list's largest sites, with the whole report's totals, while the browser reads "
-        "the rest. A page of more than 16 reports (a job's ranks) holds whole only those that "
-        "stand out (merge's rule); of each other one, its totals and each list's 20 largest "
-        "sites, without stacks or timeline, and the page says which file holds the rest "
-        "(--whole holds every one whole).",
+        "the rest. A page of more than 16 reports of more than 64 MiB in all (a job's ranks) "
+        "holds whole only those that stand out (merge's rule); of each other one, its totals "
+        "and each list's 20 largest sites, and the page says which file holds the rest "
+        "(--reports).",
     .options = options,
     .noptions = O_COUNT,
     .exits = exits,

@@ -607,12 +607,15 @@ def two_parts(tmp):
 
 
 def many_ranks(tmp):
-    """A page of more than 16 reports (a job's ranks) holds whole only the
-    ones that stand out; of the others, a summary: the whole totals, each
-    list's 20 largest sites, no stacks, frames or timeline, and a word
-    naming the file that holds the rest. A summary's tab draws without a
-    script error and counts what it left out."""
-    paths, whole = [], []
+    """A page of more than 16 reports (a job's ranks) of more than 64 MiB
+    in all holds whole only the ones that stand out; of the others, a
+    summary: the whole totals, each list's 20 largest sites, no stacks,
+    frames or timeline, and a word naming the file that holds the rest. A
+    summary's tab draws without a script error and counts what it left out.
+    As many small reports, or --reports whole, are held whole; --reports
+    summaries makes summaries of a few. (The reports reach 64 MiB by
+    whitespace after the document, which JSON allows.)"""
+    paths, small, whole = [], [], []
     for rank in range(20):
         report = html_report.build(40, 400, rank, 2000 + rank, 7)
         if rank == 3:
@@ -620,9 +623,12 @@ def many_ranks(tmp):
                 site["bytes"] *= 10
             report["totals"]["leaked_bytes"] *= 10
         paths.append(os.path.join(tmp, f"job-{rank}.json"))
+        small.append(os.path.join(tmp, f"small-{rank}.json"))
         whole.append(report)
-        with open(paths[-1], "w") as f:
-            json.dump(report, f)
+        for path, padding in ((paths[-1], 7 << 19), (small[-1], 0)):
+            with open(path, "w") as f:
+                json.dump(report, f)
+                f.write(" " * padding)
     page = os.path.join(tmp, "job.html")
     p = subprocess.run([G, "html", *paths, "-o", page], capture_output=True, text=True, timeout=120)
     if not check(p.returncode == 0, f"many ranks: exit {p.returncode}: {p.stderr.strip()}"):
@@ -664,13 +670,19 @@ def many_ranks(tmp):
     page_ok(Dom(out), "many ranks' overview")
     check("The timelines of the 19 reports this page holds as summaries" in out,
           "many ranks: the overview does not say whose timelines it leaves out")
-    # --whole: every report whole, however many.
-    all_whole = os.path.join(tmp, "job-whole.html")
-    p = subprocess.run([G, "html", "--whole", *paths, "-o", all_whole], capture_output=True, text=True, timeout=120)
-    with open(all_whole) as f:
-        docs = [json.loads(h) for h in HEAD.findall(f.read())]
-    check(p.returncode == 0 and [d["report"] for d in docs] == whole and not any("elsewhere" in d for d in docs),
-          f"many ranks, --whole: exit {p.returncode}, not every report whole")
+    # Whole: as many small reports, or --reports whole; summaries of a few
+    # with --reports summaries (fewer than three: none stands out).
+    for args, want_whole in (([*small], whole), (["--reports", "whole", *paths], whole),
+                             (["--reports", "summaries", *small[:2]], None)):
+        other = os.path.join(tmp, "job-other.html")
+        p = subprocess.run([G, "html", *args, "-o", other], capture_output=True, text=True, timeout=120)
+        with open(other) as f:
+            docs = [json.loads(h) for h in HEAD.findall(f.read())]
+        if want_whole is not None:
+            ok = [d["report"] for d in docs] == whole and not any("elsewhere" in d for d in docs)
+        else:
+            ok = len(docs) == 2 and all(d.get("elsewhere") is True for d in docs)
+        check(p.returncode == 0 and ok, f"many ranks, {args[:2]}: exit {p.returncode}, not as asked")
     # A report that cannot be read among many: one line naming it, exit 2, no page.
     bad = os.path.join(tmp, "job-bad.json")
     with open(bad, "w") as f:
