@@ -959,9 +959,11 @@
         ["grown", "grown during the run", this.rows.growth],
         ["held", "held when Python finished", this.rows.held],
       ].filter((m) => m[2].some((r) => r.bytes > 0));
-      if (!measures.length) {
+      if (!measures.length || this.r.elsewhere) {
         box.querySelector(".controls").hidden = true;
-        slot(box, "flame").append(el("p", { className: "hint" }, "No leaked, peak, grown or held bytes to draw."));
+        slot(box, "flame").append(el("p", { className: "hint" }, this.r.elsewhere
+          ? "This page leaves this report's stacks out (one of many reports)."
+          : "No leaked, peak, grown or held bytes to draw."));
         return;
       }
       const select = slot(box, "flame-measure");

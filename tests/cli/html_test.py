@@ -660,7 +660,8 @@ def many_ranks(tmp):
     check("One of many reports on this page" in out and f"gpuleak html {paths[0]}" in out,
           "a summary's tab: no word on where the rest of the report is")
     check("Leaks (the 20 largest of 40)" in out, "a summary's tab: the leaks table does not say it shows the largest")
-    check("leaves this report's timeline out" in out, "a summary's tab: no word on its timeline")
+    check("leaves this report's timeline out" in out and "leaves this report's stacks out" in out,
+          "a summary's tab: no word on its timeline or its stacks")
     # Tabs for the overview and the rank that stands out; the others in a list.
     tabs = out[out.find('id="tabs"'):out.find('id="panels"')]
     ntabs, noptions = tabs.count('role="tab"'), tabs.count("<option")
