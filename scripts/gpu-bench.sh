@@ -113,8 +113,14 @@ run_one() {
     t1=$(date +%s.%N)
     (cd "$WORK/cwd" && timeout -k 5 "$t" "$@") >"$lg" 2>&1
     rc=$?
+    local done_ns end_ns exit_ms=""
+    done_ns=$(date +%s%N)
     wall=$(awk -v a="$t1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
     value=$(grep -o "$key=[0-9.]*" "$lg" | tail -n 1 | cut -d= -f2)
+    # A program that prints end_ns (its last line's CLOCK_REALTIME) has its
+    # exit timed: from that line to the wait (issue 33's exit target).
+    end_ns=$(grep -o "end_ns=[0-9]*" "$lg" | tail -n 1 | cut -d= -f2)
+    [ -n "$end_ns" ] && exit_ms=$(( (done_ns - end_ns) / 1000000 ))
     if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
         status="timeout ${t}s"
     elif [ "$rc" -ne 0 ]; then
@@ -124,8 +130,8 @@ run_one() {
     else
         status=ok
     fi
-    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$group" "$config" "$rep" "$value" "$wall" "$status" >>"$RUNS"
-    echo "    [$group/$config #$rep] ${value:-?} ($status, ${wall}s)"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$group" "$config" "$rep" "$value" "$wall" "$status" "$exit_ms" >>"$RUNS"
+    echo "    [$group/$config #$rep] ${value:-?} ($status, ${wall}s${exit_ms:+, exit ${exit_ms} ms})"
     if [ "$status" != ok ]; then
         tail -n 15 "$lg" | sed 's/^/    | /'
     fi

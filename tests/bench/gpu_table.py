@@ -4,7 +4,8 @@
 
 RESULTS.tsv has one line per run: group, config, repetition, value (ms per
 iteration or ns per pair; empty when the run failed), wall seconds of the
-whole process, status (ok, timeout, exit N, no value). HEADER.txt is copied
+whole process, status (ok, timeout, exit N, no value), and (when the
+program printed its last line's time) the ms from that line to its exit. HEADER.txt is copied
 to the top (machine, versions). Medians with min-max; each ratio is to the
 baseline named in the tables below, median over median, and "paired" is the
 median [min-max] of the ratios within each repetition (a run over its
@@ -49,11 +50,14 @@ def load(path):
             if len(parts) < 6:
                 continue
             group, config, rep, value, wall, status = parts[:6]
-            r = rows.setdefault((group, config), {"values": [], "walls": [], "bad": [], "by_rep": {}})
+            r = rows.setdefault((group, config), {"values": [], "walls": [], "bad": [], "by_rep": {},
+                                                  "exits": []})
             if status == "ok" and value:
                 r["values"].append(float(value))
                 r["by_rep"][rep] = float(value)
                 r["walls"].append(float(wall))
+                if len(parts) > 6 and parts[6]:
+                    r["exits"].append(float(parts[6]))
             else:
                 r["bad"].append(status)
     return rows
@@ -76,8 +80,14 @@ def table(rows, group, spec, unit, fmt, title, added_unit=None):
     if added_unit:
         head += " added %s |" % added_unit
         sep += " --- |"
-    head += " process wall s | notes |"
-    sep += " --- | --- |"
+    head += " process wall s |"
+    sep += " --- |"
+    exits = any(rows.get((group, c), {}).get("exits") for c, _, _ in spec)
+    if exits:
+        head += " exit ms (last line to wait) |"
+        sep += " --- |"
+    head += " notes |"
+    sep += " --- |"
     out += [head, sep]
     for config, label, base in spec:
         r = rows.get((group, config))
@@ -93,7 +103,10 @@ def table(rows, group, spec, unit, fmt, title, added_unit=None):
         if added_unit:
             line += " %s |" % (("%+.0f" % (m - bm)) if m and bm else "-")
         notes = ", ".join(sorted(set(r["bad"])))
-        line += " %s | %s |" % (cell(r["walls"], "%.1f"), notes)
+        line += " %s |" % cell(r["walls"], "%.1f")
+        if exits:
+            line += " %s |" % cell(r["exits"], "%.0f")
+        line += " %s |" % notes
         out.append(line)
     return out + [""]
 

@@ -10,6 +10,7 @@ layers 1024 wide with ReLU, batch 64, SGD, MSE loss. On cuda; ITERATIONS
 the host. Prints one line
 
     BENCH ms_per_iter=<median> iters=<n> warmup=<w> backend=<allocator> history=<0|1>
+    END end_ns=<CLOCK_REALTIME when the program's last line ran>
 
 with the median over the iterations after the first WARMUP (default 20).
 GPU_BENCH_RECORD_HISTORY=1 turns on
@@ -75,6 +76,9 @@ def main():
     print("BENCH ms_per_iter=%.4f iters=%d warmup=%d backend=%s history=%d loss=%.4f"
           % (statistics.median(steady) * 1e3, iters, warmup,
              torch.cuda.get_allocator_backend(), int(history), float(loss.item())), flush=True)
+    # The program's last line: what follows is its exit (under gpuleak, the
+    # report), which scripts/gpu-bench.sh times from this clock to its wait.
+    print("END end_ns=%d" % time.time_ns(), flush=True)
 
 
 if __name__ == "__main__":
