@@ -108,8 +108,12 @@ void growth_note(uint64_t now_ns, uint64_t (*allocations)(void), uint32_t site_h
     }
     /* Its cost in this thread's CPU time: a checkpoint that was descheduled
      * midway (a loaded machine) must not hold the next ones back for 19
-     * times the time it waited, which left a short run with two samples. */
-    uint64_t started_ns = clock_thread_cpu_ns();
+     * times the time it waited, which left a short run with two samples.
+     * Nor more than the time that passed: where the thread's CPU clock
+     * moves by scheduler ticks (seen in a virtual machine here: a
+     * microsecond's checkpoint measured as milliseconds), a tick in the
+     * middle of one held the rest of a short loop back. */
+    uint64_t started_ns = clock_thread_cpu_ns(), started_wall_ns = clock_monotonic_ns();
     if (checkpoint_count == GROWTH_CHECKPOINTS)
         halve(site_high);
     size_t c = checkpoint_count++;
@@ -131,7 +135,8 @@ void growth_note(uint64_t now_ns, uint64_t (*allocations)(void), uint32_t site_h
      * a millisecond of page faults and symbol binding against tens of
      * microseconds after): 19 times it held every checkpoint of a short
      * run's loop back. */
-    uint64_t wait_ns = c == 0 ? 0 : (clock_thread_cpu_ns() - started_ns) * CHECKPOINT_COST_FACTOR;
+    uint64_t cpu_ns = clock_thread_cpu_ns() - started_ns, wall_ns = clock_monotonic_ns() - started_wall_ns;
+    uint64_t wait_ns = c == 0 ? 0 : (cpu_ns < wall_ns ? cpu_ns : wall_ns) * CHECKPOINT_COST_FACTOR;
     atomic_store(&next_due_ns, now_ns + (wait_ns > interval_ns ? wait_ns : interval_ns));
     atomic_store(&next_allowed_ns, clock_monotonic_ns() + wait_ns);
     pthread_mutex_unlock(&growth_lock);

@@ -330,6 +330,51 @@ START_TEST(a_costly_first_checkpoint_holds_no_burst_back)
 }
 END_TEST
 
+/* The thread's CPU clock as this machine's virtual one moves: measured
+ * here, it ran ahead of the wall clock by up to 2 ms between two reads a
+ * microsecond apart. cpu_skew_ns is added to every read of it. */
+static uint64_t cpu_skew_ns;
+
+int __real_clock_gettime(clockid_t id, struct timespec *ts);
+int __wrap_clock_gettime(clockid_t id, struct timespec *ts)
+{
+    int rc = __real_clock_gettime(id, ts);
+    if (rc == 0 && id == CLOCK_THREAD_CPUTIME_ID && cpu_skew_ns > 0) {
+        uint64_t t = (uint64_t)ts->tv_sec * 1000000000ull + (uint64_t)ts->tv_nsec + cpu_skew_ns;
+        ts->tv_sec = (time_t)(t / 1000000000ull);
+        ts->tv_nsec = (long)(t % 1000000000ull);
+    }
+    return rc;
+}
+
+/* Each checkpoint's read sees the CPU clock jump a 4 ms tick. */
+static uint64_t ticking_site(uint32_t site)
+{
+    if (site == 0) {
+        checkpoints_taken++;
+        cpu_skew_ns += 4000000;
+    }
+    return site;
+}
+
+/* A checkpoint's cost is at most the time that passed: a tick of the CPU
+ * clock inside a microsecond's checkpoint held the rest of a short loop
+ * back (19 times 4 ms), and a run on a virtual machine had two samples. */
+START_TEST(a_tick_of_the_cpu_clock_holds_no_checkpoint_back)
+{
+    checkpoints_taken = 0;
+    first_made = 0;
+    growth_init(0, 1000000000ull, ticking_site);
+    for (int step = 0; step < 300; step++) {
+        first_made++;
+        growth_note(0, first_allocations, 0);
+        for (uint64_t until = clock_monotonic_ns() + 5000; clock_monotonic_ns() < until;) {
+        }
+    }
+    ck_assert_uint_ge(checkpoints_taken, 10);
+}
+END_TEST
+
 static uint64_t burst_live[2], burst_made;
 
 static uint64_t burst_site(uint32_t site) { return site < 2 ? burst_live[site] : 0; }
@@ -444,6 +489,7 @@ int main(void)
     TCase *tc = tcase_create("rule");
     tcase_add_test(tc, linear_rise_is_growth);
     tcase_add_test(tc, a_costly_first_checkpoint_holds_no_burst_back);
+    tcase_add_test(tc, a_tick_of_the_cpu_clock_holds_no_checkpoint_back);
     tcase_add_test(tc, sawtooth_is_not_growth);
     tcase_add_test(tc, startup_step_is_not_growth);
     tcase_add_test(tc, plateau_is_not_growth);
