@@ -255,20 +255,6 @@ static int put_report(FILE *f, const char *file, int i, const load_report_t *r, 
  * cannot be written. */
 static int put_reports(FILE *f, char **files, int nfiles, hold_t hold, FILE **rest)
 {
-    uint64_t (*values)[OUTLIERS_METRICS] = calloc((size_t)nfiles + 1, sizeof *values);
-    const uint64_t (*read)[OUTLIERS_METRICS] = (const uint64_t (*)[OUTLIERS_METRICS])values;
-    standing_t standing;
-    int many = summarizes(files, nfiles, hold);
-    int failed = values == NULL;
-    if (!failed && many && read_values(files, nfiles, values) != 0) {
-        free(values);
-        return -1;  /* its line said which report */
-    }
-    if (failed || (many && standing_of(read, nfiles, &standing) != 0)) {
-        fputs("gpuleak html: out of memory\n", stderr);
-        free(values);
-        return -1;
-    }
     /* What a summary holds: every section but those dump_summary leaves
      * out, which are then not read at all. */
     const char *const summarized[] = { RK(format), RK(version), RK(tool), RK(process), RK(status),
@@ -277,33 +263,46 @@ static int put_reports(FILE *f, char **files, int nfiles, hold_t hold, FILE **re
                                        RK(failures), RK(sites), RK(peak), RK(growth), RK(held_at_finish),
                                        RK(python_layout), RK(oom), RK(torch_allocator), RK(frameworks),
                                        NULL };
-    for (int i = 0; i < nfiles; i++) {
+    static const char out_of_memory[] = "gpuleak html: out of memory\n";
+    uint64_t (*values)[OUTLIERS_METRICS] = calloc((size_t)nfiles + 1, sizeof *values);
+    const uint64_t (*known)[OUTLIERS_METRICS] = (const uint64_t (*)[OUTLIERS_METRICS])values;
+    if (values == NULL) {
+        fputs(out_of_memory, stderr);
+        return -1;
+    }
+    /* A page of summaries knows first which reports stand out; another
+     * learns each report's numbers as it writes it. */
+    standing_t standing;
+    int many = summarizes(files, nfiles, hold);
+    int rc = many ? read_values(files, nfiles, values) : 0;  /* its line says which report */
+    if (rc == 0 && many && (rc = standing_of(known, nfiles, &standing)) != 0)
+        fputs(out_of_memory, stderr);
+    for (int i = 0; rc == 0 && i < nfiles; i++) {
         char *err = NULL;
         int summary = many && !stands_out(values[i], &standing);
         load_report_t *r = summary ? load_file_keeping(files[i], summarized, &err) : load_file(files[i], &err);
         if (r == NULL) {
             report_error(err);
-            free(values);
-            return -1;
+            rc = -1;
+            break;
         }
-        outliers_values(r, values[i]);
-        int rc = put_report(f, files[i], i, r, summary, rest);
-        load_free(r);
-        if (rc != 0) {
+        if (!many)
+            outliers_values(r, values[i]);
+        if ((rc = put_report(f, files[i], i, r, summary, rest)) != 0)
             fputs("gpuleak html: writing the page failed\n", stderr);
-            free(values);
-            return -1;
+        load_free(r);
+    }
+    if (rc == 0 && !many && (rc = standing_of(known, nfiles, &standing)) != 0)
+        fputs(out_of_memory, stderr);
+    if (rc == 0) {
+        put_outliers(f, known, nfiles, &standing);
+        if (ferror(f)) {
+            fputs("gpuleak html: writing the page failed\n", stderr);
+            rc = -1;
         }
     }
-    int rc = standing_of(read, nfiles, &standing);
-    if (rc == 0)
-        put_outliers(f, read, nfiles, &standing);
     free(values);
-    if (rc != 0 || ferror(f)) {
-        fputs(rc != 0 ? "gpuleak html: out of memory\n" : "gpuleak html: writing the page failed\n", stderr);
-        return -1;
-    }
-    return 0;
+    return rc;
 }
 
 /* The reports' rests (put_reports), copied into the page. */
