@@ -576,73 +576,84 @@ static inline uint32_t cached_line(uint32_t index, uintptr_t code, long addr)
 
 /* ----------------------------------------------------------------- capture */
 
-/* The innermost frame of a thread state, or 0. */
-static inline uintptr_t first_frame(uintptr_t ts)
-{
-    uintptr_t f = rd_ptr(ts, L.ts_frame);
-    if (L.chain == CHAIN_CFRAME) {
-        if (!ptr_ok(f))
-            return 0;
-        f = rd_ptr(f, L.cframe_current);
-    }
-    return ptr_ok(f) ? f : 0;
-}
-
-/* The frames python_capture takes and python_key hashes, innermost first:
- * at most max of them, walking at most MAX_WALK. Each step checks the frame
- * pointer for plausibility and the code object's type, skips C-stack shim
- * frames (3.12+) and frames that have not started (the same test as
- * CPython's _PyFrame_IsIncomplete), and stops at the first implausible
- * pointer rather than guess. With key NULL, each frame is interned and
- * written to out; else only hashed, as read, into *key: the code object,
- * the identity fields a record keeps (a code object whose address another
- * one took hashes apart) and the instruction, no string, table or line
- * read. Inlined into both, so neither pays for the other's branch. */
-static inline __attribute__((always_inline)) int walk(python_frame_t *out, int max, uint64_t *key)
+/* The frames python_capture takes and python_key hashes, innermost first,
+ * read with layout lay: at most max of them, walking at most MAX_WALK.
+ * Each step checks the frame pointer for plausibility and the code
+ * object's type, skips C-stack shim frames (3.12+) and frames that have not
+ * started (the same test as CPython's _PyFrame_IsIncomplete), and stops at
+ * the first implausible pointer rather than guess. With key NULL, each
+ * frame is interned and written to out; else only hashed, as read, into
+ * *key: the code object, the identity fields a record keeps (a code object
+ * whose address another one took hashes apart) and the instruction, no
+ * string, table or line read. Inlined into each caller with lay a constant
+ * where the version is known when built (by_layout), so that the offsets
+ * are folded into the loads: the key of a frame is most of a stack's
+ * cost from Python. */
+static inline __attribute__((always_inline)) int walk(const struct layout *lay,
+                                                      python_frame_t *out, int max, uint64_t *key)
 {
     uintptr_t ts = (uintptr_t)get_tstate();
     if (!ptr_ok(ts))
         return 0;
-    uintptr_t f = first_frame(ts);
+    uintptr_t f = rd_ptr(ts, lay->ts_frame);
+    if (lay->chain == CHAIN_CFRAME)
+        f = ptr_ok(f) ? rd_ptr(f, lay->cframe_current) : 0;
+    f = ptr_ok(f) ? f : 0;
+    uint64_t hash = 0;  /* a local: a store through key would make every offset be read again */
     int n = 0;
     for (int walked = 0; f && n < max && walked < MAX_WALK; walked++) {
-        uintptr_t code = rd_ptr(f, L.fr_code);
-        int owner = L.fr_owner >= 0 ? *(const uint8_t *)(f + L.fr_owner) : 0;
-        if (owner != L.owner_cstack && is_type(code, type_code)) {
+        uintptr_t code = rd_ptr(f, lay->fr_code);
+        int owner = lay->fr_owner >= 0 ? *(const uint8_t *)(f + lay->fr_owner) : 0;
+        if (owner != lay->owner_cstack && ptr_ok(code) && rd_ptr(code, lay->ob_type) == type_code) {
             long addr;
             int skip = 0;
-            if (L.chain == CHAIN_FRAMEOBJECT) {
-                addr = (long)rd_int(f, L.fr_instr) * 2; /* f_lasti is in units */
+            if (lay->chain == CHAIN_FRAMEOBJECT) {
+                addr = (long)rd_int(f, lay->fr_instr) * 2; /* f_lasti is in units */
             } else {
-                uintptr_t ip = rd_ptr(f, L.fr_instr);
-                uintptr_t base = code + L.co_code;
+                uintptr_t ip = rd_ptr(f, lay->fr_instr);
+                uintptr_t base = code + lay->co_code;
                 addr = (long)(ip - base);
-                if (L.co_firsttraceable >= 0 && owner != L.owner_generator &&
-                    addr < 2l * rd_int(code, (size_t)L.co_firsttraceable))
+                if (lay->co_firsttraceable >= 0 && owner != lay->owner_generator &&
+                    addr < 2l * rd_int(code, (size_t)lay->co_firsttraceable))
                     skip = 1; /* incomplete frame */
-                long units = rd_long(code, L.co_size);
+                long units = rd_long(code, lay->co_size);
                 if (addr < -2 || addr >= units * 2)
                     addr = -1; /* pointer outside the code: use the first line */
             }
             if (!skip && key != NULL) {
                 uint64_t v = (uint64_t)code ^ ((uint64_t)addr << 47) ^ ((uint64_t)addr >> 17)
-                           ^ (rd_ptr(code, L.co_filename) << 13) ^ (rd_ptr(code, L.co_name) << 29)
-                           ^ rd_ptr(code, L.co_linetable) ^ ((uint64_t)(uint32_t)rd_int(code, L.co_firstlineno) << 3);
-                *key = (*key ^ v) * 0x9e3779b97f4a7c15ull;
-                *key ^= *key >> 29;
+                           ^ (rd_ptr(code, lay->co_filename) << 13) ^ (rd_ptr(code, lay->co_name) << 29)
+                           ^ rd_ptr(code, lay->co_linetable)
+                           ^ ((uint64_t)(uint32_t)rd_int(code, lay->co_firstlineno) << 3);
+                hash = (hash ^ v) * 0x9e3779b97f4a7c15ull;
+                hash ^= hash >> 29;
                 n++;
             } else if (!skip) {
                 uint32_t index = intern_code(code);
                 uint32_t line = cached_line(index, code, addr);
                 out[n++] = ((uint64_t)index << 32) | line;
             }
-        } else if (owner != L.owner_cstack) {
+        } else if (owner != lay->owner_cstack) {
             break; /* not a code object where one must be: stop */
         }
-        uintptr_t prev = rd_ptr(f, L.fr_previous);
+        uintptr_t prev = rd_ptr(f, lay->fr_previous);
         f = ptr_ok(prev) ? prev : 0;
     }
+    if (key != NULL)
+        *key = hash;
     return n;
+}
+
+/* walk with the layout in use: a built-in one as a constant (3.11 and
+ * 3.12, the versions PyTorch's users run most), else L as read. */
+static inline __attribute__((always_inline)) int by_layout(python_frame_t *out, int max,
+                                                           uint64_t *key)
+{
+    if (L.minor == 11 && L.major == 3)
+        return walk(&layout_311, out, max, key);
+    if (L.minor == 12 && L.major == 3)
+        return walk(&layout_312, out, max, key);
+    return walk(&L, out, max, key);
 }
 
 /* Contract in python.h. */
@@ -650,7 +661,7 @@ int python_capture(python_frame_t *out, int max)
 {
     if (!py_on || max <= 0)
         return 0;
-    return walk(out, max, NULL);
+    return by_layout(out, max, NULL);
 }
 
 /* Contract in python.h. */
@@ -659,7 +670,7 @@ int python_key(int max, uint64_t *key)
     *key = 0;
     if (!py_on || max <= 0)
         return 0;
-    return walk(NULL, max, key);
+    return by_layout(NULL, max, key);
 }
 
 /* Contract in python.h. */
