@@ -60,6 +60,7 @@ struct layout {
     int owner_generator;   /* FRAME_OWNED_BY_GENERATOR */
     size_t co_size;        /* ob_size of the code object: code units (3.11+) */
     size_t co_filename, co_name, co_firstlineno, co_linetable;
+    size_t co_consts, co_names; /* beside ob_type: a key's identity of a code object */
     size_t co_code;        /* 3.10: co_code bytes object; 3.11+: co_code_adaptive */
     long co_firsttraceable; /* int _co_firsttraceable, -1 when unknown */
     size_t ob_type;
@@ -73,7 +74,7 @@ static const struct layout layout_310 = {
     .major = 3, .minor = 10, .chain = CHAIN_FRAMEOBJECT, .lines = LINES_310,
     .ts_frame = 24, .fr_previous = 24, .fr_code = 32, .fr_instr = 96,
     .fr_owner = -1, .owner_cstack = -1, .owner_generator = -1,
-    .co_size = 0, .co_filename = 104, .co_name = 112, .co_firstlineno = 40,
+    .co_size = 0, .co_consts = 56, .co_names = 64, .co_filename = 104, .co_name = 112, .co_firstlineno = 40,
     .co_linetable = 120, .co_code = 48, .co_firsttraceable = -1,
     .ob_type = 8, .bytes_size = 16, .bytes_sval = 32,
     .uni_length = 16, .uni_state = 32, .uni_ascii_size = 48,
@@ -87,7 +88,8 @@ static const struct layout layout_311 = {
     .major = 3, .minor = 11, .chain = CHAIN_CFRAME, .lines = LINES_311,
     .ts_frame = 56, .cframe_current = 8, .fr_previous = 48, .fr_code = 32,
     .fr_instr = 56, .fr_owner = 69, .owner_cstack = -1, .owner_generator = 1,
-    .co_size = 16, .co_filename = 112, .co_name = 128, .co_firstlineno = 72,
+    .co_size = 16, .co_consts = 24, .co_names = 32,
+    .co_filename = 112, .co_name = 128, .co_firstlineno = 72,
     .co_linetable = 136, .co_code = 184, .co_firsttraceable = 168,
     .ob_type = 8, .bytes_size = 16, .bytes_sval = 32,
     .uni_length = 16, .uni_state = 32, .uni_ascii_size = 48,
@@ -101,7 +103,8 @@ static const struct layout layout_312 = {
     .major = 3, .minor = 12, .chain = CHAIN_CFRAME, .lines = LINES_311,
     .ts_frame = 56, .cframe_current = 0, .fr_previous = 8, .fr_code = 0,
     .fr_instr = 56, .fr_owner = 70, .owner_cstack = 3, .owner_generator = 1,
-    .co_size = 16, .co_filename = 112, .co_name = 128, .co_firstlineno = 68,
+    .co_size = 16, .co_consts = 24, .co_names = 32,
+    .co_filename = 112, .co_name = 128, .co_firstlineno = 68,
     .co_linetable = 136, .co_code = 192, .co_firsttraceable = 176,
     .ob_type = 8, .bytes_size = 16, .bytes_sval = 32,
     .uni_length = 16, .uni_state = 32, .uni_ascii_size = 40,
@@ -583,9 +586,13 @@ static inline uint32_t cached_line(uint32_t index, uintptr_t code, long addr)
  * started (the same test as CPython's _PyFrame_IsIncomplete), and stops at
  * the first implausible pointer rather than guess. With key NULL, each
  * frame is interned and written to out; else only hashed, as read, into
- * *key: the code object, the identity fields a record keeps (a code object
- * whose address another one took hashes apart) and the instruction, no
- * string, table or line read. Inlined into each caller with lay a constant
+ * *key: the code object, its constants' and names' tuples (a code object
+ * whose address another one took hashes apart: both tuples would have to
+ * be reborn at their old addresses too) and the instruction. They sit
+ * beside the object's type, which is read anyway, where the fields a
+ * record keeps (file, name, line table, first line) are a line or two
+ * further: on a real stack each frame's code object is cold, so a line
+ * per frame is most of the key's cost. No string, table or line is read. Inlined into each caller with lay a constant
  * where the version is known when built (by_layout), so that the offsets
  * are folded into the loads: the key of a frame is most of a stack's
  * cost from Python. */
@@ -622,9 +629,7 @@ static inline __attribute__((always_inline)) int walk(const struct layout *lay,
             }
             if (!skip && key != NULL) {
                 uint64_t v = (uint64_t)code ^ ((uint64_t)addr << 47) ^ ((uint64_t)addr >> 17)
-                           ^ (rd_ptr(code, lay->co_filename) << 13) ^ (rd_ptr(code, lay->co_name) << 29)
-                           ^ rd_ptr(code, lay->co_linetable)
-                           ^ ((uint64_t)(uint32_t)rd_int(code, lay->co_firstlineno) << 3);
+                           ^ (rd_ptr(code, lay->co_consts) << 13) ^ (rd_ptr(code, lay->co_names) << 29);
                 hash = (hash ^ v) * 0x9e3779b97f4a7c15ull;
                 hash ^= hash >> 29;
                 n++;
@@ -734,6 +739,9 @@ static int layout_from_debug_offsets(int minor)
         .fr_owner = (long)d->interpreter_frame.owner,
         .owner_cstack = 3, .owner_generator = 1, /* pycore_frame.h, v3.13.0 */
         .co_size = d->tuple_object.ob_size, /* the same PyObject_VAR_HEAD */
+        /* not among the debug offsets: the head of PyCodeObject, the same
+         * from 3.11 (Include/cpython/code.h, v3.13.0) */
+        .co_consts = 24, .co_names = 32,
         .co_filename = d->code_object.filename,
         .co_name = d->code_object.qualname,
         .co_firstlineno = d->code_object.firstlineno,
