@@ -1,12 +1,16 @@
 #include "counts.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 __thread counts_block_t *counts_mine __attribute__((tls_model("initial-exec")));
 
 static _Atomic(counts_block_t *) all_blocks;
+_Static_assert(offsetof(counts_block_t, events) + sizeof ((counts_block_t *)0)->events <= 64,
+               "the events share the pages pointer's line");
+
 static counts_block_t shared_block;   /* for threads that could get no block */
 static pthread_key_t exit_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
@@ -99,6 +103,15 @@ void counts_time_add_first(const uint64_t add[COUNTS_TIME_FIELDS])
         return;
     }
     counts_time_add(add);
+}
+
+uint64_t counts_event_sum(unsigned event)
+{
+    uint64_t sum = atomic_load_explicit(&shared_block.events[event], memory_order_relaxed);
+    for (counts_block_t *b = atomic_load_explicit(&all_blocks, memory_order_acquire); b != NULL;
+         b = b->next)
+        sum += atomic_load_explicit(&b->events[event], memory_order_relaxed);
+    return sum;
 }
 
 uint64_t counts_time_sum(counts_time_t field)

@@ -41,8 +41,15 @@ typedef enum {
     COUNTS_TIME_TRUSTED, COUNTS_TIME_FIELDS
 } counts_time_t;
 
+/* Events counted per thread where a shared counter would take a locked
+ * instruction (and a line other threads write) at each: PyTorch's most
+ * frequent allocator actions. They fill the line of the pages pointer
+ * that every event reads. */
+#define COUNTS_EVENTS 7
+
 typedef struct counts_block {
     counts_page_t *_Atomic *_Atomic pages;  /* a page per 512 sites, or NULL */
+    _Atomic uint64_t events[COUNTS_EVENTS];
     _Atomic size_t page_bytes;             /* of the pages and their directory */
     _Atomic uint64_t shim_time[COUNTS_TIME_FIELDS];  /* the shim's own time (selftime.h) */
     _Atomic int in_use;               /* claimed by a live thread */
@@ -109,6 +116,23 @@ static inline void counts_time_add(const uint64_t add[COUNTS_TIME_FIELDS])
                               atomic_load_explicit(&b->shim_time[i], memory_order_relaxed) + add[i],
                               memory_order_relaxed);
 }
+
+/* Counts one event of kind event (< COUNTS_EVENTS) in this thread's block,
+ * or, when memory for one is out, in the shared block. */
+static inline void counts_event_add(unsigned event)
+{
+    counts_block_t *b = counts_block();
+    if (__builtin_expect(b == counts_mine, 1))
+        atomic_store_explicit(&b->events[event],
+                              atomic_load_explicit(&b->events[event], memory_order_relaxed) + 1,
+                              memory_order_relaxed);
+    else
+        atomic_fetch_add_explicit(&b->events[event], 1, memory_order_relaxed);
+}
+
+/* The count of event, every thread's together: some moment's value while
+ * threads count. */
+uint64_t counts_event_sum(unsigned event);
 
 /* One field of the shim's own time, summed over every thread. */
 uint64_t counts_time_sum(counts_time_t field);
