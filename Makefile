@@ -308,12 +308,18 @@ fuzz: deps
 # CPU benchmarks over the fake driver (tests/bench/run.py, docs/performance.md).
 # unwind_probe.c is not a program but an object to preload under PyTorch;
 # scripts/gpu-bench.sh builds it there.
-BENCH_BIN := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(filter-out tests/bench/unwind_probe.c,$(wildcard tests/bench/*.c)))
-$(BUILD)/bench/%: tests/bench/%.c $(FAKECUDA)
+# core_speed.c is linked into each program, and built as a library for
+# the Python benchmarks.
+BENCH_BIN := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(filter-out tests/bench/unwind_probe.c \
+             tests/bench/core_speed.c,$(wildcard tests/bench/*.c)))
+$(BUILD)/bench/%: tests/bench/%.c tests/bench/core_speed.c tests/bench/core_speed.h $(FAKECUDA)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -O1 -fno-omit-frame-pointer -fno-optimize-sibling-calls -o $@ $< \
-	    -L$(BUILD)/fakecuda -lcuda -lpthread
-bench: deps all $(BENCH_BIN)
+	    tests/bench/core_speed.c -L$(BUILD)/fakecuda -lcuda -lpthread
+$(BUILD)/bench/libcore_speed.so: tests/bench/core_speed.c tests/bench/core_speed.h
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -O1 -shared -o $@ $<
+bench: deps all $(BENCH_BIN) $(BUILD)/bench/libcore_speed.so
 	$(PYTHON) tests/bench/run.py --build $(BUILD) $(BENCH_ARGS)
 
 PREFIX ?= /usr/local

@@ -32,6 +32,8 @@
  * core's full speed apart. */
 #define _GNU_SOURCE
 #include <cuda.h>
+#include "core_speed.h"
+
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -40,7 +42,6 @@
 #include <time.h>
 
 #define WARMUP_PAIRS 2000
-#define CALIBRATION_ADDS 250000  /* 90-250 us on the H200 host */
 #define MAX_CHUNKS 1000
 
 typedef struct worker {
@@ -114,19 +115,6 @@ static int pairs(worker_t *w, CUstream s, long n)
     return 0;
 }
 
-/* The core's speed now: ns an add, over a chain of adds each waiting for
- * the last (one cycle each on an unshared core). The empty asm keeps the
- * compiler from folding the chain. */
-static double core_ns_per_add(void)
-{
-    uint64_t x = 0, t0 = now_ns();
-    for (long i = 0; i < CALIBRATION_ADDS; i++) {
-        __asm__ volatile("" : "+r"(x));
-        x++;
-    }
-    return (double)(now_ns() - t0) / CALIBRATION_ADDS;
-}
-
 /* w->pairs pairs in w->chunks chunks, the core's speed measured between
  * them and at both ends; a chunk's is the slower of the two measures
  * around it, so that a core that slowed down during the chunk is seen.
@@ -135,7 +123,7 @@ static double core_ns_per_add(void)
 static int chunked_pairs(worker_t *w, CUstream s)
 {
     uint64_t busy = 0;
-    double before = core_ns_per_add();
+    double before = core_speed_ns_per_add();
     for (int c = 0; c < w->chunks; c++) {
         long n = w->pairs / w->chunks + (c < w->pairs % w->chunks);
         pthread_barrier_wait(w->start);
@@ -143,7 +131,7 @@ static int chunked_pairs(worker_t *w, CUstream s)
         if (pairs(w, s, n) != 0)
             return -1;
         uint64_t took = now_ns() - t;
-        double after = core_ns_per_add();
+        double after = core_speed_ns_per_add();
         w->add_ns[c] = before > after ? before : after;
         w->pair_ns[c] = (double)took / (double)n;
         busy += took;

@@ -15,7 +15,8 @@ overhead is in both, the difference is the shim's.
 import ctypes
 import functools
 import sys
-import time
+
+from py_chunks import Chunks
 
 WARMUP = 2000
 
@@ -38,11 +39,12 @@ def timed_pairs(cuda, n):
     for _ in range(WARMUP):
         alloc(ref, 256)
         free(p.value)
-    t0 = time.perf_counter_ns()
-    for _ in range(n):
-        if alloc(ref, 256) != 0 or free(p.value) != 0:
-            sys.exit("py_pairs: a driver call failed")
-    return (time.perf_counter_ns() - t0) / n
+    chunks = Chunks(n)
+    for count in chunks:
+        for _ in range(count):
+            if alloc(ref, 256) != 0 or free(p.value) != 0:
+                sys.exit("py_pairs: a driver call failed")
+    return chunks.ns_per_pair()
 
 
 def nest(cuda, n, levels):

@@ -16,7 +16,8 @@ import ctypes
 import functools
 import os
 import sys
-import time
+
+from py_chunks import Chunks
 
 WARMUP = 2000
 
@@ -34,10 +35,11 @@ def timed_pairs(lib, n):
     malloc, free = lib.fake_c10_malloc, lib.fake_c10_free
     for _ in range(WARMUP):
         free(malloc(512, 0), 0)
-    t0 = time.perf_counter_ns()
-    for _ in range(n):
-        free(malloc(512, 0), 0)
-    return (time.perf_counter_ns() - t0) / n
+    chunks = Chunks(n)
+    for count in chunks:
+        for _ in range(count):
+            free(malloc(512, 0), 0)
+    return chunks.ns_per_pair()
 
 
 def nest(lib, n, levels):

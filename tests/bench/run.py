@@ -203,6 +203,39 @@ def present(values):
     return [v for v in values if v is not None]
 
 
+def python_chunks(b):
+    """The environment that makes py_pairs.py and py_tensors.py time their
+    pairs in chunks between measures of the core's speed (py_chunks.py)."""
+    return {"BENCH_CHUNKS": str(CHUNKS),
+            "BENCH_CORE_SPEED": os.path.join(b.bin, "libcore_speed.so")}
+
+
+def full_speed_table(b, got, rows):
+    """The added ns a pair from the chunks run at the core's full speed, as
+    for bench_pairs: rows are (label, baseline config, shim config, target
+    or None)."""
+    runs, fastest, median_add, share = full_speed_runs(got)
+    b.emit("At the core's full speed (the same runs, each in %d chunks between timed chains "
+           "of dependent adds, as for the pairs above): the fastest chunk's adds took %.3f ns, "
+           "the median chunk's %.3f; kept, the chunks whose adds took at most %.2fx the "
+           "fastest's, %.0f%% of them." % (CHUNKS, fastest, median_add, FULL_SPEED, 100 * share))
+    b.emit()
+    b.emit("| shim settings | baseline ns/pair | with shim ns/pair | added ns/pair | runs kept "
+           "(baseline, shim) | target |")
+    b.emit("| --- | --- | --- | --- | --- | --- |")
+    for label, base, key, limit in rows:
+        plain, shim = runs[base], runs[key]
+        added = [y - x for x, y in zip(plain, shim) if x is not None and y is not None]
+        if not added:
+            b.emit("| %s | - | - | - | %d, %d | |" % (label, len(present(plain)), len(present(shim))))
+            continue
+        target = "<= %d: %s" % (limit, verdict(statistics.median(added), limit)) if limit else ""
+        b.emit("| %s | %s | %s | %s | %d, %d | %s |" % (
+            label, spread(present(plain)), spread(present(shim)), spread(added),
+            len(present(plain)), len(present(shim)), target))
+    b.emit()
+
+
 def bench_pairs(b, pairs):
     prog = os.path.join(b.bin, "bench_pairs")
     chunked = {"BENCH_CHUNKS": str(CHUNKS)}
@@ -271,15 +304,16 @@ def bench_python(b, pairs):
     py = sys.executable
     argv = [py, script, str(pairs), "10"]
     deep = [py, script, str(pairs), "26"]
+    chunked = python_chunks(b)
     configs = {
-        "base": (argv, False, {}),
-        "off": (argv, True, {"GPULEAK_STACK_DEPTH": "0", "GPULEAK_PYTHON": "0"}),
-        "native": (argv, True, {"GPULEAK_STACK_DEPTH": "32", "GPULEAK_PYTHON": "0"}),
-        "both": (argv, True, {"GPULEAK_STACK_DEPTH": "32", "GPULEAK_PYTHON": "1"}),
+        "base": (argv, False, chunked),
+        "off": (argv, True, dict(chunked, GPULEAK_STACK_DEPTH="0", GPULEAK_PYTHON="0")),
+        "native": (argv, True, dict(chunked, GPULEAK_STACK_DEPTH="32", GPULEAK_PYTHON="0")),
+        "both": (argv, True, dict(chunked, GPULEAK_STACK_DEPTH="32", GPULEAK_PYTHON="1")),
         # Issue 33's measure: the defaults (64 native frames and Python), 26
         # Python frames deep.
-        "deep_base": (deep, False, {}),
-        "deep": (deep, True, {}),
+        "deep_base": (deep, False, chunked),
+        "deep": (deep, True, chunked),
     }
     got = b.interleave(configs)
     ns = {n: [r["ns_per_pair"] for r in rs] for n, rs in got.items()}
@@ -306,6 +340,10 @@ def bench_python(b, pairs):
     b.emit("| 26 Python frames deep, defaults | %s | %s | <= 300: %s |" % (
         spread(ns["deep"]), spread(added), verdict(statistics.median(added), 300)))
     b.emit()
+    full_speed_table(b, got, (("stacks off (DEPTH=0, PYTHON=0)", "base", "off", None),
+                              ("native 32, no Python (PYTHON=0)", "base", "native", None),
+                              ("native 32 + Python frames", "base", "both", 1500),
+                              ("26 Python frames deep, defaults", "deep_base", "deep", 300)))
 
 
 SELF_TIME = re.compile(r"its own time was ([0-9.]+) ms over (\d+) call")
@@ -331,7 +369,7 @@ def self_time(b, argv, pairs, extra):
 def bench_tensors(b, pairs):
     fake_c10 = os.path.join(b.build, "fakec10", "libc10_cuda.so")
     argv = [sys.executable, os.path.join(HERE, "py_tensors.py"), str(pairs), "26"]
-    extra = {"FAKE_C10": fake_c10}
+    extra = dict(python_chunks(b), FAKE_C10=fake_c10)
     configs = {
         "base": (argv, False, extra),
         "off": (argv, True, dict(extra, GPULEAK_STACK_DEPTH="0", GPULEAK_PYTHON="0")),
@@ -351,6 +389,8 @@ def bench_tensors(b, pairs):
     b.emit("| defaults (64 native frames and Python) | %s | %s |" % (
         spread(ns["defaults"]), spread(paired(ns["base"], ns["defaults"]))))
     b.emit()
+    full_speed_table(b, got, (("stacks off (DEPTH=0, PYTHON=0)", "base", "off", None),
+                              ("defaults (64 native frames and Python)", "base", "defaults", None)))
     own, native, python, interning = self_time(b, argv, pairs, extra)
     b.emit("Where the shim's own time goes under the defaults, ns a pair (GPULEAK_SELF_TIME, one run; "
            "the clock's reads left out): native key frames %.0f, Python frames %.0f, interning %.0f, "
