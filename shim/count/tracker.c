@@ -343,12 +343,17 @@ static _Atomic int held_taken;
 int tracker_alloc(alloc_kind_t kind, uint64_t key, size_t size, int device,
                   const void *context, uint32_t site)
 {
+    return tracker_alloc_at(kind, key, size, device, context, site, clock_coarse_ns());
+}
+
+int tracker_alloc_at(alloc_kind_t kind, uint64_t key, size_t size, int device,
+                     const void *context, uint32_t site, uint64_t now)
+{
     shard_t *sh = shard_of(kind_space[kind], key);
     tracker_record_t fresh = {
         .key = key, .size = size, .context = context,
         .site = site, .kind = (uint8_t)kind, .device = (int16_t)device,
     };
-    uint64_t now = clock_coarse_ns();
     tracker_record_t stale;
     int had_stale = 0;
     spin_lock(&sh->lock);

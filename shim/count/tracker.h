@@ -113,6 +113,12 @@ int tracker_init(void (*sampler)(struct timeline_point *point));
 int tracker_alloc(alloc_kind_t kind, uint64_t key, size_t size, int device,
                    const void *context, uint32_t site);
 
+/* tracker_alloc at now_ns (clock.h's coarse clock, read by the caller):
+ * a driver allocation's wrapper reads the clock once for every part that
+ * needs the time (about 9 ns a read here). */
+int tracker_alloc_at(alloc_kind_t kind, uint64_t key, size_t size, int device,
+                     const void *context, uint32_t site, uint64_t now_ns);
+
 /* What the tracker keeps of one live allocation. */
 typedef struct tracker_record {
     uint64_t key;

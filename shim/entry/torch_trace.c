@@ -1,6 +1,5 @@
 #define _GNU_SOURCE
 #include "torch_trace.h"
-#include "clock.h"
 #include "capture.h"
 #include "search.h"
 #include "guard.h"
@@ -390,7 +389,7 @@ static const char *attach(const library_t *lib)
     return NULL;
 }
 
-void torch_trace_notice_segment(alloc_kind_t kind, uint64_t key)
+void torch_trace_notice_segment(alloc_kind_t kind, uint64_t key, uint64_t now)
 {
     last_driver_kind = kind;
     last_driver_key = key;
@@ -402,7 +401,6 @@ void torch_trace_notice_segment(alloc_kind_t kind, uint64_t key)
      * most one search a tick of the coarse clock (PyTorch's library is
      * loaded at `import torch`, long before its first segment), decided
      * before any read-modify-write. */
-    uint64_t now = clock_coarse_ns();
     if (!atomic_load_explicit(&c10_found, memory_order_acquire)
         && now == atomic_load_explicit(&searched_at_ns, memory_order_relaxed))
         return;

@@ -19,8 +19,8 @@
 #include "tracker.h"
 
 /* Called by the wrappers after the driver handed out device, VMM or pool
- * memory (recorded as kind under key), on that thread, inside the shim.
- * Keeps the key, so that PyTorch's segment event that follows on this
+ * memory (recorded as kind under key, at now_ns on clock.h's coarse clock),
+ * on that thread, inside the shim. Keeps the key, so that PyTorch's segment event that follows on this
  * thread marks that allocation as its cache (tracker_mark_reserve). Until
  * it has attached or given up, it looks for libc10_cuda.so and whether this
  * allocation came from it (then the device allocators exist, so a tracker
@@ -31,7 +31,7 @@
  * this thread holds its own device's (a thread holding another
  * device's mutex and waiting for this one would deadlock with it; none of
  * PyTorch's paths was seen to do so). */
-void torch_trace_notice_segment(alloc_kind_t kind, uint64_t key);
+void torch_trace_notice_segment(alloc_kind_t kind, uint64_t key, uint64_t now_ns);
 
 /* Whether the calling thread is inside one of PyTorch's allocator events
  * (its allocator's mutex held): what runs there must not call CUDA. */

@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #define __CUDA_API_VERSION_INTERNAL 1
 #include "wrappers.h"
+#include "clock.h"
 #include "capture.h"
 #include "config.h"
 #include "search.h"
@@ -101,15 +102,16 @@ static void record_alloc(alloc_kind_t kind, CUresult result, uint64_t key, size_
             search_at_oom();  /* who holds what filled the GPU, asked of Python */
         return;
     }
-    if (tracker_alloc(kind, key, size, device, context, site) != 0) {
+    uint64_t now = clock_coarse_ns();
+    if (tracker_alloc_at(kind, key, size, device, context, site, now) != 0) {
         lifecycle_disable("no memory left for allocation records");
         return;
     }
     /* How PyTorch's segments arrive (device, VMM), or its cudaMallocAsync
      * backend's tensors (pool), which the adapter then names as refused. */
     if (kind == REPORT_KIND_device || kind == REPORT_KIND_vmm || kind == REPORT_KIND_pool) {
-        torch_trace_notice_segment(kind, key);
-        search_pools_soon();  /* CuPy's first chunk: its hook, registered soon, sees the arrays */
+        torch_trace_notice_segment(kind, key, now);
+        search_pools_soon(now);  /* CuPy's first chunk: its hook, registered soon, sees the arrays */
     }
 }
 

@@ -332,13 +332,13 @@ static void ask_pools(void)
         atomic_store(&pools_asked, 0);
 }
 
-void search_pools_soon(void)
+void search_pools_soon(uint64_t now_ns)
 {
     static _Atomic uint64_t last_ns;
     if (pools_cupy_hooked() || !atomic_load(&python_up))
         return;
-    uint64_t now = clock_coarse_ns(), last = atomic_load(&last_ns);
-    if (now - last >= SEARCH_POOLS_SOON_NS && atomic_compare_exchange_strong(&last_ns, &last, now))
+    uint64_t last = atomic_load(&last_ns);
+    if (now_ns - last >= SEARCH_POOLS_SOON_NS && atomic_compare_exchange_strong(&last_ns, &last, now_ns))
         ask_pools();
 }
 

@@ -85,11 +85,11 @@ int search_on_request(uint64_t wait_ns);
 #define SEARCH_POOLS_COST_FACTOR 100
 uint64_t search_pools_tick(uint64_t now_ns);
 
-/* A driver allocation was made: asks for a checkpoint at once, at most
- * every SEARCH_POOLS_SOON_NS, until CuPy's hook is registered, so that the
- * hook sees the arrays after a pool's first chunk. Any thread, no GIL;
- * costs a load once the hook is in. */
+/* A driver allocation was made at now_ns (clock.h's coarse clock): asks
+ * for a checkpoint at once, at most every SEARCH_POOLS_SOON_NS, until
+ * CuPy's hook is registered, so that the hook sees the arrays after a
+ * pool's first chunk. Any thread, no GIL; costs a load once the hook is in. */
 #define SEARCH_POOLS_SOON_NS (100ull * 1000 * 1000)
-void search_pools_soon(void);
+void search_pools_soon(uint64_t now_ns);
 
 #endif
