@@ -119,7 +119,9 @@ uint32_t capture_site(alloc_kind_t kind, int device)
     }
     int hint = -1;
     int native_count = key_native > 0 ? stacks_capture(native, key_native, whole ? &hint : NULL) : 0;
-    uint64_t hash = stacks_hash(tag, native, native_count, NULL, 0);
+    int telling = python_count > 0 ? python_native_before_interpreter(native, native_count)
+                                   : native_count;
+    uint64_t hash = stacks_hash(tag, native, telling, NULL, 0);
     hash = (hash ^ python_hash) * 0x9e3779b97f4a7c15ull ^ (uint64_t)python_count;
     hash += hash == 0;  /* 0 marks an empty slot */
     key_slot_t *slot = &key_slots[hash & (KEY_SLOTS - 1)];

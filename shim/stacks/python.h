@@ -39,6 +39,15 @@ int python_capture(python_frame_t *out, int max);
  * line give different keys. */
 int python_key(int max, uint64_t *key);
 
+/* How many of the native frames pcs[0..n), innermost first, come before the
+ * first frame in the interpreter's own code (libpython, or the executable it
+ * is linked into). Below Python frames those are what tell two allocations
+ * apart: the interpreter's frames between the innermost Python frame and
+ * the C code it called tell how the call was dispatched, which changes
+ * when an instruction is specialized after its first runs, not what
+ * allocated. n when Python support is off. */
+int python_native_before_interpreter(const uintptr_t *pcs, int n);
+
 /* The packed frame of a live code object executing at byte offset addr,
  * as python_capture would take it: for frames a framework recorded itself
  * (JAX keeps each array's (code, instruction) pairs). Call with the GIL

@@ -84,9 +84,10 @@ class NativePathsTest(unittest.TestCase):
     """One Python line reaching the driver through two native paths
     (tests/python/native_paths_demo.py): the native frames tell the two
     sites apart until the line's native key has been the same 16 times in a
-    row, after which the line is trusted and not walked natively."""
+    row, after which the line is trusted and not walked natively; the
+    interpreter's own frames tell nothing apart."""
 
-    def sites(self, order, count, trusted):
+    def sites(self, order, count, trusted, second="runtime"):
         """The leaks' allocation counts by site; trusted: how many stacks
         the shim took with no native walk (GPULEAK_SELF_TIME counts them)."""
         tmp = tempfile.mkdtemp(prefix="gpuleak-py-")
@@ -96,7 +97,7 @@ class NativePathsTest(unittest.TestCase):
                     "GPULEAK_OUTPUT": os.path.join(tmp, "r-%p.json"), "GPULEAK_SUMMARY": "0",
                     "GPULEAK_SELF_TIME": "1"})
         proc = subprocess.run([sys.executable, os.path.join(ROOT, "tests/python/native_paths_demo.py"),
-                               order, str(count)], env=env, capture_output=True, text=True, timeout=120)
+                               order, str(count), second], env=env, capture_output=True, text=True, timeout=120)
         self.assertEqual(proc.returncode, 0, proc.stderr)
         line = int(proc.stdout)
         (name,) = [f for f in os.listdir(tmp) if f.startswith("r-")]
@@ -118,6 +119,13 @@ class NativePathsTest(unittest.TestCase):
         native frames, the later path is counted with the first. The line
         is trusted from its 17th allocation on."""
         self.assertEqual(self.sites("late", 64, trusted=128 - 16), [128])
+
+    def test_paths_apart_only_inside_the_interpreter_are_one_site(self):
+        """A call through functools.partial differs from the direct one in
+        libpython's frames alone, as a specialized instruction's path does
+        from its first runs' (3.13 made two sites of one line that way): one
+        site, trusted from its 17th allocation on."""
+        self.assertEqual(self.sites("interleaved", 64, trusted=128 - 16, second="partial"), [128])
 
 
 if __name__ == "__main__":
