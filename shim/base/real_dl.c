@@ -97,6 +97,42 @@ int real_dl_iterate(int (*cb)(struct dl_phdr_info *info, size_t size, void *data
     return r;
 }
 
+typedef struct extent {
+    uintptr_t probe, start, end;
+} extent_t;
+
+static int find_extent(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    extent_t *e = data;
+    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD)
+            continue;
+        uintptr_t start = info->dlpi_addr + ph->p_vaddr;
+        if (start < lo)
+            lo = start;
+        if (start + ph->p_memsz > hi)
+            hi = start + ph->p_memsz;
+    }
+    if (e->probe < lo || e->probe >= hi)
+        return 0;
+    e->start = lo;
+    e->end = hi;
+    return 1;
+}
+
+int real_dl_object_extent(const void *addr, uintptr_t *start, uintptr_t *end)
+{
+    extent_t e = { (uintptr_t)addr, 0, 0 };
+    if (real_dl_iterate(find_extent, &e) != 1)
+        return -1;
+    *start = e.start;
+    *end = e.end;
+    return 0;
+}
+
 void *real_dl_open(const char *name, int flags)
 {
     real_dl_enter();

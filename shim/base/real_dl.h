@@ -15,6 +15,7 @@
 #define GPULEAK_REAL_DL_H
 
 #include <link.h>
+#include <stdint.h>
 
 typedef void *(*real_dlsym_fn)(void *handle, const char *name);
 typedef int (*real_dlclose_fn)(void *handle);
@@ -40,6 +41,12 @@ void real_dl_leave(void);
  * and allocates nothing: a forking thread may hold an allocator's locks
  * (its fork handler ran before the shim's) while it waits. */
 int real_dl_iterate(int (*cb)(struct dl_phdr_info *info, size_t size, void *data), void *data);
+
+/* The extent [*start, *end) of the loaded object's segments that holds
+ * addr (a function's address: the shim's own, the interpreter's), through
+ * real_dl_iterate. Returns 0, or -1 (and leaves them) when no loaded object
+ * holds it. */
+int real_dl_object_extent(const void *addr, uintptr_t *start, uintptr_t *end);
 
 /* dlopen(name, flags), which a fork waits for (for at most
  * REAL_DL_FORK_WAIT_MS: a library's constructor that calls pthread_atfork

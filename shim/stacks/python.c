@@ -804,29 +804,6 @@ int python_finished(void)
     return 1;
 }
 
-/* dl_iterate_phdr callback: the extent of the executable segments of the
- * object that holds data, a function of the interpreter's. */
-static int find_interpreter(struct dl_phdr_info *info, size_t size, void *data)
-{
-    (void)size;
-    uintptr_t probe = (uintptr_t)data, lo = UINTPTR_MAX, hi = 0;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
-            continue;
-        uintptr_t start = info->dlpi_addr + ph->p_vaddr;
-        if (start < lo)
-            lo = start;
-        if (start + ph->p_memsz > hi)
-            hi = start + ph->p_memsz;
-    }
-    if (probe < lo || probe >= hi)
-        return 0;
-    interpreter_start = lo;
-    interpreter_end = hi;
-    return 1;
-}
-
 /* Contract in python.h. Runs once, outside any hook (so plain dlsym is fine:
  * the shim's own dlsym passes non-CUDA names through). No Python symbols: 0,
  * silently. A Python whose version has no layout: 0 and one stderr line. */
@@ -875,7 +852,8 @@ int python_init(void)
     if (!r || r->index != INDEX_UNKNOWN)
         return 0;
     pthread_atfork(NULL, NULL, child_after_fork);
-    real_dl_iterate(find_interpreter, (void *)(uintptr_t)get_tstate);
+    /* libpython, or the executable it is linked into */
+    real_dl_object_extent((const void *)(uintptr_t)get_tstate, &interpreter_start, &interpreter_end);
     py_on = 1;
     return 1;
 }

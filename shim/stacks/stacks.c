@@ -33,31 +33,6 @@ static char *arena_next, *arena_end;
  * for an interning thread a signal interrupted (bounded.h). */
 static _Atomic size_t arena_used;
 
-/* dl_iterate_phdr callback: records the extent of the object that holds this
- * function, which is the shim itself (or the test binary linking it). */
-static int find_own_object(struct dl_phdr_info *info, size_t size, void *data)
-{
-    (void)size;
-    uintptr_t probe = (uintptr_t)data;
-    uintptr_t lo = UINTPTR_MAX, hi = 0;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type != PT_LOAD)
-            continue;
-        uintptr_t start = info->dlpi_addr + ph->p_vaddr;
-        if (start < lo)
-            lo = start;
-        if (start + ph->p_memsz > hi)
-            hi = start + ph->p_memsz;
-    }
-    if (probe >= lo && probe < hi) {
-        shim_text_start = lo;
-        shim_text_end = hi;
-        return 1;
-    }
-    return 0;
-}
-
 /* Per tag below FRAMELESS_TAGS (the tracker's kinds), the id of its stack
  * with no frames, 0 until interned: with stacks off every allocation
  * interns one, and hashing and probing the depot for it was 6% of a pair. */
@@ -74,7 +49,8 @@ static void *reserve(size_t bytes)
 void stacks_init(int fast_unwind)
 {
     use_fast_unwind = fast_unwind;
-    real_dl_iterate(find_own_object, (void *)(uintptr_t)&stacks_init);
+    /* The shim itself (or the test program linking it): its frames are skipped. */
+    real_dl_object_extent((const void *)(uintptr_t)&stacks_init, &shim_text_start, &shim_text_end);
     unwind_fds_init();  /* before libunwind's first call makes its pipe */
     unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
     depot_slots = reserve(sizeof *depot_slots * DEPOT_SLOTS);
