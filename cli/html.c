@@ -246,6 +246,13 @@ static int put_report(FILE *f, const char *file, int i, const load_report_t *r, 
     return rc != 0 || ferror(f) || (cut && ferror(*rest)) ? -1 : 0;
 }
 
+/* A write of the page to f failed: one line, but for stdout, whose
+ * failure main says once, as for every command. */
+static void say_write_failed(FILE *f)
+{
+    if (f != stdout)
+        fputs("gpuleak html: writing the page failed\n", stderr);
+}
 /* Loads each report in turn and writes it (put_report), freeing it before
  * the next, so a page of many ranks needs the memory of one; then the ones
  * that stand out (put_outliers). A page of summaries (hold_t) reads each
@@ -289,7 +296,7 @@ static int put_reports(FILE *f, char **files, int nfiles, hold_t hold, FILE **re
         if (!many)
             outliers_values(r, values[i]);
         if ((rc = put_report(f, files[i], i, r, summary, rest)) != 0)
-            fputs("gpuleak html: writing the page failed\n", stderr);
+            say_write_failed(f);
         load_free(r);
     }
     if (rc == 0 && !many && (rc = standing_of(known, nfiles, &standing)) != 0)
@@ -297,7 +304,7 @@ static int put_reports(FILE *f, char **files, int nfiles, hold_t hold, FILE **re
     if (rc == 0) {
         put_outliers(f, known, nfiles, &standing);
         if (ferror(f)) {
-            fputs("gpuleak html: writing the page failed\n", stderr);
+            say_write_failed(f);
             rc = -1;
         }
     }
@@ -357,7 +364,7 @@ static int put_page(FILE *f, char **files, int nfiles, hold_t hold)
             }
         } else if (n == 4 && memcmp(name, "rest", 4) == 0) {
             if ((rc = put_rest(f, rest)) != 0)
-                fputs("gpuleak html: writing the page failed\n", stderr);
+                say_write_failed(f);
         } else {
             /* Only a broken build gets here: the template is in the binary. */
             fputs("gpuleak html: the built-in page template has an unknown marker\n", stderr);

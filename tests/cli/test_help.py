@@ -66,7 +66,7 @@ def test_the_parsers_refusals():
 @pytest.mark.skipif(not os.access("/dev/full", os.W_OK), reason="no /dev/full")
 @pytest.mark.parametrize("args", [["report", DEMO], ["check", DEMO], ["diff", DEMO, DEMO],
                                   ["merge", DEMO, DEMO], ["export", "--format", "csv", DEMO],
-                                  ["version"]], ids=lambda a: a[0])
+                                  ["html", "-o", "-", DEMO], ["version"]], ids=lambda a: a[0])
 def test_a_full_disk(args):
     with open("/dev/full", "w") as full:
         proc = subprocess.run([str(BUILD / "gpuleak"), *args], cwd=ROOT, stdout=full,
