@@ -20,8 +20,9 @@
 
 /* Called by the wrappers after the driver handed out device, VMM or pool
  * memory (recorded as kind under key, at now_ns on clock.h's coarse clock),
- * on that thread, inside the shim. Keeps the key, so that PyTorch's segment event that follows on this
- * thread marks that allocation as its cache (tracker_mark_reserve). Until
+ * on that thread, inside the shim. Keeps the key, so that PyTorch's segment
+ * event that follows on this thread marks that allocation as its cache
+ * (tracker_mark_reserve). Until
  * it has attached or given up, it looks for libc10_cuda.so and whether this
  * allocation came from it (then the device allocators exist, so a tracker
  * attached now is not lost), and then attaches, once; afterwards it costs

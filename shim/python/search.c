@@ -338,7 +338,8 @@ void search_pools_soon(uint64_t now_ns)
     if (pools_cupy_hooked() || !atomic_load(&python_up))
         return;
     uint64_t last = atomic_load(&last_ns);
-    if (now_ns - last >= SEARCH_POOLS_SOON_NS && atomic_compare_exchange_strong(&last_ns, &last, now_ns))
+    if (now_ns - last >= SEARCH_POOLS_SOON_NS
+        && atomic_compare_exchange_strong(&last_ns, &last, now_ns))
         ask_pools();
 }
 
