@@ -249,14 +249,8 @@ static void print_search(FILE *f, const load_report_t *r)
 {
     if (!r->has_search)
         return;
-    char a[UNITS_SIZE_BUF], b[UNITS_SIZE_BUF];
-    fprintf(f, "  The search for holders looked at %llu object(s) in %.3f s and ended ",
-            (unsigned long long)r->search_objects, r->search_seconds);
-    frame_text_put(f, r->search_ended);
-    uint64_t named = r->search_named_bytes < r->held_bytes ? r->search_named_bytes : r->held_bytes;
-    fprintf(f, "; it named holders for %s of the %s held (%.0f%%).\n", units_format_size(named, a),
-            units_format_size(r->held_bytes, b),
-            r->held_bytes ? 100.0 * (double)named / (double)r->held_bytes : 100.0);
+    diagnosis_search(f, 2, r->search_objects, r->search_seconds, r->search_ended,
+                     r->search_named_bytes, r->held_bytes);
     diagnosis_composition(f, 2, COMPOSITION_AT_FINISH, &r->held_composition);
 }
 

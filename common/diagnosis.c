@@ -3,6 +3,7 @@
 #include "report_format.h"
 #include "composition.h"
 #include "units.h"
+#include "frame_text.h"
 
 #include <string.h>
 
@@ -163,6 +164,25 @@ int diagnosis_composition(FILE *f, int indent, composition_moment_t moment, cons
     composition_print(f, indent, moment, c);
     int running = moment != COMPOSITION_AT_FINISH;
     return graphs(f, indent, c, running) + copies(f, indent, c) + untrained(f, indent, c);
+}
+
+void diagnosis_search(FILE *f, int indent, uint64_t objects, double seconds, const char *ended,
+                      uint64_t named_bytes, uint64_t held_bytes)
+{
+    if (ended != NULL && strcmp(ended, REPORT_SEARCH_AUDIT_HOOKS) == 0) {
+        fprintf(f, "%*sThe search for holders did not run: the program has audit hooks "
+                   "(sys.addaudithook), which would have seen its work, and gpuleak runs none of "
+                   "the program's code.\n", indent, "");
+        return;
+    }
+    char a[UNITS_SIZE_BUF], b[UNITS_SIZE_BUF];
+    uint64_t named = named_bytes < held_bytes ? named_bytes : held_bytes;
+    fprintf(f, "%*sThe search for holders looked at %llu object(s) in %.3f s and ended ", indent, "",
+            (unsigned long long)objects, seconds);
+    frame_text_put(f, ended != NULL ? ended : "?");
+    fprintf(f, "; it named holders for %s of the %s held (%.0f%%).\n", units_format_size(named, a),
+            units_format_size(held_bytes, b),
+            held_bytes ? 100.0 * (double)named / (double)held_bytes : 100.0);
 }
 
 int diagnosis_peak(FILE *f, int indent, const composition_t *c)

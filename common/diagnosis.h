@@ -41,6 +41,13 @@ int diagnosis_oom(FILE *f, int indent, const diagnosis_oom_t *oom);
  * Returns how many causes it named. */
 int diagnosis_composition(FILE *f, int indent, composition_moment_t moment, const composition_t *c);
 
+/* Writes, indented, how the search for holders went: the objects it looked
+ * at, its seconds and how it ended (ended as a report has it, written as
+ * frame_text_put writes text it did not make), and what of held_bytes it
+ * named; or, where the program's audit hooks kept it from running, that. */
+void diagnosis_search(FILE *f, int indent, uint64_t objects, double seconds, const char *ended,
+                      uint64_t named_bytes, uint64_t held_bytes);
+
 /* Writes, indented, what dominated the peak in c (the tensors at their
  * peak by the role their calls imply, composition_role_of_call) and the
  * usual levers on it: the forward's activations (a smaller batch,

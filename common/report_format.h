@@ -7,6 +7,10 @@
 #define REPORT_FORMAT_VERSION 2
 #define GPULEAK_VERSION "0.1.0"
 
+/* "holders_search"'s "ended" where the search did not run because the
+ * program has audit hooks, which would have seen it. */
+#define REPORT_SEARCH_AUDIT_HOOKS "audit_hooks"
+
 /* The allocation kinds: the name the report spells, the phrase every view
  * prints, and (for the reader of this table) the calls that make each. One
  * table, so the shim, the command and the fake driver cannot drift apart: a

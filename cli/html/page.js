@@ -1074,7 +1074,9 @@
           title: "Held when Python finished, by line", rows: lines, onSelect,
           about: "What the program still held as Python began to finish (a script's globals, caches, kept outputs), " +
             "grouped by origin line, with the Python objects that held it." +
-            (search ? ` The search for holders looked at ${fmtInt(search.objects)} object(s) and ended: ${str(search.ended) ?? "?"}.` : ""),
+            (!search ? "" : str(search.ended) === "audit_hooks"
+              ? " The search for holders did not run: the program has audit hooks, which would have seen its work, and gpuleak runs none of the program's code."
+              : ` The search for holders looked at ${fmtInt(search.objects)} object(s) and ended: ${str(search.ended) ?? "?"}.`),
           columns: [bytes("bytes"), { label: "sites", type: "int", value: (x) => x.rows.length }, allocs(),
             { label: "kinds", type: "text", value: (x) => x.kinds },
             { label: "line", type: "text", wrap: true, value: (x) => x.origin },

@@ -1,6 +1,7 @@
 /* holder_set.c: holders.py's answer read into a table (holder_set.h). */
 #include "holder_set.h"
 #include "clock.h"
+#include "report_format.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -74,7 +75,7 @@ static void read_ending(holder_search_t *search, char *line)
     char *rest = line + 1;
     field(&rest);
     search->objects = strtoull(field(&rest), NULL, 10);
-    static const char *const endings[] = { "done", "all", "budget" };
+    static const char *const endings[] = { "done", "all", "budget", REPORT_SEARCH_AUDIT_HOOKS };
     const char *how = field(&rest);
     search->ended = "error";
     for (size_t i = 0; i < sizeof endings / sizeof endings[0]; i++)

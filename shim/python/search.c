@@ -8,6 +8,8 @@
 #include "pylayout.h"
 #include "holder_set.h"
 #include "pools.h"
+#include "python.h"
+#include "report_format.h"
 #include "bounded.h"
 #include "refwalk.h"
 #include "tracker.h"
@@ -217,6 +219,22 @@ static void search_at(search_moment_t moment)
     free(layout);
 }
 
+/* Whether the program has audit hooks, which would see the events of what
+ * the shim runs in its interpreter (python.h): then it runs nothing there.
+ * A version whose place for them is not known counts as having none. */
+static int hooked(void)
+{
+    return python_audit_hooked() == 1;
+}
+
+/* Publishes, for the search at moment (when searches are on), that the
+ * program's audit hooks kept it from running. */
+static void publish_hooked(search_moment_t moment)
+{
+    if (config.holders_ms > 0)
+        publish(moment, holder_set_make(strdup("#\t0\t" REPORT_SEARCH_AUDIT_HOOKS), NULL, 0, 0, 0));
+}
+
 /* 1 once the atexit callback ran. */
 static _Atomic int finished;
 /* 1 once search_watch found an interpreter up (the pyapi table is whole). */
@@ -304,7 +322,7 @@ static int pools_call(void *unused)
 {
     (void)unused;
     static uint64_t last_heap_ns, last_heap_cost_ns;  /* the main thread's alone */
-    if (!pyapi.is_finalizing() && !atomic_load(&finished) && lifecycle_report_owed()) {
+    if (!pyapi.is_finalizing() && !atomic_load(&finished) && lifecycle_report_owed() && !hooked()) {
         int saved_errno = errno;
         guard_depth++;
         uint64_t now = clock_monotonic_ns();
@@ -367,12 +385,17 @@ static py_object_t *at_finish(py_object_t *self, py_object_t *unused)
         /* layout.py's stats of folders that do not exist fail by design. */
         int saved_errno = errno;
         guard_depth++;
-        sync_pools(1);  /* JAX's and CuPy's arrays as they stand, before the snapshot */
-        int jax_oom = jax_out_of_memory();
-        tracker_take_held();
-        if (jax_oom)  /* the frames of the error still hold what filled the GPU */
-            search_at(SEARCH_AT_OOM);
-        search_at(SEARCH_AT_EXIT);
+        if (hooked()) {
+            tracker_take_held();
+            publish_hooked(SEARCH_AT_EXIT);
+        } else {
+            sync_pools(1);  /* JAX's and CuPy's arrays as they stand, before the snapshot */
+            int jax_oom = jax_out_of_memory();
+            tracker_take_held();
+            if (jax_oom)  /* the frames of the error still hold what filled the GPU */
+                search_at(SEARCH_AT_OOM);
+            search_at(SEARCH_AT_EXIT);
+        }
         guard_depth--;
         errno = saved_errno;
     }
@@ -388,6 +411,10 @@ static void search_now(search_moment_t moment)
 {
     if (pyapi.is_finalizing() || !lifecycle_report_owed())
         return;
+    if (hooked()) {
+        publish_hooked(moment);
+        return;
+    }
     int saved_errno = errno;
     guard_depth++;
     sync_pools(1);
@@ -482,7 +509,10 @@ static int register_at_finish(void *unused)
 {
     (void)unused;
     guard_depth++;
-    if (!pyapi.is_finalizing()) {
+    if (hooked()) {
+        /* Hooks stay for the process's life: no search will run. */
+        publish_hooked(SEARCH_AT_EXIT);
+    } else if (!pyapi.is_finalizing()) {
         py_object_t *atexit = pyapi.import("atexit");
         py_object_t *reg = atexit != NULL ? pyapi.get_attr(atexit, "register") : NULL;
         py_object_t *fn = reg != NULL ? pyapi.new_function(&at_finish_def, NULL, NULL) : NULL;

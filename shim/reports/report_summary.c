@@ -222,6 +222,9 @@ static const holder_t *print_holders(FILE *f, const report_view_t *view, const r
                        "(GPULEAK_HOLDERS_MS)\n", indent);
         else if (strcmp(view->holders.ended, "error") == 0)
             fprintf(f, "%sheld by: unknown, the search for holders failed\n", indent);
+        else if (strcmp(view->holders.ended, REPORT_SEARCH_AUDIT_HOOKS) == 0)
+            fprintf(f, "%sheld by: unknown, the program's audit hooks kept the search from running\n",
+                    indent);
         else
             fprintf(f, "%sheld by no Python object the search reached from the program's names\n", indent);
         return NULL;
@@ -279,12 +282,8 @@ static void print_held(FILE *f, const report_view_t *view)
     }
     const holder_search_t *hs = &view->holders;
     if (hs->ran && view->holders_at_finish) {
-        uint64_t named = hs->named_bytes < view->held_bytes ? hs->named_bytes : view->held_bytes;
-        fprintf(f, "  The search for holders looked at %llu object(s) in %.3f s and ended %s; "
-                   "it named holders for %s of it (%.0f%%).\n",
-                (unsigned long long)hs->objects, hs->elapsed_ns / 1e9, hs->ended,
-                units_format_size(named, b),
-                view->held_bytes ? 100.0 * (double)named / (double)view->held_bytes : 100.0);
+        diagnosis_search(f, 2, hs->objects, hs->elapsed_ns / 1e9, hs->ended, hs->named_bytes,
+                         view->held_bytes);
         diagnosis_composition(f, 2, COMPOSITION_AT_FINISH, &hs->composition);
     }
 }

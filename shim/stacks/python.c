@@ -805,6 +805,68 @@ int python_finished(void)
     return 1;
 }
 
+/* The version of the interpreter in this process into *major, *minor and
+ * *micro. Returns 0, or -1 when there is none. */
+static int running_version(int *major, int *minor, int *micro)
+{
+    const unsigned long *hex = real_dl_lookup(RTLD_DEFAULT, "Py_Version"); /* 3.11+ */
+    if (hex) {
+        *major = (int)(*hex >> 24);
+        *minor = (int)((*hex >> 16) & 0xff);
+        *micro = (int)((*hex >> 8) & 0xff);
+        return 0;
+    }
+    const char *(*getv)(void) = (const char *(*)(void))real_dl_lookup(RTLD_DEFAULT, "Py_GetVersion");
+    return getv && sscanf(getv(), "%d.%d.%d", major, minor, micro) >= 2 ? 0 : -1;
+}
+
+/* Where a program's audit hooks are kept, by minor version: the list that
+ * sys.addaudithook fills (PyInterpreterState.audit_hooks, NULL until the
+ * first), and the head of the C hooks of PySys_AddAuditHook
+ * (_PyRuntimeState's audit_hook_head, audit_hooks.head from 3.12).
+ * Include/internal/pycore_interp.h and pycore_runtime.h at v3.10.13,
+ * v3.11.7, v3.12.1 and v3.13.0, x86-64; the list's offset checked by
+ * hooking 3.10.13, 3.11.2, 3.11.7, 3.12.1 and 3.13.0. */
+static const struct audit_offsets {
+    int minor;
+    size_t interp_hooks, runtime_hooks;
+} audit_offsets[] = {
+    { 10, 3504, 648 }, { 11, 3552, 656 }, { 12, 267208, 3064 }, { 13, 10808, 10424 },
+};
+
+/* Contract in python.h. */
+int python_audit_hooked(void)
+{
+    int major = 0, minor = 0, micro = 0;
+    if (running_version(&major, &minor, &micro) != 0 || major != 3)
+        return -1;
+    const struct audit_offsets *at = NULL;
+    for (size_t i = 0; i < sizeof audit_offsets / sizeof audit_offsets[0]; i++)
+        if (audit_offsets[i].minor == minor)
+            at = &audit_offsets[i];
+    void *(*main_interp)(void) = (void *(*)(void))real_dl_lookup(RTLD_DEFAULT, "PyInterpreterState_Main");
+    uintptr_t runtime = (uintptr_t)real_dl_lookup(RTLD_DEFAULT, "_PyRuntime");
+    uintptr_t list_type = (uintptr_t)real_dl_lookup(RTLD_DEFAULT, "PyList_Type");
+    uintptr_t interp = main_interp != NULL ? (uintptr_t)main_interp() : 0;
+    if (at == NULL || !ptr_ok(interp) || !ptr_ok(runtime) || list_type == 0)
+        return -1;
+    /* A list, or nothing: any other word means the offset is not this
+     * build's, and nothing is known. */
+    uintptr_t hooks = rd_ptr(interp, at->interp_hooks);
+    if (hooks != 0 && !(ptr_ok(hooks) && rd_ptr(hooks, 8) == list_type))
+        return -1;
+    if (hooks != 0 && rd_long(hooks, 16) > 0)  /* the list's ob_size */
+        return 1;
+    /* A C hook's entry is {next, hook function, its data}: the function
+     * must lie in a loaded object, or the word is not an entry. */
+    uintptr_t head = rd_ptr(runtime, at->runtime_hooks);
+    if (head == 0)
+        return 0;
+    Dl_info info;
+    uintptr_t hook = ptr_ok(head) ? rd_ptr(head, 8) : 0;
+    return hook != 0 && dladdr((void *)hook, &info) != 0 ? 1 : -1;
+}
+
 /* Contract in python.h. Runs once, outside any hook (so plain dlsym is fine:
  * the shim's own dlsym passes non-CUDA names through). No Python symbols: 0,
  * silently. A Python whose version has no layout: 0 and one stderr line. */
@@ -816,16 +878,8 @@ int python_init(void)
     done = 1;
 
     int major = 0, minor = 0, micro = 0;
-    const unsigned long *hex = real_dl_lookup(RTLD_DEFAULT, "Py_Version"); /* 3.11+ */
-    if (hex) {
-        major = (int)(*hex >> 24);
-        minor = (int)((*hex >> 16) & 0xff);
-        micro = (int)((*hex >> 8) & 0xff);
-    } else {
-        const char *(*getv)(void) = (const char *(*)(void))real_dl_lookup(RTLD_DEFAULT, "Py_GetVersion");
-        if (!getv || sscanf(getv(), "%d.%d.%d", &major, &minor, &micro) < 2)
-            return 0; /* no interpreter in this process */
-    }
+    if (running_version(&major, &minor, &micro) != 0)
+        return 0; /* no interpreter in this process */
     snprintf(version_str, sizeof version_str, "%d.%d.%d", major, minor, micro);
 
     get_tstate = (get_tstate_fn)real_dl_lookup(RTLD_DEFAULT, "PyGILState_GetThisThreadState");

@@ -73,6 +73,16 @@ void python_watch_finish(void);
  * (no GIL needed), a flag after. */
 int python_finished(void);
 
+/* Whether the program installed audit hooks (sys.addaudithook, or
+ * PySys_AddAuditHook in an embedding program): 1, 0, or -1 when this
+ * interpreter's place for them is not known (a version other than 3.10 to
+ * 3.13, or a build whose layout differs). A hook sees the events of what
+ * the shim runs in the interpreter (compiling and running its helpers,
+ * gc.get_objects, sys._getframe, an import), and a hook is the program's
+ * code: with hooks, the shim runs nothing there. Reads two words; any
+ * thread, no GIL. */
+int python_audit_hooked(void);
+
 /* The interpreter's version as "3.12.3", or NULL when none was found. */
 const char *python_version(void);
 

@@ -52,6 +52,19 @@ def test_layout_absent(t):
     assert "device memory at /srv/app/deps/gridlib/__init__.py:15 in Grid.make" in r.out
 
 
+def test_a_search_the_programs_audit_hooks_kept_from_running(t):
+    """The shim runs nothing in an interpreter with audit hooks; the view
+    says so where it would say how the search went, and nothing else."""
+    def hooked(report):
+        report["held_at_finish"]["holders_search"] = {
+            "objects": 0, "seconds": 0, "ended": "audit_hooks", "named_allocations": 0,
+            "named_bytes": 0}
+    r = gpuleak("report", derive(f"{FIX}/layout.json", t / "hooked.json", hooked), code=0)
+    assert ("  The search for holders did not run: the program has audit hooks (sys.addaudithook), "
+            "which would have seen its work, and gpuleak runs none of the program's code.\n") in r.out
+    assert "The search for holders looked at" not in r.out
+
+
 def test_report_and_its_options(t):
     r = gpuleak("report", DEMO, code=0)
     assert ("Leak of 10485760 byte(s) in 5 allocation(s) of device memory on device 0, "

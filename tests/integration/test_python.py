@@ -128,6 +128,42 @@ class NativePathsTest(unittest.TestCase):
         self.assertEqual(self.sites("interleaved", 64, trusted=128 - 16, second="partial"), [128])
 
 
+class AuditHooksTest(unittest.TestCase):
+    """A program with an audit hook (tests/python/audit_hooks_demo.py): the
+    hook is the program's code, and it would see every event of what the
+    shim runs in the interpreter. So nothing runs there; the held memory is
+    still reported, and both the summary and the report say why no holder
+    is named."""
+
+    def check(self, python):
+        tmp = tempfile.mkdtemp(prefix="gpuleak-py-")
+        env = dict(os.environ)
+        env.update({"LD_LIBRARY_PATH": os.path.join(BUILD, "fakecuda"),
+                    "LD_PRELOAD": os.path.join(BUILD, "libgpuleak.so"),
+                    "GPULEAK_OUTPUT": os.path.join(tmp, "r-%p.json")})
+        proc = subprocess.run([python, os.path.join(ROOT, "tests/python/audit_hooks_demo.py")],
+                              env=env, capture_output=True, text=True, timeout=120)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertNotIn("audit after the script", proc.stderr)
+        self.assertIn("The search for holders did not run: the program has audit hooks", proc.stderr)
+        (name,) = [f for f in os.listdir(tmp) if f.startswith("r-")]
+        report = report_files.load(os.path.join(tmp, name))
+        held = report["held_at_finish"]
+        self.assertEqual(held["holders_search"]["ended"], "audit_hooks")
+        self.assertEqual(sorted(site["bytes"] for site in held["sites"]), [1 << 16, 3 << 20])
+
+    def test_nothing_runs_where_the_program_has_audit_hooks(self):
+        self.check(sys.executable)
+
+    def test_other_interpreters(self):
+        """The hooks' place differs by version (3.10 to 3.13)."""
+        sys.path.insert(0, os.path.join(ROOT, "tests"))
+        from pythons import other_pythons
+        for python in other_pythons():
+            with self.subTest(python=python):
+                self.check(python)
+
+
 if __name__ == "__main__":
     unittest.main()
 

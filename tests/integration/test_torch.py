@@ -671,7 +671,7 @@ class TorchTensorsTest(unittest.TestCase):
         # Both views say how the search went and how much of the held
         # memory it named: all but the two steps' buffers no object kept.
         self.assertRegex(stderr, r"The search for holders looked at \d+ object\(s\) in [0-9.]+ s and "
-                                 r"ended done; it named holders for 31\.0 KiB of it \(66%\)\.")
+                                 r"ended done; it named holders for 31\.0 KiB of the 47\.0 KiB held \(66%\)\.")
         self.assertRegex(text, r"The search for holders looked at \d+ object\(s\) in [0-9.]+ s and "
                                r"ended done; it named holders for 31\.0 KiB of the 47\.0 KiB held \(66%\)\.")
 
