@@ -834,22 +834,13 @@ static const struct audit_offsets {
     { 10, 3504, 648 }, { 11, 3552, 656 }, { 12, 267208, 3064 }, { 13, 10808, 10424 },
 };
 
-/* Contract in python.h. */
-int python_audit_hooked(void)
+/* Whether the program has audit hooks, read at the offsets at in the
+ * interpreter state interp and the runtime state runtime (list_type:
+ * PyList_Type's address): 1, 0, or -1 when what is there is not what
+ * those offsets should hold. */
+static int hooks_of(const struct audit_offsets *at, uintptr_t interp, uintptr_t runtime,
+                    uintptr_t list_type)
 {
-    int major = 0, minor = 0, micro = 0;
-    if (running_version(&major, &minor, &micro) != 0 || major != 3)
-        return -1;
-    const struct audit_offsets *at = NULL;
-    for (size_t i = 0; i < sizeof audit_offsets / sizeof audit_offsets[0]; i++)
-        if (audit_offsets[i].minor == minor)
-            at = &audit_offsets[i];
-    void *(*main_interp)(void) = (void *(*)(void))real_dl_lookup(RTLD_DEFAULT, "PyInterpreterState_Main");
-    uintptr_t runtime = (uintptr_t)real_dl_lookup(RTLD_DEFAULT, "_PyRuntime");
-    uintptr_t list_type = (uintptr_t)real_dl_lookup(RTLD_DEFAULT, "PyList_Type");
-    uintptr_t interp = main_interp != NULL ? (uintptr_t)main_interp() : 0;
-    if (at == NULL || !ptr_ok(interp) || !ptr_ok(runtime) || list_type == 0)
-        return -1;
     /* A list, or nothing: any other word means the offset is not this
      * build's, and nothing is known. */
     uintptr_t hooks = rd_ptr(interp, at->interp_hooks);
@@ -865,6 +856,36 @@ int python_audit_hooked(void)
     Dl_info info;
     uintptr_t hook = ptr_ok(head) ? rd_ptr(head, 8) : 0;
     return hook != 0 && dladdr((void *)hook, &info) != 0 ? 1 : -1;
+}
+
+/* Contract in python.h. The symbols are looked up once; a hook, once
+ * there, stays for the process's life (CPython has no way to remove one). */
+int python_audit_hooked(void)
+{
+    static _Atomic int known;  /* 0: not looked up yet; 1: looked up; 2: hooked for good */
+    static const struct audit_offsets *at;
+    static void *(*main_interp)(void);
+    static uintptr_t runtime, list_type;
+    if (atomic_load(&known) == 2)
+        return 1;
+    if (atomic_load(&known) == 0) {
+        int major = 0, minor = 0, micro = 0;
+        if (running_version(&major, &minor, &micro) == 0 && major == 3)
+            for (size_t i = 0; i < sizeof audit_offsets / sizeof audit_offsets[0]; i++)
+                if (audit_offsets[i].minor == minor)
+                    at = &audit_offsets[i];
+        main_interp = (void *(*)(void))real_dl_lookup(RTLD_DEFAULT, "PyInterpreterState_Main");
+        runtime = (uintptr_t)real_dl_lookup(RTLD_DEFAULT, "_PyRuntime");
+        list_type = (uintptr_t)real_dl_lookup(RTLD_DEFAULT, "PyList_Type");
+        atomic_store(&known, 1);
+    }
+    uintptr_t interp = main_interp != NULL ? (uintptr_t)main_interp() : 0;
+    if (at == NULL || !ptr_ok(interp) || !ptr_ok(runtime) || list_type == 0)
+        return -1;
+    int hooked = hooks_of(at, interp, runtime, list_type);
+    if (hooked == 1)
+        atomic_store(&known, 2);
+    return hooked;
 }
 
 /* Contract in python.h. Runs once, outside any hook (so plain dlsym is fine:
