@@ -5,11 +5,19 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stddef.h>
+#include <string.h>
 
 pyapi_t pyapi;
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int resolved;
+
+/* 3.10 has no PyThreadState_EnterTracing: what it does is done by hand,
+ * at the offsets of Include/cpython/pystate.h at v3.10.13 (x86-64):
+ * PyThreadState.tracing, .cframe, and CFrame.use_tracing first. */
+static int tracing_310;
+#define TSTATE_TRACING_310 44
+#define TSTATE_CFRAME_310 48
 
 static void resolve(void)
 {
@@ -47,6 +55,7 @@ static void resolve(void)
         { (void **)&pyapi.none, "_Py_NoneStruct" },
         { (void **)&pyapi.long_type, "PyLong_Type" },
         { (void **)&pyapi.module_type, "PyModule_Type" },
+        { (void **)&pyapi.thread_state, "PyThreadState_Get" },
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         if ((*want[i].slot = real_dl_lookup(RTLD_DEFAULT, want[i].name)) == NULL)
@@ -55,6 +64,13 @@ static void resolve(void)
     pyapi.is_finalizing = (int (*)(void))real_dl_lookup(RTLD_DEFAULT, "Py_IsFinalizing");
     if (pyapi.is_finalizing == NULL)
         pyapi.is_finalizing = (int (*)(void))real_dl_lookup(RTLD_DEFAULT, "_Py_IsFinalizing");
+    pyapi.enter_tracing = (void (*)(void *))real_dl_lookup(RTLD_DEFAULT, "PyThreadState_EnterTracing");
+    pyapi.leave_tracing = (void (*)(void *))real_dl_lookup(RTLD_DEFAULT, "PyThreadState_LeaveTracing");
+    if (pyapi.enter_tracing == NULL || pyapi.leave_tracing == NULL) {
+        pyapi.enter_tracing = NULL;
+        const char *(*version)(void) = (const char *(*)(void))real_dl_lookup(RTLD_DEFAULT, "Py_GetVersion");
+        tracing_310 = version != NULL && strncmp(version(), "3.10.", 5) == 0;
+    }
     resolved = pyapi.is_finalizing != NULL;
 }
 
@@ -68,6 +84,35 @@ void pyapi_release(py_object_t *obj)
 {
     if (obj != NULL)
         pyapi.decref(obj);
+}
+
+pyapi_quiet_t pyapi_quiet_begin(void)
+{
+    pyapi_quiet_t quiet = { pyapi.thread_state(), 0 };
+    if (quiet.tstate == NULL)
+        return quiet;
+    if (pyapi.enter_tracing != NULL) {
+        pyapi.enter_tracing(quiet.tstate);
+    } else if (tracing_310) {
+        int *tracing = (int *)((char *)quiet.tstate + TSTATE_TRACING_310);
+        int *use_tracing = *(int **)((char *)quiet.tstate + TSTATE_CFRAME_310);
+        ++*tracing;
+        quiet.use_tracing = *use_tracing;
+        *use_tracing = 0;
+    }
+    return quiet;
+}
+
+void pyapi_quiet_end(pyapi_quiet_t quiet)
+{
+    if (quiet.tstate == NULL)
+        return;
+    if (pyapi.enter_tracing != NULL) {
+        pyapi.leave_tracing(quiet.tstate);
+    } else if (tracing_310) {
+        --*(int *)((char *)quiet.tstate + TSTATE_TRACING_310);
+        **(int **)((char *)quiet.tstate + TSTATE_CFRAME_310) = quiet.use_tracing;
+    }
 }
 
 py_object_t *pyapi_none(void)

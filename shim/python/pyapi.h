@@ -71,6 +71,11 @@ typedef struct pyapi {
     /* the interpreter's objects */
     py_object_t *none;
     void *long_type, *module_type;
+    /* the calling thread's state, and its tracing paused and resumed
+     * (PyThreadState_EnterTracing and LeaveTracing, 3.11+; NULL before) */
+    void *(*thread_state)(void);
+    void (*enter_tracing)(void *tstate);
+    void (*leave_tracing)(void *tstate);
 } pyapi_t;
 
 /* The table; whole once pyapi_resolve returned 1. */
@@ -87,5 +92,22 @@ void pyapi_release(py_object_t *obj);
 
 /* A new reference to None. With the GIL held. */
 py_object_t *pyapi_none(void);
+
+/* The calling thread's tracing while the shim's helpers run: paused (its
+ * state and how tracing stood before). */
+typedef struct pyapi_quiet {
+    void *tstate;
+    int use_tracing;  /* 3.10: the C frame's flag before */
+} pyapi_quiet_t;
+
+/* Pauses, on the calling thread (GIL held), the program's trace and
+ * profile functions and sys.monitoring's tools, as CPython does while one
+ * of them runs: they are the program's code, and would see every line of
+ * the shim's helpers (a coverage run would count them, a profile list
+ * them). Returns what pyapi_quiet_end needs to resume them. */
+pyapi_quiet_t pyapi_quiet_begin(void);
+
+/* Resumes what pyapi_quiet_begin paused. */
+void pyapi_quiet_end(pyapi_quiet_t quiet);
 
 #endif

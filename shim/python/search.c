@@ -329,7 +329,9 @@ static int pools_call(void *unused)
         uint64_t spaced = last_heap_cost_ns * SEARCH_POOLS_COST_FACTOR;
         int heap = pools_cupy_unhooked()
                 || now - last_heap_ns >= (spaced > SEARCH_POOLS_HEAP_NS ? spaced : SEARCH_POOLS_HEAP_NS);
+        pyapi_quiet_t quiet = pyapi_quiet_begin();
         sync_pools(heap);
+        pyapi_quiet_end(quiet);
         if (heap) {
             last_heap_ns = now;
             last_heap_cost_ns = atomic_load(&pools_cost_ns);
@@ -389,12 +391,14 @@ static py_object_t *at_finish(py_object_t *self, py_object_t *unused)
             tracker_take_held();
             publish_hooked(SEARCH_AT_EXIT);
         } else {
+            pyapi_quiet_t quiet = pyapi_quiet_begin();
             sync_pools(1);  /* JAX's and CuPy's arrays as they stand, before the snapshot */
             int jax_oom = jax_out_of_memory();
             tracker_take_held();
             if (jax_oom)  /* the frames of the error still hold what filled the GPU */
                 search_at(SEARCH_AT_OOM);
             search_at(SEARCH_AT_EXIT);
+            pyapi_quiet_end(quiet);
         }
         guard_depth--;
         errno = saved_errno;
@@ -417,8 +421,10 @@ static void search_now(search_moment_t moment)
     }
     int saved_errno = errno;
     guard_depth++;
+    pyapi_quiet_t quiet = pyapi_quiet_begin();
     sync_pools(1);
     search_at(moment);
+    pyapi_quiet_end(quiet);
     guard_depth--;
     errno = saved_errno;
 }
@@ -513,6 +519,7 @@ static int register_at_finish(void *unused)
         /* Hooks stay for the process's life: no search will run. */
         publish_hooked(SEARCH_AT_EXIT);
     } else if (!pyapi.is_finalizing()) {
+        pyapi_quiet_t quiet = pyapi_quiet_begin();
         py_object_t *atexit = pyapi.import("atexit");
         py_object_t *reg = atexit != NULL ? pyapi.get_attr(atexit, "register") : NULL;
         py_object_t *fn = reg != NULL ? pyapi.new_function(&at_finish_def, NULL, NULL) : NULL;
@@ -523,6 +530,7 @@ static int register_at_finish(void *unused)
         pyapi_release(fn);
         pyapi_release(reg);
         pyapi_release(atexit);
+        pyapi_quiet_end(quiet);
     }
     guard_depth--;
     return 0;

@@ -164,6 +164,45 @@ class AuditHooksTest(unittest.TestCase):
                 self.check(python)
 
 
+class TracingTest(unittest.TestCase):
+    """A program traced and profiled (tests/python/tracing_demo.py), as
+    under coverage or cProfile: its functions are its code, and the shim's
+    helpers, run in the interpreter at exit, must not be traced. What they
+    see after the script is what they see without gpuleak; the search
+    still names the holder."""
+
+    def events(self, python, shim):
+        tmp = tempfile.mkdtemp(prefix="gpuleak-py-")
+        env = dict(os.environ)
+        env.update({"LD_LIBRARY_PATH": os.path.join(BUILD, "fakecuda"),
+                    "GPULEAK_OUTPUT": os.path.join(tmp, "r-%p.json"), "GPULEAK_SUMMARY": "0"})
+        if shim:
+            env["LD_PRELOAD"] = os.path.join(BUILD, "libgpuleak.so")
+        proc = subprocess.run([python, os.path.join(ROOT, "tests/python/tracing_demo.py")],
+                              env=env, capture_output=True, text=True, timeout=120)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        seen = sorted(line for line in proc.stderr.splitlines() if line.startswith("after the script"))
+        if shim:
+            (name,) = [f for f in os.listdir(tmp) if f.startswith("r-")]
+            held = report_files.load(os.path.join(tmp, name))["held_at_finish"]
+            self.assertEqual(held["sites"][0]["held_by"][0]["name"], "held")
+        return seen
+
+    def check(self, python):
+        self.assertEqual(self.events(python, True), self.events(python, False))
+
+    def test_the_helpers_are_not_traced(self):
+        self.check(sys.executable)
+
+    def test_other_interpreters(self):
+        """3.10 pauses tracing by hand (no PyThreadState_EnterTracing)."""
+        sys.path.insert(0, os.path.join(ROOT, "tests"))
+        from pythons import other_pythons
+        for python in other_pythons():
+            with self.subTest(python=python):
+                self.check(python)
+
+
 if __name__ == "__main__":
     unittest.main()
 
