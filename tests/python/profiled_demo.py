@@ -1,10 +1,11 @@
 """A program without JAX or CuPy, profiled by itself (sys.setprofile), that
-allocates through the driver for PROFILED_SECONDS: the shim's checkpoints
-of the frameworks' pools must run none of its Python code here, which the
-program's own profiler would see. Writes the names of the embedded
-functions (code compiled from "<string>") its profiler saw to EXPECT_OUT,
-from an atexit callback registered before tracking starts (so it runs
-after the shim's own)."""
+allocates through the driver for PROFILED_SECONDS: its profiler is its own
+code, and must see none of the shim's Python (the checkpoints of the
+frameworks' pools, the holder search at the finish, both run with the
+thread's tracing paused). Writes the names of the embedded functions (code
+compiled from "<string>") its profiler saw to EXPECT_OUT, from an atexit
+callback registered before tracking starts (so it runs after the shim's
+own)."""
 import atexit
 import ctypes
 import json
