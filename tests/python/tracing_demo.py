@@ -1,7 +1,7 @@
 """tracing_demo.py: a program with a trace and a profile function
-(sys.settrace, sys.setprofile), as under coverage or cProfile, for gpuleak's
-integration test that the shim's helpers, run in the interpreter at exit,
-are never traced or profiled.
+(sys.settrace, sys.setprofile) and, from 3.12, a sys.monitoring tool, as
+under coverage or cProfile, for gpuleak's integration test that the shim's
+helpers, run in the interpreter at exit, are never traced or profiled.
 
     LD_LIBRARY_PATH=build/fakecuda LD_PRELOAD=build/libgpuleak.so \\
         python3 tests/python/tracing_demo.py
@@ -35,8 +35,18 @@ def trace(frame, event, arg):
     return trace
 
 
+def started(code, offset):
+    if finished and ("monitor", code.co_filename) not in seen:
+        seen.add(("monitor", code.co_filename))
+        os.write(2, ("after the script: monitor %s start\n" % code.co_filename).encode())
+
+
 sys.setprofile(profile)
 sys.settrace(trace)
+if hasattr(sys, "monitoring"):  # 3.12+: a tool of sys.monitoring too, as coverage uses there
+    sys.monitoring.use_tool_id(3, "tracing_demo")
+    sys.monitoring.register_callback(3, sys.monitoring.events.PY_START, started)
+    sys.monitoring.set_events(3, sys.monitoring.events.PY_START)
 cuda = ctypes.CDLL("libcuda.so.1")
 ctx = ctypes.c_void_p()
 if cuda.cuInit(0) != 0 or cuda.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), 0) != 0 \
