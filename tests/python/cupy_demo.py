@@ -8,7 +8,6 @@ spaces them out); writes the lines to EXPECT_OUT."""
 import ctypes
 import json
 import os
-import sys
 import threading
 import time
 
