@@ -56,6 +56,8 @@ static void resolve(void)
         { (void **)&pyapi.long_type, "PyLong_Type" },
         { (void **)&pyapi.module_type, "PyModule_Type" },
         { (void **)&pyapi.thread_state, "PyThreadState_Get" },
+        { (void **)&pyapi.gc_disable, "PyGC_Disable" },
+        { (void **)&pyapi.gc_enable, "PyGC_Enable" },
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         if ((*want[i].slot = real_dl_lookup(RTLD_DEFAULT, want[i].name)) == NULL)
@@ -88,7 +90,7 @@ void pyapi_release(py_object_t *obj)
 
 pyapi_quiet_t pyapi_quiet_begin(void)
 {
-    pyapi_quiet_t quiet = { pyapi.thread_state(), 0 };
+    pyapi_quiet_t quiet = { pyapi.thread_state(), 0, pyapi.gc_disable() };
     if (quiet.tstate == NULL)
         return quiet;
     if (pyapi.enter_tracing != NULL) {
@@ -105,6 +107,8 @@ pyapi_quiet_t pyapi_quiet_begin(void)
 
 void pyapi_quiet_end(pyapi_quiet_t quiet)
 {
+    if (quiet.collecting)
+        pyapi.gc_enable();
     if (quiet.tstate == NULL)
         return;
     if (pyapi.enter_tracing != NULL) {

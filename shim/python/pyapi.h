@@ -76,6 +76,9 @@ typedef struct pyapi {
     void *(*thread_state)(void);
     void (*enter_tracing)(void *tstate);
     void (*leave_tracing)(void *tstate);
+    /* the collector's automatic runs, off and on; each gives the state before */
+    int (*gc_disable)(void);
+    int (*gc_enable)(void);
 } pyapi_t;
 
 /* The table; whole once pyapi_resolve returned 1. */
@@ -98,13 +101,16 @@ py_object_t *pyapi_none(void);
 typedef struct pyapi_quiet {
     void *tstate;
     int use_tracing;  /* 3.10: the C frame's flag before */
+    int collecting;   /* the collector's automatic runs were on */
 } pyapi_quiet_t;
 
 /* Pauses, on the calling thread (GIL held), the program's trace and
  * profile functions and sys.monitoring's tools, as CPython does while one
  * of them runs: they are the program's code, and would see every line of
  * the shim's helpers (a coverage run would count them, a profile list
- * them). Returns what pyapi_quiet_end needs to resume them. */
+ * them). And the collector's automatic runs: the helpers' objects would
+ * start collections, and a collection runs the program's gc.callbacks
+ * and finalizers. Returns what pyapi_quiet_end needs to resume them. */
 pyapi_quiet_t pyapi_quiet_begin(void);
 
 /* Resumes what pyapi_quiet_begin paused. */

@@ -203,6 +203,33 @@ class TracingTest(unittest.TestCase):
                 self.check(python)
 
 
+class FinalizersTest(unittest.TestCase):
+    """A program leaving cyclic garbage with finalizers
+    (tests/python/finalizers_demo.py): no collection may start inside the
+    shim's helpers, where it would run the program's finalizers."""
+
+    def check(self, python):
+        env = dict(os.environ)
+        env.update({"LD_LIBRARY_PATH": os.path.join(BUILD, "fakecuda"),
+                    "LD_PRELOAD": os.path.join(BUILD, "libgpuleak.so"), "GPULEAK_SUMMARY": "0",
+                    "GPULEAK_OUTPUT": os.path.join(tempfile.mkdtemp(prefix="gpuleak-py-"), "r.json")})
+        proc = subprocess.run([python, os.path.join(ROOT, "tests/python/finalizers_demo.py")],
+                              env=env, capture_output=True, text=True, timeout=120)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertNotIn("a finalizer ran inside gpuleak's helpers", proc.stderr)
+
+    def test_no_collection_inside_the_helpers(self):
+        self.check(sys.executable)
+
+    def test_other_interpreters(self):
+        """3.12 and 3.13 collected there (20 finalizers ran)."""
+        sys.path.insert(0, os.path.join(ROOT, "tests"))
+        from pythons import other_pythons
+        for python in other_pythons():
+            with self.subTest(python=python):
+                self.check(python)
+
+
 if __name__ == "__main__":
     unittest.main()
 
