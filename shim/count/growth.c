@@ -135,10 +135,11 @@ void growth_note(uint64_t now_ns, uint64_t (*allocations)(void), uint32_t site_h
      * a millisecond of page faults and symbol binding against tens of
      * microseconds after): 19 times it held every checkpoint of a short
      * run's loop back. */
-    uint64_t cpu_ns = clock_thread_cpu_ns() - started_ns, wall_ns = clock_monotonic_ns() - started_wall_ns;
+    uint64_t ended_wall_ns = clock_monotonic_ns();
+    uint64_t cpu_ns = clock_thread_cpu_ns() - started_ns, wall_ns = ended_wall_ns - started_wall_ns;
     uint64_t wait_ns = c == 0 ? 0 : (cpu_ns < wall_ns ? cpu_ns : wall_ns) * CHECKPOINT_COST_FACTOR;
     atomic_store(&next_due_ns, now_ns + (wait_ns > interval_ns ? wait_ns : interval_ns));
-    atomic_store(&next_allowed_ns, clock_monotonic_ns() + wait_ns);
+    atomic_store(&next_allowed_ns, ended_wall_ns + wait_ns);
     pthread_mutex_unlock(&growth_lock);
 }
 

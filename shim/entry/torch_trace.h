@@ -22,10 +22,10 @@
  * memory (recorded as kind under key, at now_ns on clock.h's coarse clock),
  * on that thread, inside the shim. Keeps the key, so that PyTorch's segment
  * event that follows on this thread marks that allocation as its cache
- * (tracker_mark_reserve). Until
- * it has attached or given up, it looks for libc10_cuda.so and whether this
- * allocation came from it (then the device allocators exist, so a tracker
- * attached now is not lost), and then attaches, once; afterwards it costs
+ * (tracker_mark_reserve). Until it has attached or given up, it looks for
+ * libc10_cuda.so and whether this allocation came from it (then the device
+ * allocators exist, so a tracker attached now is not lost), and then
+ * attaches, once; afterwards it costs
  * two stores and an atomic load. A second thread arriving while one
  * attaches goes on at once, never waiting on the shim. The attach itself is
  * PyTorch's method: it takes each device allocator's mutex in turn while

@@ -1,11 +1,11 @@
 #define _GNU_SOURCE
 #include "pyapi.h"
+#include "python.h"
 #include "real_dl.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stddef.h>
-#include <string.h>
 
 pyapi_t pyapi;
 
@@ -70,8 +70,7 @@ static void resolve(void)
     pyapi.leave_tracing = (void (*)(void *))real_dl_lookup(RTLD_DEFAULT, "PyThreadState_LeaveTracing");
     if (pyapi.enter_tracing == NULL || pyapi.leave_tracing == NULL) {
         pyapi.enter_tracing = NULL;
-        const char *(*version)(void) = (const char *(*)(void))real_dl_lookup(RTLD_DEFAULT, "Py_GetVersion");
-        tracing_310 = version != NULL && strncmp(version(), "3.10.", 5) == 0;
+        tracing_310 = python_running_minor() == 10;
     }
     resolved = pyapi.is_finalizing != NULL;
 }

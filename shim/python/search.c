@@ -219,6 +219,31 @@ static void search_at(search_moment_t moment)
     free(layout);
 }
 
+/* The shim's turn in the interpreter (the main thread, the GIL held): its
+ * own driver calls are not recorded (guard.h), the program's errno is
+ * kept, and the thread's tracing and the collector's automatic runs are
+ * paused (pyapi_quiet_begin), so that none of the program's code sees or
+ * runs inside what the shim runs there. */
+typedef struct turn {
+    int saved_errno;
+    pyapi_quiet_t quiet;
+} turn_t;
+
+static turn_t turn_begin(void)
+{
+    turn_t turn = { errno, { 0 } };
+    guard_depth++;
+    turn.quiet = pyapi_quiet_begin();
+    return turn;
+}
+
+static void turn_end(turn_t turn)
+{
+    pyapi_quiet_end(turn.quiet);
+    guard_depth--;
+    errno = turn.saved_errno;
+}
+
 /* Whether the program has audit hooks, which would see the events of what
  * the shim runs in its interpreter (python.h): then it runs nothing there.
  * A version whose place for them is not known counts as having none. */
@@ -323,21 +348,17 @@ static int pools_call(void *unused)
     (void)unused;
     static uint64_t last_heap_ns, last_heap_cost_ns;  /* the main thread's alone */
     if (!pyapi.is_finalizing() && !atomic_load(&finished) && lifecycle_report_owed() && !hooked()) {
-        int saved_errno = errno;
-        guard_depth++;
+        turn_t turn = turn_begin();
         uint64_t now = clock_monotonic_ns();
         uint64_t spaced = last_heap_cost_ns * SEARCH_POOLS_COST_FACTOR;
         int heap = pools_cupy_unhooked()
                 || now - last_heap_ns >= (spaced > SEARCH_POOLS_HEAP_NS ? spaced : SEARCH_POOLS_HEAP_NS);
-        pyapi_quiet_t quiet = pyapi_quiet_begin();
         sync_pools(heap);
-        pyapi_quiet_end(quiet);
         if (heap) {
             last_heap_ns = now;
             last_heap_cost_ns = atomic_load(&pools_cost_ns);
         }
-        guard_depth--;
-        errno = saved_errno;
+        turn_end(turn);
     }
     atomic_store(&pools_asked, 0);
     return 0;
@@ -385,23 +406,19 @@ static py_object_t *at_finish(py_object_t *self, py_object_t *unused)
     /* A forked child inherits the callback but owes no report. */
     if (lifecycle_report_owed() && !atomic_exchange(&finished, 1)) {
         /* layout.py's stats of folders that do not exist fail by design. */
-        int saved_errno = errno;
-        guard_depth++;
+        turn_t turn = turn_begin();
         if (hooked()) {
             tracker_take_held();
             publish_hooked(SEARCH_AT_EXIT);
         } else {
-            pyapi_quiet_t quiet = pyapi_quiet_begin();
             sync_pools(1);  /* JAX's and CuPy's arrays as they stand, before the snapshot */
             int jax_oom = jax_out_of_memory();
             tracker_take_held();
             if (jax_oom)  /* the frames of the error still hold what filled the GPU */
                 search_at(SEARCH_AT_OOM);
             search_at(SEARCH_AT_EXIT);
-            pyapi_quiet_end(quiet);
         }
-        guard_depth--;
-        errno = saved_errno;
+        turn_end(turn);
     }
     return pyapi_none();
 }
@@ -419,14 +436,10 @@ static void search_now(search_moment_t moment)
         publish_hooked(moment);
         return;
     }
-    int saved_errno = errno;
-    guard_depth++;
-    pyapi_quiet_t quiet = pyapi_quiet_begin();
+    turn_t turn = turn_begin();
     sync_pools(1);
     search_at(moment);
-    pyapi_quiet_end(quiet);
-    guard_depth--;
-    errno = saved_errno;
+    turn_end(turn);
 }
 
 static int oom_call(void *unused)
@@ -514,12 +527,11 @@ static py_method_def_t at_finish_def = {
 static int register_at_finish(void *unused)
 {
     (void)unused;
-    guard_depth++;
+    turn_t turn = turn_begin();
     if (hooked()) {
         /* Hooks stay for the process's life: no search will run. */
         publish_hooked(SEARCH_AT_EXIT);
     } else if (!pyapi.is_finalizing()) {
-        pyapi_quiet_t quiet = pyapi_quiet_begin();
         py_object_t *atexit = pyapi.import("atexit");
         py_object_t *reg = atexit != NULL ? pyapi.get_attr(atexit, "register") : NULL;
         py_object_t *fn = reg != NULL ? pyapi.new_function(&at_finish_def, NULL, NULL) : NULL;
@@ -530,9 +542,8 @@ static int register_at_finish(void *unused)
         pyapi_release(fn);
         pyapi_release(reg);
         pyapi_release(atexit);
-        pyapi_quiet_end(quiet);
     }
-    guard_depth--;
+    turn_end(turn);
     return 0;
 }
 

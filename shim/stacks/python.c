@@ -593,11 +593,10 @@ static inline uint32_t cached_line(uint32_t index, uintptr_t code, long addr)
  * be reborn at their old addresses too) and the instruction. They sit
  * beside the object's type, which is read anyway, where the fields a
  * record keeps (file, name, line table, first line) are a line or two
- * further: on a real stack each frame's code object is cold, so a line
- * per frame is most of the key's cost. No string, table or line is read. Inlined into each caller with lay a constant
+ * further: on a real stack each frame's code object is cold. No string,
+ * table or line is read. Inlined into each caller with lay a constant
  * where the version is known when built (by_layout), so that the offsets
- * are folded into the loads: the key of a frame is most of a stack's
- * cost from Python. */
+ * are folded into the loads. */
 static inline __attribute__((always_inline)) int walk(const struct layout *lay,
                                                       python_frame_t *out, int max, uint64_t *key)
 {
@@ -820,6 +819,13 @@ static int running_version(int *major, int *minor, int *micro)
     return getv && sscanf(getv(), "%d.%d.%d", major, minor, micro) >= 2 ? 0 : -1;
 }
 
+/* Contract in python.h. */
+int python_running_minor(void)
+{
+    int major = 0, minor = 0, micro = 0;
+    return running_version(&major, &minor, &micro) == 0 && major == 3 ? minor : -1;
+}
+
 /* Where a program's audit hooks are kept, by minor version: the list that
  * sys.addaudithook fills (PyInterpreterState.audit_hooks, NULL until the
  * first), and the head of the C hooks of PySys_AddAuditHook
@@ -869,11 +875,10 @@ int python_audit_hooked(void)
     if (atomic_load(&known) == 2)
         return 1;
     if (atomic_load(&known) == 0) {
-        int major = 0, minor = 0, micro = 0;
-        if (running_version(&major, &minor, &micro) == 0 && major == 3)
-            for (size_t i = 0; i < sizeof audit_offsets / sizeof audit_offsets[0]; i++)
-                if (audit_offsets[i].minor == minor)
-                    at = &audit_offsets[i];
+        int minor = python_running_minor();
+        for (size_t i = 0; i < sizeof audit_offsets / sizeof audit_offsets[0]; i++)
+            if (audit_offsets[i].minor == minor)
+                at = &audit_offsets[i];
         main_interp = (void *(*)(void))real_dl_lookup(RTLD_DEFAULT, "PyInterpreterState_Main");
         runtime = (uintptr_t)real_dl_lookup(RTLD_DEFAULT, "_PyRuntime");
         list_type = (uintptr_t)real_dl_lookup(RTLD_DEFAULT, "PyList_Type");

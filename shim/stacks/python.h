@@ -79,9 +79,14 @@ int python_finished(void);
  * 3.13, or a build whose layout differs). A hook sees the events of what
  * the shim runs in the interpreter (compiling and running its helpers,
  * gc.get_objects, sys._getframe, an import), and a hook is the program's
- * code: with hooks, the shim runs nothing there. Reads two words; any
- * thread, no GIL. */
+ * code: with hooks, the shim runs nothing there. No GIL needed; the
+ * first call looks the interpreter's symbols up. */
 int python_audit_hooked(void);
+
+/* The minor version of the CPython 3 in this process (12 for 3.12), or -1
+ * when there is none; read from the interpreter itself, whether Python
+ * frames are on or not. Any thread. */
+int python_running_minor(void);
 
 /* The interpreter's version as "3.12.3", or NULL when none was found. */
 const char *python_version(void);
