@@ -210,18 +210,23 @@ def python_chunks(b):
             "BENCH_CORE_SPEED": os.path.join(b.bin, "libcore_speed.so")}
 
 
-def full_speed_table(b, got, rows):
-    """The added ns a pair from the chunks run at the core's full speed, as
-    for bench_pairs: rows are (label, baseline config, shim config, target
-    or None)."""
+def full_speed_table(b, got, rows, first="shim settings"):
+    """The added ns a pair from the chunks run at the core's full speed:
+    rows are (label, baseline config, shim config, target or None); first
+    heads the labels' column."""
     runs, fastest, median_add, share = full_speed_runs(got)
-    b.emit("At the core's full speed (the same runs, each in %d chunks between timed chains "
-           "of dependent adds, as for the pairs above): the fastest chunk's adds took %.3f ns, "
-           "the median chunk's %.3f; kept, the chunks whose adds took at most %.2fx the "
-           "fastest's, %.0f%% of them." % (CHUNKS, fastest, median_add, FULL_SPEED, 100 * share))
+    b.emit("At the core's full speed: each run did its pairs in %d chunks, between chains "
+           "of dependent adds timed to measure the core's speed (one add a cycle on a core "
+           "of its own; a chunk's speed is the slower of the chains before and after it). "
+           "The fastest chunk's adds took %.3f ns, the median chunk's %.3f. "
+           "Kept: the chunks whose adds took at most %.2fx the fastest's, %.0f%% of them; "
+           "a run's value is the mean of its kept chunks, added the median of the "
+           "repetitions' differences where both runs kept some. (The table above comes "
+           "from the same runs: their pairs' time alone, without the chains.)" % (
+               CHUNKS, fastest, median_add, FULL_SPEED, 100 * share))
     b.emit()
-    b.emit("| shim settings | baseline ns/pair | with shim ns/pair | added ns/pair | runs kept "
-           "(baseline, shim) | target |")
+    b.emit("| %s | baseline ns/pair | with shim ns/pair | added ns/pair | runs kept "
+           "(baseline, shim) | target |" % first)
     b.emit("| --- | --- | --- | --- | --- | --- |")
     for label, base, key, limit in rows:
         plain, shim = runs[base], runs[key]
@@ -271,32 +276,8 @@ def bench_pairs(b, pairs):
             b.emit("| %s | %s | %s | %s | %s | %s |" % (
                 label, depth, spread(ns["base%s" % base]), spread(ns[key]), spread(added), target))
         b.emit()
-        runs, fastest, median_add, share = full_speed_runs(got)
-        b.emit("At the core's full speed: each run did its pairs in %d chunks, between chains "
-               "of dependent adds timed to measure the core's speed (one add a cycle on a core "
-               "of its own; a chunk's speed is the slower of the chains before and after it). "
-               "The fastest chunk's adds took %.3f ns, the median chunk's %.3f. "
-               "Kept: the chunks whose adds took at most %.2fx the fastest's, %.0f%% of them; "
-               "a run's value is the mean of its kept chunks, added the median of the "
-               "repetitions' differences where both runs kept some. (The table above comes "
-               "from the same runs: their pairs' time alone, without the chains.)" % (
-                   CHUNKS, fastest, median_add, FULL_SPEED, 100 * share))
-        b.emit()
-        b.emit("| stacks | baseline ns/pair | with shim ns/pair | added ns/pair | runs kept "
-               "(baseline, shim) | target |")
-        b.emit("| --- | --- | --- | --- | --- | --- |")
-        for label, key, _, base in rows:
-            plain, shim = runs["base%s" % base], runs[key]
-            added = [y - x for x, y in zip(plain, shim) if x is not None and y is not None]
-            if not added:
-                b.emit("| %s | - | - | - | %d, %d | |" % (label, len(present(plain)),
-                                                          len(present(shim))))
-                continue
-            target = "<= 150: %s" % verdict(statistics.median(added), 150) if key == "off" else ""
-            b.emit("| %s | %s | %s | %s | %d, %d | %s |" % (
-                label, spread(present(plain)), spread(present(shim)), spread(added),
-                len(present(plain)), len(present(shim)), target))
-        b.emit()
+        full_speed_table(b, got, [(label, "base%s" % base, key, 150 if key == "off" else None)
+                                  for label, key, _, base in rows], first="stacks")
 
 
 def bench_python(b, pairs):
