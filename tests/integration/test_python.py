@@ -80,6 +80,42 @@ class PythonFramesTest(unittest.TestCase):
         self.assertGreaterEqual(len(shown), 3, stderr)
 
 
+def run_script(test, script, *args, python=sys.executable, shim=True, env=None):
+    """Runs tests/python/SCRIPT with args under python over the fake driver,
+    the shim preloaded unless shim is false, env's variables added; asserts
+    it exited 0. Returns the process and its report (None without the shim)."""
+    tmp = tempfile.mkdtemp(prefix="gpuleak-py-")
+    full = dict(os.environ)
+    full.update({"LD_LIBRARY_PATH": os.path.join(BUILD, "fakecuda"),
+                 "GPULEAK_OUTPUT": os.path.join(tmp, "r-%p.json")})
+    if shim:
+        full["LD_PRELOAD"] = os.path.join(BUILD, "libgpuleak.so")
+    full.update(env or {})
+    proc = subprocess.run([python, os.path.join(ROOT, "tests", "python", script), *args],
+                          env=full, capture_output=True, text=True, timeout=120)
+    test.assertEqual(proc.returncode, 0, proc.stderr)
+    if not shim:
+        return proc, None
+    (name,) = [f for f in os.listdir(tmp) if f.startswith("r-")]
+    return proc, report_files.load(os.path.join(tmp, name))
+
+
+class EachPython:
+    """check(python) under this interpreter and under each other CPython
+    3.10 to 3.13 the machine has (tests/pythons.py): where each keeps what
+    the shim reads or pauses differs by version."""
+
+    def test_this_interpreter(self):
+        self.check(sys.executable)
+
+    def test_other_interpreters(self):
+        sys.path.insert(0, os.path.join(ROOT, "tests"))
+        from pythons import other_pythons
+        for python in other_pythons():
+            with self.subTest(python=python):
+                self.check(python)
+
+
 class NativePathsTest(unittest.TestCase):
     """One Python line reaching the driver through two native paths
     (tests/python/native_paths_demo.py): the native frames tell the two
@@ -90,18 +126,9 @@ class NativePathsTest(unittest.TestCase):
     def sites(self, order, count, trusted, second="runtime"):
         """The leaks' allocation counts by site; trusted: how many stacks
         the shim took with no native walk (GPULEAK_SELF_TIME counts them)."""
-        tmp = tempfile.mkdtemp(prefix="gpuleak-py-")
-        env = dict(os.environ)
-        env.update({"LD_LIBRARY_PATH": os.path.join(BUILD, "fakecuda"),
-                    "LD_PRELOAD": os.path.join(BUILD, "libgpuleak.so"),
-                    "GPULEAK_OUTPUT": os.path.join(tmp, "r-%p.json"), "GPULEAK_SUMMARY": "0",
-                    "GPULEAK_SELF_TIME": "1"})
-        proc = subprocess.run([sys.executable, os.path.join(ROOT, "tests/python/native_paths_demo.py"),
-                               order, str(count), second], env=env, capture_output=True, text=True, timeout=120)
-        self.assertEqual(proc.returncode, 0, proc.stderr)
+        proc, report = run_script(self, "native_paths_demo.py", order, str(count), second,
+                                  env={"GPULEAK_SUMMARY": "0", "GPULEAK_SELF_TIME": "1"})
         line = int(proc.stdout)
-        (name,) = [f for f in os.listdir(tmp) if f.startswith("r-")]
-        report = report_files.load(os.path.join(tmp, name))
         self.assertEqual(sum(leak["allocations"] for leak in report["leaks"]), 2 * count)
         for leak in report["leaks"]:
             self.assertEqual(leak["python_stack"][0]["line"], line)
@@ -128,110 +155,51 @@ class NativePathsTest(unittest.TestCase):
         self.assertEqual(self.sites("interleaved", 64, trusted=128 - 16, second="partial"), [128])
 
 
-class AuditHooksTest(unittest.TestCase):
+class AuditHooksTest(EachPython, unittest.TestCase):
     """A program with an audit hook (tests/python/audit_hooks_demo.py): the
     hook is the program's code, and it would see every event of what the
     shim runs in the interpreter. So nothing runs there; the held memory is
     still reported, and both the summary and the report say why no holder
-    is named."""
+    is named. The hooks' place differs by version."""
 
     def check(self, python):
-        tmp = tempfile.mkdtemp(prefix="gpuleak-py-")
-        env = dict(os.environ)
-        env.update({"LD_LIBRARY_PATH": os.path.join(BUILD, "fakecuda"),
-                    "LD_PRELOAD": os.path.join(BUILD, "libgpuleak.so"),
-                    "GPULEAK_OUTPUT": os.path.join(tmp, "r-%p.json")})
-        proc = subprocess.run([python, os.path.join(ROOT, "tests/python/audit_hooks_demo.py")],
-                              env=env, capture_output=True, text=True, timeout=120)
-        self.assertEqual(proc.returncode, 0, proc.stderr)
+        proc, report = run_script(self, "audit_hooks_demo.py", python=python)
         self.assertNotIn("audit after the script", proc.stderr)
         self.assertIn("The search for holders did not run: the program has audit hooks", proc.stderr)
-        (name,) = [f for f in os.listdir(tmp) if f.startswith("r-")]
-        report = report_files.load(os.path.join(tmp, name))
         held = report["held_at_finish"]
         self.assertEqual(held["holders_search"]["ended"], "audit_hooks")
         self.assertEqual(sorted(site["bytes"] for site in held["sites"]), [1 << 16, 3 << 20])
 
-    def test_nothing_runs_where_the_program_has_audit_hooks(self):
-        self.check(sys.executable)
 
-    def test_other_interpreters(self):
-        """The hooks' place differs by version (3.10 to 3.13)."""
-        sys.path.insert(0, os.path.join(ROOT, "tests"))
-        from pythons import other_pythons
-        for python in other_pythons():
-            with self.subTest(python=python):
-                self.check(python)
-
-
-class TracingTest(unittest.TestCase):
+class TracingTest(EachPython, unittest.TestCase):
     """A program traced and profiled (tests/python/tracing_demo.py), as
     under coverage or cProfile: its functions are its code, and the shim's
     helpers, run in the interpreter at exit, must not be traced. What they
     see after the script is what they see without gpuleak; the search
-    still names the holder."""
+    still names the holder. 3.10 pauses tracing by hand (it has no
+    PyThreadState_EnterTracing)."""
 
     def events(self, python, shim):
-        tmp = tempfile.mkdtemp(prefix="gpuleak-py-")
-        env = dict(os.environ)
-        env.update({"LD_LIBRARY_PATH": os.path.join(BUILD, "fakecuda"),
-                    "GPULEAK_OUTPUT": os.path.join(tmp, "r-%p.json"), "GPULEAK_SUMMARY": "0"})
+        proc, report = run_script(self, "tracing_demo.py", python=python, shim=shim,
+                                  env={"GPULEAK_SUMMARY": "0"})
         if shim:
-            env["LD_PRELOAD"] = os.path.join(BUILD, "libgpuleak.so")
-        proc = subprocess.run([python, os.path.join(ROOT, "tests/python/tracing_demo.py")],
-                              env=env, capture_output=True, text=True, timeout=120)
-        self.assertEqual(proc.returncode, 0, proc.stderr)
-        seen = sorted(line for line in proc.stderr.splitlines() if line.startswith("after the script"))
-        if shim:
-            (name,) = [f for f in os.listdir(tmp) if f.startswith("r-")]
-            held = report_files.load(os.path.join(tmp, name))["held_at_finish"]
+            held = report["held_at_finish"]
             self.assertEqual(held["sites"][0]["held_by"][0]["name"], "held")
-        return seen
+        return sorted(line for line in proc.stderr.splitlines() if line.startswith("after the script"))
 
     def check(self, python):
         self.assertEqual(self.events(python, True), self.events(python, False))
 
-    def test_the_helpers_are_not_traced(self):
-        self.check(sys.executable)
 
-    def test_other_interpreters(self):
-        """3.10 pauses tracing by hand (no PyThreadState_EnterTracing)."""
-        sys.path.insert(0, os.path.join(ROOT, "tests"))
-        from pythons import other_pythons
-        for python in other_pythons():
-            with self.subTest(python=python):
-                self.check(python)
-
-
-class FinalizersTest(unittest.TestCase):
+class FinalizersTest(EachPython, unittest.TestCase):
     """A program leaving cyclic garbage with finalizers
     (tests/python/finalizers_demo.py): no collection may start inside the
-    shim's helpers, where it would run the program's finalizers."""
+    shim's helpers, where it would run the program's finalizers (3.12 and
+    3.13 collected there: 20 finalizers ran)."""
 
     def check(self, python):
-        env = dict(os.environ)
-        env.update({"LD_LIBRARY_PATH": os.path.join(BUILD, "fakecuda"),
-                    "LD_PRELOAD": os.path.join(BUILD, "libgpuleak.so"), "GPULEAK_SUMMARY": "0",
-                    "GPULEAK_OUTPUT": os.path.join(tempfile.mkdtemp(prefix="gpuleak-py-"), "r.json")})
-        proc = subprocess.run([python, os.path.join(ROOT, "tests/python/finalizers_demo.py")],
-                              env=env, capture_output=True, text=True, timeout=120)
-        self.assertEqual(proc.returncode, 0, proc.stderr)
+        proc, _ = run_script(self, "finalizers_demo.py", python=python, env={"GPULEAK_SUMMARY": "0"})
         self.assertNotIn("a finalizer ran inside gpuleak's helpers", proc.stderr)
-
-    def test_no_collection_inside_the_helpers(self):
-        self.check(sys.executable)
-
-    def test_other_interpreters(self):
-        """3.12 and 3.13 collected there (20 finalizers ran)."""
-        sys.path.insert(0, os.path.join(ROOT, "tests"))
-        from pythons import other_pythons
-        for python in other_pythons():
-            with self.subTest(python=python):
-                self.check(python)
-
-
-if __name__ == "__main__":
-    unittest.main()
 
 
 class QuickExitTest(unittest.TestCase):
@@ -257,3 +225,7 @@ class QuickExitTest(unittest.TestCase):
         self.assertTrue(report["status"]["complete"])
         lines = [(f["file"], f["line"]) for leak in report["leaks"] for f in leak["python_stack"][:4]]
         self.assertIn((script, 2), lines)
+
+
+if __name__ == "__main__":
+    unittest.main()
