@@ -581,22 +581,44 @@ static inline uint32_t cached_line(uint32_t index, uintptr_t code, long addr)
 
 /* ----------------------------------------------------------------- capture */
 
+/* A thread's last key walk, frame by frame (python_key): where a frame
+ * stands (its address, code object, instruction and owner) and what it
+ * added to the key, so that the next walk, which finds most frames where
+ * they stood (a loop's outer frames do not move while it runs), reads
+ * neither their code objects nor a line of their tables. On a real stack
+ * each frame's code object is cold: two of its lines a frame (its type and
+ * tuples, its first traceable instruction). */
+#define WALK_CACHE 64
+#define WALK_SKIPPED 0  /* a part meaning the frame has not started */
+
+typedef struct walk_entry {
+    uintptr_t frame;  /* the frame's address, its owner byte above bit 56 */
+    uintptr_t code;
+    uintptr_t instr;
+    uint64_t part;    /* the frame's part of the key before its place is mixed in */
+} walk_entry_t;
+
+static __thread walk_entry_t walk_cache[WALK_CACHE] __attribute__((tls_model("initial-exec")));
+
 /* The frames python_capture takes and python_key hashes, innermost first,
  * read with layout lay: at most max of them, walking at most MAX_WALK.
  * Each step checks the frame pointer for plausibility and the code
  * object's type, skips C-stack shim frames (3.12+) and frames that have not
- * started (the same test as CPython's _PyFrame_IsIncomplete), and stops at
- * the first implausible pointer rather than guess. With key NULL, each
- * frame is interned and written to out; else only hashed, as read, into
- * *key: the code object, its constants' and names' tuples (a code object
- * whose address another one took hashes apart: both tuples would have to
- * be reborn at their old addresses too) and the instruction. They sit
- * beside the object's type, which is read anyway, where the fields a
- * record keeps (file, name, line table, first line) are a line or two
- * further: on a real stack each frame's code object is cold. No string,
- * table or line is read. Inlined into each caller with lay a constant
- * where the version is known when built (by_layout), so that the offsets
- * are folded into the loads. */
+ * started (the same test as CPython's _PyFrame_IsIncomplete: 3.13's
+ * cleanup frame under a specialized __init__ call stays one for the whole
+ * call, so a key must skip it too, or the call's first, unspecialized, run
+ * and the later ones would be two sites), and stops at the first
+ * implausible pointer rather than guess. With key NULL, each frame is
+ * interned and written to out. Else each frame is only hashed into *key:
+ * its part (the code object, its constants' and names' tuples, and the
+ * instruction pointer: a code object whose address another one took hashes
+ * apart unless both tuples were reborn at their old addresses too), taken
+ * from the thread's last walk (walk_cache) where the frame stands as it
+ * did, mixed with its place among the frames kept; the mixes are xor'ed,
+ * so that no frame waits for the one before, and the sum mixed once more.
+ * No string, table or line is read. Inlined into each caller with lay a
+ * constant where the version is known when built (by_layout), so that the
+ * offsets are folded into the loads. */
 static inline __attribute__((always_inline)) int walk(const struct layout *lay,
                                                       python_frame_t *out, int max, uint64_t *key)
 {
@@ -607,46 +629,63 @@ static inline __attribute__((always_inline)) int walk(const struct layout *lay,
     if (lay->chain == CHAIN_CFRAME)
         f = ptr_ok(f) ? rd_ptr(f, lay->cframe_current) : 0;
     f = ptr_ok(f) ? f : 0;
-    uint64_t hash = 0;  /* a local: a store through key would make every offset be read again */
+    uint64_t hash = 0;  /* locals: a store through key would make every offset be read again */
+    uint64_t salt = 0;
     int n = 0;
     for (int walked = 0; f && n < max && walked < MAX_WALK; walked++) {
         uintptr_t code = rd_ptr(f, lay->fr_code);
         int owner = lay->fr_owner >= 0 ? *(const uint8_t *)(f + lay->fr_owner) : 0;
-        if (owner != lay->owner_cstack && ptr_ok(code) && rd_ptr(code, lay->ob_type) == type_code) {
-            long addr;
-            int skip = 0;
-            if (lay->chain == CHAIN_FRAMEOBJECT) {
-                addr = (long)rd_int(f, lay->fr_instr) * 2; /* f_lasti is in units */
+        uintptr_t instr = lay->chain == CHAIN_FRAMEOBJECT ? (uintptr_t)rd_int(f, lay->fr_instr)
+                                                           : rd_ptr(f, lay->fr_instr);
+        walk_entry_t *seen = key != NULL && walked < WALK_CACHE ? &walk_cache[walked] : NULL;
+        uintptr_t where = f | (uintptr_t)owner << 56;
+        uint64_t part;
+        if (seen != NULL && seen->frame == where && seen->code == code && seen->instr == instr) {
+            part = seen->part;
+        } else if (owner != lay->owner_cstack && ptr_ok(code)
+                   && rd_ptr(code, lay->ob_type) == type_code) {
+            long addr = lay->chain == CHAIN_FRAMEOBJECT ? (long)instr * 2 /* f_lasti is in units */
+                                                        : (long)(instr - (code + lay->co_code));
+            if (lay->co_firsttraceable >= 0 && owner != lay->owner_generator &&
+                addr < 2l * rd_int(code, (size_t)lay->co_firsttraceable)) {
+                part = WALK_SKIPPED; /* incomplete frame */
+            } else if (key != NULL) {
+                part = (uint64_t)code ^ (instr << 47 | instr >> 17)
+                     ^ (rd_ptr(code, lay->co_consts) << 13) ^ (rd_ptr(code, lay->co_names) << 29);
+                part += part == WALK_SKIPPED;
             } else {
-                uintptr_t ip = rd_ptr(f, lay->fr_instr);
-                uintptr_t base = code + lay->co_code;
-                addr = (long)(ip - base);
-                if (lay->co_firsttraceable >= 0 && owner != lay->owner_generator &&
-                    addr < 2l * rd_int(code, (size_t)lay->co_firsttraceable))
-                    skip = 1; /* incomplete frame */
-                long units = rd_long(code, lay->co_size);
-                if (addr < -2 || addr >= units * 2)
+                if (lay->chain != CHAIN_FRAMEOBJECT
+                    && (addr < -2 || addr >= 2 * rd_long(code, lay->co_size)))
                     addr = -1; /* pointer outside the code: use the first line */
-            }
-            if (!skip && key != NULL) {
-                uint64_t v = (uint64_t)code ^ ((uint64_t)addr << 47) ^ ((uint64_t)addr >> 17)
-                           ^ (rd_ptr(code, lay->co_consts) << 13) ^ (rd_ptr(code, lay->co_names) << 29);
-                hash = (hash ^ v) * 0x9e3779b97f4a7c15ull;
-                hash ^= hash >> 29;
-                n++;
-            } else if (!skip) {
                 uint32_t index = intern_code(code);
-                uint32_t line = cached_line(index, code, addr);
-                out[n++] = ((uint64_t)index << 32) | line;
+                out[n++] = ((uint64_t)index << 32) | cached_line(index, code, addr);
+                part = WALK_SKIPPED;  /* written out, not hashed */
             }
-        } else if (owner != lay->owner_cstack) {
+            if (seen != NULL)
+                *seen = (walk_entry_t){ where, code, instr, part };
+        } else if (owner == lay->owner_cstack) {
+            part = WALK_SKIPPED;
+        } else {
             break; /* not a code object where one must be: stop */
+        }
+        if (part != WALK_SKIPPED) {
+            uint64_t v = (part ^ salt) * 0x9e3779b97f4a7c15ull;
+            hash ^= v ^ (v >> 29);
+            salt += 0x2545f4914f6cdd1dull;
+            n++;
         }
         uintptr_t prev = rd_ptr(f, lay->fr_previous);
         f = ptr_ok(prev) ? prev : 0;
     }
-    if (key != NULL)
-        *key = hash;
+    if (key != NULL) {
+        /* Every bit of the key from every bit of every frame: the frames'
+         * mixes spread a change upward only, and a caller takes a key's low
+         * bits for its table's slot (a second line of one caller, a few
+         * bytes of instruction apart, shared the first one's slot). */
+        hash ^= hash >> 33;
+        hash *= 0xff51afd7ed558ccdull;
+        *key = hash ^ hash >> 33;
+    }
     return n;
 }
 

@@ -32,11 +32,11 @@ int python_capture(python_frame_t *out, int max);
 
 /* What python_capture(out, max) would take, as a 64-bit hash of the frames
  * as they stand (code objects and instructions), into *key; returns how
- * many frames that is. Reads the frame chain and nothing else: no code
- * object is interned and no line decoded, so that a stack seen before is
- * recognised at the cost of the walk alone. Two calls give the same key for
- * the same frames at the same instructions; different instructions of one
- * line give different keys. */
+ * many frames that is. Reads the frame chain and the code objects' first
+ * lines, nothing else: no code object is interned and no line decoded, so
+ * that a stack seen before is recognised at the cost of the walk alone.
+ * Two calls give the same key for the same frames at the same
+ * instructions; different instructions of one line give different keys. */
 int python_key(int max, uint64_t *key);
 
 /* How many of the native frames pcs[0..n), innermost first, come before the

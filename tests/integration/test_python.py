@@ -227,5 +227,22 @@ class QuickExitTest(unittest.TestCase):
         self.assertIn((script, 2), lines)
 
 
+class CallersTest(EachPython, unittest.TestCase):
+    """One helper called in turn from two lines of one caller, 300 times
+    (tests/python/callers_demo.py): two sites, each with its line's
+    allocations, however warm the shim's per-thread tables are. A key whose
+    low bits missed the caller's few bytes of difference put both lines in
+    one table slot, and on 3.13 (whose later calls reach the driver through
+    other interpreter frames) each line's later calls made a third site."""
+
+    def check(self, python):
+        proc, report = run_script(self, "callers_demo.py", python=python,
+                                  env={"GPULEAK_SUMMARY": "0"})
+        first, second = (int(n) for n in proc.stdout.split("lines=")[1].split(","))
+        got = sorted((leak["allocations"], leak["python_stack"][1]["line"])
+                     for leak in report["leaks"])
+        self.assertEqual(got, [(100, first), (200, second)])
+
+
 if __name__ == "__main__":
     unittest.main()
