@@ -226,19 +226,19 @@ static inline void count_event(_Atomic uint64_t *counts, live_event_t event, uin
 /* A move the thread's share cannot make alone: up past its reserve (or
  * with no share), granted more, or made on the committed bytes once every
  * share is folded in and every reservation taken back, which makes them the
- * row's exact live bytes; or down with no share. The event is counted here
- * when uncounted (a site's first move in this thread, its share made just
- * now, or a thread with no share of the row). */
+ * row's exact live bytes; or down with no share. The event is counted here:
+ * in the share (its site's page made just now), or in the row's counts
+ * when the thread has no share of it. */
 static void move_locked(uint32_t id, counts_block_t *tb, live_share_t *share, live_event_t event,
-                        uint64_t size, int uncounted, uint64_t now_ns)
+                        uint64_t size, uint64_t now_ns)
 {
     live_row_t *row = row_of(id);
     int64_t bytes = event == LIVE_ALLOC ? (int64_t)size : -(int64_t)size;
-    if (uncounted && share != NULL) {
+    if (share != NULL) {
         spin_lock(&tb->live.lock);
         count_event(share->counts, event, size, 0);
         spin_unlock(&tb->live.lock);
-    } else if (uncounted) {
+    } else {
         count_event(row->counts, event, size, 1);
     }
     spin_lock(&row->lock);
@@ -258,40 +258,59 @@ static void move_locked(uint32_t id, counts_block_t *tb, live_share_t *share, li
     spin_unlock(&row->lock);
 }
 
+/* Moves this thread's shares of the rows ids[0..n) by one event, as far as
+ * they can alone; returns a bit per row that must move under its row's
+ * lock (no share yet, or up past its reserve), left uncounted. Inlined with
+ * event a constant, so that each event's loop tests only what it needs: a
+ * move down cannot pass a reserve or a high, and a drop counts nothing.
+ * Caller holds the block's lock. */
+static inline __attribute__((always_inline)) unsigned
+move_shares(counts_block_t *tb, const uint32_t *ids, unsigned n, live_event_t event,
+            uint64_t size, uint64_t now_epoch)
+{
+    int up = event == LIVE_ALLOC;
+    int64_t bytes = up ? (int64_t)size : -(int64_t)size;
+    unsigned locked = 0;
+    for (unsigned i = 0; i < n; i++) {
+        live_share_t *share = share_of(tb, ids[i], 0);
+        if (share == NULL) {
+            locked |= 1u << i;
+            continue;
+        }
+        int64_t delta = load(&share->delta) + bytes;
+        if (up && delta > share->reserve) {
+            locked |= 1u << i;
+            continue;
+        }
+        count_event(share->counts, event, size, 0);
+        move_share(ids[i], share, delta, now_epoch);
+    }
+    return locked;
+}
+
 /* A move down with a share is always local: it cannot make a peak, and a
  * delta below zero only makes the headroom look smaller until the next
  * fold. A site's first move makes its page of shares after the block's
  * lock is released (no allocation happens under a spinlock), and is made
- * under the row's lock. */
+ * under the row's lock, which counts the event there. */
 uint64_t live_move(const uint32_t *ids, unsigned n, uint64_t size, live_event_t event,
                    uint64_t now_ns)
 {
     counts_block_t *tb = counts_block();
     live_block_t *b = &tb->live;
-    int up = event == LIVE_ALLOC;
-    int64_t bytes = up ? (int64_t)size : -(int64_t)size;
-    /* Bit i: ids[i] moves under its row's lock; ids[i] is not counted yet. */
-    unsigned locked = 0, uncounted = 0;
+    unsigned locked;  /* bit i: ids[i] moves (and is counted) under its row's lock */
     spin_lock(&b->lock);
     uint64_t now_epoch = epoch_now();  /* under the lock: a fold's stamps read it there too */
-    for (unsigned i = 0; i < n; i++) {
-        live_share_t *share = share_of(tb, ids[i], 0);
-        if (share == NULL) {
-            locked |= 1u << i;
-            uncounted |= 1u << i;
-            continue;
-        }
-        count_event(share->counts, event, size, 0);
-        int64_t delta = load(&share->delta) + bytes;
-        if (up && delta > share->reserve)
-            locked |= 1u << i;
-        else
-            move_share(ids[i], share, delta, now_epoch);
-    }
+    if (event == LIVE_ALLOC)
+        locked = move_shares(tb, ids, n, LIVE_ALLOC, size, now_epoch);
+    else if (event == LIVE_FREE)
+        locked = move_shares(tb, ids, n, LIVE_FREE, size, now_epoch);
+    else
+        locked = move_shares(tb, ids, n, LIVE_DROP, size, now_epoch);
     spin_unlock(&b->lock);
-    for (unsigned i = 0; locked != 0; i++, locked >>= 1, uncounted >>= 1)
+    for (unsigned i = 0; locked != 0; i++, locked >>= 1)
         if (locked & 1)
-            move_locked(ids[i], tb, share_of(tb, ids[i], 1), event, size, uncounted & 1, now_ns);
+            move_locked(ids[i], tb, share_of(tb, ids[i], 1), event, size, now_ns);
     if (estimate_row_id >= LIVE_ROWS)
         return 0;
     int64_t v = load(&fixed_rows[estimate_row_id].committed) + load(&b->rows[estimate_row_id].delta);

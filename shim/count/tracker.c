@@ -71,7 +71,10 @@ static _Atomic uint64_t devices_seen;  /* bit per device */
 static atomic_totals_t gpu_totals;     /* every kind but host */
 
 /* Rows 0 to REPORT_KIND_COUNT - 1 are the kinds', then the devices', then the
- * GPU's. */
+ * GPU's: numbers an event computes, where loading them from the totals'
+ * rows took a line each. */
+#define KIND_ROW(kind) ((uint32_t)(kind))
+#define DEVICE_ROW(device) ((uint32_t)(REPORT_KIND_COUNT + (device)))
 #define GPU_ROW (REPORT_KIND_COUNT + TRACKER_MAX_DEVICES)
 static _Atomic uint64_t unknown_frees, map_count, unmap_count;
 
@@ -96,9 +99,9 @@ const char *tracker_kind_name(alloc_kind_t kind)
 int tracker_init(void (*sampler)(struct timeline_point *point))
 {
     for (int k = 0; k < REPORT_KIND_COUNT; k++)
-        kind_totals[k].row = (unsigned)k;
+        kind_totals[k].row = KIND_ROW(k);
     for (int d = 0; d < TRACKER_MAX_DEVICES; d++)
-        device_totals[d].row = (unsigned)(REPORT_KIND_COUNT + d);
+        device_totals[d].row = DEVICE_ROW(d);
     gpu_totals.row = GPU_ROW;
     if (live_init(GPU_ROW) != 0)
         return -1;
@@ -215,12 +218,11 @@ static void apply(const tracker_record_t *a, live_event_t event, uint64_t now_ns
         atomic_fetch_sub_explicit(&s->reserve_allocations, 1, memory_order_relaxed);
     }
     moved[n++] = LIVE_SITE(s - sites);
-    moved[n++] = kind_totals[a->kind].row;
+    moved[n++] = KIND_ROW(a->kind);
     if (tracker_is_driver_gpu_kind(a->kind)) {
         moved[n++] = GPU_ROW;
-        atomic_totals_t *dev = device_row(a->device);
-        if (dev != NULL)
-            moved[n++] = dev->row;
+        if (device_row(a->device) != NULL)
+            moved[n++] = DEVICE_ROW(a->device);
     }
     note_timeline(now_ns, live_move(moved, n, a->size, event, now_ns));
     growth_note(now_ns, tracker_allocation_count,
