@@ -28,12 +28,21 @@ static inline void spin_backoff(unsigned spins)
     }
 }
 
-static inline void spin_lock(_Atomic int *lock)
+/* The wait for a held lock, out of line and apart from the hot code (a
+ * lock is nearly always free): inlined, it took cache lines of every
+ * event's code. */
+static __attribute__((cold, noinline, unused)) void spin_lock_held(_Atomic int *lock)
 {
     for (unsigned spins = 0;
          atomic_exchange_explicit(lock, 1, memory_order_acquire) != 0;)
         while (atomic_load_explicit(lock, memory_order_relaxed) != 0)
             spin_backoff(++spins);
+}
+
+static inline void spin_lock(_Atomic int *lock)
+{
+    if (__builtin_expect(atomic_exchange_explicit(lock, 1, memory_order_acquire) != 0, 0))
+        spin_lock_held(lock);
 }
 
 static inline void spin_unlock(_Atomic int *lock)

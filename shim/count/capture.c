@@ -87,13 +87,38 @@ static uint32_t site_tag(alloc_kind_t kind, int device)
     return (uint32_t)kind | (device > 0 ? (uint32_t)device << 4 : 0);
 }
 
+/* A key new to this thread's slot (capture_site): the frames themselves,
+ * the Python ones interned and the whole native stack, and the site they
+ * make, noted in the slots. Out of line and apart from the hot code: a
+ * program's steady state meets its keys again. */
+static __attribute__((cold, noinline)) uint32_t
+capture_new(uint32_t tag, uintptr_t *native, int native_count, int whole, int hint,
+            int python_count, key_slot_t *slot, uint64_t hash, python_slot_t *trusted,
+            uint64_t python_only, selftime_capture_t *timing, uint64_t python_done)
+{
+    python_frame_t python[STACKS_MAX_FRAMES];
+    if (python_count > 0)
+        python_count = python_capture(python, config.python_depth);
+    if (!whole)
+        native_count = stacks_capture(native, config.stack_depth, &hint);
+    order_timing(timing, python_done);
+    uint32_t site = stacks_intern_hinted(hint, tag, native, native_count, python, python_count);
+    if (site != 0) {
+        slot->hash = hash;
+        slot->site = site;
+    }
+    if (trusted != NULL)
+        python_slot_note(trusted, python_only, hash, site);
+    selftime_capture_end(timing, native_count, 0);
+    return site;
+}
+
 uint32_t capture_site(alloc_kind_t kind, int device)
 {
     uint32_t tag = site_tag(kind, device);
     if (config.stack_depth <= 0 && !config.python_frames)  /* stacks off: nothing to capture or time */
         return stacks_intern(tag, NULL, 0, NULL, 0);
     uintptr_t native[STACKS_MAX_FRAMES];
-    python_frame_t python[STACKS_MAX_FRAMES];
     selftime_capture_t timing = { 0 };  /* read only when timing is on */
     selftime_capture_begin(&timing);
     /* The key: the Python frames as they stand (python_key: no interning,
@@ -111,7 +136,7 @@ uint32_t capture_site(alloc_kind_t kind, int device)
         python_only = (python_hash ^ tag) * 0x9e3779b97f4a7c15ull ^ (uint64_t)python_count;
         python_only += python_only == 0;  /* 0 marks an empty slot */
         trusted = &python_slots[python_only & (PYTHON_SLOTS - 1)];
-        if (trusted->python == python_only && trusted->seen >= TRUST_AFTER) {
+        if (__builtin_expect(trusted->python == python_only && trusted->seen >= TRUST_AFTER, 1)) {
             order_timing(&timing, python_done);
             selftime_capture_end(&timing, 0, 1);
             return trusted->site;
@@ -132,21 +157,8 @@ uint32_t capture_site(alloc_kind_t kind, int device)
         selftime_capture_end(&timing, native_count, 0);
         return slot->site;
     }
-    /* A new key: the frames themselves, interned, and the whole native stack. */
-    if (python_count > 0)
-        python_count = python_capture(python, config.python_depth);
-    if (!whole)
-        native_count = stacks_capture(native, config.stack_depth, &hint);
-    order_timing(&timing, python_done);
-    uint32_t site = stacks_intern_hinted(hint, tag, native, native_count, python, python_count);
-    if (site != 0) {
-        slot->hash = hash;
-        slot->site = site;
-    }
-    if (trusted != NULL)
-        python_slot_note(trusted, python_only, hash, site);
-    selftime_capture_end(&timing, native_count, 0);
-    return site;
+    return capture_new(tag, native, native_count, whole, hint, python_count, slot, hash,
+                       trusted, python_only, &timing, python_done);
 }
 
 uint32_t capture_site_of_frames(alloc_kind_t kind, int device, const python_frame_t *python,

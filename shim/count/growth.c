@@ -90,16 +90,12 @@ void growth_hold(int on)
     held = on;
 }
 
-void growth_note(uint64_t now_ns, uint64_t (*allocations)(void), uint32_t site_high)
+/* Takes a checkpoint when no other thread is taking one and it is still
+ * due. Out of line and apart from the hot code: it comes once a
+ * checkpoint's interval, where growth_note comes at every event. */
+static __attribute__((cold, noinline)) void
+checkpoint(uint64_t now_ns, int by_events, uint64_t (*allocations)(void), uint32_t site_high)
 {
-    if (held)
-        return;
-    int by_events = ++thread_events >= atomic_load_explicit(&events_per_checkpoint,
-                                                            memory_order_relaxed);
-    if (by_events)
-        thread_events = 0;  /* one try a share: the cost guard may refuse it */
-    if (!due(now_ns, by_events))
-        return;
     if (pthread_mutex_trylock(&growth_lock) != 0)
         return;
     if (series == NULL || !due(now_ns, by_events)) {
@@ -142,6 +138,19 @@ void growth_note(uint64_t now_ns, uint64_t (*allocations)(void), uint32_t site_h
     atomic_store(&next_allowed_ns, ended_wall_ns + wait_ns);
     pthread_mutex_unlock(&growth_lock);
 }
+
+void growth_note(uint64_t now_ns, uint64_t (*allocations)(void), uint32_t site_high)
+{
+    if (held)
+        return;
+    int by_events = ++thread_events >= atomic_load_explicit(&events_per_checkpoint,
+                                                            memory_order_relaxed);
+    if (by_events)
+        thread_events = 0;  /* one try a share: the cost guard may refuse it */
+    if (due(now_ns, by_events))
+        checkpoint(now_ns, by_events, allocations, site_high);
+}
+
 
 /* The lowest value in values[from, to). */
 static uint64_t floor_of(const uint64_t *values, size_t from, size_t to)

@@ -228,9 +228,12 @@ static inline void count_event(_Atomic uint64_t *counts, live_event_t event, uin
  * share is folded in and every reservation taken back, which makes them the
  * row's exact live bytes; or down with no share. The event is counted here:
  * in the share (its site's page made just now), or in the row's counts
- * when the thread has no share of it. */
-static void move_locked(uint32_t id, counts_block_t *tb, live_share_t *share, live_event_t event,
-                        uint64_t size, uint64_t now_ns)
+ * when the thread has no share of it. Rare (a new peak, a thread's first
+ * move of a row), so out of line: inlined, it took cache lines of every
+ * event's code. */
+static __attribute__((cold, noinline)) void
+move_locked(uint32_t id, counts_block_t *tb, live_share_t *share, live_event_t event,
+            uint64_t size, uint64_t now_ns)
 {
     live_row_t *row = row_of(id);
     int64_t bytes = event == LIVE_ALLOC ? (int64_t)size : -(int64_t)size;
@@ -273,12 +276,12 @@ move_shares(counts_block_t *tb, const uint32_t *ids, unsigned n, live_event_t ev
     unsigned locked = 0;
     for (unsigned i = 0; i < n; i++) {
         live_share_t *share = share_of(tb, ids[i], 0);
-        if (share == NULL) {
+        if (__builtin_expect(share == NULL, 0)) {
             locked |= 1u << i;
             continue;
         }
         int64_t delta = load(&share->delta) + bytes;
-        if (up && delta > share->reserve) {
+        if (__builtin_expect(up && delta > share->reserve, 0)) {
             locked |= 1u << i;
             continue;
         }
@@ -308,7 +311,7 @@ uint64_t live_move(const uint32_t *ids, unsigned n, uint64_t size, live_event_t 
     else
         locked = move_shares(tb, ids, n, LIVE_DROP, size, now_epoch);
     spin_unlock(&b->lock);
-    for (unsigned i = 0; locked != 0; i++, locked >>= 1)
+    for (unsigned i = 0; __builtin_expect(locked != 0, 0); i++, locked >>= 1)
         if (locked & 1)
             move_locked(ids[i], tb, share_of(tb, ids[i], 1), event, size, now_ns);
     if (estimate_row_id >= LIVE_ROWS)

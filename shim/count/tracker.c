@@ -207,13 +207,13 @@ static void apply(const tracker_record_t *a, live_event_t event, uint64_t now_ns
     if (event == LIVE_ALLOC) {
         /* Stored only when they change: a store to the site's line on every
          * allocation would make it bounce between threads sharing the site. */
-        if (atomic_load_explicit(&s->kind, memory_order_relaxed) != a->kind)
+        if (__builtin_expect(atomic_load_explicit(&s->kind, memory_order_relaxed) != a->kind, 0))
             atomic_store_explicit(&s->kind, a->kind, memory_order_relaxed);
-        if (atomic_load_explicit(&s->device, memory_order_relaxed) != a->device)
+        if (__builtin_expect(atomic_load_explicit(&s->device, memory_order_relaxed) != a->device, 0))
             atomic_store_explicit(&s->device, a->device, memory_order_relaxed);
     }
     uint32_t moved[4], n = 0;
-    if (a->reserve && event != LIVE_ALLOC) {  /* a PyTorch segment leaves */
+    if (__builtin_expect(a->reserve && event != LIVE_ALLOC, 0)) {  /* a PyTorch segment leaves */
         atomic_fetch_sub_explicit(&s->reserve_bytes, a->size, memory_order_relaxed);
         atomic_fetch_sub_explicit(&s->reserve_allocations, 1, memory_order_relaxed);
     }
@@ -262,8 +262,11 @@ static live_alloc_t *unlink_record(shard_t *sh, uint64_t key)
 }
 
 /* Doubles the buckets when the table is full (one record per bucket on
- * average). A failed growth is not an error: chains only get longer. */
-static void grow_buckets(shard_t *sh)
+ * average). A failed growth is not an error: chains only get longer. Out of
+ * line, as the other rare paths of an event (the first buckets, a new
+ * chunk of records, a refused free): inlined, they took cache lines of
+ * every event's code. */
+static __attribute__((cold, noinline)) void grow_buckets(shard_t *sh)
 {
     size_t count = sh->bucket_count * 2;
     live_alloc_t **bigger = calloc(count, sizeof *bigger);
@@ -285,18 +288,24 @@ static void grow_buckets(shard_t *sh)
     sh->bucket_count = count;
 }
 
+/* Gives the shard its first buckets. Returns 0, or -1 when memory is out. */
+static __attribute__((cold, noinline)) int first_buckets(shard_t *sh)
+{
+    sh->buckets = calloc(FIRST_BUCKETS, sizeof *sh->buckets);
+    if (sh->buckets == NULL)
+        return -1;
+    sh->bucket_count = FIRST_BUCKETS;
+    atomic_fetch_add_explicit(&table_bytes, FIRST_BUCKETS * sizeof *sh->buckets,
+                              memory_order_relaxed);
+    return 0;
+}
+
 /* Links r (whose key is not live) into the table. Returns 0, or -1 when the
  * first buckets cannot be had. */
 static int link_record(shard_t *sh, live_alloc_t *r)
 {
-    if (sh->buckets == NULL) {
-        sh->buckets = calloc(FIRST_BUCKETS, sizeof *sh->buckets);
-        if (sh->buckets == NULL)
-            return -1;
-        sh->bucket_count = FIRST_BUCKETS;
-        atomic_fetch_add_explicit(&table_bytes, FIRST_BUCKETS * sizeof *sh->buckets,
-                                  memory_order_relaxed);
-    }
+    if (sh->buckets == NULL && first_buckets(sh) != 0)
+        return -1;
     if (sh->live >= sh->bucket_count)
         grow_buckets(sh);
     live_alloc_t **head = &sh->buckets[bucket_of(r->r.key, sh->bucket_count)];
@@ -306,21 +315,29 @@ static int link_record(shard_t *sh, live_alloc_t *r)
     return 0;
 }
 
+/* Adds a chunk of records to the shard's spares, or none when memory is
+ * out; caller holds the shard's lock. */
+static __attribute__((cold, noinline)) void add_chunk(shard_t *sh)
+{
+    live_alloc_t *chunk = calloc(RECORDS_PER_CHUNK, sizeof *chunk);
+    if (chunk == NULL)
+        return;
+    for (int i = 0; i < RECORDS_PER_CHUNK; i++) {
+        chunk[i].next = sh->spare;
+        sh->spare = &chunk[i];
+    }
+    atomic_fetch_add_explicit(&table_bytes, RECORDS_PER_CHUNK * sizeof *chunk,
+                              memory_order_relaxed);
+}
+
 /* Takes a record from the shard's spares, carving a new chunk when there are
  * none; caller holds the shard's lock. Returns NULL when memory is out. */
 static live_alloc_t *take_record(shard_t *sh)
 {
-    if (sh->spare == NULL) {
-        live_alloc_t *chunk = calloc(RECORDS_PER_CHUNK, sizeof *chunk);
-        if (chunk == NULL)
-            return NULL;
-        for (int i = 0; i < RECORDS_PER_CHUNK; i++) {
-            chunk[i].next = sh->spare;
-            sh->spare = &chunk[i];
-        }
-        atomic_fetch_add_explicit(&table_bytes, RECORDS_PER_CHUNK * sizeof *chunk,
-                                  memory_order_relaxed);
-    }
+    if (sh->spare == NULL)
+        add_chunk(sh);
+    if (sh->spare == NULL)
+        return NULL;
     live_alloc_t *r = sh->spare;
     sh->spare = r->next;
     return r;
@@ -360,24 +377,24 @@ int tracker_alloc_at(alloc_kind_t kind, uint64_t key, size_t size, int device,
     int had_stale = 0;
     spin_lock(&sh->lock);
     live_alloc_t *r = unlink_record(sh, key);
-    if (r != NULL) {
+    if (__builtin_expect(r != NULL, 0)) {  /* the driver gave a live address again */
         stale = r->r;
         had_stale = 1;
     } else {
         r = take_record(sh);
     }
-    if (r != NULL) {
+    if (__builtin_expect(r != NULL, 1)) {
         r->r = fresh;
-        if (link_record(sh, r) != 0) {
+        if (__builtin_expect(link_record(sh, r) != 0, 0)) {
             give_record(sh, r);
             r = NULL;
         }
     }
     spin_unlock(&sh->lock);
 
-    if (had_stale)
+    if (__builtin_expect(had_stale, 0))
         apply(&stale, LIVE_FREE, now);
-    if (r == NULL)
+    if (__builtin_expect(r == NULL, 0))
         return -1;
     apply(&fresh, LIVE_ALLOC, now);
     if (__builtin_expect(atomic_load_explicit(&held_taken, memory_order_acquire), 0)
@@ -406,20 +423,12 @@ void tracker_free_begin(key_space_t space, uint64_t key, tracker_pending_t *pend
         pending->record.key = key;
 }
 
-void tracker_free_end(tracker_pending_t *pending, int freed)
+/* A free the driver refused: the allocation is still live, unless the
+ * address was handed out again meanwhile: then the newer record stands and
+ * the older allocation is gone (counted freed, or its bytes would stay live
+ * with no record left to free them). */
+static __attribute__((cold, noinline)) void put_back(tracker_pending_t *pending)
 {
-    if (!pending->found) {  /* freed or refused, the program freed what it never had */
-        atomic_fetch_add_explicit(&unknown_frees, 1, memory_order_relaxed);
-        return;
-    }
-    if (freed) {
-        apply(&pending->record, LIVE_FREE, clock_coarse_ns());
-        return;
-    }
-    /* Refused: the allocation is still live, unless the address was handed
-     * out again meanwhile: then the newer record stands and the older
-     * allocation is gone (counted freed, or its bytes would stay live with
-     * no record left to free them). */
     uint64_t key = pending->record.key;
     shard_t *sh = shard_of(pending->space, key);
     spin_lock(&sh->lock);
@@ -435,6 +444,18 @@ void tracker_free_end(tracker_pending_t *pending, int freed)
     spin_unlock(&sh->lock);
     if (r == NULL)  /* newer, or no memory for the slot: count it gone */
         apply(&pending->record, LIVE_FREE, clock_coarse_ns());
+}
+
+void tracker_free_end(tracker_pending_t *pending, int freed)
+{
+    if (!pending->found) {  /* freed or refused, the program freed what it never had */
+        atomic_fetch_add_explicit(&unknown_frees, 1, memory_order_relaxed);
+        return;
+    }
+    if (freed)
+        apply(&pending->record, LIVE_FREE, clock_coarse_ns());
+    else
+        put_back(pending);
 }
 
 /* The sites holding GPU memory now (host memory left out), with their live

@@ -76,7 +76,7 @@ void *driver_lookup(const char *name)
 void *driver_real(enum driver_fn fn)
 {
     void *real = atomic_load_explicit(&real_functions[fn], memory_order_acquire);
-    if (real == NULL) {
+    if (__builtin_expect(real == NULL, 0)) {
         real = driver_lookup(rows[fn].name);
         if (real != NULL)
             cache_function(&real_functions[fn], real);

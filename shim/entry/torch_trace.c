@@ -389,21 +389,11 @@ static const char *attach(const library_t *lib)
     return NULL;
 }
 
-void torch_trace_notice_segment(alloc_kind_t kind, uint64_t key, uint64_t now)
+/* Looks for PyTorch's allocator and attaches to it when this segment came
+ * from it (torch_trace_notice_segment). Out of line and apart from the hot
+ * code: it runs at most once a tick of the coarse clock. */
+static __attribute__((cold, noinline)) void try_attach(uint64_t now)
 {
-    last_driver_kind = kind;
-    last_driver_key = key;
-    if (atomic_load_explicit(&state, memory_order_relaxed) != WAITING)
-        return;
-    /* dl_iterate_phdr first finds its caller's namespace, a walk over every
-     * loaded object: in a program without PyTorch, searching at every
-     * driver allocation cost 100 ns an allocation in a Python process. At
-     * most one search a tick of the coarse clock (PyTorch's library is
-     * loaded at `import torch`, long before its first segment), decided
-     * before any read-modify-write. */
-    if (!atomic_load_explicit(&c10_found, memory_order_acquire)
-        && now == atomic_load_explicit(&searched_at_ns, memory_order_relaxed))
-        return;
     /* One thread searches; another thread's allocation meanwhile goes on. */
     int expected = WAITING;
     if (!atomic_compare_exchange_strong(&state, &expected, ATTACHING))
@@ -424,4 +414,22 @@ void torch_trace_notice_segment(alloc_kind_t kind, uint64_t key, uint64_t now)
     torch_events_say(why, 0);
     atomic_store(&state, REFUSED);
     log_line("PyTorch's allocator: %s; tracking its segments only, not its tensors", why);
+}
+
+void torch_trace_notice_segment(alloc_kind_t kind, uint64_t key, uint64_t now)
+{
+    last_driver_kind = kind;
+    last_driver_key = key;
+    if (atomic_load_explicit(&state, memory_order_relaxed) != WAITING)
+        return;
+    /* dl_iterate_phdr first finds its caller's namespace, a walk over every
+     * loaded object: in a program without PyTorch, searching at every
+     * driver allocation cost 100 ns an allocation in a Python process. At
+     * most one search a tick of the coarse clock (PyTorch's library is
+     * loaded at `import torch`, long before its first segment), decided
+     * before any read-modify-write. */
+    if (!atomic_load_explicit(&c10_found, memory_order_acquire)
+        && now == atomic_load_explicit(&searched_at_ns, memory_order_relaxed))
+        return;
+    try_attach(now);
 }

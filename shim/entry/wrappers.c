@@ -31,7 +31,7 @@ void *const wrappers_table[DRIVER_FN_COUNT] = { DRIVER_WRAPPED(WRAPPER_ENTRY) };
  * driver would. */
 #define REAL(name, ...)                                            \
     CUresult (*real)(__VA_ARGS__) = driver_real(DRIVER_##name);        \
-    if (real == NULL)                                              \
+    if (__builtin_expect(real == NULL, 0))                         \
         real = (CUresult (*)(__VA_ARGS__))driver_next(DRIVER_##name);  \
     if (real == NULL)                                              \
         return CUDA_ERROR_NOT_INITIALIZED
@@ -96,14 +96,14 @@ static void record_alloc(alloc_kind_t kind, CUresult result, uint64_t key, size_
                          const void *context, int device)
 {
     uint32_t site = capture_site(kind, device);
-    if (result != CUDA_SUCCESS) {
+    if (__builtin_expect(result != CUDA_SUCCESS, 0)) {
         tracker_failure(kind, size, (int)result, device, site);
         if (result == CUDA_ERROR_OUT_OF_MEMORY)
             search_at_oom();  /* who holds what filled the GPU, asked of Python */
         return;
     }
     uint64_t now = clock_coarse_ns();
-    if (tracker_alloc_at(kind, key, size, device, context, site, now) != 0) {
+    if (__builtin_expect(tracker_alloc_at(kind, key, size, device, context, site, now) != 0, 0)) {
         lifecycle_disable("no memory left for allocation records");
         return;
     }
