@@ -12,7 +12,12 @@ CFLAGS ?= -O2 -g
 SHIM_FLOORS := base stacks count names python reports entry
 ALL_CFLAGS = $(CFLAGS) $(WARN) -std=gnu11 -fPIC -pthread -I$(CUDA_HOME)/include \
           -I/usr/include/x86_64-linux-gnu $(addprefix -Ishim/,$(SHIM_FLOORS)) -Icommon -Iinclude
-SHIM_CFLAGS = $(ALL_CFLAGS) -fvisibility=hidden -fno-omit-frame-pointer
+# Link-time optimization: an event's path crosses a dozen files, and their
+# small functions inlined into it take fewer of the caches' lines, which a
+# Python program's own code then keeps (docs/performance.md). Fat objects:
+# the unit tests link them without it (-fno-lto), as their --wrap of a
+# call between two files needs.
+SHIM_CFLAGS = $(ALL_CFLAGS) -fvisibility=hidden -fno-omit-frame-pointer -flto=auto -ffat-lto-objects
 SHIM_LIBS := $(EXTRA_LDFLAGS) -lunwind -ldl -lpthread
 PYTHON_CONFIG ?= $(PYTHON)-config
 
@@ -77,7 +82,7 @@ $(BUILD)/shim/python/embedded_py.o: shim/python/embedded_py.S $(wildcard shim/py
 	$(CC) -c $< -o $@
 
 $(BUILD)/libgpuleak.so: $(SHIM_OBJ)
-	$(CC) -shared -o $@ $^ $(SHIM_LIBS) -Wl,-rpath,'$$ORIGIN/deps'
+	$(CC) $(CFLAGS) -flto=auto -shared -o $@ $^ $(SHIM_LIBS) -Wl,-rpath,'$$ORIGIN/deps'
 
 $(BUILD)/cli/%.o: cli/%.c $(wildcard cli/*.h report/*.h) $(COMMON_H) | $(BUILD)/cli
 	$(CC) $(ALL_CFLAGS) -iquote report -c $< -o $@
@@ -127,7 +132,7 @@ $(FAKEC10_STRIPPED): $(FAKEC10)
 	strip --strip-all -o $@ $<
 
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(CORE_OBJ) | $(BUILD)/tests
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(CORE_OBJ) -lcheck -lsubunit -lm -lrt $(SHIM_LIBS) $(TEST_LIBS)
+	$(CC) $(ALL_CFLAGS) -fno-lto -o $@ $< $(CORE_OBJ) -lcheck -lsubunit -lm -lrt $(SHIM_LIBS) $(TEST_LIBS)
 
 # The Python frame reader is tested inside an embedded interpreter.
 $(BUILD)/tests/test_python: ALL_CFLAGS += $(shell $(PYTHON_CONFIG) --includes)
