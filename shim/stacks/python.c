@@ -600,25 +600,48 @@ typedef struct walk_entry {
 
 static __thread walk_entry_t walk_cache[WALK_CACHE] __attribute__((tls_model("initial-exec")));
 
+/* A frame's part of a walk (walk), its code object checked: WALK_SKIPPED
+ * for a frame that has not started (the same test as CPython's
+ * _PyFrame_IsIncomplete); else, with out NULL, its part of a key (the code
+ * object, its constants' and names' tuples, and the instruction pointer,
+ * undecoded), never WALK_SKIPPED; else the frame interned and written to
+ * *out, and 1. */
+static inline __attribute__((always_inline)) uint64_t
+frame_part(const struct layout *lay, uintptr_t code, uintptr_t instr, int owner,
+           python_frame_t *out)
+{
+    long addr = lay->chain == CHAIN_FRAMEOBJECT ? (long)instr * 2 /* f_lasti is in units */
+                                                : (long)(instr - (code + lay->co_code));
+    if (lay->co_firsttraceable >= 0 && owner != lay->owner_generator &&
+        addr < 2l * rd_int(code, (size_t)lay->co_firsttraceable))
+        return WALK_SKIPPED;
+    if (out == NULL) {
+        uint64_t part = (uint64_t)code ^ (instr << 47 | instr >> 17)
+                      ^ (rd_ptr(code, lay->co_consts) << 13) ^ (rd_ptr(code, lay->co_names) << 29);
+        return part + (part == WALK_SKIPPED);
+    }
+    if (lay->chain != CHAIN_FRAMEOBJECT && (addr < -2 || addr >= 2 * rd_long(code, lay->co_size)))
+        addr = -1; /* pointer outside the code: use the first line */
+    uint32_t index = intern_code(code);
+    *out = ((uint64_t)index << 32) | cached_line(index, code, addr);
+    return 1;
+}
+
 /* The frames python_capture takes and python_key hashes, innermost first,
  * read with layout lay: at most max of them, walking at most MAX_WALK.
  * Each step checks the frame pointer for plausibility and the code
  * object's type, skips C-stack shim frames (3.12+) and frames that have not
- * started (the same test as CPython's _PyFrame_IsIncomplete: 3.13's
- * cleanup frame under a specialized __init__ call stays one for the whole
- * call, so a key must skip it too, or the call's first, unspecialized, run
- * and the later ones would be two sites), and stops at the first
- * implausible pointer rather than guess. With key NULL, each frame is
- * interned and written to out. Else each frame is only hashed into *key:
- * its part (the code object, its constants' and names' tuples, and the
- * instruction pointer: a code object whose address another one took hashes
- * apart unless both tuples were reborn at their old addresses too), taken
- * from the thread's last walk (walk_cache) where the frame stands as it
- * did, mixed with its place among the frames kept; the mixes are xor'ed,
- * so that no frame waits for the one before, and the sum mixed once more.
- * No string, table or line is read. Inlined into each caller with lay a
- * constant where the version is known when built (by_layout), so that the
- * offsets are folded into the loads. */
+ * started (frame_part: 3.13's cleanup frame under a specialized __init__
+ * call stays one for the whole call, so a key must skip it too, or the
+ * call's first, unspecialized, run and the later ones would be two sites),
+ * and stops at the first implausible pointer rather than guess. With key
+ * NULL, each frame is interned and written to out. Else each frame's part
+ * (frame_part) is taken from the thread's last walk (walk_cache) where the
+ * frame stands as it did, and mixed with its place among the frames kept;
+ * the mixes are xor'ed, so that no frame waits for the one before, and the
+ * sum mixed once more. No string, table or line is read. Inlined into each
+ * caller with lay a constant where the version is known when built
+ * (by_layout), so that the offsets are folded into the loads. */
 static inline __attribute__((always_inline)) int walk(const struct layout *lay,
                                                       python_frame_t *out, int max, uint64_t *key)
 {
@@ -634,46 +657,36 @@ static inline __attribute__((always_inline)) int walk(const struct layout *lay,
     int n = 0;
     for (int walked = 0; f && n < max && walked < MAX_WALK; walked++) {
         uintptr_t code = rd_ptr(f, lay->fr_code);
-        int owner = lay->fr_owner >= 0 ? *(const uint8_t *)(f + lay->fr_owner) : 0;
         uintptr_t instr = lay->chain == CHAIN_FRAMEOBJECT ? (uintptr_t)rd_int(f, lay->fr_instr)
                                                            : rd_ptr(f, lay->fr_instr);
         walk_entry_t *seen = key != NULL && walked < WALK_CACHE ? &walk_cache[walked] : NULL;
+        /* Where the version has C-stack frames (3.12+), a frame's owner is
+         * part of where it stands; 3.11's is read on a miss only, as it
+         * sits past the other fields, often on the frame's next line. */
+        int owner = lay->owner_cstack >= 0 ? *(const uint8_t *)(f + lay->fr_owner) : 0;
         uintptr_t where = f | (uintptr_t)owner << 56;
         uint64_t part;
-        if (seen != NULL && seen->frame == where && seen->code == code && seen->instr == instr) {
+        if (__builtin_expect(seen != NULL && seen->frame == where && seen->code == code
+                             && seen->instr == instr, 1)) {
             part = seen->part;
-        } else if (owner != lay->owner_cstack && ptr_ok(code)
-                   && rd_ptr(code, lay->ob_type) == type_code) {
-            long addr = lay->chain == CHAIN_FRAMEOBJECT ? (long)instr * 2 /* f_lasti is in units */
-                                                        : (long)(instr - (code + lay->co_code));
-            if (lay->co_firsttraceable >= 0 && owner != lay->owner_generator &&
-                addr < 2l * rd_int(code, (size_t)lay->co_firsttraceable)) {
-                part = WALK_SKIPPED; /* incomplete frame */
-            } else if (key != NULL) {
-                part = (uint64_t)code ^ (instr << 47 | instr >> 17)
-                     ^ (rd_ptr(code, lay->co_consts) << 13) ^ (rd_ptr(code, lay->co_names) << 29);
-                part += part == WALK_SKIPPED;
-            } else {
-                if (lay->chain != CHAIN_FRAMEOBJECT
-                    && (addr < -2 || addr >= 2 * rd_long(code, lay->co_size)))
-                    addr = -1; /* pointer outside the code: use the first line */
-                uint32_t index = intern_code(code);
-                out[n++] = ((uint64_t)index << 32) | cached_line(index, code, addr);
-                part = WALK_SKIPPED;  /* written out, not hashed */
-            }
+        } else {
+            if (lay->owner_cstack < 0 && lay->fr_owner >= 0)
+                owner = *(const uint8_t *)(f + lay->fr_owner);
+            if (owner == lay->owner_cstack)
+                part = WALK_SKIPPED;
+            else if (!ptr_ok(code) || rd_ptr(code, lay->ob_type) != type_code)
+                break; /* not a code object where one must be: stop */
+            else
+                part = frame_part(lay, code, instr, owner, key != NULL ? NULL : &out[n]);
             if (seen != NULL)
                 *seen = (walk_entry_t){ where, code, instr, part };
-        } else if (owner == lay->owner_cstack) {
-            part = WALK_SKIPPED;
-        } else {
-            break; /* not a code object where one must be: stop */
         }
-        if (part != WALK_SKIPPED) {
+        if (part != WALK_SKIPPED && key != NULL) {
             uint64_t v = (part ^ salt) * 0x9e3779b97f4a7c15ull;
             hash ^= v ^ (v >> 29);
             salt += 0x2545f4914f6cdd1dull;
-            n++;
         }
+        n += part != WALK_SKIPPED;
         uintptr_t prev = rd_ptr(f, lay->fr_previous);
         f = ptr_ok(prev) ? prev : 0;
     }
