@@ -21,7 +21,9 @@ import time
 
 
 class Chunks:
-    def __init__(self, n):
+    def __init__(self, n, value=None):
+        """value: what a chunk measured, called after it (default: its
+        time over its pairs)."""
         count = int(os.environ.get("BENCH_CHUNKS") or 0)
         lib = os.environ.get("BENCH_CORE_SPEED")
         self.speed = None
@@ -31,6 +33,7 @@ class Chunks:
         count = min(count, n) if self.speed else 1
         self.sizes = [n // count + (i < n % count) for i in range(count)]
         self.n = n
+        self.value = value
         self.busy_ns = 0
         self.chunks = []
 
@@ -43,7 +46,7 @@ class Chunks:
             self.busy_ns += took
             if self.speed:
                 after = self.speed()
-                self.chunks.append((max(before, after), took / size))
+                self.chunks.append((max(before, after), self.value() if self.value else took / size))
                 before = after
 
     def ns_per_pair(self):

@@ -285,6 +285,7 @@ def bench_python(b, pairs):
     py = sys.executable
     argv = [py, script, str(pairs), "10"]
     deep = [py, script, str(pairs), "26"]
+    cold = [py, os.path.join(HERE, "py_cold.py"), str(max(pairs // 10, 1000))]
     chunked = python_chunks(b)
     configs = {
         "base": (argv, False, chunked),
@@ -295,6 +296,10 @@ def bench_python(b, pairs):
         # Python frames deep.
         "deep_base": (deep, False, chunked),
         "deep": (deep, True, chunked),
+        # The same depth the way a real program meets the shim: distinct
+        # functions, the caches holding other work (py_cold.py).
+        "cold_base": (cold, False, chunked),
+        "cold": (cold, True, chunked),
     }
     got = b.interleave(configs)
     ns = {n: [r["ns_per_pair"] for r in rs] for n, rs in got.items()}
@@ -320,11 +325,17 @@ def bench_python(b, pairs):
     b.emit("| 26 Python frames deep, no shim | %s | | |" % spread(ns["deep_base"]))
     b.emit("| 26 Python frames deep, defaults | %s | %s | <= 300: %s |" % (
         spread(ns["deep"]), spread(added), verdict(statistics.median(added), 300)))
+    b.emit("| the same on cold caches (py_cold.py: 26 distinct functions, 4 MB copied "
+           "before each pair; median pair), no shim | %s | | |" % spread(ns["cold_base"]))
+    b.emit("| the same on cold caches, defaults | %s | %s | |" % (
+        spread(ns["cold"]), spread(paired(ns["cold_base"], ns["cold"]))))
     b.emit()
     full_speed_table(b, got, (("stacks off (DEPTH=0, PYTHON=0)", "base", "off", None),
                               ("native 32, no Python (PYTHON=0)", "base", "native", None),
                               ("native 32 + Python frames", "base", "both", 1500),
-                              ("26 Python frames deep, defaults", "deep_base", "deep", 300)))
+                              ("26 Python frames deep, defaults", "deep_base", "deep", 300),
+                              ("the same on cold caches (py_cold.py; a chunk's median pair)",
+                               "cold_base", "cold", None)))
 
 
 SELF_TIME = re.compile(r"its own time was ([0-9.]+) ms over (\d+) call")
