@@ -151,7 +151,6 @@ void growth_note(uint64_t now_ns, uint64_t (*allocations)(void), uint32_t site_h
         checkpoint(now_ns, by_events, allocations, site_high);
 }
 
-
 /* The lowest value in values[from, to). */
 static uint64_t floor_of(const uint64_t *values, size_t from, size_t to)
 {
