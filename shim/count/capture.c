@@ -25,6 +25,62 @@ typedef struct key_slot {
 
 static __thread key_slot_t key_slots[KEY_SLOTS] __attribute__((tls_model("initial-exec")));
 
+/* The keys with Python frames that any thread has seen, with their sites:
+ * a key new to a thread's slot (its first time on this thread, or pushed
+ * out of its slot by 256 others) takes the site its key already has.
+ * Interning its whole stack instead made a second site of one line where
+ * the stack differed only in the interpreter's own frames, which the key
+ * leaves out: on 3.13 an instruction specialized after its first runs
+ * returns into other places of the eval loop. Open addressing, from the
+ * hash's high bits, SHARED_PROBES probes; a full neighbourhood or a race
+ * for one key only costs a capture, as before. Zeroed memory, its pages
+ * touched as keys come (16 bytes a key). */
+#define SHARED_KEYS (1u << 16)
+#define SHARED_PROBES 8
+
+typedef struct shared_key {
+    _Atomic uint64_t hash;  /* 0: empty; set once */
+    _Atomic uint32_t site;  /* 0 until its inserter stores it */
+} shared_key_t;
+
+static shared_key_t shared_keys[SHARED_KEYS];
+
+/* The site of hash in the shared keys, or 0. */
+static uint32_t shared_key_site(uint64_t hash)
+{
+    unsigned first = (unsigned)(hash >> 48);
+    for (unsigned i = 0; i < SHARED_PROBES; i++) {
+        shared_key_t *k = &shared_keys[(first + i) & (SHARED_KEYS - 1)];
+        uint64_t there = atomic_load_explicit(&k->hash, memory_order_acquire);
+        if (there == hash)
+            return atomic_load_explicit(&k->site, memory_order_acquire);
+        if (there == 0)
+            return 0;
+    }
+    return 0;
+}
+
+/* Gives hash the site site unless it has one; returns the site hash has
+ * now (site, or the one another thread gave it first, when stored). */
+static uint32_t shared_key_add(uint64_t hash, uint32_t site)
+{
+    unsigned first = (unsigned)(hash >> 48);
+    for (unsigned i = 0; i < SHARED_PROBES; i++) {
+        shared_key_t *k = &shared_keys[(first + i) & (SHARED_KEYS - 1)];
+        uint64_t there = 0;
+        if (atomic_compare_exchange_strong_explicit(&k->hash, &there, hash, memory_order_acq_rel,
+                                                    memory_order_acquire)) {
+            atomic_store_explicit(&k->site, site, memory_order_release);
+            return site;
+        }
+        if (there == hash) {
+            uint32_t first_site = atomic_load_explicit(&k->site, memory_order_acquire);
+            return first_site != 0 ? first_site : site;
+        }
+    }
+    return site;
+}
+
 /* Under one Python line the innermost native frames are nearly always the
  * same (PyTorch's allocator, ctypes' call): they tell sites apart where
  * one line reaches two native paths. So a Python key (its frames, the
@@ -87,22 +143,29 @@ static uint32_t site_tag(alloc_kind_t kind, int device)
     return (uint32_t)kind | (device > 0 ? (uint32_t)device << 4 : 0);
 }
 
-/* A key new to this thread's slot (capture_site): the frames themselves,
- * the Python ones interned and the whole native stack, and the site they
- * make, noted in the slots. Out of line and apart from the hot code: a
- * program's steady state meets its keys again. */
+/* A key new to this thread's slot (capture_site): the site its key has
+ * among the shared keys, else the frames themselves, the Python ones
+ * interned and the whole native stack, and the site they make; noted in
+ * the slots. Out of line and apart from the hot code: a program's steady
+ * state meets its keys again. */
 static __attribute__((cold, noinline)) uint32_t
 capture_new(uint32_t tag, uintptr_t *native, int native_count, int whole, int hint,
             int python_count, key_slot_t *slot, uint64_t hash, python_slot_t *trusted,
             uint64_t python_only, selftime_capture_t *timing, uint64_t python_done)
 {
-    python_frame_t python[STACKS_MAX_FRAMES];
-    if (python_count > 0)
-        python_count = python_capture(python, config.python_depth);
-    if (!whole)
-        native_count = stacks_capture(native, config.stack_depth, &hint);
-    order_timing(timing, python_done);
-    uint32_t site = stacks_intern_hinted(hint, tag, native, native_count, python, python_count);
+    uint32_t site = python_count > 0 ? shared_key_site(hash) : 0;
+    if (site == 0) {
+        python_frame_t python[STACKS_MAX_FRAMES];
+        int python_taken = python_count > 0 ? python_capture(python, config.python_depth) : 0;
+        if (!whole)
+            native_count = stacks_capture(native, config.stack_depth, &hint);
+        order_timing(timing, python_done);
+        site = stacks_intern_hinted(hint, tag, native, native_count, python, python_taken);
+        if (site != 0 && python_count > 0)
+            site = shared_key_add(hash, site);
+    } else {
+        order_timing(timing, python_done);
+    }
     if (site != 0) {
         slot->hash = hash;
         slot->site = site;

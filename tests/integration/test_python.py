@@ -244,5 +244,30 @@ class CallersTest(EachPython, unittest.TestCase):
         self.assertEqual(got, [(100, first), (200, second)])
 
 
+class RandomWalksTest(EachPython, unittest.TestCase):
+    """Allocations from about 900 stacks made at random
+    (tests/python/random_walks_demo.py: functions calling each other to a
+    random depth from one of two lines each, recursion included), each
+    stack's allocations sized apart: each stack is one site, at its own
+    lines. The keys reuse each thread's last walk frame by frame, and a
+    thread's table holds 256 of them: a key pushed out and met again took
+    a second site on 3.13, whose later calls reach the driver through other
+    interpreter frames."""
+
+    def check(self, python):
+        proc, report = run_script(self, "random_walks_demo.py", "7", python=python,
+                                  env={"GPULEAK_SUMMARY": "0"})
+        stacks = json.loads(proc.stdout.splitlines()[-1])
+        sizes = []
+        for leak in report["leaks"]:
+            size = leak["bytes"] // leak["allocations"]
+            self.assertEqual(size * leak["allocations"], leak["bytes"], "a site of two stacks")
+            want = [tuple(f) for f in stacks[str(size)]]
+            got = [(f["function"], f["line"]) for f in leak["python_stack"]]
+            self.assertEqual(got[1:], want)  # the first is allocate()'s own line
+            sizes.append(size)
+        self.assertEqual(sorted(sizes), sorted(int(size) for size in stacks))
+
+
 if __name__ == "__main__":
     unittest.main()
