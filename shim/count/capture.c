@@ -4,6 +4,8 @@
 #include "selftime.h"
 #include "stacks.h"
 
+#include <sys/mman.h>
+
 /* A site is named by the innermost native frames and the Python frames
  * first (its key), and by its whole stack only when that key is new to
  * this thread: the full native walk, most of a stack's cost on PyTorch's
@@ -33,7 +35,7 @@ static __thread key_slot_t key_slots[KEY_SLOTS] __attribute__((tls_model("initia
  * leaves out: on 3.13 an instruction specialized after its first runs
  * returns into other places of the eval loop. Open addressing, from the
  * hash's high bits, SHARED_PROBES probes; a full neighbourhood or a race
- * for one key only costs a capture, as before. Zeroed memory, its pages
+ * for one key only costs a capture, as before. Mapped at start, its pages
  * touched as keys come (16 bytes a key). */
 #define SHARED_KEYS (1u << 16)
 #define SHARED_PROBES 8
@@ -43,13 +45,13 @@ typedef struct shared_key {
     _Atomic uint32_t site;  /* 0 until its inserter stores it */
 } shared_key_t;
 
-static shared_key_t shared_keys[SHARED_KEYS];
+static shared_key_t *shared_keys;  /* SHARED_KEYS of them, or NULL (capture_init) */
 
 /* The site of hash in the shared keys, or 0. */
 static uint32_t shared_key_site(uint64_t hash)
 {
     unsigned first = (unsigned)(hash >> 48);
-    for (unsigned i = 0; i < SHARED_PROBES; i++) {
+    for (unsigned i = 0; shared_keys != NULL && i < SHARED_PROBES; i++) {
         shared_key_t *k = &shared_keys[(first + i) & (SHARED_KEYS - 1)];
         uint64_t there = atomic_load_explicit(&k->hash, memory_order_acquire);
         if (there == hash)
@@ -65,7 +67,7 @@ static uint32_t shared_key_site(uint64_t hash)
 static uint32_t shared_key_add(uint64_t hash, uint32_t site)
 {
     unsigned first = (unsigned)(hash >> 48);
-    for (unsigned i = 0; i < SHARED_PROBES; i++) {
+    for (unsigned i = 0; shared_keys != NULL && i < SHARED_PROBES; i++) {
         shared_key_t *k = &shared_keys[(first + i) & (SHARED_KEYS - 1)];
         uint64_t there = 0;
         if (atomic_compare_exchange_strong_explicit(&k->hash, &there, hash, memory_order_acq_rel,
@@ -84,39 +86,97 @@ static uint32_t shared_key_add(uint64_t hash, uint32_t site)
 /* Under one Python line the innermost native frames are nearly always the
  * same (PyTorch's allocator, ctypes' call): they tell sites apart where
  * one line reaches two native paths. So a Python key (its frames, the
- * kind, the device) whose native key was the same TRUST_AFTER times in a
- * row, each time this thread saw it, is trusted: its site is taken with
- * no native walk (about 100 ns of a 500 ns pair 26 frames deep, more on
- * PyTorch's frames). A second native path seen before that marks the key
- * as one whose native frames matter, walked every time while it stays in
- * its slot. A path first taken after the key was trusted joins the first
- * path's site, as stacks that differ below the key's 8 frames already do. */
+ * kind, the device) whose native key was the same TRUST_AFTER times, and
+ * never another, is trusted: its site is taken with no native walk (about
+ * 100 ns of a 500 ns pair 26 frames deep, more on PyTorch's frames). A
+ * second native path seen before then marks the key as one whose native
+ * frames matter, walked every time. A path first taken after the key was
+ * trusted joins the first path's site, as stacks that differ below the
+ * key's 8 frames already do. The keys are every thread's, in one table:
+ * in a thread's own table of 256, direct-mapped, a program of 100 lines
+ * had a third of them sharing a slot with another, each pushing the other
+ * out before it was trusted (60% of its stacks trusted; 28% with 300
+ * lines, 2% with 1,000). Open addressing from the key's high bits,
+ * LINE_PROBES probes; a key with no room is never trusted. Once trusted,
+ * a key's entry is only read. */
 #define TRUST_AFTER 16
-#define PYTHON_SLOTS 256   /* per thread, direct-mapped by the Python key */
-#define NATIVE_MATTERS -1  /* a python_slot's seen: never trusted */
+#define PYTHON_LINES (1u << 14)
+#define LINE_PROBES 8
+#define NATIVE_MATTERS -1  /* a python_line's seen: never trusted */
+#define LINE_FILLING -2    /* a python_line's seen: its first path being written */
 
-typedef struct python_slot {
-    uint64_t python;  /* the Python key, 0: empty */
-    uint64_t whole;   /* the whole key (native frames in) it had */
-    uint32_t site;
-    int seen;         /* times in a row with that whole key; or NATIVE_MATTERS */
-} python_slot_t;
+typedef struct python_line {
+    _Atomic uint64_t python;  /* the Python key; 0: empty; set once */
+    _Atomic uint64_t whole;   /* the whole key (native frames in) it first had */
+    _Atomic uint32_t site;    /* and its site */
+    _Atomic int seen;         /* times with that whole key and no other; 0: not
+                               * yet written; or NATIVE_MATTERS, LINE_FILLING */
+} __attribute__((aligned(32))) python_line_t;  /* one cache line's half: read whole */
 
-static __thread python_slot_t python_slots[PYTHON_SLOTS] __attribute__((tls_model("initial-exec")));
+static python_line_t *python_lines;  /* PYTHON_LINES of them, or NULL (capture_init) */
 
-/* Notes that the Python key python led to the whole key whole and site
- * this time (python_slot_t). */
-static void python_slot_note(python_slot_t *slot, uint64_t python, uint64_t whole, uint32_t site)
+int capture_init(void)
 {
-    if (site == 0)
+    void *keys = mmap(NULL, sizeof *shared_keys * SHARED_KEYS, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void *lines = mmap(NULL, sizeof *python_lines * PYTHON_LINES, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    shared_keys = keys == MAP_FAILED ? NULL : keys;
+    python_lines = lines == MAP_FAILED ? NULL : lines;
+    return shared_keys != NULL && python_lines != NULL ? 0 : -1;
+}
+
+/* The entry of the Python key python, or NULL; with claim, an empty one
+ * is made its entry (NULL when none of its probes is). */
+static python_line_t *python_line(uint64_t python, int claim)
+{
+    unsigned first = (unsigned)(python >> 50);
+    for (unsigned i = 0; python_lines != NULL && i < LINE_PROBES; i++) {
+        python_line_t *line = &python_lines[(first + i) & (PYTHON_LINES - 1)];
+        uint64_t there = atomic_load_explicit(&line->python, memory_order_acquire);
+        if (there == 0) {
+            if (!claim)
+                return NULL;
+            if (atomic_compare_exchange_strong_explicit(&line->python, &there, python,
+                                                        memory_order_acq_rel, memory_order_acquire))
+                return line;
+            /* another thread took it meanwhile: there is its key */
+        }
+        if (there == python)
+            return line;
+    }
+    return NULL;
+}
+
+/* The site of a trusted Python key's line, or 0. */
+static inline uint32_t python_line_trusted(const python_line_t *line)
+{
+    if (line == NULL || atomic_load_explicit(&line->seen, memory_order_acquire) < TRUST_AFTER)
+        return 0;
+    return atomic_load_explicit(&line->site, memory_order_relaxed);
+}
+
+/* Notes that the Python key python (its entry line, or NULL when it had
+ * none) led to the whole key whole and site this time. */
+static void python_line_note(python_line_t *line, uint64_t python, uint64_t whole, uint32_t site)
+{
+    if (site == 0 || (line == NULL && (line = python_line(python, 1)) == NULL))
         return;
-    if (slot->python != python) {
-        *slot = (python_slot_t){ python, whole, site, 1 };
-    } else if (slot->seen != NATIVE_MATTERS) {
-        if (slot->whole == whole && slot->site == site)
-            slot->seen += slot->seen < TRUST_AFTER;
+    int seen = atomic_load_explicit(&line->seen, memory_order_acquire);
+    if (seen == 0) {  /* its first path: written by one thread, then counted */
+        if (atomic_compare_exchange_strong(&line->seen, &seen, LINE_FILLING)) {
+            atomic_store_explicit(&line->whole, whole, memory_order_relaxed);
+            atomic_store_explicit(&line->site, site, memory_order_relaxed);
+            atomic_store_explicit(&line->seen, 1, memory_order_release);
+        }
+    } else if (seen > 0 && seen < TRUST_AFTER) {
+        /* A count, not an add: another thread's NATIVE_MATTERS must stay. */
+        if (atomic_load_explicit(&line->whole, memory_order_relaxed) == whole
+            && atomic_load_explicit(&line->site, memory_order_relaxed) == site)
+            atomic_compare_exchange_strong_explicit(&line->seen, &seen, seen + 1,
+                                                    memory_order_release, memory_order_relaxed);
         else
-            slot->seen = NATIVE_MATTERS;
+            atomic_store_explicit(&line->seen, NATIVE_MATTERS, memory_order_relaxed);
     }
 }
 
@@ -150,7 +210,7 @@ static uint32_t site_tag(alloc_kind_t kind, int device)
  * state meets its keys again. */
 static __attribute__((cold, noinline)) uint32_t
 capture_new(uint32_t tag, uintptr_t *native, int native_count, int whole, int hint,
-            int python_count, key_slot_t *slot, uint64_t hash, python_slot_t *trusted,
+            int python_count, key_slot_t *slot, uint64_t hash, python_line_t *line,
             uint64_t python_only, selftime_capture_t *timing, uint64_t python_done)
 {
     uint32_t site = python_count > 0 ? shared_key_site(hash) : 0;
@@ -170,8 +230,8 @@ capture_new(uint32_t tag, uintptr_t *native, int native_count, int whole, int hi
         slot->hash = hash;
         slot->site = site;
     }
-    if (trusted != NULL)
-        python_slot_note(trusted, python_only, hash, site);
+    if (python_only != 0)
+        python_line_note(line, python_only, hash, site);
     selftime_capture_end(timing, native_count, 0);
     return site;
 }
@@ -193,16 +253,17 @@ uint32_t capture_site(alloc_kind_t kind, int device)
     int key_frames = python_count > 0 ? KEY_FRAMES_WITH_PYTHON : KEY_FRAMES_WITHOUT_PYTHON;
     int key_native = config.stack_depth < key_frames ? config.stack_depth : key_frames;
     int whole = key_native == config.stack_depth;  /* the key's native frames are all of them */
-    python_slot_t *trusted = NULL;
-    uint64_t python_only = 0;
+    python_line_t *line = NULL;
+    uint64_t python_only = 0;  /* the Python key, when its native key is followed */
     if (python_count > 0 && key_native > 0) {
         python_only = (python_hash ^ tag) * 0x9e3779b97f4a7c15ull ^ (uint64_t)python_count;
-        python_only += python_only == 0;  /* 0 marks an empty slot */
-        trusted = &python_slots[python_only & (PYTHON_SLOTS - 1)];
-        if (__builtin_expect(trusted->python == python_only && trusted->seen >= TRUST_AFTER, 1)) {
+        python_only += python_only == 0;  /* 0 marks an empty entry */
+        line = python_line(python_only, 0);
+        uint32_t site = python_line_trusted(line);
+        if (__builtin_expect(site != 0, 1)) {
             order_timing(&timing, python_done);
             selftime_capture_end(&timing, 0, 1);
-            return trusted->site;
+            return site;
         }
     }
     int hint = -1;
@@ -214,14 +275,14 @@ uint32_t capture_site(alloc_kind_t kind, int device)
     hash += hash == 0;  /* 0 marks an empty slot */
     key_slot_t *slot = &key_slots[hash & (KEY_SLOTS - 1)];
     if (slot->hash == hash && slot->site != 0) {
-        if (trusted != NULL)
-            python_slot_note(trusted, python_only, hash, slot->site);
+        if (python_only != 0)
+            python_line_note(line, python_only, hash, slot->site);
         order_timing(&timing, python_done);
         selftime_capture_end(&timing, native_count, 0);
         return slot->site;
     }
     return capture_new(tag, native, native_count, whole, hint, python_count, slot, hash,
-                       trusted, python_only, &timing, python_done);
+                       line, python_only, &timing, python_done);
 }
 
 uint32_t capture_site_of_frames(alloc_kind_t kind, int device, const python_frame_t *python,

@@ -11,6 +11,11 @@
 #include "python.h"
 #include "tracker.h"
 
+/* Maps the tables every thread's keys share (capture.c). Returns 0, or -1
+ * when memory for them is lacking: sites are then right still, but no
+ * Python line is trusted (each stack walked natively). */
+int capture_init(void);
+
 /* Captures the calling thread's stack (native, then Python, as deep as
  * GPULEAK_STACK_DEPTH and GPULEAK_PYTHON_DEPTH allow) and returns its site
  * id. The kind and the device are part of the site, so one call path

@@ -3,6 +3,7 @@
  * part and moves lifecycle.h's state. */
 #define _GNU_SOURCE
 #include "start.h"
+#include "capture.h"
 #include "config.h"
 #include "search.h"
 #include "guard.h"
@@ -48,6 +49,8 @@ static void start_once_now(void)
     }
     report_check_pattern();
     stacks_init(config.fast_unwind);
+    if (capture_init() != 0)
+        log_line("no memory for the shared keys' tables; every stack will be walked whole");
     python_watch_finish();
     search_watch();
     if (config.python_frames)

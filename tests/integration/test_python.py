@@ -155,6 +155,23 @@ class NativePathsTest(unittest.TestCase):
         self.assertEqual(self.sites("interleaved", 64, trusted=128 - 16, second="partial"), [128])
 
 
+class ManyLinesTest(unittest.TestCase):
+    """A step of 200 allocating lines run 100 times
+    (tests/python/many_lines_demo.py): every line is trusted from its 17th
+    allocation on, 84 of each line's 100 stacks taken with no native walk.
+    The lines' keys were a thread's, in a table of 256 slots by hash: a
+    third of 200 lines shared a slot with another, each pushing the other
+    out before it was trusted: 37% of the stacks were trusted."""
+
+    def test_every_line_is_trusted_after_16(self):
+        proc, report = run_script(self, "many_lines_demo.py", "200", "100",
+                                  env={"GPULEAK_SUMMARY": "0", "GPULEAK_SELF_TIME": "1"})
+        self.assertEqual(proc.stdout.strip(), "lines=200 steps=100")
+        counts = sorted(site["total_allocations"] for site in report["sites"])
+        self.assertEqual(counts, [100] * 200)
+        self.assertEqual(report["totals"]["shim_trusted_captures"], 200 * (100 - 16))
+
+
 class AuditHooksTest(EachPython, unittest.TestCase):
     """A program with an audit hook (tests/python/audit_hooks_demo.py): the
     hook is the program's code, and it would see every event of what the
