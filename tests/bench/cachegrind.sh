@@ -4,8 +4,9 @@
 # rather than timed: instructions, L1 instruction and data misses (cachegrind's
 # 32 KB 8-way caches) and the shim's code lines run once a pair or more
 # (callgrind). Each REV (default: HEAD) is built in a temporary worktree with
-# the timeline's and growth's intervals made endless, so that valgrind's
-# slowness adds no samples a pair; a count a pair is the difference between
+# the timeline's and growth's intervals made endless and the searches made
+# once a clock tick (PyTorch's library, the pools) left out, so that
+# valgrind's slowness adds no work a pair; a count a pair is the difference between
 # runs of 40,000 and 80,000 pairs (and 5,000 and 10,000 for the lines), so
 # that start and exit cancel. Slow: about two minutes a revision.
 # docs/performance.md quotes it.
@@ -42,6 +43,11 @@ for rev in "${revs[@]}"; do
             s/growth_init(now, 1000000, site_live_bytes);/growth_init(now, UINT64_MAX \/ 2, site_live_bytes);/' \
         "$tree/shim/count/tracker.c"
     grep -q "UINT64_MAX / 2, sampler" "$tree/shim/count/tracker.c" || { echo "cachegrind.sh: $rev: no intervals to patch" >&2; exit 2; }
+    # Two more things done once a tick of the clock, so more often a pair
+    # the slower a run goes: the search for PyTorch's library (there is none
+    # here) and the request for JAX's and CuPy's pools (there are none).
+    sed -i 's/^        real_dl_iterate(find_c10, &search);$/        (void)search;/' "$tree/shim/entry/torch_trace.c"
+    sed -i 's/^        ask_pools();$/        ;/' "$tree/shim/python/search.c"
     make -C "$tree" -s build/libgpuleak.so >/dev/null
     cp "$tree/build/libgpuleak.so" "$work/shim-$rev.so"
     measure "$rev" "$work/shim-$rev.so"
