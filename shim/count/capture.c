@@ -7,8 +7,9 @@
 #include <sys/mman.h>
 
 /* A site is named by the innermost native frames and the Python frames
- * first (its key), and by its whole stack only when that key is new to
- * this thread: the full native walk, most of a stack's cost on PyTorch's
+ * first (its key), and by its whole stack only when that key is new (to
+ * this thread; one with Python frames, to every thread: the shared keys
+ * below): the full native walk, most of a stack's cost on PyTorch's
  * 40-odd frames, and the interning of the Python frames (a table lookup
  * and a line each) are paid once per key; the key reads the Python frames
  * as they stand (python_key). With Python frames the innermost 8
