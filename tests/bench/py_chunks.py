@@ -22,8 +22,8 @@ import time
 
 class Chunks:
     def __init__(self, n, value=None):
-        """value: what a chunk measured, called after it (default: its
-        time over its pairs)."""
+        """value(took_ns, count): what a chunk measured, called after it
+        (default: took_ns / count, its time over its pairs)."""
         count = int(os.environ.get("BENCH_CHUNKS") or 0)
         lib = os.environ.get("BENCH_CORE_SPEED")
         self.speed = None
@@ -46,7 +46,8 @@ class Chunks:
             self.busy_ns += took
             if self.speed:
                 after = self.speed()
-                self.chunks.append((max(before, after), self.value() if self.value else took / size))
+                self.chunks.append((max(before, after),
+                                    self.value(took, size) if self.value else took / size))
                 before = after
 
     def ns_per_pair(self):

@@ -32,7 +32,7 @@ def timed_pairs(cuda, n):
     source, target = bytearray(EVICT_BYTES), bytearray(EVICT_BYTES)
     clock = time.perf_counter_ns
     took, chunk = [], []
-    chunks = Chunks(n, value=lambda: statistics.median(chunk))
+    chunks = Chunks(n, value=lambda took, count: statistics.median(chunk))
     for count in chunks:
         chunk.clear()
         for _ in range(count):

@@ -286,6 +286,7 @@ def bench_python(b, pairs):
     argv = [py, script, str(pairs), "10"]
     deep = [py, script, str(pairs), "26"]
     cold = [py, os.path.join(HERE, "py_cold.py"), str(max(pairs // 10, 1000))]
+    lines = [py, os.path.join(HERE, "py_lines.py"), str(pairs), "300"]
     chunked = python_chunks(b)
     configs = {
         "base": (argv, False, chunked),
@@ -300,6 +301,10 @@ def bench_python(b, pairs):
         # functions, the caches holding other work (py_cold.py).
         "cold_base": (cold, False, chunked),
         "cold": (cold, True, chunked),
+        # A step of 300 lines (py_lines.py), as a training step allocates
+        # from hundreds: each line trusted after its first 16 allocations.
+        "lines_base": (lines, False, chunked),
+        "lines": (lines, True, chunked),
     }
     got = b.interleave(configs)
     ns = {n: [r["ns_per_pair"] for r in rs] for n, rs in got.items()}
@@ -329,13 +334,17 @@ def bench_python(b, pairs):
            "before each pair; median pair), no shim | %s | | |" % spread(ns["cold_base"]))
     b.emit("| the same on cold caches, defaults | %s | %s | |" % (
         spread(ns["cold"]), spread(paired(ns["cold_base"], ns["cold"]))))
+    b.emit("| a step of 300 lines (py_lines.py), no shim | %s | | |" % spread(ns["lines_base"]))
+    b.emit("| a step of 300 lines, defaults | %s | %s | |" % (
+        spread(ns["lines"]), spread(paired(ns["lines_base"], ns["lines"]))))
     b.emit()
     full_speed_table(b, got, (("stacks off (DEPTH=0, PYTHON=0)", "base", "off", None),
                               ("native 32, no Python (PYTHON=0)", "base", "native", None),
                               ("native 32 + Python frames", "base", "both", 1500),
                               ("26 Python frames deep, defaults", "deep_base", "deep", 300),
                               ("the same on cold caches (py_cold.py; a chunk's median pair)",
-                               "cold_base", "cold", None)))
+                               "cold_base", "cold", None),
+                              ("a step of 300 lines (py_lines.py)", "lines_base", "lines", None)))
 
 
 SELF_TIME = re.compile(r"its own time was ([0-9.]+) ms over (\d+) call")
