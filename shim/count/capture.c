@@ -8,8 +8,8 @@
 
 /* A site is named by the innermost native frames and the Python frames
  * first (its key), and by its whole stack only when that key is new (to
- * this thread; one with Python frames, to every thread: the shared keys
- * below): the full native walk, most of a stack's cost on PyTorch's
+ * this thread, and for a key with Python frames, other than its line's
+ * first, python_line_t): the full native walk, most of a stack's cost on PyTorch's
  * 40-odd frames, and the interning of the Python frames (a table lookup
  * and a line each) are paid once per key; the key reads the Python frames
  * as they stand (python_key). With Python frames the innermost 8
@@ -28,62 +28,6 @@ typedef struct key_slot {
 
 static __thread key_slot_t key_slots[KEY_SLOTS] __attribute__((tls_model("initial-exec")));
 
-/* The keys with Python frames that any thread has seen, with their sites:
- * a key new to a thread's slot (its first time on this thread, or pushed
- * out of its slot by 256 others) takes the site its key already has.
- * Interning its whole stack instead made a second site of one line where
- * the stack differed only in the interpreter's own frames, which the key
- * leaves out: on 3.13 an instruction specialized after its first runs
- * returns into other places of the eval loop. Open addressing, from the
- * hash's high bits, SHARED_PROBES probes; a full neighbourhood or a race
- * for one key only costs a capture, as before. Mapped at start, its pages
- * touched as keys come (16 bytes a key). */
-#define SHARED_KEYS (1u << 16)
-#define SHARED_PROBES 8
-
-typedef struct shared_key {
-    _Atomic uint64_t hash;  /* 0: empty; set once */
-    _Atomic uint32_t site;  /* 0 until its inserter stores it */
-} shared_key_t;
-
-static shared_key_t *shared_keys;  /* SHARED_KEYS of them, or NULL (capture_init) */
-
-/* The site of hash in the shared keys, or 0. */
-static uint32_t shared_key_site(uint64_t hash)
-{
-    unsigned first = (unsigned)(hash >> 48);
-    for (unsigned i = 0; shared_keys != NULL && i < SHARED_PROBES; i++) {
-        shared_key_t *k = &shared_keys[(first + i) & (SHARED_KEYS - 1)];
-        uint64_t there = atomic_load_explicit(&k->hash, memory_order_acquire);
-        if (there == hash)
-            return atomic_load_explicit(&k->site, memory_order_acquire);
-        if (there == 0)
-            return 0;
-    }
-    return 0;
-}
-
-/* Gives hash the site site unless it has one; returns the site hash has
- * now (site, or the one another thread gave it first, when stored). */
-static uint32_t shared_key_add(uint64_t hash, uint32_t site)
-{
-    unsigned first = (unsigned)(hash >> 48);
-    for (unsigned i = 0; shared_keys != NULL && i < SHARED_PROBES; i++) {
-        shared_key_t *k = &shared_keys[(first + i) & (SHARED_KEYS - 1)];
-        uint64_t there = 0;
-        if (atomic_compare_exchange_strong_explicit(&k->hash, &there, hash, memory_order_acq_rel,
-                                                    memory_order_acquire)) {
-            atomic_store_explicit(&k->site, site, memory_order_release);
-            return site;
-        }
-        if (there == hash) {
-            uint32_t first_site = atomic_load_explicit(&k->site, memory_order_acquire);
-            return first_site != 0 ? first_site : site;
-        }
-    }
-    return site;
-}
-
 /* Under one Python line the innermost native frames are nearly always the
  * same (PyTorch's allocator, ctypes' call): they tell sites apart where
  * one line reaches two native paths. So a Python key (its frames, the
@@ -99,7 +43,14 @@ static uint32_t shared_key_add(uint64_t hash, uint32_t site)
  * out before it was trusted (60% of its stacks trusted; 28% with 300
  * lines, 2% with 1,000). Open addressing from the key's high bits,
  * LINE_PROBES probes; a key with no room is never trusted. Once trusted,
- * a key's entry is only read. */
+ * a key's entry is only read.
+ *
+ * A line's entry also names its first path's site to a thread whose own
+ * slot does not hold the key (its first time there, or pushed out by 256
+ * others). Interning the whole stack again made a second site of one line
+ * where the stack differed only in the interpreter's own frames, which the
+ * key leaves out: on 3.13 an instruction specialized after its first runs
+ * returns into other places of the eval loop. */
 #define TRUST_AFTER 16
 #define PYTHON_LINES (1u << 14)
 #define LINE_PROBES 8
@@ -118,13 +69,10 @@ static python_line_t *python_lines;  /* PYTHON_LINES of them, or NULL (capture_i
 
 int capture_init(void)
 {
-    void *keys = mmap(NULL, sizeof *shared_keys * SHARED_KEYS, PROT_READ | PROT_WRITE,
-                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     void *lines = mmap(NULL, sizeof *python_lines * PYTHON_LINES, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    shared_keys = keys == MAP_FAILED ? NULL : keys;
     python_lines = lines == MAP_FAILED ? NULL : lines;
-    return shared_keys != NULL && python_lines != NULL ? 0 : -1;
+    return python_lines != NULL ? 0 : -1;
 }
 
 /* The entry of the Python key python, or NULL; with claim, an empty one
@@ -153,6 +101,18 @@ static python_line_t *python_line(uint64_t python, int claim)
 static inline uint32_t python_line_trusted(const python_line_t *line)
 {
     if (line == NULL || atomic_load_explicit(&line->seen, memory_order_acquire) < TRUST_AFTER)
+        return 0;
+    return atomic_load_explicit(&line->site, memory_order_relaxed);
+}
+
+/* The site of the line's first path when whole is its whole key, or 0. */
+static uint32_t python_line_first(const python_line_t *line, uint64_t whole)
+{
+    if (line == NULL)
+        return 0;
+    int seen = atomic_load_explicit(&line->seen, memory_order_acquire);
+    if (seen == 0 || seen == LINE_FILLING
+        || atomic_load_explicit(&line->whole, memory_order_relaxed) != whole)
         return 0;
     return atomic_load_explicit(&line->site, memory_order_relaxed);
 }
@@ -204,26 +164,25 @@ static uint32_t site_tag(alloc_kind_t kind, int device)
     return (uint32_t)kind | (device > 0 ? (uint32_t)device << 4 : 0);
 }
 
-/* A key new to this thread's slot (capture_site): the site its key has
- * among the shared keys, else the frames themselves, the Python ones
- * interned and the whole native stack, and the site they make; noted in
- * the slots. Out of line and apart from the hot code: a program's steady
- * state meets its keys again. */
+/* A key new to this thread's slot (capture_site): the site of its line's
+ * first path when it is that path, else the frames themselves, the Python
+ * ones interned and the whole native stack, and the site they make; noted
+ * in the slots. Out of line and apart from the hot code: a program's
+ * steady state meets its keys again. */
 static __attribute__((cold, noinline)) uint32_t
 capture_new(uint32_t tag, uintptr_t *native, int native_count, int whole, int hint,
             int python_count, key_slot_t *slot, uint64_t hash, python_line_t *line,
             uint64_t python_only, selftime_capture_t *timing, uint64_t python_done)
 {
-    uint32_t site = python_count > 0 ? shared_key_site(hash) : 0;
+    uint32_t site = python_line_first(line, hash);
     if (site == 0) {
         python_frame_t python[STACKS_MAX_FRAMES];
-        int python_taken = python_count > 0 ? python_capture(python, config.python_depth) : 0;
+        if (python_count > 0)
+            python_count = python_capture(python, config.python_depth);
         if (!whole)
             native_count = stacks_capture(native, config.stack_depth, &hint);
         order_timing(timing, python_done);
-        site = stacks_intern_hinted(hint, tag, native, native_count, python, python_taken);
-        if (site != 0 && python_count > 0)
-            site = shared_key_add(hash, site);
+        site = stacks_intern_hinted(hint, tag, native, native_count, python, python_count);
     } else {
         order_timing(timing, python_done);
     }

@@ -11,9 +11,9 @@
 #include "python.h"
 #include "tracker.h"
 
-/* Maps the tables every thread's keys share (capture.c). Returns 0, or -1
- * when memory for them is lacking: sites are then right still, but no
- * Python line is trusted (each stack walked natively). */
+/* Maps the table of Python lines every thread shares (capture.c).
+ * Returns 0, or -1 when memory for it is lacking: sites are then right
+ * still, but no Python line is trusted (each stack walked natively). */
 int capture_init(void);
 
 /* Captures the calling thread's stack (native, then Python, as deep as

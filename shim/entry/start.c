@@ -50,7 +50,7 @@ static void start_once_now(void)
     report_check_pattern();
     stacks_init(config.fast_unwind);
     if (capture_init() != 0)
-        log_line("no memory for the shared keys' tables; every stack will be walked whole");
+        log_line("no memory for the Python lines' table; every stack will be walked natively");
     python_watch_finish();
     search_watch();
     if (config.python_frames)
